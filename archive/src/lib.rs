@@ -1,0 +1,1 @@
+//! archive: the SQLite store of run records.

@@ -1,0 +1,141 @@
+//! Canonical JSON bytes per RFC 8785 (JSON Canonicalization Scheme).
+//!
+//! Serialisation goes through `serde_jcs`, which sorts keys by UTF-16 code
+//! units, writes numbers in ECMAScript's shortest round-trip form and
+//! refuses non-finite floats. JCS numbers are IEEE doubles, so an integer
+//! beyond +-2^53 cannot be represented exactly: this module rejects such
+//! integers instead of letting them lose digits.
+
+use serde::Serialize;
+use serde_json::Value;
+
+mod number_check;
+use number_check::NumberCheck;
+
+/// The largest integer magnitude a JCS number holds exactly (2^53).
+pub const MAX_SAFE_INTEGER: u64 = 1 << 53;
+
+/// Why a value could not be turned into canonical bytes.
+#[derive(Debug, thiserror::Error)]
+pub enum CanonicalError {
+    /// A float was NaN or infinite; JSON has no spelling for it.
+    #[error("non-finite number (NaN or infinity) at {path} cannot be written as JSON")]
+    NonFinite {
+        /// JSON path of the number.
+        path: String,
+    },
+    /// An integer is outside the range a double represents exactly.
+    #[error("integer {value} at {path} is beyond +-2^53 and would lose digits")]
+    UnsafeInteger {
+        /// JSON path of the number, such as `$.iterations[0].bytes_sent`.
+        path: String,
+        /// The integer as written.
+        value: String,
+    },
+    /// Any other serialisation failure.
+    #[error("cannot serialise: {0}")]
+    Serialize(String),
+}
+
+/// Serialises `value` to RFC 8785 canonical bytes.
+///
+/// `serde_jcs` goes through `serde_json::Value`, which turns NaN into
+/// `null` and large integers into doubles without a word, so every number
+/// is checked on the typed value first.
+pub fn to_canonical_bytes<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, CanonicalError> {
+    value.serialize(&mut NumberCheck {
+        path: String::from("$"),
+    })?;
+    serde_jcs::to_vec(value).map_err(|err| CanonicalError::Serialize(err.to_string()))
+}
+
+/// Checks that every integer in `tree` is within +-2^53.
+pub fn check_integers(tree: &Value, path: &mut String) -> Result<(), CanonicalError> {
+    match tree {
+        Value::Number(number) => {
+            let unsafe_integer = if let Some(unsigned) = number.as_u64() {
+                unsigned > MAX_SAFE_INTEGER
+            } else if let Some(signed) = number.as_i64() {
+                signed.unsigned_abs() > MAX_SAFE_INTEGER
+            } else {
+                false
+            };
+            if unsafe_integer {
+                return Err(CanonicalError::UnsafeInteger {
+                    path: path.clone(),
+                    value: number.to_string(),
+                });
+            }
+            Ok(())
+        }
+        Value::Array(items) => {
+            for (item_idx, item) in items.iter().enumerate() {
+                let len = path.len();
+                path.push_str(&format!("[{item_idx}]"));
+                check_integers(item, path)?;
+                path.truncate(len);
+            }
+            Ok(())
+        }
+        Value::Object(map) => {
+            for (key, item) in map {
+                let len = path.len();
+                path.push('.');
+                path.push_str(key);
+                check_integers(item, path)?;
+                path.truncate(len);
+            }
+            Ok(())
+        }
+        Value::Null | Value::Bool(_) | Value::String(_) => Ok(()),
+    }
+}
+
+/// The blake3 hash of `bytes`, as 64 lowercase hex digits.
+pub fn hash_hex(bytes: &[u8]) -> String {
+    blake3::hash(bytes).to_hex().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn sorts_keys_and_drops_whitespace() {
+        let bytes = to_canonical_bytes(&json!({"b": 1, "a": [true, null, "x"]})).unwrap();
+        assert_eq!(bytes, br#"{"a":[true,null,"x"],"b":1}"#);
+    }
+
+    #[test]
+    fn rejects_nan_and_infinity() {
+        for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            let err = to_canonical_bytes(&vec![bad]).unwrap_err();
+            assert!(matches!(err, CanonicalError::NonFinite { .. }), "{err}");
+        }
+    }
+
+    #[test]
+    fn rejects_integers_beyond_two_to_the_53() {
+        #[derive(Serialize)]
+        struct Counter {
+            bytes: u64,
+        }
+        assert!(
+            to_canonical_bytes(&Counter {
+                bytes: MAX_SAFE_INTEGER
+            })
+            .is_ok()
+        );
+        let err = to_canonical_bytes(&Counter {
+            bytes: MAX_SAFE_INTEGER + 1,
+        })
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "integer 9007199254740993 at $.bytes is beyond +-2^53 and would lose digits"
+        );
+        let err = to_canonical_bytes(&[-(MAX_SAFE_INTEGER as i64) - 1]).unwrap_err();
+        assert!(matches!(err, CanonicalError::UnsafeInteger { .. }));
+    }
+}

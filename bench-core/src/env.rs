@@ -1,0 +1,410 @@
+//! The state of a host that moves network numbers, read without root from
+//! /proc and /sys.
+//!
+//! What cannot be read is recorded as absent (`None`, or missing from a
+//! map), never guessed. [`HostEnv::comparable_knobs`] names the part of the
+//! environment that decides whether two runs may be compared; the kernel
+//! release and command line are deliberately left out of it, since they
+//! change from commit to commit of the very thing being measured.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::Path;
+
+/// Sysctls that move network numbers, read from /proc/sys.
+pub const NETWORK_SYSCTLS: &[&str] = &[
+    "net.core.rmem_max",
+    "net.core.wmem_max",
+    "net.core.rmem_default",
+    "net.core.wmem_default",
+    "net.core.netdev_max_backlog",
+    "net.core.busy_read",
+    "net.core.busy_poll",
+    "net.ipv4.tcp_rmem",
+    "net.ipv4.tcp_wmem",
+    "net.ipv4.tcp_mem",
+    "net.ipv4.tcp_congestion_control",
+    "net.ipv4.tcp_autocorking",
+    "net.ipv4.tcp_notsent_lowat",
+    "net.ipv4.tcp_limit_output_bytes",
+    "net.ipv4.tcp_slow_start_after_idle",
+    "net.ipv4.tcp_timestamps",
+    "net.ipv4.tcp_sack",
+    "net.ipv4.tcp_ecn",
+];
+
+/// The state of one end of a test.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostEnv {
+    /// Kernel release, as `uname -r` prints it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_release: Option<String>,
+    /// Kernel version string, as `uname -v` prints it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_version: Option<String>,
+    /// The kernel command line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cmdline: Option<String>,
+    /// CPU model name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_model: Option<String>,
+    /// Number of CPUs present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_count: Option<u32>,
+    /// Online CPUs, in the kernel's list syntax (`0-3,6`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus_online: Option<String>,
+    /// SMT control state (`on`, `off`, `forceoff`, `notsupported`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smt: Option<String>,
+    /// cpufreq scaling driver of CPU 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpufreq_driver: Option<String>,
+    /// cpufreq governor of CPU 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub governor: Option<String>,
+    /// Turbo or boost enabled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boost: Option<bool>,
+    /// cpuidle driver.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpuidle_driver: Option<String>,
+    /// Speculative-execution mitigations, one entry per vulnerability file.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub mitigations: BTreeMap<String, String>,
+    /// Current clocksource.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clocksource: Option<String>,
+    /// Transparent huge pages mode (the bracketed choice).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transparent_hugepages: Option<String>,
+    /// Network sysctls by dotted name, values with whitespace folded to
+    /// single spaces.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sysctls: BTreeMap<String, String>,
+    /// The egress interface of the test, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interface: Option<InterfaceEnv>,
+}
+
+/// The state of one network interface.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InterfaceEnv {
+    /// Interface name, such as `eth0` or `lo`.
+    pub name: String,
+    /// MTU in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<u32>,
+    /// Driver name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver: Option<String>,
+    /// Link speed in Mb/s, when the driver reports one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speed_mbps: Option<u32>,
+    /// Root qdisc kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qdisc: Option<String>,
+    /// Transmit queue length.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tx_queue_len: Option<u32>,
+    /// Offload features by ethtool name, true when active.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub features: BTreeMap<String, bool>,
+    /// Largest GRO packet, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gro_max_size: Option<u32>,
+    /// Largest GSO packet, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gso_max_size: Option<u32>,
+}
+
+/// One way in which two environments differ.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnvDifference {
+    /// Flattened key, such as `sysctl.net.ipv4.tcp_rmem` or `governor`.
+    pub key: String,
+    /// Value on the first side, absent when it was not recorded.
+    pub first: Option<String>,
+    /// Value on the second side.
+    pub second: Option<String>,
+    /// True when the key is part of the comparable knobs.
+    pub matters: bool,
+}
+
+/// Keys of [`HostEnv::flatten`] whose values differ per commit of the
+/// kernel under test and so do not decide comparability.
+const PER_COMMIT_KEYS: &[&str] = &["kernel_release", "kernel_version", "cmdline", "clocksource"];
+
+impl HostEnv {
+    /// Every recorded value under a flat key (`sysctl.<name>`,
+    /// `mitigation.<name>`, `interface.<field>`, `feature.<name>`).
+    pub fn flatten(&self) -> BTreeMap<String, String> {
+        let mut flat = BTreeMap::new();
+        let mut put = |key: &str, value: Option<String>| {
+            if let Some(value) = value {
+                flat.insert(key.to_string(), value);
+            }
+        };
+        put("kernel_release", self.kernel_release.clone());
+        put("kernel_version", self.kernel_version.clone());
+        put("cmdline", self.cmdline.clone());
+        put("cpu_model", self.cpu_model.clone());
+        put("cpu_count", self.cpu_count.map(|n| n.to_string()));
+        put("cpus_online", self.cpus_online.clone());
+        put("smt", self.smt.clone());
+        put("cpufreq_driver", self.cpufreq_driver.clone());
+        put("governor", self.governor.clone());
+        put("boost", self.boost.map(|b| b.to_string()));
+        put("cpuidle_driver", self.cpuidle_driver.clone());
+        put("clocksource", self.clocksource.clone());
+        put("transparent_hugepages", self.transparent_hugepages.clone());
+        for (name, value) in &self.mitigations {
+            flat.insert(format!("mitigation.{name}"), value.clone());
+        }
+        for (name, value) in &self.sysctls {
+            flat.insert(format!("sysctl.{name}"), value.clone());
+        }
+        if let Some(interface) = &self.interface {
+            flat.insert("interface.name".into(), interface.name.clone());
+            let mut put = |key: &str, value: Option<String>| {
+                if let Some(value) = value {
+                    flat.insert(format!("interface.{key}"), value);
+                }
+            };
+            put("mtu", interface.mtu.map(|v| v.to_string()));
+            put("driver", interface.driver.clone());
+            put("speed_mbps", interface.speed_mbps.map(|v| v.to_string()));
+            put("qdisc", interface.qdisc.clone());
+            put(
+                "tx_queue_len",
+                interface.tx_queue_len.map(|v| v.to_string()),
+            );
+            put(
+                "gro_max_size",
+                interface.gro_max_size.map(|v| v.to_string()),
+            );
+            put(
+                "gso_max_size",
+                interface.gso_max_size.map(|v| v.to_string()),
+            );
+            for (name, on) in &interface.features {
+                flat.insert(format!("feature.{name}"), on.to_string());
+            }
+        }
+        flat
+    }
+
+    /// The part of the environment that decides whether two runs are
+    /// comparable: CPU, frequency and idle policy, SMT, THP, sysctls and
+    /// the interface, but not the kernel release, version, command line,
+    /// mitigations or clocksource, which follow the commit under test.
+    pub fn comparable_knobs(&self) -> BTreeMap<String, String> {
+        self.flatten()
+            .into_iter()
+            .filter(|(key, _)| is_comparable_key(key))
+            .collect()
+    }
+}
+
+fn is_comparable_key(key: &str) -> bool {
+    !PER_COMMIT_KEYS.contains(&key) && !key.starts_with("mitigation.")
+}
+
+/// Lists every key whose value differs between `first` and `second`,
+/// in key order.
+pub fn diff(first: &HostEnv, second: &HostEnv) -> Vec<EnvDifference> {
+    let first = first.flatten();
+    let second = second.flatten();
+    let mut keys: Vec<&String> = first.keys().chain(second.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .filter(|key| first.get(*key) != second.get(*key))
+        .map(|key| EnvDifference {
+            key: key.clone(),
+            first: first.get(key).cloned(),
+            second: second.get(key).cloned(),
+            matters: is_comparable_key(key),
+        })
+        .collect()
+}
+
+/// Reads the local host's environment. `interface` names the egress
+/// interface to describe, if known.
+pub fn capture_local(interface: Option<&str>) -> HostEnv {
+    capture_from(Path::new("/"), interface)
+}
+
+/// Reads a host environment from a root directory laid out like `/`
+/// (tests point this at a fabricated tree).
+pub fn capture_from(root: &Path, interface: Option<&str>) -> HostEnv {
+    let read = |relative: &str| read_trimmed(&root.join(relative));
+    let cpuinfo = read("proc/cpuinfo");
+    let mut sysctls = BTreeMap::new();
+    for name in NETWORK_SYSCTLS {
+        let path = format!("proc/sys/{}", name.replace('.', "/"));
+        if let Some(value) = read(&path) {
+            sysctls.insert((*name).to_string(), fold_whitespace(&value));
+        }
+    }
+    let mut mitigations = BTreeMap::new();
+    if let Ok(entries) = fs::read_dir(root.join("sys/devices/system/cpu/vulnerabilities")) {
+        for entry in entries.flatten() {
+            if let (Some(name), Some(value)) = (
+                entry.file_name().to_str().map(str::to_string),
+                read_trimmed(&entry.path()),
+            ) {
+                mitigations.insert(name, value);
+            }
+        }
+    }
+    let boost = read("sys/devices/system/cpu/cpufreq/boost")
+        .map(|value| value == "1")
+        .or_else(|| read("sys/devices/system/cpu/intel_pstate/no_turbo").map(|v| v == "0"));
+    HostEnv {
+        kernel_release: read("proc/sys/kernel/osrelease"),
+        kernel_version: read("proc/sys/kernel/version"),
+        cmdline: read("proc/cmdline"),
+        cpu_model: cpuinfo.as_deref().and_then(cpu_model_from_cpuinfo),
+        cpu_count: read("sys/devices/system/cpu/present")
+            .and_then(|list| count_cpu_list(&list))
+            .or_else(|| cpuinfo.as_deref().map(count_processors)),
+        cpus_online: read("sys/devices/system/cpu/online"),
+        smt: read("sys/devices/system/cpu/smt/control"),
+        cpufreq_driver: read("sys/devices/system/cpu/cpu0/cpufreq/scaling_driver"),
+        governor: read("sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+        boost,
+        cpuidle_driver: read("sys/devices/system/cpu/cpuidle/current_driver"),
+        mitigations,
+        clocksource: read("sys/devices/system/clocksource/clocksource0/current_clocksource"),
+        transparent_hugepages: read("sys/kernel/mm/transparent_hugepage/enabled")
+            .and_then(|value| bracketed_choice(&value)),
+        sysctls,
+        interface: interface.map(|name| capture_interface_from(root, name)),
+    }
+}
+
+/// Reads what /sys says of interface `name`.
+fn capture_interface_from(root: &Path, name: &str) -> InterfaceEnv {
+    let base = root.join("sys/class/net").join(name);
+    let read = |file: &str| read_trimmed(&base.join(file));
+    let driver = fs::read_link(base.join("device/driver"))
+        .ok()
+        .and_then(|target| {
+            target
+                .file_name()
+                .and_then(|n| n.to_str())
+                .map(str::to_string)
+        });
+    InterfaceEnv {
+        name: name.to_string(),
+        mtu: read("mtu").and_then(|v| v.parse().ok()),
+        driver,
+        // Virtual devices answer -1 or refuse the read: both are absent.
+        speed_mbps: read("speed").and_then(|v| v.parse().ok()),
+        qdisc: None,
+        tx_queue_len: read("tx_queue_len").and_then(|v| v.parse().ok()),
+        features: BTreeMap::new(),
+        gro_max_size: None,
+        gso_max_size: None,
+    }
+}
+
+fn read_trimmed(path: &Path) -> Option<String> {
+    let text = fs::read_to_string(path).ok()?;
+    let text = text.trim();
+    (!text.is_empty()).then(|| text.to_string())
+}
+
+fn fold_whitespace(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn cpu_model_from_cpuinfo(cpuinfo: &str) -> Option<String> {
+    cpuinfo.lines().find_map(|line| {
+        let (key, value) = line.split_once(':')?;
+        let key = key.trim();
+        (key == "model name" || key == "Model" || key == "cpu model")
+            .then(|| fold_whitespace(value))
+    })
+}
+
+fn count_processors(cpuinfo: &str) -> u32 {
+    let count = cpuinfo
+        .lines()
+        .filter(|line| line.split(':').next().map(str::trim) == Some("processor"))
+        .count();
+    u32::try_from(count).unwrap_or(u32::MAX)
+}
+
+/// Counts the CPUs in a kernel CPU list such as `0-3,6`.
+pub fn count_cpu_list(list: &str) -> Option<u32> {
+    let mut total: u32 = 0;
+    for part in list.trim().split(',').filter(|p| !p.is_empty()) {
+        let count = match part.split_once('-') {
+            Some((low, high)) => {
+                let low: u32 = low.trim().parse().ok()?;
+                let high: u32 = high.trim().parse().ok()?;
+                high.checked_sub(low)?.checked_add(1)?
+            }
+            None => {
+                part.trim().parse::<u32>().ok()?;
+                1
+            }
+        };
+        total = total.checked_add(count)?;
+    }
+    Some(total)
+}
+
+/// The bracketed choice of a sysfs selector such as
+/// `always [madvise] never`.
+fn bracketed_choice(text: &str) -> Option<String> {
+    let start = text.find('[')?;
+    let end = start + text[start..].find(']')?;
+    Some(text[start + 1..end].to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_cpu_lists() {
+        assert_eq!(count_cpu_list("0-3,6"), Some(5));
+        assert_eq!(count_cpu_list("0"), Some(1));
+        assert_eq!(count_cpu_list("3-1"), None);
+        assert_eq!(count_cpu_list("x"), None);
+    }
+
+    #[test]
+    fn picks_bracketed_choice() {
+        assert_eq!(
+            bracketed_choice("always [madvise] never").as_deref(),
+            Some("madvise")
+        );
+        assert_eq!(bracketed_choice("always"), None);
+    }
+
+    #[test]
+    fn diff_lists_only_what_differs_and_marks_what_matters() {
+        let mut first = HostEnv {
+            kernel_release: Some("6.8.0".into()),
+            governor: Some("performance".into()),
+            ..HostEnv::default()
+        };
+        first
+            .sysctls
+            .insert("net.ipv4.tcp_rmem".into(), "4096 131072 6291456".into());
+        let mut second = first.clone();
+        second.kernel_release = Some("6.9.0".into());
+        second.governor = Some("powersave".into());
+        let differences = diff(&first, &second);
+        let keys: Vec<(&str, bool)> = differences
+            .iter()
+            .map(|d| (d.key.as_str(), d.matters))
+            .collect();
+        assert_eq!(keys, vec![("governor", true), ("kernel_release", false)]);
+    }
+}

@@ -1,0 +1,21 @@
+//! bench-core: everything that touches a socket or a clock, and the one
+//! document every other part of netbisect works on.
+//!
+//! - [`record`]: the canonical run record (`netbisect.run/1`), its id and
+//!   its `config_key`.
+//! - [`canonical`]: RFC 8785 (JCS) bytes with the checks JSON numbers need.
+//! - [`spec`]: the resolved test specification.
+//! - [`env`]: the state of a host that moves network numbers.
+//! - [`kernel`]: what a kernel release string says about its commit.
+//! - [`time`]: absolute times as RFC 3339 strings.
+//!
+//! Architecture invariant: bench-core depends on no other crate of this
+//! workspace and knows nothing of SQLite, git or templates.
+#![deny(missing_docs)]
+
+pub mod canonical;
+pub mod env;
+pub mod kernel;
+pub mod record;
+pub mod spec;
+pub mod time;

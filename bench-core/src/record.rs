@@ -1,0 +1,596 @@
+//! The canonical run record, schema `netbisect.run/1`: one test run as one
+//! JSON document, the unit that everything else stores, compares and
+//! bisects on.
+//!
+//! # Format
+//!
+//! A record is a JSON object with these members (see the types below for
+//! every field):
+//!
+//! - `schema`: `"netbisect.run/1"`. A reader rejects any other major
+//!   version.
+//! - `id`: blake3 of the canonical bytes of the record without `id`, as 64
+//!   hex digits. Identical content gives an identical id, which makes
+//!   storing, importing and merging idempotent.
+//! - `config_key`: blake3 of the canonical bytes of the resolved `spec`,
+//!   the `testbed` and the comparable knobs of both ends' environments
+//!   ([`HostEnv::comparable_knobs`]); never the commit or a time. Two runs
+//!   with the same `config_key` measured the same thing the same way.
+//! - `source`, `started_at`, `finished_at` (RFC 3339 UTC), `spec`,
+//!   `endpoint`, `subject`, `testbed`, `env`, `iterations`, `summary`.
+//!
+//! Bytes are RFC 8785 canonical JSON. Units are SI base units unless the
+//! key names another (`_bps` bits per second, `_bytes`, `_s` seconds, `_us`
+//! microseconds, `_pct` percent).
+
+use crate::canonical::{self, CanonicalError};
+use crate::env::HostEnv;
+use crate::spec::RunSpec;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+/// The schema this crate writes.
+pub const SCHEMA: &str = "netbisect.run/1";
+/// The schema major version this crate reads.
+pub const SCHEMA_MAJOR: u32 = 1;
+const SCHEMA_PREFIX: &str = "netbisect.run/";
+
+/// Why a record could not be read, written or sealed.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// The bytes are not UTF-8.
+    #[error("not UTF-8: invalid byte at offset {offset}")]
+    NotUtf8 {
+        /// Offset of the first invalid byte.
+        offset: usize,
+    },
+    /// The input ended inside the document.
+    #[error("truncated JSON: input ends at line {line}, column {column}")]
+    Truncated {
+        /// Line where the input ends.
+        line: usize,
+        /// Column where the input ends.
+        column: usize,
+    },
+    /// The JSON text is malformed.
+    #[error("malformed JSON at line {line}, column {column}: {message}")]
+    Malformed {
+        /// Line of the error.
+        line: usize,
+        /// Column of the error.
+        column: usize,
+        /// What the parser said.
+        message: String,
+    },
+    /// The document has no `schema` member.
+    #[error("missing \"schema\" field (expected \"{SCHEMA}\")")]
+    MissingSchema,
+    /// The schema names another document type or major version.
+    #[error("unsupported schema \"{found}\": this netbisect reads {SCHEMA}")]
+    UnsupportedSchema {
+        /// The schema as found.
+        found: String,
+    },
+    /// A field is missing or has the wrong type.
+    #[error("invalid record: {0}")]
+    Invalid(String),
+    /// A number cannot be represented canonically.
+    #[error(transparent)]
+    Canonical(#[from] CanonicalError),
+    /// The stated id is not the hash of the content.
+    #[error("id does not match the content: stated {stated}, computed {computed}")]
+    IdMismatch {
+        /// The id in the document.
+        stated: String,
+        /// The id of the content.
+        computed: String,
+    },
+    /// The stated config_key is not the hash of the spec and environment.
+    #[error("config_key does not match the content: stated {stated}, computed {computed}")]
+    ConfigKeyMismatch {
+        /// The config_key in the document.
+        stated: String,
+        /// The config_key of the content.
+        computed: String,
+    },
+}
+
+/// The tool that produced a record.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Source {
+    /// `netbisect`, or the peer tool an imported run came from (`netperf`,
+    /// `iperf3`).
+    pub tool: String,
+    /// Version of that tool, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+}
+
+/// Where the remote end was.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Endpoint {
+    /// Remote host as given (`127.0.0.1` for the embedded server).
+    pub host: String,
+    /// Control port, when there was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
+}
+
+/// What was measured: the code under test.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Subject {
+    /// Commit id (full or abbreviated hex).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// `git describe` of the commit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub describe: Option<String>,
+    /// Kernel release of the system under test.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_release: Option<String>,
+    /// Free-form label such as `base` or `patched`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+}
+
+/// The environment of both ends.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Environments {
+    /// The end that ran `bench`.
+    pub local: HostEnv,
+    /// The server end, when it reported one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<HostEnv>,
+}
+
+/// CPU figures of one iteration or of a whole run.
+///
+/// Service demand is in netperf's units: microseconds of CPU per KB (1024
+/// bytes) for stream tests, per transaction for request/response tests.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuFigures {
+    /// System-wide utilisation of the local host, percent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_util_pct: Option<f64>,
+    /// System-wide utilisation of the remote host, percent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_util_pct: Option<f64>,
+    /// Local service demand.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_service_demand: Option<f64>,
+    /// Remote service demand.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_service_demand: Option<f64>,
+}
+
+/// Latency of request/response transactions, microseconds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencyFigures {
+    /// Fastest transaction.
+    pub min_us: f64,
+    /// Mean transaction time.
+    pub mean_us: f64,
+    /// Standard deviation.
+    pub stddev_us: f64,
+    /// Median.
+    pub p50_us: f64,
+    /// 90th percentile.
+    pub p90_us: f64,
+    /// 99th percentile.
+    pub p99_us: f64,
+    /// 99.9th percentile.
+    pub p999_us: f64,
+    /// Slowest transaction.
+    pub max_us: f64,
+}
+
+/// Raw figures of one iteration (one measured window).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Iteration {
+    /// Measured length of the window, seconds.
+    pub elapsed_s: f64,
+    /// Payload throughput at the receiver, bits per second. For
+    /// request/response tests: request plus response bytes per second.
+    pub throughput_bps: f64,
+    /// Transactions per second (request/response tests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transaction_rate: Option<f64>,
+    /// Completed transactions (request/response tests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transactions: Option<u64>,
+    /// Payload bytes sent by the sending end(s).
+    pub bytes_sent: u64,
+    /// Payload bytes received by the receiving end(s).
+    pub bytes_received: u64,
+    /// Messages (send calls, datagrams) sent.
+    pub messages_sent: u64,
+    /// Messages received.
+    pub messages_received: u64,
+    /// CPU figures, when measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<CpuFigures>,
+    /// Latency figures (request/response tests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<LatencyFigures>,
+}
+
+/// Mean, spread and range of one figure over the iterations.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    /// Arithmetic mean.
+    pub mean: f64,
+    /// Sample standard deviation (n - 1); 0 for one iteration.
+    pub stddev: f64,
+    /// Smallest value.
+    pub min: f64,
+    /// Largest value.
+    pub max: f64,
+}
+
+impl Spread {
+    /// Summarises `values`; `None` when there are none.
+    pub fn of(values: &[f64]) -> Option<Spread> {
+        let n_samples = values.len();
+        if n_samples == 0 {
+            return None;
+        }
+        let mean = values.iter().sum::<f64>() / n_samples as f64;
+        let stddev = if n_samples > 1 {
+            let sum_sq: f64 = values.iter().map(|v| (v - mean) * (v - mean)).sum();
+            (sum_sq / (n_samples - 1) as f64).sqrt()
+        } else {
+            0.0
+        };
+        let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        Some(Spread {
+            mean,
+            stddev,
+            min,
+            max,
+        })
+    }
+}
+
+/// The confidence interval reached on the main metric.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConfidenceOutcome {
+    /// Confidence level, percent.
+    pub level_pct: u32,
+    /// Lower bound of the interval on the mean.
+    pub low: f64,
+    /// Upper bound.
+    pub high: f64,
+    /// Full width of the interval, percent of the mean.
+    pub width_pct: f64,
+    /// Requested full width, percent of the mean.
+    pub target_width_pct: f64,
+    /// True when the interval is within the requested width.
+    pub met: bool,
+}
+
+/// Datagram accounting of a UDP_STREAM run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct UdpFigures {
+    /// Datagrams the client sent.
+    pub messages_sent: u64,
+    /// Datagrams the server received.
+    pub messages_received: u64,
+    /// Lost datagrams as percent of those sent.
+    pub loss_pct: f64,
+}
+
+/// The summary of a run over its iterations.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Number of iterations summarised.
+    pub n_iterations: u32,
+    /// Throughput, bits per second.
+    pub throughput_bps: Spread,
+    /// Transactions per second (request/response tests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transaction_rate: Option<Spread>,
+    /// Confidence interval on the main metric, when one was requested.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<ConfidenceOutcome>,
+    /// Mean CPU figures, when measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<CpuFigures>,
+    /// Latency over all transactions (request/response tests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<LatencyFigures>,
+    /// Datagram accounting (UDP_STREAM).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp: Option<UdpFigures>,
+}
+
+/// One test run: the canonical run record.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// Always [`SCHEMA`] when written by this crate.
+    pub schema: String,
+    /// Content hash; see the module documentation.
+    pub id: String,
+    /// Comparability hash; see the module documentation.
+    pub config_key: String,
+    /// The tool that produced the run.
+    pub source: Source,
+    /// Start of the run, RFC 3339 UTC.
+    pub started_at: String,
+    /// End of the run, RFC 3339 UTC.
+    pub finished_at: String,
+    /// The resolved test specification.
+    pub spec: RunSpec,
+    /// Where the remote end was.
+    pub endpoint: Endpoint,
+    /// The code under test.
+    pub subject: Subject,
+    /// Name of the testbed (the pair of machines and their wiring).
+    pub testbed: String,
+    /// Environment of both ends.
+    pub env: Environments,
+    /// Every iteration's raw figures.
+    pub iterations: Vec<Iteration>,
+    /// Summary over the iterations.
+    pub summary: Summary,
+}
+
+/// What `config_key` hashes.
+#[derive(Serialize)]
+struct ConfigKeyInput<'a> {
+    spec: &'a RunSpec,
+    testbed: &'a str,
+    local_env: BTreeMap<String, String>,
+    remote_env: Option<BTreeMap<String, String>>,
+}
+
+impl RunRecord {
+    /// The `config_key` of this record's spec, testbed and environment.
+    pub fn compute_config_key(&self) -> Result<String, RecordError> {
+        let input = ConfigKeyInput {
+            spec: &self.spec,
+            testbed: &self.testbed,
+            local_env: self.env.local.comparable_knobs(),
+            remote_env: self.env.remote.as_ref().map(HostEnv::comparable_knobs),
+        };
+        Ok(canonical::hash_hex(&canonical::to_canonical_bytes(&input)?))
+    }
+
+    /// The id of this record's content (everything but `id`).
+    pub fn compute_id(&self) -> Result<String, RecordError> {
+        let bytes = canonical::to_canonical_bytes(self)?;
+        let tree: Value =
+            serde_json::from_slice(&bytes).map_err(|err| RecordError::Invalid(err.to_string()))?;
+        id_of_tree(tree)
+    }
+
+    /// Sets `schema`, `config_key` and `id` from the content. Call after
+    /// the last change to a record, before storing or printing it.
+    pub fn seal(&mut self) -> Result<(), RecordError> {
+        self.schema = SCHEMA.to_string();
+        self.config_key = self.compute_config_key()?;
+        self.id = self.compute_id()?;
+        Ok(())
+    }
+
+    /// The canonical bytes of the record, `id` included.
+    pub fn to_canonical_bytes(&self) -> Result<Vec<u8>, RecordError> {
+        Ok(canonical::to_canonical_bytes(self)?)
+    }
+
+    /// Reads a record, checking encoding, schema version, numbers, fields,
+    /// `id` and `config_key`.
+    pub fn from_slice(bytes: &[u8]) -> Result<RunRecord, RecordError> {
+        let text = std::str::from_utf8(bytes).map_err(|err| RecordError::NotUtf8 {
+            offset: err.valid_up_to(),
+        })?;
+        let tree: Value = serde_json::from_str(text).map_err(json_error)?;
+        let Value::Object(members) = &tree else {
+            return Err(RecordError::Invalid(
+                "a run record is a JSON object".to_string(),
+            ));
+        };
+        match members.get("schema") {
+            None => return Err(RecordError::MissingSchema),
+            Some(Value::String(schema)) => check_schema(schema)?,
+            Some(other) => {
+                return Err(RecordError::UnsupportedSchema {
+                    found: other.to_string(),
+                });
+            }
+        }
+        canonical::check_integers(&tree, &mut String::from("$"))?;
+        let record: RunRecord = serde_json::from_value(tree.clone())
+            .map_err(|err| RecordError::Invalid(err.to_string()))?;
+        let computed = record.compute_config_key()?;
+        if computed != record.config_key {
+            return Err(RecordError::ConfigKeyMismatch {
+                stated: record.config_key,
+                computed,
+            });
+        }
+        // The id covers the document as written, including members a newer
+        // minor revision may have added, so hash the tree, not the struct.
+        let computed = id_of_tree(tree)?;
+        if computed != record.id {
+            return Err(RecordError::IdMismatch {
+                stated: record.id,
+                computed,
+            });
+        }
+        Ok(record)
+    }
+
+    /// Samples of `metric`, one per iteration that has it.
+    pub fn samples(&self, metric: Metric) -> Vec<f64> {
+        self.iterations
+            .iter()
+            .filter_map(|iteration| metric.of_iteration(iteration))
+            .collect()
+    }
+
+    /// The metric a run of this test kind is judged by.
+    pub fn primary_metric(&self) -> Metric {
+        Metric::primary_for(&self.spec)
+    }
+}
+
+fn id_of_tree(mut tree: Value) -> Result<String, RecordError> {
+    if let Value::Object(members) = &mut tree {
+        members.remove("id");
+    }
+    Ok(canonical::hash_hex(&canonical::to_canonical_bytes(&tree)?))
+}
+
+fn check_schema(schema: &str) -> Result<(), RecordError> {
+    let unsupported = || RecordError::UnsupportedSchema {
+        found: schema.to_string(),
+    };
+    let version = schema.strip_prefix(SCHEMA_PREFIX).ok_or_else(unsupported)?;
+    let major = version.split('.').next().unwrap_or(version);
+    match major.parse::<u32>() {
+        Ok(SCHEMA_MAJOR) => Ok(()),
+        _ => Err(unsupported()),
+    }
+}
+
+fn json_error(err: serde_json::Error) -> RecordError {
+    if err.is_eof() {
+        RecordError::Truncated {
+            line: err.line(),
+            column: err.column(),
+        }
+    } else {
+        let message = err.to_string();
+        // serde_json appends " at line L column C"; the variant says that.
+        let message = match message.rfind(" at line ") {
+            Some(cut) => message[..cut].to_string(),
+            None => message,
+        };
+        RecordError::Malformed {
+            line: err.line(),
+            column: err.column(),
+            message,
+        }
+    }
+}
+
+/// A figure a run can be compared or bisected on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Metric {
+    /// Throughput, bits per second.
+    ThroughputBps,
+    /// Transactions per second.
+    TransactionRate,
+    /// Mean transaction latency, microseconds.
+    LatencyMeanUs,
+    /// Median latency.
+    LatencyP50Us,
+    /// 90th-percentile latency.
+    LatencyP90Us,
+    /// 99th-percentile latency.
+    LatencyP99Us,
+    /// 99.9th-percentile latency.
+    LatencyP999Us,
+    /// Local CPU utilisation, percent.
+    LocalCpuPct,
+    /// Remote CPU utilisation, percent.
+    RemoteCpuPct,
+    /// Local service demand.
+    LocalServiceDemand,
+    /// Remote service demand.
+    RemoteServiceDemand,
+}
+
+impl Metric {
+    /// Every metric.
+    pub const ALL: [Metric; 11] = [
+        Metric::ThroughputBps,
+        Metric::TransactionRate,
+        Metric::LatencyMeanUs,
+        Metric::LatencyP50Us,
+        Metric::LatencyP90Us,
+        Metric::LatencyP99Us,
+        Metric::LatencyP999Us,
+        Metric::LocalCpuPct,
+        Metric::RemoteCpuPct,
+        Metric::LocalServiceDemand,
+        Metric::RemoteServiceDemand,
+    ];
+
+    /// The metric's name on the command line and in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::ThroughputBps => "throughput_bps",
+            Metric::TransactionRate => "transaction_rate",
+            Metric::LatencyMeanUs => "latency_mean_us",
+            Metric::LatencyP50Us => "latency_p50_us",
+            Metric::LatencyP90Us => "latency_p90_us",
+            Metric::LatencyP99Us => "latency_p99_us",
+            Metric::LatencyP999Us => "latency_p999_us",
+            Metric::LocalCpuPct => "local_cpu_pct",
+            Metric::RemoteCpuPct => "remote_cpu_pct",
+            Metric::LocalServiceDemand => "local_service_demand",
+            Metric::RemoteServiceDemand => "remote_service_demand",
+        }
+    }
+
+    /// True when a larger value is an improvement.
+    pub fn higher_is_better(self) -> bool {
+        matches!(self, Metric::ThroughputBps | Metric::TransactionRate)
+    }
+
+    /// The metric a test kind is judged by: transactions per second for
+    /// request/response tests, throughput otherwise.
+    pub fn primary_for(spec: &RunSpec) -> Metric {
+        if spec.test.is_request_response() {
+            Metric::TransactionRate
+        } else {
+            Metric::ThroughputBps
+        }
+    }
+
+    /// The metric's value in one iteration, when it was measured.
+    pub fn of_iteration(self, iteration: &Iteration) -> Option<f64> {
+        let latency = iteration.latency.as_ref();
+        let cpu = iteration.cpu.as_ref();
+        match self {
+            Metric::ThroughputBps => Some(iteration.throughput_bps),
+            Metric::TransactionRate => iteration.transaction_rate,
+            Metric::LatencyMeanUs => latency.map(|l| l.mean_us),
+            Metric::LatencyP50Us => latency.map(|l| l.p50_us),
+            Metric::LatencyP90Us => latency.map(|l| l.p90_us),
+            Metric::LatencyP99Us => latency.map(|l| l.p99_us),
+            Metric::LatencyP999Us => latency.map(|l| l.p999_us),
+            Metric::LocalCpuPct => cpu.and_then(|c| c.local_util_pct),
+            Metric::RemoteCpuPct => cpu.and_then(|c| c.remote_util_pct),
+            Metric::LocalServiceDemand => cpu.and_then(|c| c.local_service_demand),
+            Metric::RemoteServiceDemand => cpu.and_then(|c| c.remote_service_demand),
+        }
+    }
+}
+
+impl fmt::Display for Metric {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(self.name())
+    }
+}
+
+/// A metric name that netbisect does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown metric '{0}'")]
+pub struct UnknownMetric(pub String);
+
+impl FromStr for Metric {
+    type Err = UnknownMetric;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Metric::ALL
+            .into_iter()
+            .find(|metric| metric.name() == text)
+            .ok_or_else(|| UnknownMetric(text.to_string()))
+    }
+}

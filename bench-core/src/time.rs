@@ -1,0 +1,107 @@
+//! Absolute times as RFC 3339 strings in UTC (`2026-11-30T07:04:23.123456Z`).
+//!
+//! JSON numbers are doubles, so absolute times are never written as
+//! integers of nanoseconds; this module formats and checks the strings
+//! without pulling in a calendar crate.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Formats `time` as RFC 3339 UTC with microseconds.
+pub fn rfc3339_utc(time: SystemTime) -> String {
+    let since_epoch = time.duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO);
+    let seconds = since_epoch.as_secs();
+    let days = i64::try_from(seconds / 86_400).unwrap_or(i64::MAX);
+    let second_of_day = seconds % 86_400;
+    let (year, month, day) = civil_from_days(days);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:06}Z",
+        second_of_day / 3600,
+        second_of_day / 60 % 60,
+        second_of_day % 60,
+        since_epoch.subsec_micros()
+    )
+}
+
+/// The current time, formatted by [`rfc3339_utc`].
+pub fn now_rfc3339() -> String {
+    rfc3339_utc(SystemTime::now())
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian date, after Howard
+/// Hinnant's `civil_from_days` (chrono-compatible date algorithms).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let shifted = days + 719_468;
+    let era = shifted.div_euclid(146_097);
+    let day_of_era = shifted.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = (day_of_year - (153 * month_index + 2) / 5 + 1) as u32;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    } as u32;
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+/// True when `text` has the shape of an RFC 3339 date-time
+/// (`YYYY-MM-DDTHH:MM:SS[.frac](Z|+HH:MM|-HH:MM)`).
+pub fn is_rfc3339(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let digits = |range: std::ops::Range<usize>| {
+        bytes
+            .get(range)
+            .is_some_and(|part| part.iter().all(u8::is_ascii_digit))
+    };
+    if bytes.len() < 20
+        || !digits(0..4)
+        || bytes[4] != b'-'
+        || !digits(5..7)
+        || bytes[7] != b'-'
+        || !digits(8..10)
+        || !matches!(bytes[10], b'T' | b't')
+        || !digits(11..13)
+        || bytes[13] != b':'
+        || !digits(14..16)
+        || bytes[16] != b':'
+        || !digits(17..19)
+    {
+        return false;
+    }
+    let mut rest = &text[19..];
+    if let Some(fraction) = rest.strip_prefix('.') {
+        let n_digits = fraction.bytes().take_while(u8::is_ascii_digit).count();
+        if n_digits == 0 {
+            return false;
+        }
+        rest = &fraction[n_digits..];
+    }
+    match rest.as_bytes() {
+        [b'Z' | b'z'] => true,
+        [b'+' | b'-', h1, h2, b':', m1, m2] => [h1, h2, m1, m2].iter().all(|b| b.is_ascii_digit()),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_known_instants() {
+        assert_eq!(rfc3339_utc(UNIX_EPOCH), "1970-01-01T00:00:00.000000Z");
+        let leap_day = UNIX_EPOCH + Duration::from_micros(1_709_210_096_123_456);
+        assert_eq!(rfc3339_utc(leap_day), "2024-02-29T12:34:56.123456Z");
+    }
+
+    #[test]
+    fn checks_the_shape() {
+        assert!(is_rfc3339("2026-11-30T07:04:23Z"));
+        assert!(is_rfc3339("2026-11-30T07:04:23.5+01:00"));
+        assert!(!is_rfc3339("2026-11-30 07:04:23"));
+        assert!(!is_rfc3339("1764486263"));
+    }
+}

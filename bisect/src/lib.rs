@@ -1,0 +1,1 @@
+//! bisect: statistical, resumable bisection of a git range.

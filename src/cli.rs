@@ -1,0 +1,97 @@
+//! Command-line arguments (clap derive). These types stay in the CLI; each
+//! command turns them into the libraries' option structs before any work.
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+const AFTER_HELP: &str = "\
+Exit codes:
+  0    success; for verdicts: old (like the good side)
+  1    verdict: new (like the bad side), a regression
+  2    usage or input error
+  3    runtime failure (network, file system, a failed command)
+  125  cannot tell (read by `git bisect run` as skip)";
+
+/// Network benchmark, archive and bisection for Linux networking.
+#[derive(Debug, Parser)]
+#[command(name = "netbisect", version, after_help = AFTER_HELP, max_term_width = 80)]
+pub struct Cli {
+    /// Global options.
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every command takes.
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// Archive file [default: $XDG_DATA_HOME/netbisect/archive.db]
+    #[arg(long, global = true, env = "NETBISECT_ARCHIVE", value_name = "PATH")]
+    pub archive: Option<PathBuf>,
+    /// Print JSON on stdout instead of a table
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Directory of templates overriding the built-in ones
+    #[arg(
+        long,
+        global = true,
+        env = "NETBISECT_TEMPLATE_DIR",
+        value_name = "DIR"
+    )]
+    pub template_dir: Option<PathBuf>,
+    /// More detail on stderr (repeat for more)
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Only errors on stderr
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check run record files: schema, numbers, id and config_key
+    Record(RecordArgs),
+    /// Show this host's environment as netbisect records it
+    Env(EnvArgs),
+    /// Print a shell completion script
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff) on stdout
+    Man,
+}
+
+/// `netbisect record`.
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    /// What to do with the records.
+    #[command(subcommand)]
+    pub action: RecordAction,
+}
+
+/// `netbisect record ...`.
+#[derive(Debug, Subcommand)]
+pub enum RecordAction {
+    /// Validate record files and print each one's id and config_key
+    Check {
+        /// Files holding one canonical run record each ("-" for stdin)
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+    },
+}
+
+/// `netbisect env`.
+#[derive(Debug, Args)]
+pub struct EnvArgs {
+    /// Also describe this network interface (MTU, driver, offloads)
+    #[arg(short = 'i', long, value_name = "IFACE")]
+    pub interface: Option<String>,
+}
+
+/// `netbisect completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for
+    pub shell: clap_complete::Shell,
+}

@@ -1,0 +1,28 @@
+//! `netbisect completions SHELL` and `netbisect man`.
+
+use crate::cli::{Cli, CompletionsArgs};
+use crate::exit::Code;
+use anyhow::Context;
+use clap::CommandFactory;
+use std::io::Write;
+
+pub fn completions(args: &CompletionsArgs) -> anyhow::Result<Code> {
+    let mut command = Cli::command();
+    let mut buffer = Vec::new();
+    clap_complete::generate(args.shell, &mut command, "netbisect", &mut buffer);
+    std::io::stdout()
+        .write_all(&buffer)
+        .context("failed to write the completion script")?;
+    Ok(Code::Ok)
+}
+
+pub fn man() -> anyhow::Result<Code> {
+    let mut buffer = Vec::new();
+    clap_mangen::Man::new(Cli::command())
+        .render(&mut buffer)
+        .context("failed to render the manual page")?;
+    std::io::stdout()
+        .write_all(&buffer)
+        .context("failed to write the manual page")?;
+    Ok(Code::Ok)
+}

@@ -1,0 +1,18 @@
+//! One module per subcommand; [`run`] dispatches.
+
+mod env;
+mod help;
+mod record;
+
+use crate::cli::{Cli, Command};
+use crate::exit::Code;
+
+/// Runs the command `cli` names.
+pub fn run(cli: &Cli) -> anyhow::Result<Code> {
+    match &cli.command {
+        Command::Record(args) => record::run(&cli.global, args),
+        Command::Env(args) => env::run(&cli.global, args),
+        Command::Completions(args) => help::completions(args),
+        Command::Man => help::man(),
+    }
+}
