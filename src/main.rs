@@ -5,6 +5,7 @@
 mod cli;
 mod commands;
 mod exit;
+mod render;
 
 use clap::Parser;
 use std::io::Write;

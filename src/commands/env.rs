@@ -2,14 +2,22 @@
 
 use crate::cli::{EnvArgs, GlobalArgs};
 use crate::exit::Code;
+use crate::render::Renderer;
 use anyhow::Context;
 use std::io::Write;
 
-pub fn run(_global: &GlobalArgs, args: &EnvArgs) -> anyhow::Result<Code> {
+pub fn run(global: &GlobalArgs, args: &EnvArgs) -> anyhow::Result<Code> {
     let env = bench_core::env::capture_local(args.interface.as_deref());
-    let mut text =
-        serde_json::to_string_pretty(&env).context("failed to format the environment")?;
-    text.push('\n');
+    let text = if global.json {
+        let mut text =
+            serde_json::to_string_pretty(&env).context("failed to format the environment")?;
+        text.push('\n');
+        text
+    } else {
+        Renderer::new(global.template_dir.as_deref())
+            .render("env", &serde_json::json!({ "env": env }))
+            .context("failed to render the environment")?
+    };
     std::io::stdout()
         .write_all(text.as_bytes())
         .context("failed to write to stdout")?;

@@ -1,0 +1,139 @@
+//! Filters every table needs: fixed-width alignment, consistent
+//! decimals, signed percentages, unit scaling as netperf's `-f` does it,
+//! and wrapping long labels.
+
+use minijinja::value::Value;
+use minijinja::{Environment, Error, ErrorKind};
+
+/// Registers the filters on `environment`.
+pub fn register(environment: &mut Environment<'static>) {
+    environment.add_filter("rjust", rjust);
+    environment.add_filter("ljust", ljust);
+    environment.add_filter("fixed", fixed);
+    environment.add_filter("signed_pct", signed_pct);
+    environment.add_filter("netperf_units", netperf_units);
+    environment.add_filter("wrap_words", wrap_words);
+}
+
+fn text_of(value: &Value) -> String {
+    match value.as_str() {
+        Some(text) => text.to_string(),
+        None if value.is_none() || value.is_undefined() => String::new(),
+        None => value.to_string(),
+    }
+}
+
+fn number_of(value: &Value) -> Result<f64, Error> {
+    f64::try_from(value.clone()).map_err(|_| {
+        Error::new(
+            ErrorKind::InvalidOperation,
+            format!("expected a number, got {value}"),
+        )
+    })
+}
+
+/// Right-aligns in `width` columns (never truncates).
+pub fn rjust(value: Value, width: usize) -> String {
+    format!("{:>width$}", text_of(&value))
+}
+
+/// Left-aligns in `width` columns (never truncates).
+pub fn ljust(value: Value, width: usize) -> String {
+    format!("{:<width$}", text_of(&value))
+}
+
+/// A number with exactly `decimals` decimals; `-` for none.
+pub fn fixed(value: Value, decimals: Option<usize>) -> Result<String, Error> {
+    if value.is_none() || value.is_undefined() {
+        return Ok("-".to_string());
+    }
+    let number = number_of(&value)?;
+    Ok(format!("{number:.*}", decimals.unwrap_or(2)))
+}
+
+/// A percentage with its sign: `+1.2%`, `-8.1%`, `+0.0%`.
+pub fn signed_pct(value: Value, decimals: Option<usize>) -> Result<String, Error> {
+    if value.is_none() || value.is_undefined() {
+        return Ok("-".to_string());
+    }
+    let number = number_of(&value)?;
+    let text = format!("{:+.*}%", decimals.unwrap_or(1), number);
+    // A value that rounds to zero reads better without a minus sign.
+    Ok(text.replace("-0.0%", "+0.0%").replace("-0%", "+0%"))
+}
+
+/// Converts bits per second to the unit netperf's `-f` letter names:
+/// `k`, `m`, `g` are 10^3, 10^6, 10^9 bits/s; `K`, `M`, `G` are 2^10,
+/// 2^20, 2^30 bytes/s.
+pub fn netperf_units(value: Value, letter: &str) -> Result<f64, Error> {
+    let bits_per_second = number_of(&value)?;
+    let divisor = match letter {
+        "k" => 1e3,
+        "m" => 1e6,
+        "g" => 1e9,
+        "K" => 8.0 * 1024.0,
+        "M" => 8.0 * 1024.0 * 1024.0,
+        "G" => 8.0 * 1024.0 * 1024.0 * 1024.0,
+        other => {
+            return Err(Error::new(
+                ErrorKind::InvalidOperation,
+                format!("unknown unit letter '{other}' (use k, m, g, K, M or G)"),
+            ));
+        }
+    };
+    Ok(bits_per_second / divisor)
+}
+
+/// Splits text into lines of at most `width` columns at spaces; a word
+/// longer than `width` stands alone on its line.
+pub fn wrap_words(value: Value, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text_of(&value).split_whitespace() {
+        if !line.is_empty() && line.len() + 1 + word.len() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aligns_and_formats() {
+        assert_eq!(rjust(Value::from(12), 5), "   12");
+        assert_eq!(ljust(Value::from("ab"), 4), "ab  ");
+        assert_eq!(fixed(Value::from(2.0 / 3.0), Some(3)).unwrap(), "0.667");
+        assert_eq!(fixed(Value::from(()), None).unwrap(), "-");
+        assert_eq!(signed_pct(Value::from(-8.14), None).unwrap(), "-8.1%");
+        assert_eq!(signed_pct(Value::from(1.25), Some(2)).unwrap(), "+1.25%");
+        assert_eq!(signed_pct(Value::from(-0.01), None).unwrap(), "+0.0%");
+    }
+
+    #[test]
+    fn scales_like_netperf() {
+        assert_eq!(
+            netperf_units(Value::from(11_831.79e6), "m").unwrap(),
+            11_831.79
+        );
+        assert_eq!(netperf_units(Value::from(8192.0), "K").unwrap(), 1.0);
+        assert!(netperf_units(Value::from(1.0), "x").is_err());
+    }
+
+    #[test]
+    fn wraps_at_spaces() {
+        assert_eq!(
+            wrap_words(Value::from("aa bb cc dddddd"), 5),
+            vec!["aa bb", "cc", "dddddd"]
+        );
+    }
+}

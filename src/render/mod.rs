@@ -1,0 +1,153 @@
+//! The render layer: every table a human reads is a minijinja template.
+//!
+//! Built-in templates live in `templates/NAME.j2` at the root of the
+//! repository and are embedded in the binary; `--template-dir DIR` (or
+//! `NETBISECT_TEMPLATE_DIR`) overrides any of them by name with
+//! `DIR/NAME.j2`. Libraries hand over plain serialisable data; layout,
+//! units and words are the templates' business, helped by the filters in
+//! [`filters`].
+
+pub mod filters;
+
+use minijinja::{Environment, UndefinedBehavior};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// The built-in templates: name and source.
+pub const BUILTIN: &[(&str, &str)] = &[("env", include_str!("../../templates/env.j2"))];
+
+/// File name extension of templates.
+pub const EXTENSION: &str = "j2";
+
+/// A template that failed to load or render.
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    /// No template has this name.
+    #[error("no template named '{0}'")]
+    Unknown(String),
+    /// A user template could not be read.
+    #[error("cannot read template {path}: {source}")]
+    Read {
+        /// The template file.
+        path: PathBuf,
+        /// What the file system said.
+        source: std::io::Error,
+    },
+    /// A template has a syntax error or failed while rendering.
+    #[error("{location}: {message}")]
+    Template {
+        /// File (or built-in name) and line.
+        location: String,
+        /// What minijinja said.
+        message: String,
+    },
+}
+
+/// Renders templates, built-in or overridden from a directory.
+pub struct Renderer {
+    environment: Environment<'static>,
+    override_dir: Option<PathBuf>,
+}
+
+impl Renderer {
+    /// A renderer whose templates come from `override_dir` where it has
+    /// one of the same name, else from the built-in set.
+    pub fn new(override_dir: Option<&Path>) -> Renderer {
+        let mut environment = Environment::new();
+        let syntax = minijinja::syntax::SyntaxConfig::builder()
+            .trim_blocks(true)
+            .lstrip_blocks(true)
+            .keep_trailing_newline(true)
+            .build();
+        if let Ok(syntax) = syntax {
+            environment.set_syntax(syntax);
+        }
+        environment.set_undefined_behavior(UndefinedBehavior::Strict);
+        filters::register(&mut environment);
+        Renderer {
+            environment,
+            override_dir: override_dir.map(Path::to_path_buf),
+        }
+    }
+
+    /// Where a user template named `name` would live.
+    fn override_path(&self, name: &str) -> Option<PathBuf> {
+        let path = self
+            .override_dir
+            .as_ref()?
+            .join(format!("{name}.{EXTENSION}"));
+        path.is_file().then_some(path)
+    }
+
+    /// The source of template `name` and where it came from.
+    pub fn source(&self, name: &str) -> Result<(String, String), RenderError> {
+        if let Some(path) = self.override_path(name) {
+            let source = std::fs::read_to_string(&path).map_err(|source| RenderError::Read {
+                path: path.clone(),
+                source,
+            })?;
+            return Ok((source, path.display().to_string()));
+        }
+        BUILTIN
+            .iter()
+            .find(|(builtin, _)| *builtin == name)
+            .map(|(_, source)| {
+                (
+                    (*source).to_string(),
+                    format!("templates/{name}.{EXTENSION} (built-in)"),
+                )
+            })
+            .ok_or_else(|| RenderError::Unknown(name.to_string()))
+    }
+
+    /// Renders template `name` over `data`.
+    pub fn render<T: Serialize>(&mut self, name: &str, data: &T) -> Result<String, RenderError> {
+        let (source, origin) = self.source(name)?;
+        let describe = |err: minijinja::Error| {
+            let location = match err.line() {
+                Some(line) => format!("{origin}: line {line}"),
+                None => origin.clone(),
+            };
+            let message = err
+                .detail()
+                .map_or_else(|| err.kind().to_string(), str::to_string);
+            RenderError::Template { location, message }
+        };
+        self.environment.remove_template(name);
+        self.environment
+            .add_template_owned(name.to_string(), source)
+            .map_err(describe)?;
+        let template = self.environment.get_template(name).map_err(describe)?;
+        template
+            .render(minijinja::Value::from(minijinja::value::Serde(data)))
+            .map_err(describe)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_template_overrides_and_reports_errors_with_line() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("hello.j2"), "n={{ n | fixed(2) }}\n").unwrap();
+        let mut renderer = Renderer::new(Some(dir.path()));
+        let text = renderer
+            .render("hello", &serde_json::json!({"n": 1.5}))
+            .unwrap();
+        assert_eq!(text, "n=1.50\n");
+
+        std::fs::write(dir.path().join("broken.j2"), "ok\n{% if %}\n").unwrap();
+        let err = renderer
+            .render("broken", &serde_json::json!({}))
+            .unwrap_err();
+        let message = err.to_string();
+        assert!(message.contains("broken.j2: line 2"), "{message}");
+
+        let err = renderer
+            .render("absent", &serde_json::json!({}))
+            .unwrap_err();
+        assert_eq!(err.to_string(), "no template named 'absent'");
+    }
+}
