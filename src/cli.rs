@@ -56,6 +56,8 @@ pub enum Command {
     Record(RecordArgs),
     /// Show this host's environment as netbisect records it
     Env(EnvArgs),
+    /// List the built-in templates or print one, to start your own
+    Templates(TemplatesArgs),
     /// Print a shell completion script
     Completions(CompletionsArgs),
     /// Print the manual page (roff) on stdout
@@ -94,4 +96,24 @@ pub struct EnvArgs {
 pub struct CompletionsArgs {
     /// The shell to complete for
     pub shell: clap_complete::Shell,
+}
+
+/// `netbisect templates`.
+#[derive(Debug, Args)]
+pub struct TemplatesArgs {
+    /// What to do with the templates.
+    #[command(subcommand)]
+    pub action: TemplatesAction,
+}
+
+/// `netbisect templates ...`.
+#[derive(Debug, Subcommand)]
+pub enum TemplatesAction {
+    /// List template names and where each would be loaded from
+    List,
+    /// Print a template's source (the override if there is one)
+    Dump {
+        /// Template name, as `templates list` prints it
+        name: String,
+    },
 }

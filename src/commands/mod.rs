@@ -3,6 +3,7 @@
 mod env;
 mod help;
 mod record;
+mod templates;
 
 use crate::cli::{Cli, Command};
 use crate::exit::Code;
@@ -12,6 +13,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<Code> {
     match &cli.command {
         Command::Record(args) => record::run(&cli.global, args),
         Command::Env(args) => env::run(&cli.global, args),
+        Command::Templates(args) => templates::run(&cli.global, args),
         Command::Completions(args) => help::completions(args),
         Command::Man => help::man(),
     }

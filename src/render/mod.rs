@@ -8,6 +8,8 @@
 //! [`filters`].
 
 pub mod filters;
+#[cfg(test)]
+mod rules;
 
 use minijinja::{Environment, UndefinedBehavior};
 use serde::Serialize;
