@@ -23,9 +23,12 @@ pub mod interval;
 pub mod two_sample;
 
 pub use change_point::{ChangePoint, ChangePointOptions, SplitTest, change_points};
-pub use describe::{mean, percentile, percentiles, relative_change_pct, sample_stddev};
+pub use describe::{
+    mean, percentile, percentiles, relative_change_pct, sample_stddev, sample_variance,
+};
 pub use interval::{
-    IterationDecision, MeanInterval, confidence_outcome, iteration_decision, mean_interval,
+    IterationDecision, MeanInterval, confidence_outcome, iteration_decision, level_fraction,
+    mean_interval,
 };
 pub use two_sample::{
     DifferenceInterval, MannWhitney, MannWhitneyMethod, RelativeInterval, TTest, mann_whitney_u,
