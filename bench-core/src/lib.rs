@@ -8,6 +8,7 @@
 //! - [`env`]: the state of a host that moves network numbers.
 //! - [`kernel`]: what a kernel release string says about its commit.
 //! - [`time`]: absolute times as RFC 3339 strings.
+//! - [`stats`]: the statistics every part of netbisect shares.
 //!
 //! Architecture invariant: bench-core depends on no other crate of this
 //! workspace and knows nothing of SQLite, git or templates.
@@ -18,4 +19,5 @@ pub mod env;
 pub mod kernel;
 pub mod record;
 pub mod spec;
+pub mod stats;
 pub mod time;
