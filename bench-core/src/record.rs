@@ -387,7 +387,7 @@ impl RunRecord {
         let text = std::str::from_utf8(bytes).map_err(|err| RecordError::NotUtf8 {
             offset: err.valid_up_to(),
         })?;
-        let tree: Value = serde_json::from_str(text).map_err(json_error)?;
+        let tree: Value = canonical::parse_json(text).map_err(json_error)?;
         let Value::Object(members) = &tree else {
             return Err(RecordError::Invalid(
                 "a run record is a JSON object".to_string(),
@@ -450,10 +450,18 @@ fn check_schema(schema: &str) -> Result<(), RecordError> {
         found: schema.to_string(),
     };
     let version = schema.strip_prefix(SCHEMA_PREFIX).ok_or_else(unsupported)?;
-    let major = version.split('.').next().unwrap_or(version);
-    match major.parse::<u32>() {
-        Ok(SCHEMA_MAJOR) => Ok(()),
-        _ => Err(unsupported()),
+    let (major, minor) = match version.split_once('.') {
+        Some((major, minor)) => (major, Some(minor)),
+        None => (version, None),
+    };
+    // Plain digits only: `+1` or `01` would parse as 1 but are not what
+    // any writer of this schema produces.
+    let is_digits = |text: &str| !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
+    let minor_ok = minor.is_none_or(is_digits);
+    if major == SCHEMA_MAJOR.to_string() && minor_ok {
+        Ok(())
+    } else {
+        Err(unsupported())
     }
 }
 

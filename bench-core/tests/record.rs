@@ -424,3 +424,44 @@ fn config_key_follows_socket_buffers_and_sysctls() {
     assert_ne!(remote_sysctl.config_key, base.config_key);
     assert_ne!(remote_sysctl.config_key, sysctl.config_key);
 }
+
+#[test]
+fn schema_versions_are_read_strictly() {
+    for schema in [
+        "netbisect.run/+1",
+        "netbisect.run/01",
+        "netbisect.run/1.",
+        "netbisect.run/1.x",
+        "netbisect.run/1.2.3",
+        "netbisect.run/",
+        "netbisect.run/10",
+        "netbisect.run",
+    ] {
+        let mut tree = golden_tree();
+        tree["schema"] = schema.into();
+        let err = RunRecord::from_slice(&serde_json::to_vec(&tree).unwrap()).unwrap_err();
+        assert!(
+            matches!(err, RecordError::UnsupportedSchema { .. }),
+            "{schema}: {err}"
+        );
+    }
+    // A newer minor revision of the same major version is read; the
+    // changed schema then no longer matches the id.
+    let mut tree = golden_tree();
+    tree["schema"] = "netbisect.run/1.1".into();
+    let err = RunRecord::from_slice(&serde_json::to_vec(&tree).unwrap()).unwrap_err();
+    assert!(matches!(err, RecordError::IdMismatch { .. }), "{err}");
+}
+
+#[test]
+fn duplicate_members_are_refused() {
+    let text = String::from_utf8(std::fs::read(golden_path()).unwrap()).unwrap();
+    let doubled = text.replacen('{', "{\"testbed\":\"lab-b/pair-1\",", 1);
+    assert_eq!(
+        read_error(doubled.as_bytes()),
+        format!(
+            "malformed JSON at line 1, column {}: duplicate member \"testbed\"",
+            doubled.find("\"testbed\":\"lab-a").unwrap() + "\"testbed\"".len()
+        )
+    );
+}
