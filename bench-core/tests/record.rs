@@ -465,3 +465,52 @@ fn duplicate_members_are_refused() {
         )
     );
 }
+
+/// Gives `tree` the id and config_key of its content, as a careless
+/// writer would, so that only the member check can refuse it.
+fn reseal(mut tree: Value) -> Vec<u8> {
+    let members = tree.as_object_mut().unwrap();
+    members.remove("id");
+    let without_id = bench_core::canonical::to_canonical_bytes(&tree).unwrap();
+    tree["id"] = blake3::hash(&without_id).to_hex().as_str().into();
+    serde_json::to_vec(&tree).unwrap()
+}
+
+#[test]
+fn records_read_back_as_written() {
+    // An unknown member, or a null where an absent value is left out,
+    // would be dropped when the record is written again, changing its id.
+    let mut tree = golden_tree();
+    tree["summary"]["thruput_bps"] = 1.into();
+    assert_eq!(
+        read_error(&reseal(tree)),
+        "invalid record: unknown member $.summary.thruput_bps"
+    );
+    let mut tree = golden_tree();
+    tree["env"]["remote"]["interface"]["speed_mbps"] = Value::Null;
+    assert_eq!(
+        read_error(&reseal(tree)),
+        "invalid record: $.env.remote.interface.speed_mbps is null or empty; \
+         leave an absent value out"
+    );
+    let mut tree = golden_tree();
+    tree["env"]["local"]["mitigations"] = serde_json::json!({});
+    assert_eq!(
+        read_error(&reseal(tree)),
+        "invalid record: $.env.local.mitigations is null or empty; leave an absent value out"
+    );
+    // A float written as an integer is the same number.
+    let mut tree = golden_tree();
+    tree["iterations"][0]["elapsed_s"] = 10.into();
+    let bytes = reseal(tree);
+    let record = RunRecord::from_slice(&bytes).unwrap();
+    assert_eq!(
+        RunRecord::from_slice(&record.to_canonical_bytes().unwrap()).unwrap(),
+        record
+    );
+    // A newer minor revision may carry members this reader does not know.
+    let mut tree = golden_tree();
+    tree["schema"] = "netbisect.run/1.1".into();
+    tree["summary"]["new_figure"] = 1.into();
+    assert!(RunRecord::from_slice(&reseal(tree)).is_ok());
+}
