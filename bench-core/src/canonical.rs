@@ -10,6 +10,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 mod number_check;
+mod unique_keys;
 use number_check::NumberCheck;
 
 /// The largest integer magnitude a JCS number holds exactly (2^53).
@@ -47,6 +48,13 @@ pub fn to_canonical_bytes<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, C
         path: String::from("$"),
     })?;
     serde_jcs::to_vec(value).map_err(|err| CanonicalError::Serialize(err.to_string()))
+}
+
+/// Parses JSON text into a tree, refusing an object that names a member
+/// twice (RFC 8785 input is I-JSON, which forbids that; `serde_json`
+/// alone would keep the last one silently).
+pub fn parse_json(text: &str) -> Result<Value, serde_json::Error> {
+    serde_json::from_str::<unique_keys::UniqueKeys>(text).map(|parsed| parsed.0)
 }
 
 /// Checks that every integer in `tree` is within +-2^53.

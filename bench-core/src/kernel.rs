@@ -165,4 +165,50 @@ mod tests {
             ("5.4.0".into(), Some("deadbee".into()), None, false)
         );
     }
+
+    #[test]
+    fn release_candidate_dirty_without_commit() {
+        assert_eq!(
+            parts("6.8.0-rc1-dirty"),
+            ("6.8.0-rc1".into(), None, None, true)
+        );
+    }
+
+    #[test]
+    fn commit_after_a_plain_tag() {
+        assert_eq!(
+            parts("6.9.0-00042-g0123456789ab"),
+            ("6.9.0".into(), Some("0123456789ab".into()), Some(42), false)
+        );
+        assert_eq!(
+            parts("6.9.0-00042-g0123456789ab-dirty\n"),
+            ("6.9.0".into(), Some("0123456789ab".into()), Some(42), true)
+        );
+    }
+
+    #[test]
+    fn hex_lookalikes_are_not_commits() {
+        for release in [
+            "6.8.0-gABCDEF1",                                   // git abbreviates in lower case
+            "6.8.0-gabc123",                                    // shorter than git abbreviates
+            "6.8.0-g0123456789abcdef0123456789abcdef012345678", // too long
+            "g0123456789ab",                                    // nothing before the suffix
+        ] {
+            assert_eq!(parse_release(release).commit, None, "{release}");
+        }
+    }
+
+    #[test]
+    fn running_kernel_agrees_with_uname() {
+        let release = running_release().expect("running kernel release");
+        let output = std::process::Command::new("uname")
+            .arg("-r")
+            .output()
+            .unwrap();
+        let printed = String::from_utf8(output.stdout).unwrap();
+        assert_eq!(release, printed.trim());
+        let parsed = parse_release(&release);
+        assert_eq!(parsed.release, release);
+        assert!(release.starts_with(&parsed.base));
+    }
 }

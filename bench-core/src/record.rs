@@ -8,7 +8,10 @@
 //! every field):
 //!
 //! - `schema`: `"netbisect.run/1"`. A reader rejects any other major
-//!   version.
+//!   version. A `netbisect.run/1` record has exactly the members the
+//!   types below define, absent values left out (never `null`), so that
+//!   what is read writes back to the same bytes; a newer minor revision
+//!   (`netbisect.run/1.N`) may add members, which the id still covers.
 //! - `id`: blake3 of the canonical bytes of the record without `id`, as 64
 //!   hex digits. Identical content gives an identical id, which makes
 //!   storing, importing and merging idempotent.
@@ -387,7 +390,7 @@ impl RunRecord {
         let text = std::str::from_utf8(bytes).map_err(|err| RecordError::NotUtf8 {
             offset: err.valid_up_to(),
         })?;
-        let tree: Value = serde_json::from_str(text).map_err(json_error)?;
+        let tree: Value = canonical::parse_json(text).map_err(json_error)?;
         let Value::Object(members) = &tree else {
             return Err(RecordError::Invalid(
                 "a run record is a JSON object".to_string(),
@@ -405,6 +408,16 @@ impl RunRecord {
         canonical::check_integers(&tree, &mut String::from("$"))?;
         let record: RunRecord = serde_json::from_value(tree.clone())
             .map_err(|err| RecordError::Invalid(err.to_string()))?;
+        // A record of this exact revision must be what the typed record
+        // writes back, or storing `to_canonical_bytes` of what was read
+        // would change its id. Newer minor revisions may add members.
+        if record.schema == SCHEMA {
+            let written = serde_json::to_value(&record)
+                .map_err(|err| RecordError::Invalid(err.to_string()))?;
+            if let Some(problem) = first_difference(&tree, &written, &mut String::from("$")) {
+                return Err(RecordError::Invalid(problem));
+            }
+        }
         let computed = record.compute_config_key()?;
         if computed != record.config_key {
             return Err(RecordError::ConfigKeyMismatch {
@@ -445,15 +458,74 @@ fn id_of_tree(mut tree: Value) -> Result<String, RecordError> {
     Ok(canonical::hash_hex(&canonical::to_canonical_bytes(&tree)?))
 }
 
+/// Where `read` (the document) has something `written` (the typed record
+/// serialised again) has not: a member this schema does not define, or a
+/// null or empty value where an absent one is left out.
+fn first_difference(read: &Value, written: &Value, path: &mut String) -> Option<String> {
+    match (read, written) {
+        (Value::Object(read), Value::Object(written)) => {
+            for (name, value) in read {
+                let len = path.len();
+                path.push('.');
+                path.push_str(name);
+                let problem = match written.get(name) {
+                    Some(expected) => first_difference(value, expected, path),
+                    None if is_null_or_empty(value) => Some(format!(
+                        "{path} is null or empty; leave an absent value out"
+                    )),
+                    None => Some(format!("unknown member {path}")),
+                };
+                if problem.is_some() {
+                    return problem;
+                }
+                path.truncate(len);
+            }
+            None
+        }
+        (Value::Array(read), Value::Array(written)) => {
+            for (item_idx, (value, expected)) in read.iter().zip(written).enumerate() {
+                let len = path.len();
+                path.push_str(&format!("[{item_idx}]"));
+                if let Some(problem) = first_difference(value, expected, path) {
+                    return Some(problem);
+                }
+                path.truncate(len);
+            }
+            None
+        }
+        // `10` and `10.0` are the same JSON number.
+        (Value::Number(read), Value::Number(written)) if read.as_f64() == written.as_f64() => None,
+        (read, written) if read == written => None,
+        _ => Some(format!("{path} does not read back as written")),
+    }
+}
+
+fn is_null_or_empty(value: &Value) -> bool {
+    match value {
+        Value::Null => true,
+        Value::Object(members) => members.is_empty(),
+        Value::Array(items) => items.is_empty(),
+        _ => false,
+    }
+}
+
 fn check_schema(schema: &str) -> Result<(), RecordError> {
     let unsupported = || RecordError::UnsupportedSchema {
         found: schema.to_string(),
     };
     let version = schema.strip_prefix(SCHEMA_PREFIX).ok_or_else(unsupported)?;
-    let major = version.split('.').next().unwrap_or(version);
-    match major.parse::<u32>() {
-        Ok(SCHEMA_MAJOR) => Ok(()),
-        _ => Err(unsupported()),
+    let (major, minor) = match version.split_once('.') {
+        Some((major, minor)) => (major, Some(minor)),
+        None => (version, None),
+    };
+    // Plain digits only: `+1` or `01` would parse as 1 but are not what
+    // any writer of this schema produces.
+    let is_digits = |text: &str| !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
+    let minor_ok = minor.is_none_or(is_digits);
+    if major == SCHEMA_MAJOR.to_string() && minor_ok {
+        Ok(())
+    } else {
+        Err(unsupported())
     }
 }
 

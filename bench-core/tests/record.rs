@@ -1,0 +1,516 @@
+//! The canonical run record as a reader sees it: golden bytes, id and
+//! config_key of a fixture, round trips, and every way a file can be bad.
+
+use bench_core::env::{HostEnv, InterfaceEnv};
+use bench_core::record::{
+    ConfidenceOutcome, CpuFigures, Endpoint, Environments, Iteration, LatencyFigures, RecordError,
+    RunRecord, Source, Spread, Subject, Summary, UdpFigures,
+};
+use bench_core::spec::{AddressFamily, ConfidenceSpec, CpuPinning, RunSpec, TestKind};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// The id of the fixture record.
+const FIXTURE_ID: &str = "83d5f1481d2257e1a411997f1ac00c8c040c98a4040d1b55d8f26163d324a27d";
+/// The config_key of the fixture record.
+const FIXTURE_CONFIG_KEY: &str = "b923e57b1d4483117b032d8fdaf6cb9414629745ea511b6eb931a0b7e06101c5";
+
+fn golden_path() -> PathBuf {
+    [
+        env!("CARGO_MANIFEST_DIR"),
+        "tests",
+        "data",
+        "record-fixture.json",
+    ]
+    .iter()
+    .collect()
+}
+
+fn host_env(name: &str, governor: &str) -> HostEnv {
+    let mut features = BTreeMap::new();
+    features.insert("rx-gro".to_string(), true);
+    features.insert("tx-tcp-segmentation".to_string(), true);
+    features.insert("rx-lro".to_string(), false);
+    let mut sysctls = BTreeMap::new();
+    sysctls.insert(
+        "net.ipv4.tcp_rmem".to_string(),
+        "4096 131072 6291456".to_string(),
+    );
+    sysctls.insert("net.core.rmem_max".to_string(), "212992".to_string());
+    sysctls.insert(
+        "net.ipv4.tcp_congestion_control".to_string(),
+        "cubic".to_string(),
+    );
+    let mut mitigations = BTreeMap::new();
+    mitigations.insert(
+        "spectre_v2".to_string(),
+        "Mitigation: Enhanced / Automatic IBRS".to_string(),
+    );
+    mitigations.insert("meltdown".to_string(), "Not affected".to_string());
+    HostEnv {
+        kernel_release: Some("6.8.0-rc1-00123-gabcdef123456".into()),
+        kernel_version: Some("#7 SMP PREEMPT_DYNAMIC Mon Jan  8 10:00:00 UTC 2024".into()),
+        cmdline: Some("BOOT_IMAGE=/vmlinuz root=/dev/vda1 quiet".into()),
+        cpu_model: Some("Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz".into()),
+        cpu_count: Some(64),
+        cpus_online: Some("0-63".into()),
+        smt: Some("on".into()),
+        cpufreq_driver: Some("intel_pstate".into()),
+        governor: Some(governor.into()),
+        boost: Some(true),
+        cpuidle_driver: Some("intel_idle".into()),
+        mitigations,
+        clocksource: Some("tsc".into()),
+        transparent_hugepages: Some("madvise".into()),
+        sysctls,
+        interface: Some(InterfaceEnv {
+            name: name.into(),
+            mtu: Some(1500),
+            driver: Some("ice".into()),
+            speed_mbps: Some(100_000),
+            qdisc: Some("mq".into()),
+            tx_queue_len: Some(1000),
+            features,
+            gro_max_size: Some(65536),
+            gso_max_size: Some(65536),
+        }),
+    }
+}
+
+fn latency(scale: f64) -> LatencyFigures {
+    LatencyFigures {
+        min_us: 18.5 * scale,
+        mean_us: 24.25 * scale,
+        stddev_us: 3.125 * scale,
+        p50_us: 23.5 * scale,
+        p90_us: 28.75 * scale,
+        p99_us: 41.0 * scale,
+        p999_us: 97.5 * scale,
+        max_us: 512.0 * scale,
+    }
+}
+
+fn cpu() -> CpuFigures {
+    CpuFigures {
+        local_util_pct: Some(12.5),
+        remote_util_pct: Some(11.75),
+        local_service_demand: Some(30.125),
+        remote_service_demand: Some(28.5),
+    }
+}
+
+fn iteration(transactions: u64) -> Iteration {
+    let rate = transactions as f64 / 10.0;
+    Iteration {
+        elapsed_s: 10.0,
+        throughput_bps: rate * 2.0 * 64.0 * 8.0,
+        transaction_rate: Some(rate),
+        transactions: Some(transactions),
+        bytes_sent: transactions * 64,
+        bytes_received: transactions * 64,
+        messages_sent: transactions,
+        messages_received: transactions,
+        cpu: Some(cpu()),
+        latency: Some(latency(1.0)),
+    }
+}
+
+/// A record with fixed values and every optional part filled.
+fn fixture() -> RunRecord {
+    let spec = RunSpec {
+        test: TestKind::TcpRr,
+        family: AddressFamily::Ipv6,
+        duration_s: 10.0,
+        send_size_bytes: 16384,
+        recv_size_bytes: 131072,
+        request_size_bytes: 64,
+        response_size_bytes: 64,
+        local_socket_buffer_bytes: Some(262144),
+        remote_socket_buffer_bytes: Some(524288),
+        nodelay: true,
+        cpu_pinning: CpuPinning {
+            local: Some(2),
+            remote: Some(3),
+        },
+        local_cpu: true,
+        remote_cpu: true,
+        confidence: Some(ConfidenceSpec {
+            level_pct: 99,
+            width_pct: 5.0,
+        }),
+        iterations_max: 10,
+        iterations_min: 3,
+        flows: 2,
+        warmup_s: 1.5,
+    };
+    let iterations = vec![iteration(400_000), iteration(401_234), iteration(398_765)];
+    let rates: Vec<f64> = iterations
+        .iter()
+        .filter_map(|i| i.transaction_rate)
+        .collect();
+    let throughputs: Vec<f64> = iterations.iter().map(|i| i.throughput_bps).collect();
+    let mut record = RunRecord {
+        schema: String::new(),
+        id: String::new(),
+        config_key: String::new(),
+        source: Source {
+            tool: "netbisect".into(),
+            version: Some("0.1.0".into()),
+        },
+        started_at: "2026-01-15T09:30:00.000000Z".into(),
+        finished_at: "2026-01-15T09:30:36.250000Z".into(),
+        spec,
+        endpoint: Endpoint {
+            host: "2001:db8::2".into(),
+            port: Some(12865),
+        },
+        subject: Subject {
+            commit: Some("abcdef1234567890abcdef1234567890abcdef12".into()),
+            describe: Some("v6.8-rc1-123-gabcdef123456".into()),
+            kernel_release: Some("6.8.0-rc1-00123-gabcdef123456".into()),
+            label: Some("patched".into()),
+        },
+        testbed: "lab-a/pair-1".into(),
+        env: Environments {
+            local: host_env("eth0", "performance"),
+            remote: Some(host_env("ens1f0", "performance")),
+        },
+        iterations,
+        summary: Summary {
+            n_iterations: 3,
+            throughput_bps: Spread::of(&throughputs).unwrap(),
+            transaction_rate: Spread::of(&rates),
+            confidence: Some(ConfidenceOutcome {
+                level_pct: 99,
+                low: 39_700.5,
+                high: 40_300.25,
+                width_pct: 1.5,
+                target_width_pct: 5.0,
+                met: true,
+            }),
+            cpu: Some(cpu()),
+            latency: Some(latency(1.0)),
+            udp: Some(UdpFigures {
+                messages_sent: 1000,
+                messages_received: 990,
+                loss_pct: 1.0,
+            }),
+        },
+    };
+    record.seal().unwrap();
+    record
+}
+
+#[test]
+fn fixture_bytes_match_the_golden_file() {
+    let bytes = fixture().to_canonical_bytes().unwrap();
+    if std::env::var_os("NETBISECT_BLESS").is_some() {
+        std::fs::write(golden_path(), &bytes).unwrap();
+    }
+    let golden = std::fs::read(golden_path()).unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&bytes),
+        String::from_utf8_lossy(&golden),
+        "canonical bytes changed; if on purpose, bump the schema where \
+         needed and rerun with NETBISECT_BLESS=1"
+    );
+}
+
+#[test]
+fn fixture_id_and_config_key_are_pinned() {
+    let record = fixture();
+    assert_eq!(record.id, FIXTURE_ID);
+    assert_eq!(record.config_key, FIXTURE_CONFIG_KEY);
+    assert_eq!(record.schema, "netbisect.run/1");
+    // The id is the blake3 hash of the canonical bytes without `id`.
+    let mut tree: Value = serde_json::from_slice(&record.to_canonical_bytes().unwrap()).unwrap();
+    tree.as_object_mut().unwrap().remove("id");
+    let without_id = bench_core::canonical::to_canonical_bytes(&tree).unwrap();
+    assert_eq!(blake3::hash(&without_id).to_hex().as_str(), FIXTURE_ID);
+}
+
+#[test]
+fn golden_file_round_trips() {
+    let golden = std::fs::read(golden_path()).unwrap();
+    let record = RunRecord::from_slice(&golden).unwrap();
+    assert_eq!(record, fixture());
+    assert_eq!(record.to_canonical_bytes().unwrap(), golden);
+    // Whitespace and key order do not matter to a reader.
+    let tree: Value = serde_json::from_slice(&golden).unwrap();
+    let pretty = serde_json::to_vec_pretty(&tree).unwrap();
+    let reread = RunRecord::from_slice(&pretty).unwrap();
+    assert_eq!(reread.to_canonical_bytes().unwrap(), golden);
+}
+
+/// The golden document as a JSON tree, for making bad variants.
+fn golden_tree() -> Value {
+    serde_json::from_slice(&std::fs::read(golden_path()).unwrap()).unwrap()
+}
+
+fn read_error(bytes: &[u8]) -> String {
+    RunRecord::from_slice(bytes).unwrap_err().to_string()
+}
+
+fn tree_error(tree: &Value) -> String {
+    read_error(&serde_json::to_vec(tree).unwrap())
+}
+
+#[test]
+fn malformed_json_is_reported_with_its_place() {
+    assert_eq!(
+        read_error(b"{\"schema\": \"netbisect.run/1\",}"),
+        "malformed JSON at line 1, column 30: trailing comma"
+    );
+    assert_eq!(
+        read_error(b"{\n  \"schema\" \"netbisect.run/1\"\n}"),
+        "malformed JSON at line 2, column 12: expected `:`"
+    );
+}
+
+#[test]
+fn truncated_file_is_reported() {
+    let golden = std::fs::read(golden_path()).unwrap();
+    assert_eq!(
+        read_error(&golden[..golden.len() / 2]),
+        format!(
+            "truncated JSON: input ends at line 1, column {}",
+            golden.len() / 2
+        )
+    );
+    assert_eq!(
+        read_error(b""),
+        "truncated JSON: input ends at line 1, column 0"
+    );
+}
+
+#[test]
+fn non_utf8_is_reported_with_its_offset() {
+    let mut bytes = std::fs::read(golden_path()).unwrap();
+    let offset = bytes.windows(7).position(|w| w == b"patched").unwrap();
+    bytes[offset] = 0xff;
+    assert_eq!(
+        read_error(&bytes),
+        format!("not UTF-8: invalid byte at offset {offset}")
+    );
+}
+
+#[test]
+fn schema_problems_are_reported() {
+    let mut tree = golden_tree();
+    tree.as_object_mut().unwrap().remove("schema");
+    assert_eq!(
+        tree_error(&tree),
+        "missing \"schema\" field (expected \"netbisect.run/1\")"
+    );
+    tree["schema"] = "netbisect.run/2".into();
+    assert_eq!(
+        tree_error(&tree),
+        "unsupported schema \"netbisect.run/2\": this netbisect reads netbisect.run/1"
+    );
+    tree["schema"] = "iperf3".into();
+    assert_eq!(
+        tree_error(&tree),
+        "unsupported schema \"iperf3\": this netbisect reads netbisect.run/1"
+    );
+    assert_eq!(
+        read_error(b"[1, 2]"),
+        "invalid record: a run record is a JSON object"
+    );
+}
+
+#[test]
+fn missing_field_is_named() {
+    let mut tree = golden_tree();
+    tree.as_object_mut().unwrap().remove("testbed");
+    assert_eq!(tree_error(&tree), "invalid record: missing field `testbed`");
+}
+
+#[test]
+fn integer_beyond_two_to_the_53_is_refused() {
+    let text = String::from_utf8(std::fs::read(golden_path()).unwrap()).unwrap();
+    let big = text.replacen(
+        "\"bytes_sent\":25600000,",
+        "\"bytes_sent\":9007199254740993,",
+        1,
+    );
+    assert_ne!(big, text);
+    assert_eq!(
+        read_error(big.as_bytes()),
+        "integer 9007199254740993 at $.iterations[0].bytes_sent is beyond +-2^53 \
+         and would lose digits"
+    );
+}
+
+#[test]
+fn nan_is_refused_at_seal_time() {
+    let mut record = fixture();
+    record.iterations[1].throughput_bps = f64::NAN;
+    let err = record.seal().unwrap_err();
+    assert!(matches!(err, RecordError::Canonical(_)), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        "non-finite number (NaN or infinity) at $.iterations[1].throughput_bps \
+         cannot be written as JSON"
+    );
+    let mut record = fixture();
+    record.spec.warmup_s = f64::INFINITY;
+    assert_eq!(
+        record.seal().unwrap_err().to_string(),
+        "non-finite number (NaN or infinity) at $.spec.warmup_s cannot be written as JSON"
+    );
+}
+
+#[test]
+fn tampered_content_is_refused() {
+    let mut tree = golden_tree();
+    tree["subject"]["label"] = "base".into();
+    let err = tree_error(&tree);
+    assert_eq!(
+        err,
+        format!(
+            "id does not match the content: stated {FIXTURE_ID}, computed c291181cd3a701c3b42736cec428f62dccf3bd930aad85973c3623167f452bda"
+        )
+    );
+    let mut tree = golden_tree();
+    tree["testbed"] = "lab-b/pair-1".into();
+    assert_eq!(
+        tree_error(&tree),
+        format!(
+            "config_key does not match the content: stated {FIXTURE_CONFIG_KEY}, \
+             computed 24cd4dd745287d98cd2d0a4571431716816d6f607557307e2070eafa3b990b3e"
+        )
+    );
+}
+
+#[test]
+fn config_key_ignores_commit_and_times() {
+    let base = fixture();
+    let mut other = base.clone();
+    other.subject.commit = Some("0123456789abcdef0123456789abcdef01234567".into());
+    other.subject.describe = Some("v6.8-rc1-124-g0123456789ab".into());
+    other.started_at = "2026-02-01T00:00:00.000000Z".into();
+    other.finished_at = "2026-02-01T00:00:36.000000Z".into();
+    other.env.local.kernel_release = Some("6.8.0-rc1-00124-g0123456789ab".into());
+    other.seal().unwrap();
+    assert_eq!(other.config_key, base.config_key);
+    assert_ne!(other.id, base.id);
+}
+
+#[test]
+fn config_key_follows_socket_buffers_and_sysctls() {
+    let base = fixture();
+    let mut buffer = base.clone();
+    buffer.spec.local_socket_buffer_bytes = Some(131072);
+    buffer.seal().unwrap();
+    assert_ne!(buffer.config_key, base.config_key);
+
+    let mut sysctl = base.clone();
+    sysctl
+        .env
+        .local
+        .sysctls
+        .insert("net.core.rmem_max".into(), "4194304".into());
+    sysctl.seal().unwrap();
+    assert_ne!(sysctl.config_key, base.config_key);
+
+    let mut remote_sysctl = base.clone();
+    if let Some(remote) = remote_sysctl.env.remote.as_mut() {
+        remote
+            .sysctls
+            .insert("net.ipv4.tcp_congestion_control".into(), "bbr".into());
+    }
+    remote_sysctl.seal().unwrap();
+    assert_ne!(remote_sysctl.config_key, base.config_key);
+    assert_ne!(remote_sysctl.config_key, sysctl.config_key);
+}
+
+#[test]
+fn schema_versions_are_read_strictly() {
+    for schema in [
+        "netbisect.run/+1",
+        "netbisect.run/01",
+        "netbisect.run/1.",
+        "netbisect.run/1.x",
+        "netbisect.run/1.2.3",
+        "netbisect.run/",
+        "netbisect.run/10",
+        "netbisect.run",
+    ] {
+        let mut tree = golden_tree();
+        tree["schema"] = schema.into();
+        let err = RunRecord::from_slice(&serde_json::to_vec(&tree).unwrap()).unwrap_err();
+        assert!(
+            matches!(err, RecordError::UnsupportedSchema { .. }),
+            "{schema}: {err}"
+        );
+    }
+    // A newer minor revision of the same major version is read; the
+    // changed schema then no longer matches the id.
+    let mut tree = golden_tree();
+    tree["schema"] = "netbisect.run/1.1".into();
+    let err = RunRecord::from_slice(&serde_json::to_vec(&tree).unwrap()).unwrap_err();
+    assert!(matches!(err, RecordError::IdMismatch { .. }), "{err}");
+}
+
+#[test]
+fn duplicate_members_are_refused() {
+    let text = String::from_utf8(std::fs::read(golden_path()).unwrap()).unwrap();
+    let doubled = text.replacen('{', "{\"testbed\":\"lab-b/pair-1\",", 1);
+    assert_eq!(
+        read_error(doubled.as_bytes()),
+        format!(
+            "malformed JSON at line 1, column {}: duplicate member \"testbed\"",
+            doubled.find("\"testbed\":\"lab-a").unwrap() + "\"testbed\"".len()
+        )
+    );
+}
+
+/// Gives `tree` the id and config_key of its content, as a careless
+/// writer would, so that only the member check can refuse it.
+fn reseal(mut tree: Value) -> Vec<u8> {
+    let members = tree.as_object_mut().unwrap();
+    members.remove("id");
+    let without_id = bench_core::canonical::to_canonical_bytes(&tree).unwrap();
+    tree["id"] = blake3::hash(&without_id).to_hex().as_str().into();
+    serde_json::to_vec(&tree).unwrap()
+}
+
+#[test]
+fn records_read_back_as_written() {
+    // An unknown member, or a null where an absent value is left out,
+    // would be dropped when the record is written again, changing its id.
+    let mut tree = golden_tree();
+    tree["summary"]["thruput_bps"] = 1.into();
+    assert_eq!(
+        read_error(&reseal(tree)),
+        "invalid record: unknown member $.summary.thruput_bps"
+    );
+    let mut tree = golden_tree();
+    tree["env"]["remote"]["interface"]["speed_mbps"] = Value::Null;
+    assert_eq!(
+        read_error(&reseal(tree)),
+        "invalid record: $.env.remote.interface.speed_mbps is null or empty; \
+         leave an absent value out"
+    );
+    let mut tree = golden_tree();
+    tree["env"]["local"]["mitigations"] = serde_json::json!({});
+    assert_eq!(
+        read_error(&reseal(tree)),
+        "invalid record: $.env.local.mitigations is null or empty; leave an absent value out"
+    );
+    // A float written as an integer is the same number.
+    let mut tree = golden_tree();
+    tree["iterations"][0]["elapsed_s"] = 10.into();
+    let bytes = reseal(tree);
+    let record = RunRecord::from_slice(&bytes).unwrap();
+    assert_eq!(
+        RunRecord::from_slice(&record.to_canonical_bytes().unwrap()).unwrap(),
+        record
+    );
+    // A newer minor revision may carry members this reader does not know.
+    let mut tree = golden_tree();
+    tree["schema"] = "netbisect.run/1.1".into();
+    tree["summary"]["new_figure"] = 1.into();
+    assert!(RunRecord::from_slice(&reseal(tree)).is_ok());
+}

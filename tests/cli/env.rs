@@ -1,0 +1,42 @@
+//! `netbisect env`: the environment as JSON.
+
+use assert_cmd::Command;
+
+fn env_json(args: &[&str]) -> serde_json::Value {
+    let output = Command::cargo_bin("netbisect")
+        .unwrap()
+        .arg("env")
+        .args(args)
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+#[test]
+fn prints_the_kernel_release() {
+    let env = env_json(&[]);
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    assert_eq!(env["kernel_release"], release.trim());
+    assert!(env["sysctls"]["net.ipv4.tcp_rmem"].is_string());
+    assert!(env.get("interface").is_none());
+}
+
+#[test]
+fn describes_an_interface_when_asked() {
+    let env = env_json(&["--interface", "lo", "--json"]);
+    assert_eq!(env["interface"]["name"], "lo");
+    assert!(env["interface"]["mtu"].as_u64().is_some_and(|mtu| mtu > 0));
+    assert_eq!(env["interface"]["features"]["loopback"], true);
+}
+
+#[test]
+fn an_unknown_interface_is_recorded_as_absent() {
+    let env = env_json(&["-i", "no-such-if0"]);
+    assert_eq!(env["interface"], serde_json::json!({"name": "no-such-if0"}));
+}

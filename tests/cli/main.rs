@@ -1,0 +1,5 @@
+//! End-to-end tests of the `netbisect` binary, one module per area.
+
+mod env;
+mod help;
+mod record;

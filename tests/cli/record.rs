@@ -1,0 +1,209 @@
+//! `netbisect record check` on good and bad files.
+
+use assert_cmd::Command;
+use std::path::{Path, PathBuf};
+
+/// The golden record of bench-core's tests: a valid canonical record.
+fn fixture_path() -> PathBuf {
+    [
+        env!("CARGO_MANIFEST_DIR"),
+        "bench-core",
+        "tests",
+        "data",
+        "record-fixture.json",
+    ]
+    .iter()
+    .collect()
+}
+
+const FIXTURE_ID: &str = "83d5f1481d2257e1a411997f1ac00c8c040c98a4040d1b55d8f26163d324a27d";
+const FIXTURE_CONFIG_KEY: &str = "b923e57b1d4483117b032d8fdaf6cb9414629745ea511b6eb931a0b7e06101c5";
+
+fn netbisect() -> Command {
+    let mut command = Command::cargo_bin("netbisect").unwrap();
+    command.env_remove("NETBISECT_ARCHIVE");
+    command
+}
+
+fn stdout_of(output: &std::process::Output) -> String {
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+fn stderr_of(output: &std::process::Output) -> String {
+    String::from_utf8(output.stderr.clone()).unwrap()
+}
+
+/// Runs `record check` on one file and expects an input error whose
+/// stderr names the file and says `problem`.
+fn assert_rejected(path: &Path, problem: &str) {
+    let output = netbisect()
+        .args(["record", "check"])
+        .arg(path)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr_of(&output));
+    assert_eq!(stdout_of(&output), "");
+    let stderr = stderr_of(&output);
+    assert_eq!(
+        stderr,
+        format!(
+            "netbisect: error: {}: not a valid run record\n  caused by: {problem}\n",
+            path.display()
+        )
+    );
+}
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+fn fixture_text() -> String {
+    std::fs::read_to_string(fixture_path()).unwrap()
+}
+
+#[test]
+fn a_good_record_passes() {
+    let output = netbisect()
+        .args(["record", "check"])
+        .arg(fixture_path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr_of(&output));
+    assert_eq!(
+        stdout_of(&output),
+        format!(
+            "{}: ok, id {}, config_key {}\n",
+            fixture_path().display(),
+            &FIXTURE_ID[..12],
+            &FIXTURE_CONFIG_KEY[..12]
+        )
+    );
+    assert_eq!(stderr_of(&output), "");
+}
+
+#[test]
+fn json_output_gives_full_hashes() {
+    let output = netbisect()
+        .args(["--json", "record", "check"])
+        .arg(fixture_path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let line: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(line["id"], FIXTURE_ID);
+    assert_eq!(line["config_key"], FIXTURE_CONFIG_KEY);
+    assert_eq!(line["file"], fixture_path().display().to_string());
+}
+
+#[test]
+fn standard_input_is_read_for_a_dash() {
+    let output = netbisect()
+        .args(["record", "check", "-"])
+        .write_stdin(fixture_text())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    assert!(stdout_of(&output).starts_with("-: ok, id "));
+}
+
+#[test]
+fn malformed_json_is_an_input_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "malformed.json", b"{\"schema\": 1,,}");
+    assert_rejected(
+        &path,
+        "malformed JSON at line 1, column 14: key must be a string",
+    );
+}
+
+#[test]
+fn truncated_file_is_an_input_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = fixture_text();
+    let path = write(dir.path(), "truncated.json", &text.as_bytes()[..100]);
+    assert_rejected(&path, "truncated JSON: input ends at line 1, column 100");
+}
+
+#[test]
+fn non_utf8_is_an_input_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = fixture_text().into_bytes();
+    bytes[20] = 0xc3;
+    bytes[21] = 0x28;
+    let path = write(dir.path(), "latin1.json", &bytes);
+    assert_rejected(&path, "not UTF-8: invalid byte at offset 20");
+}
+
+#[test]
+fn wrong_schema_is_an_input_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = fixture_text().replace("netbisect.run/1", "netbisect.run/2");
+    let path = write(dir.path(), "v2.json", text.as_bytes());
+    assert_rejected(
+        &path,
+        "unsupported schema \"netbisect.run/2\": this netbisect reads netbisect.run/1",
+    );
+    let path = write(dir.path(), "other.json", b"{\"start\": {}, \"end\": {}}");
+    assert_rejected(
+        &path,
+        "missing \"schema\" field (expected \"netbisect.run/1\")",
+    );
+}
+
+#[test]
+fn tampered_record_is_an_input_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = fixture_text().replace("\"label\":\"patched\"", "\"label\":\"base\"");
+    let path = write(dir.path(), "tampered.json", text.as_bytes());
+    assert_rejected(
+        &path,
+        &format!(
+            "id does not match the content: stated {FIXTURE_ID}, computed \
+             c291181cd3a701c3b42736cec428f62dccf3bd930aad85973c3623167f452bda"
+        ),
+    );
+}
+
+#[test]
+fn missing_file_is_an_input_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("absent.json");
+    let output = netbisect()
+        .args(["record", "check"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = stderr_of(&output);
+    assert!(
+        stderr.starts_with(&format!(
+            "netbisect: error: cannot read {}: ",
+            path.display()
+        )),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_first_bad_file_stops_the_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = write(dir.path(), "bad.json", b"[]");
+    let output = netbisect()
+        .args(["record", "check"])
+        .arg(fixture_path())
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stdout_of(&output).contains(": ok, id "));
+    assert!(stderr_of(&output).contains("a run record is a JSON object"));
+}
+
+#[test]
+fn no_file_is_a_usage_error() {
+    let output = netbisect().args(["record", "check"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr_of(&output).contains("FILE"));
+}
