@@ -1,11 +1,11 @@
-//! `netbisect env`: the environment as JSON.
+//! `netbisect env`: the environment as text, and as JSON with `--json`.
 
 use assert_cmd::Command;
 
 fn env_json(args: &[&str]) -> serde_json::Value {
     let output = Command::cargo_bin("netbisect")
         .unwrap()
-        .arg("env")
+        .args(["env", "--json"])
         .args(args)
         .output()
         .unwrap();
@@ -29,7 +29,7 @@ fn prints_the_kernel_release() {
 
 #[test]
 fn describes_an_interface_when_asked() {
-    let env = env_json(&["--interface", "lo", "--json"]);
+    let env = env_json(&["--interface", "lo"]);
     assert_eq!(env["interface"]["name"], "lo");
     assert!(env["interface"]["mtu"].as_u64().is_some_and(|mtu| mtu > 0));
     assert_eq!(env["interface"]["features"]["loopback"], true);
@@ -39,4 +39,25 @@ fn describes_an_interface_when_asked() {
 fn an_unknown_interface_is_recorded_as_absent() {
     let env = env_json(&["-i", "no-such-if0"]);
     assert_eq!(env["interface"], serde_json::json!({"name": "no-such-if0"}));
+}
+
+#[test]
+fn prints_a_readable_summary_without_json() {
+    let output = Command::cargo_bin("netbisect")
+        .unwrap()
+        .args(["env", "-i", "lo"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let text = String::from_utf8(output.stdout).unwrap();
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    assert!(
+        text.starts_with(&format!("Kernel:      {}\n", release.trim())),
+        "{text}"
+    );
+    assert!(text.contains("Interface:   lo, mtu "), "{text}");
+    assert!(
+        text.lines().all(|line| line.len() <= 80 && line.is_ascii()),
+        "{text}"
+    );
 }
