@@ -1284,7 +1284,40 @@ pub(crate) mod tests {
                 .into(),
             second_label: "ba9876543210ba9876543210ba9876543210ba98".into(),
         };
-        let comparison = compare(&[extreme_base], &[extreme_patched], &extreme_options).unwrap();
+        // An imported request/response run without transaction rates on
+        // the base side, and a remote environment on one side only.
+        let mut rr_without_rate = run(
+            TestKind::TcpRr,
+            "0123456789ab",
+            &at(3),
+            &noise.around(8.0, 0.01, 5),
+            false,
+        );
+        for iteration in &mut rr_without_rate.iterations {
+            iteration.transaction_rate = None;
+        }
+        rr_without_rate.seal().unwrap();
+        let mut rr_with_remote = run(
+            TestKind::TcpRr,
+            "ba9876543210",
+            &at(4),
+            &noise.around(8.0, 0.01, 5),
+            false,
+        );
+        rr_with_remote.env.remote = Some(HostEnv {
+            cpu_count: Some(8),
+            ..HostEnv::default()
+        });
+        rr_with_remote.seal().unwrap();
+        let comparison = compare(
+            &[extreme_base, rr_without_rate],
+            &[extreme_patched, rr_with_remote],
+            &extreme_options,
+        )
+        .unwrap();
+        let rr_group = &comparison.groups[1];
+        assert!(rr_group.config_keys_differ && rr_group.env_differences.is_empty());
+        assert_eq!(rr_group.rows[0].first, None);
         check_template_sample("compare--extreme", &comparison);
 
         // Nothing in common: every group is on one side only.
