@@ -365,7 +365,7 @@ pub struct UnmatchedGroup {
 }
 
 /// One of the two sides of a comparison.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Side {
     /// The first side (base).
@@ -468,8 +468,8 @@ pub fn compare(
     }
     groups.sort_by(|a, b| group_order(&a.spec, &a.spec_key, &b.spec, &b.spec_key));
     unmatched.sort_by(|a, b| {
-        (a.side as u8)
-            .cmp(&(b.side as u8))
+        a.side
+            .cmp(&b.side)
             .then_with(|| group_order(&a.spec, &a.spec_key, &b.spec, &b.spec_key))
     });
     Ok(Comparison {
