@@ -350,7 +350,28 @@ struct ConfigKeyInput<'a> {
     remote_env: Option<BTreeMap<String, String>>,
 }
 
+/// What a spec key hashes.
+#[derive(Serialize)]
+struct SpecKeyInput<'a> {
+    spec: &'a RunSpec,
+    testbed: &'a str,
+}
+
 impl RunRecord {
+    /// The spec key: blake3 of the canonical bytes of the resolved spec
+    /// and the testbed, as 64 hex digits. Unlike `config_key` it leaves the
+    /// environment out, so runs of the same test on the same testbed share
+    /// it even when a sysctl or the governor changed between them; that is
+    /// what `compare` groups on, so that it can show such differences
+    /// rather than silently separate the runs.
+    pub fn compute_spec_key(&self) -> Result<String, RecordError> {
+        let input = SpecKeyInput {
+            spec: &self.spec,
+            testbed: &self.testbed,
+        };
+        Ok(canonical::hash_hex(&canonical::to_canonical_bytes(&input)?))
+    }
+
     /// The `config_key` of this record's spec, testbed and environment.
     pub fn compute_config_key(&self) -> Result<String, RecordError> {
         let input = ConfigKeyInput {
@@ -664,5 +685,70 @@ impl FromStr for Metric {
             .into_iter()
             .find(|metric| metric.name() == text)
             .ok_or_else(|| UnknownMetric(text.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::TestKind;
+
+    fn record() -> RunRecord {
+        let mut record = RunRecord {
+            schema: String::new(),
+            id: String::new(),
+            config_key: String::new(),
+            source: Source {
+                tool: "netbisect".into(),
+                version: None,
+            },
+            started_at: "2024-01-22T10:00:00Z".into(),
+            finished_at: "2024-01-22T10:00:10Z".into(),
+            spec: RunSpec::defaults(TestKind::TcpStream),
+            endpoint: Endpoint {
+                host: "127.0.0.1".into(),
+                port: None,
+            },
+            subject: Subject {
+                commit: Some("abc123".into()),
+                ..Subject::default()
+            },
+            testbed: "lab".into(),
+            env: Environments::default(),
+            iterations: Vec::new(),
+            summary: Summary::default(),
+        };
+        record.seal().unwrap();
+        record
+    }
+
+    #[test]
+    fn spec_key_follows_spec_and_testbed_only() {
+        let base = record();
+        let key = base.compute_spec_key().unwrap();
+        assert_eq!(key.len(), 64);
+
+        let mut elsewhere = base.clone();
+        elsewhere.subject.commit = Some("def456".into());
+        elsewhere.started_at = "2025-02-01T00:00:00Z".into();
+        elsewhere.finished_at = "2025-02-01T00:00:10Z".into();
+        elsewhere.env.local.governor = Some("powersave".into());
+        elsewhere
+            .env
+            .local
+            .sysctls
+            .insert("net.ipv4.tcp_rmem".into(), "4096 87380 6291456".into());
+        elsewhere.seal().unwrap();
+        assert_ne!(elsewhere.config_key, base.config_key);
+        assert_eq!(elsewhere.compute_spec_key().unwrap(), key);
+
+        let mut other_size = base.clone();
+        other_size.spec.send_size_bytes = 1024;
+        other_size.seal().unwrap();
+        assert_ne!(other_size.compute_spec_key().unwrap(), key);
+
+        let mut other_testbed = base.clone();
+        other_testbed.testbed = "lab-2".into();
+        assert_ne!(other_testbed.compute_spec_key().unwrap(), key);
     }
 }

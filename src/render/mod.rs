@@ -16,7 +16,11 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 
 /// The built-in templates: name and source.
-pub const BUILTIN: &[(&str, &str)] = &[("env", include_str!("../../templates/env.j2"))];
+pub const BUILTIN: &[(&str, &str)] = &[
+    ("env", include_str!("../../templates/env.j2")),
+    ("compare", include_str!("../../templates/compare.j2")),
+    ("history", include_str!("../../templates/history.j2")),
+];
 
 /// File name extension of templates.
 pub const EXTENSION: &str = "j2";

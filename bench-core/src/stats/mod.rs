@@ -34,6 +34,7 @@ pub use two_sample::{
     DifferenceInterval, MannWhitney, MannWhitneyMethod, RelativeInterval, TTest, mann_whitney_u,
     student_t_test, welch_interval, welch_t_test,
 };
+pub use two_sample::{mann_whitney_min_p_value, mann_whitney_min_samples};
 
 use thiserror::Error;
 

@@ -206,6 +206,57 @@ fn exact_u_counts(m: usize, n: usize) -> Option<Vec<i128>> {
     Some(counts)
 }
 
+/// The smallest two-sided p value the exact Mann-Whitney test can give
+/// for samples of `n_first` and `n_second` untied values: the two extreme
+/// arrangements out of `C(n1 + n2, n1)`, so `2 / C(n1 + n2, n1)`, at most
+/// 1. An empty sample gives 1: no arrangement can be significant.
+///
+/// When this is not below the chosen alpha, no data of these sizes can
+/// ever be called significant, whatever the values.
+pub fn mann_whitney_min_p_value(n_first: usize, n_second: usize) -> f64 {
+    if n_first == 0 || n_second == 0 {
+        return 1.0;
+    }
+    let small = n_first.min(n_second);
+    let large = n_first.max(n_second);
+    // C(large + small, small) as the running product prod (large + i) / i,
+    // exact in integers while it fits; beyond that the p value is far
+    // below any alpha and the logarithm is plenty.
+    let mut arrangements: u128 = 1;
+    for step in 1..=small {
+        let next = arrangements
+            .checked_mul((large + step) as u128)
+            .map(|product| product / step as u128);
+        match next {
+            Some(next) => arrangements = next,
+            None => {
+                let ln_choose = super::distributions::ln_gamma((large + small + 1) as f64)
+                    - super::distributions::ln_gamma((small + 1) as f64)
+                    - super::distributions::ln_gamma((large + 1) as f64);
+                return (2.0 * (-ln_choose).exp()).min(1.0);
+            }
+        }
+    }
+    (2.0 / arrangements as f64).min(1.0)
+}
+
+/// The smallest number of values per side, with equal sizes, for which
+/// the exact two-sided Mann-Whitney test can reach `p < alpha`: 4 at
+/// alpha 0.05 (`2 / C(8, 4) = 0.029`, while three a side give at best
+/// `2 / C(6, 3) = 0.1`). Errors when alpha is outside `(0, 1)`.
+pub fn mann_whitney_min_samples(alpha: f64) -> Result<usize, StatsError> {
+    if !(alpha > 0.0 && alpha < 1.0) {
+        return Err(StatsError::InvalidOption("alpha must be in (0, 1)"));
+    }
+    // C(2n, n) grows like 4^n, so this ends within a few hundred steps
+    // even for the smallest positive alpha.
+    let mut n_per_side = 1;
+    while mann_whitney_min_p_value(n_per_side, n_per_side) >= alpha {
+        n_per_side += 1;
+    }
+    Ok(n_per_side)
+}
+
 /// The outcome of a two-sample t-test.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TTest {
@@ -457,6 +508,33 @@ mod tests {
         );
         let from_zero = welch_interval(&[-1.0, 1.0], &[1.0, 2.0], 0.95).unwrap();
         assert_eq!(from_zero.relative, None);
+    }
+
+    #[test]
+    fn smallest_reachable_p_and_sample_count() {
+        assert_eq!(mann_whitney_min_p_value(3, 3), 0.1);
+        assert_eq!(mann_whitney_min_p_value(4, 4), 2.0 / 70.0);
+        assert_eq!(mann_whitney_min_p_value(4, 3), 2.0 / 35.0);
+        assert_eq!(mann_whitney_min_p_value(0, 9), 1.0);
+        assert_eq!(mann_whitney_min_p_value(1, 1), 1.0);
+        let huge = mann_whitney_min_p_value(100, 100);
+        assert!(huge > 0.0 && huge < 1e-50, "{huge}");
+        // The exact test agrees: the most extreme arrangement reaches the
+        // bound.
+        let extreme = mann_whitney_u(
+            &[1.0, 2.0, 3.0, 4.0],
+            &[5.0, 6.0, 7.0, 8.0],
+            MannWhitneyMethod::Exact,
+        )
+        .unwrap();
+        assert_eq!(extreme.p_value, mann_whitney_min_p_value(4, 4));
+        assert_eq!(mann_whitney_min_samples(0.05), Ok(4));
+        assert_eq!(mann_whitney_min_samples(0.1), Ok(4));
+        assert_eq!(mann_whitney_min_samples(0.11), Ok(3));
+        assert_eq!(mann_whitney_min_samples(0.01), Ok(5));
+        assert!(mann_whitney_min_samples(1e-300).unwrap() > 400);
+        assert!(mann_whitney_min_samples(0.0).is_err());
+        assert!(mann_whitney_min_samples(f64::NAN).is_err());
     }
 
     #[test]
