@@ -8,6 +8,13 @@
 //! - [`env`]: the state of a host that moves network numbers.
 //! - [`kernel`]: what a kernel release string says about its commit.
 //! - [`time`]: absolute times as RFC 3339 strings.
+//! - [`protocol`]: the control protocol between client and server.
+//! - [`auth`]: the pre-shared token and its challenge-response.
+//! - [`sockets`]: socket set-up, buffer truth, CPU pinning.
+//! - [`datapath`]: the data phase of every test, both ends.
+//! - [`server`]: `netbisect serve`, the remote end.
+//! - [`client`]: the client's control session and iterations.
+//! - [`run`]: a whole run, from spec to sealed record.
 //!
 //! Architecture invariant: bench-core depends on no other crate of this
 //! workspace and knows nothing of SQLite, git or templates.
@@ -19,3 +26,11 @@ pub mod kernel;
 pub mod record;
 pub mod spec;
 pub mod time;
+
+pub mod auth;
+pub mod client;
+pub mod datapath;
+pub mod protocol;
+pub mod run;
+pub mod server;
+pub mod sockets;
