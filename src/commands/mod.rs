@@ -1,8 +1,10 @@
 //! One module per subcommand; [`run`] dispatches.
 
+mod bench;
 mod env;
 mod help;
 mod record;
+mod serve;
 
 use crate::cli::{Cli, Command};
 use crate::exit::Code;
@@ -14,5 +16,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<Code> {
         Command::Env(args) => env::run(&cli.global, args),
         Command::Completions(args) => help::completions(args),
         Command::Man => help::man(),
+        Command::Bench(args) => bench::run(&cli.global, args),
+        Command::Serve(args) => serve::run(&cli.global, args),
     }
 }

@@ -14,7 +14,10 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 
 /// The built-in templates: name and source.
-pub const BUILTIN: &[(&str, &str)] = &[("env", include_str!("../../templates/env.j2"))];
+pub const BUILTIN: &[(&str, &str)] = &[
+    ("env", include_str!("../../templates/env.j2")),
+    ("run", include_str!("../../templates/run.j2")),
+];
 
 /// File name extension of templates.
 pub const EXTENSION: &str = "j2";
