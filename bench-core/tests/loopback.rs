@@ -217,3 +217,45 @@ fn pinned_run_records_its_pinning() {
     assert_eq!(record.spec.cpu_pinning.local, Some(0));
     check_request_response(&record, AddressFamily::Ipv4);
 }
+
+#[test]
+fn udp_rr_counts_lost_datagrams_instead_of_stalling() {
+    use bench_core::datapath::{ClientPlan, run_client};
+    use std::net::UdpSocket;
+    use std::time::{Duration, Instant};
+
+    // An echo that drops every tenth request, for one second at most.
+    let echo = UdpSocket::bind("127.0.0.1:0").unwrap();
+    echo.set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    let server = echo.local_addr().unwrap();
+    let echo_thread = std::thread::spawn(move || {
+        let give_up = Instant::now() + Duration::from_secs(1);
+        let mut buffer = [0u8; 64];
+        let mut n_requests = 0u64;
+        while Instant::now() < give_up {
+            if let Ok((_, peer)) = echo.recv_from(&mut buffer) {
+                n_requests += 1;
+                if n_requests % 10 != 0 {
+                    echo.send_to(&buffer[..1], peer).unwrap();
+                }
+            }
+        }
+    });
+    let mut spec = RunSpec::defaults(TestKind::UdpRr);
+    spec.duration_s = DURATION_S;
+    let plan = ClientPlan {
+        spec: &spec,
+        server,
+        io_timeout: Duration::from_secs(1),
+        udp_rr_timeout: Duration::from_millis(5),
+    };
+    let end = run_client(&plan).unwrap();
+    echo_thread.join().unwrap();
+    let transactions = end.transactions.unwrap();
+    let timeouts = end.timeouts.unwrap();
+    assert!(transactions > 10, "{end:?}");
+    assert!(timeouts > 0, "{end:?}");
+    assert_eq!(end.messages_sent, transactions + timeouts);
+    assert_elapsed_close(end.elapsed_s);
+}

@@ -283,13 +283,20 @@ fn many_concurrent_clients_are_served_independently() {
         let outcome = client.join().unwrap().unwrap();
         assert_eq!(outcome.iterations.len(), 1);
     }
-    let tested = events
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|event| matches!(event, ServerEvent::Tested { .. }))
-        .count();
-    assert_eq!(tested, 12);
+    // The server logs a test after its results are sent, so wait for it.
+    let count_tested = || {
+        events
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|event| matches!(event, ServerEvent::Tested { .. }))
+            .count()
+    };
+    let give_up = Instant::now() + Duration::from_secs(3);
+    while count_tested() < 12 && Instant::now() < give_up {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(count_tested(), 12);
 }
 
 fn write_token(dir: &tempfile::TempDir, name: &str, text: &str) -> Token {
