@@ -51,6 +51,10 @@ pub struct GlobalArgs {
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "parsed once per process; boxing would only add noise"
+)]
 pub enum Command {
     /// Check run record files: schema, numbers, id and config_key
     Record(RecordArgs),
@@ -62,6 +66,10 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Print the manual page (roff) on stdout
     Man,
+    /// Run a socket test (netperf's flags) and print its record
+    Bench(BenchArgs),
+    /// Serve as the remote end of tests (netserver's role)
+    Serve(ServeArgs),
 }
 
 /// `netbisect record`.
@@ -116,4 +124,101 @@ pub enum TemplatesAction {
         /// Template name, as `templates list` prints it
         name: String,
     },
+}
+
+/// `netbisect bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Host running `netbisect serve` [default: a server started in-process
+    /// on loopback]
+    #[arg(short = 'H', long, value_name = "HOST")]
+    pub host: Option<String>,
+    /// Control port of the server
+    #[arg(short = 'p', long, value_name = "PORT", default_value_t = bench_core::protocol::DEFAULT_PORT)]
+    pub port: u16,
+    /// Test: TCP_STREAM, TCP_MAERTS, TCP_RR, TCP_CRR, UDP_STREAM, UDP_RR
+    #[arg(
+        short = 't',
+        long = "test",
+        value_name = "TEST",
+        default_value = "TCP_STREAM"
+    )]
+    pub test: String,
+    /// Test length in seconds; fractions allowed [default: 10]
+    #[arg(short = 'l', long = "length", value_name = "SECS")]
+    pub length: Option<f64>,
+    /// Local socket buffer, send and receive (K/M/G: powers of 2, k/m/g:
+    /// powers of 10) [default: left to the kernel]
+    #[arg(short = 's', value_name = "BYTES")]
+    pub local_buffer: Option<String>,
+    /// Remote socket buffer, send and receive [default: left to the kernel]
+    #[arg(short = 'S', value_name = "BYTES")]
+    pub remote_buffer: Option<String>,
+    /// Bytes per send [default: 16K; UDP_STREAM: 1472]
+    #[arg(short = 'm', value_name = "BYTES")]
+    pub send_size: Option<String>,
+    /// Bytes per receive [default: 128K]
+    #[arg(short = 'M', value_name = "BYTES")]
+    pub recv_size: Option<String>,
+    /// Request and response sizes of RR tests [default: 1,1]
+    #[arg(short = 'r', value_name = "REQ,RESP")]
+    pub request_response: Option<String>,
+    /// Set TCP_NODELAY on the data connections
+    #[arg(long)]
+    pub nodelay: bool,
+    /// Pin the local and remote end to CPUs ("N" both, "N," local only,
+    /// ",N" remote only)
+    #[arg(short = 'T', value_name = "LCPU,RCPU")]
+    pub cpus: Option<String>,
+    /// Ports the server's data socket must use, for firewalls
+    #[arg(long, value_name = "LOW-HIGH")]
+    pub data_port: Option<bench_core::protocol::PortRange>,
+    /// Use IPv4
+    #[arg(short = '4', conflicts_with = "ipv6")]
+    pub ipv4: bool,
+    /// Use IPv6
+    #[arg(short = '6')]
+    pub ipv6: bool,
+    /// File holding the token the server demands
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Commit under test [default: from the running kernel's release]
+    #[arg(long, value_name = "COMMIT")]
+    pub commit: Option<String>,
+    /// Free-form label of the run, such as "base" or "patched"
+    #[arg(long, value_name = "LABEL")]
+    pub label: Option<String>,
+    /// Testbed name [default: "loopback" without -H, else the host]
+    #[arg(long, value_name = "NAME")]
+    pub testbed: Option<String>,
+    /// Do not store the run in the archive
+    #[arg(long)]
+    pub no_archive: bool,
+}
+
+/// `netbisect serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on; anything but loopback demands --token-file or
+    /// --no-auth
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1")]
+    pub listen: std::net::IpAddr,
+    /// Control port (0: any free port)
+    #[arg(short = 'p', long, value_name = "PORT", default_value_t = bench_core::protocol::DEFAULT_PORT)]
+    pub port: u16,
+    /// File holding the pre-shared token clients must prove they hold
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Serve anyone beyond loopback without a token
+    #[arg(long, conflicts_with = "token_file")]
+    pub no_auth: bool,
+    /// Ports for data sockets when the client names none
+    #[arg(long, value_name = "LOW-HIGH")]
+    pub data_port: Option<bench_core::protocol::PortRange>,
+    /// Most clients served at once
+    #[arg(long, value_name = "N", default_value_t = bench_core::server::DEFAULT_MAX_CLIENTS)]
+    pub max_clients: usize,
+    /// Seconds to wait for a client's next control frame
+    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+    pub timeout: f64,
 }

@@ -9,6 +9,13 @@
 //! - [`kernel`]: what a kernel release string says about its commit.
 //! - [`time`]: absolute times as RFC 3339 strings.
 //! - [`stats`]: the statistics every part of netbisect shares.
+//! - [`protocol`]: the control protocol between client and server.
+//! - [`auth`]: the pre-shared token and its challenge-response.
+//! - [`sockets`]: socket set-up, buffer truth, CPU pinning.
+//! - [`datapath`]: the data phase of every test, both ends.
+//! - [`server`]: `netbisect serve`, the remote end.
+//! - [`client`]: the client's control session and iterations.
+//! - [`run`]: a whole run, from spec to sealed record.
 //!
 //! Architecture invariant: bench-core depends on no other crate of this
 //! workspace and knows nothing of SQLite, git or templates.
@@ -21,3 +28,11 @@ pub mod record;
 pub mod spec;
 pub mod stats;
 pub mod time;
+
+pub mod auth;
+pub mod client;
+pub mod datapath;
+pub mod protocol;
+pub mod run;
+pub mod server;
+pub mod sockets;

@@ -218,6 +218,76 @@ pub struct Iteration {
     /// Latency figures (request/response tests).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<LatencyFigures>,
+    /// Transactions given up after a lost datagram (UDP_RR).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost_transactions: Option<u64>,
+    /// What each end counted and which sockets it used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ends: Option<EndsReport>,
+}
+
+/// The raw figures of both ends of one iteration.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EndsReport {
+    /// The end that ran `bench` (the client).
+    pub local: EndReport,
+    /// The server end.
+    pub remote: EndReport,
+}
+
+/// What one end counted in one iteration, and the socket it used.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EndReport {
+    /// Time this end measured from its first to its last data operation,
+    /// seconds.
+    pub elapsed_s: f64,
+    /// Payload bytes this end sent.
+    pub bytes_sent: u64,
+    /// Payload bytes this end received.
+    pub bytes_received: u64,
+    /// Send calls (datagrams) that succeeded.
+    pub messages_sent: u64,
+    /// Receive calls (datagrams) that returned data.
+    pub messages_received: u64,
+    /// Transactions completed (request/response tests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transactions: Option<u64>,
+    /// Receive timeouts taken as lost datagrams (UDP_RR client).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeouts: Option<u64>,
+    /// The data socket (for TCP_CRR, the last connection's).
+    pub socket: SocketTruth,
+}
+
+/// The data socket of one end as the kernel reported it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SocketTruth {
+    /// Address of this end (`getsockname`), as `ip:port` or `[ip]:port`.
+    pub local_address: String,
+    /// Address of the other end (`getpeername`, or the first sender for a
+    /// UDP server).
+    pub peer_address: String,
+    /// `SO_SNDBUF`.
+    pub send_buffer: BufferTruth,
+    /// `SO_RCVBUF`.
+    pub recv_buffer: BufferTruth,
+}
+
+/// One socket buffer: what was asked and what the kernel did with it.
+///
+/// Linux doubles a requested size to leave room for its bookkeeping, and
+/// setting a TCP buffer turns off autotuning for it, so the size at the
+/// end of a test differs from the size after setup only when the buffer
+/// was left to autotuning.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BufferTruth {
+    /// Requested size (`-s`/`-S`); absent when left to the kernel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_bytes: Option<u64>,
+    /// Size read back right after the socket was set up.
+    pub after_setup_bytes: u64,
+    /// Size read back when the test ended.
+    pub at_end_bytes: u64,
 }
 
 /// Mean, spread and range of one figure over the iterations.

@@ -203,3 +203,173 @@ impl RunSpec {
         }
     }
 }
+
+/// Shortest test accepted, seconds.
+pub const MIN_DURATION_S: f64 = 0.01;
+/// Longest test accepted, seconds.
+pub const MAX_DURATION_S: f64 = 3600.0;
+/// Largest send, receive, request or response size over TCP, bytes.
+pub const MAX_TCP_MESSAGE_BYTES: u32 = 16 * 1024 * 1024;
+/// Largest UDP payload over IPv4 (65535 - 20 - 8), bytes.
+pub const MAX_UDP_PAYLOAD_BYTES: u32 = 65_507;
+/// Largest socket buffer that may be requested, bytes.
+pub const MAX_SOCKET_BUFFER_BYTES: u32 = 256 * 1024 * 1024;
+/// Most iterations of one run (netperf's limit for `-i`).
+pub const MAX_ITERATIONS: u32 = 30;
+/// Highest CPU number that may be named for pinning, plus one.
+pub const MAX_CPUS: u32 = 1024;
+/// Longest warm-up, seconds.
+pub const MAX_WARMUP_S: f64 = 60.0;
+
+/// A specification outside the documented limits.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SpecError {
+    /// A figure is out of its range.
+    #[error("{field} must be between {min} and {max}, got {value}")]
+    OutOfRange {
+        /// The option, as netperf names it.
+        field: &'static str,
+        /// The value given.
+        value: String,
+        /// Smallest accepted value.
+        min: String,
+        /// Largest accepted value.
+        max: String,
+    },
+    /// A feature this version does not run yet.
+    #[error("{0} is not supported yet")]
+    Unsupported(&'static str),
+}
+
+fn check_u32(field: &'static str, value: u32, min: u32, max: u32) -> Result<(), SpecError> {
+    if (min..=max).contains(&value) {
+        Ok(())
+    } else {
+        Err(SpecError::OutOfRange {
+            field,
+            value: value.to_string(),
+            min: min.to_string(),
+            max: max.to_string(),
+        })
+    }
+}
+
+fn check_seconds(field: &'static str, value: f64, min: f64, max: f64) -> Result<(), SpecError> {
+    if value.is_finite() && (min..=max).contains(&value) {
+        Ok(())
+    } else {
+        Err(SpecError::OutOfRange {
+            field,
+            value: value.to_string(),
+            min: min.to_string(),
+            max: max.to_string(),
+        })
+    }
+}
+
+impl RunSpec {
+    /// Checks every figure against the documented limits above. Both the
+    /// client (before any connection) and the server (on every request)
+    /// apply it.
+    pub fn validate(&self) -> Result<(), SpecError> {
+        check_seconds(
+            "test length (-l)",
+            self.duration_s,
+            MIN_DURATION_S,
+            MAX_DURATION_S,
+        )?;
+        check_seconds("warm-up", self.warmup_s, 0.0, MAX_WARMUP_S)?;
+        let message_max = if self.test.is_udp() {
+            MAX_UDP_PAYLOAD_BYTES
+        } else {
+            MAX_TCP_MESSAGE_BYTES
+        };
+        check_u32("send size (-m)", self.send_size_bytes, 1, message_max)?;
+        check_u32(
+            "receive size (-M)",
+            self.recv_size_bytes,
+            1,
+            MAX_TCP_MESSAGE_BYTES,
+        )?;
+        check_u32("request size (-r)", self.request_size_bytes, 1, message_max)?;
+        check_u32(
+            "response size (-r)",
+            self.response_size_bytes,
+            1,
+            message_max,
+        )?;
+        if let Some(bytes) = self.local_socket_buffer_bytes {
+            check_u32(
+                "local socket buffer (-s)",
+                bytes,
+                1,
+                MAX_SOCKET_BUFFER_BYTES,
+            )?;
+        }
+        if let Some(bytes) = self.remote_socket_buffer_bytes {
+            check_u32(
+                "remote socket buffer (-S)",
+                bytes,
+                1,
+                MAX_SOCKET_BUFFER_BYTES,
+            )?;
+        }
+        if let Some(cpu) = self.cpu_pinning.local {
+            check_u32("local CPU (-T)", cpu, 0, MAX_CPUS - 1)?;
+        }
+        if let Some(cpu) = self.cpu_pinning.remote {
+            check_u32("remote CPU (-T)", cpu, 0, MAX_CPUS - 1)?;
+        }
+        check_u32(
+            "iterations (-i max)",
+            self.iterations_max,
+            1,
+            MAX_ITERATIONS,
+        )?;
+        check_u32(
+            "iterations (-i min)",
+            self.iterations_min,
+            1,
+            self.iterations_max,
+        )?;
+        if self.flows != 1 {
+            return Err(SpecError::Unsupported("more than one flow"));
+        }
+        if self.confidence.is_some() {
+            return Err(SpecError::Unsupported("a confidence interval (-I)"));
+        }
+        if self.local_cpu || self.remote_cpu {
+            return Err(SpecError::Unsupported("CPU utilisation (-c/-C)"));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_limits_hold() {
+        for kind in TestKind::ALL {
+            RunSpec::defaults(kind).validate().unwrap();
+        }
+        let mut spec = RunSpec::defaults(TestKind::UdpStream);
+        spec.send_size_bytes = 65_508;
+        let message = spec.validate().unwrap_err().to_string();
+        assert_eq!(
+            message,
+            "send size (-m) must be between 1 and 65507, got 65508"
+        );
+        spec.send_size_bytes = 0;
+        assert!(spec.validate().is_err());
+        let mut spec = RunSpec::defaults(TestKind::TcpStream);
+        spec.local_socket_buffer_bytes = Some(u32::MAX);
+        assert!(spec.validate().is_err());
+        spec.local_socket_buffer_bytes = None;
+        spec.duration_s = f64::NAN;
+        assert!(spec.validate().is_err());
+        spec.duration_s = 0.2;
+        spec.validate().unwrap();
+    }
+}

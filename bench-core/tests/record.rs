@@ -3,8 +3,9 @@
 
 use bench_core::env::{HostEnv, InterfaceEnv};
 use bench_core::record::{
-    ConfidenceOutcome, CpuFigures, Endpoint, Environments, Iteration, LatencyFigures, RecordError,
-    RunRecord, Source, Spread, Subject, Summary, UdpFigures,
+    BufferTruth, ConfidenceOutcome, CpuFigures, EndReport, Endpoint, EndsReport, Environments,
+    Iteration, LatencyFigures, RecordError, RunRecord, SocketTruth, Source, Spread, Subject,
+    Summary, UdpFigures,
 };
 use bench_core::spec::{AddressFamily, ConfidenceSpec, CpuPinning, RunSpec, TestKind};
 use serde_json::Value;
@@ -12,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// The id of the fixture record.
-const FIXTURE_ID: &str = "83d5f1481d2257e1a411997f1ac00c8c040c98a4040d1b55d8f26163d324a27d";
+const FIXTURE_ID: &str = "000fd31ff75d95e178a683d503f9d0af08f636cdc94bbde58e0fa512593acbdf";
 /// The config_key of the fixture record.
 const FIXTURE_CONFIG_KEY: &str = "b923e57b1d4483117b032d8fdaf6cb9414629745ea511b6eb931a0b7e06101c5";
 
@@ -113,6 +114,34 @@ fn iteration(transactions: u64) -> Iteration {
         messages_received: transactions,
         cpu: Some(cpu()),
         latency: Some(latency(1.0)),
+        lost_transactions: Some(0),
+        ends: Some(EndsReport {
+            local: end_report(transactions, "[::1]:40000", "[::1]:40001"),
+            remote: end_report(transactions, "[::1]:40001", "[::1]:40000"),
+        }),
+    }
+}
+
+fn end_report(transactions: u64, local_address: &str, peer_address: &str) -> EndReport {
+    let buffer = BufferTruth {
+        requested_bytes: Some(262144),
+        after_setup_bytes: 524288,
+        at_end_bytes: 524288,
+    };
+    EndReport {
+        elapsed_s: 10.0,
+        bytes_sent: transactions * 64,
+        bytes_received: transactions * 64,
+        messages_sent: transactions,
+        messages_received: transactions,
+        transactions: Some(transactions),
+        timeouts: Some(0),
+        socket: SocketTruth {
+            local_address: local_address.to_string(),
+            peer_address: peer_address.to_string(),
+            send_buffer: buffer.clone(),
+            recv_buffer: buffer,
+        },
     }
 }
 
@@ -369,7 +398,7 @@ fn tampered_content_is_refused() {
     assert_eq!(
         err,
         format!(
-            "id does not match the content: stated {FIXTURE_ID}, computed c291181cd3a701c3b42736cec428f62dccf3bd930aad85973c3623167f452bda"
+            "id does not match the content: stated {FIXTURE_ID}, computed 9a848be4a900c211230e5bf2a4ef81b1e58eb66c47a1176514dd77d28cb6ad6a"
         )
     );
     let mut tree = golden_tree();

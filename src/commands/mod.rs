@@ -1,8 +1,10 @@
 //! One module per subcommand; [`run`] dispatches.
 
+mod bench;
 mod env;
 mod help;
 mod record;
+mod serve;
 mod templates;
 
 use crate::cli::{Cli, Command};
@@ -16,5 +18,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<Code> {
         Command::Templates(args) => templates::run(&cli.global, args),
         Command::Completions(args) => help::completions(args),
         Command::Man => help::man(),
+        Command::Bench(args) => bench::run(&cli.global, args),
+        Command::Serve(args) => serve::run(&cli.global, args),
     }
 }

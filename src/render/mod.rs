@@ -20,6 +20,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("env", include_str!("../../templates/env.j2")),
     ("compare", include_str!("../../templates/compare.j2")),
     ("history", include_str!("../../templates/history.j2")),
+    ("run", include_str!("../../templates/run.j2")),
 ];
 
 /// File name extension of templates.

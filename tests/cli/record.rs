@@ -16,7 +16,7 @@ fn fixture_path() -> PathBuf {
     .collect()
 }
 
-const FIXTURE_ID: &str = "83d5f1481d2257e1a411997f1ac00c8c040c98a4040d1b55d8f26163d324a27d";
+const FIXTURE_ID: &str = "000fd31ff75d95e178a683d503f9d0af08f636cdc94bbde58e0fa512593acbdf";
 const FIXTURE_CONFIG_KEY: &str = "b923e57b1d4483117b032d8fdaf6cb9414629745ea511b6eb931a0b7e06101c5";
 
 fn netbisect() -> Command {

@@ -1,0 +1,172 @@
+//! The pre-shared token and its challenge-response.
+//!
+//! A server listening beyond loopback sends a fresh random challenge; the
+//! client answers with HMAC-SHA256 (RFC 2104) of the challenge under the
+//! token, so the token itself never crosses the network. The server checks
+//! the answer in constant time.
+
+use hmac::{Hmac, KeyInit, Mac};
+use sha2::Sha256;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Fewest bytes a token must have.
+pub const MIN_TOKEN_BYTES: usize = 16;
+/// Bytes of randomness in a challenge.
+pub const CHALLENGE_BYTES: usize = 32;
+/// Text mixed into every MAC, so a MAC cannot be replayed to another
+/// protocol that shares the token.
+const CONTEXT: &[u8] = b"netbisect.control auth v1\n";
+
+/// Why a token could not be loaded or a challenge made.
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    /// The token file could not be read.
+    #[error("cannot read token file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// What the file system said.
+        source: std::io::Error,
+    },
+    /// The token is too short to be a secret.
+    #[error("token in {path} is shorter than {MIN_TOKEN_BYTES} bytes")]
+    TooShort {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The system gave no randomness.
+    #[error("cannot draw random bytes: {0}")]
+    Random(std::io::Error),
+}
+
+/// A pre-shared secret.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Token(Vec<u8>);
+
+impl fmt::Debug for Token {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("Token(..)")
+    }
+}
+
+impl Token {
+    /// Reads a token file: its content with surrounding whitespace removed.
+    pub fn from_file(path: &Path) -> Result<Token, AuthError> {
+        let bytes = std::fs::read(path).map_err(|source| AuthError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let token = bytes.trim_ascii();
+        if token.len() < MIN_TOKEN_BYTES {
+            return Err(AuthError::TooShort {
+                path: path.to_path_buf(),
+            });
+        }
+        Ok(Token(token.to_vec()))
+    }
+
+    fn mac(&self, challenge: &str) -> Hmac<Sha256> {
+        // HMAC takes keys of any length, so this cannot fail.
+        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&self.0)
+            .unwrap_or_else(|_| unreachable!("hmac accepts keys of any length"));
+        mac.update(CONTEXT);
+        mac.update(challenge.as_bytes());
+        mac
+    }
+
+    /// The answer to `challenge`, as hex.
+    pub fn respond(&self, challenge: &str) -> String {
+        hex(&self.mac(challenge).finalize().into_bytes())
+    }
+
+    /// True when `answer` is the right answer to `challenge`; compares in
+    /// constant time.
+    pub fn verify(&self, challenge: &str, answer: &str) -> bool {
+        match unhex(answer) {
+            Some(bytes) => self.mac(challenge).verify_slice(&bytes).is_ok(),
+            None => false,
+        }
+    }
+}
+
+/// A fresh random challenge, as hex.
+pub fn new_challenge() -> Result<String, AuthError> {
+    let mut bytes = [0u8; CHALLENGE_BYTES];
+    let mut filled = 0;
+    while filled < bytes.len() {
+        let rest = &mut bytes[filled..];
+        // SAFETY: the pointer and length describe the unfilled tail of
+        // `bytes`, which getrandom writes at most `rest.len()` bytes into.
+        let got = unsafe { libc::getrandom(rest.as_mut_ptr().cast(), rest.len(), 0) };
+        if got < 0 {
+            let err = std::io::Error::last_os_error();
+            if err.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(AuthError::Random(err));
+        }
+        filled += got as usize;
+    }
+    Ok(hex(&bytes))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut text = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
+        text.push(DIGITS[usize::from(byte >> 4)] as char);
+        text.push(DIGITS[usize::from(byte & 15)] as char);
+    }
+    text
+}
+
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if text.len() % 2 != 0 || text.len() > 128 {
+        return None;
+    }
+    let digit = |byte: u8| (byte as char).to_digit(16).map(|d| d as u8);
+    text.as_bytes()
+        .chunks(2)
+        .map(|pair| Some(digit(pair[0])? << 4 | digit(pair[1])?))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_verify_only_with_the_same_token() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("token");
+        std::fs::write(&path, "correct horse battery staple\n").unwrap();
+        let token = Token::from_file(&path).unwrap();
+        std::fs::write(&path, "another secret of some length").unwrap();
+        let other = Token::from_file(&path).unwrap();
+        std::fs::write(&path, "short").unwrap();
+        assert!(matches!(
+            Token::from_file(&path),
+            Err(AuthError::TooShort { .. })
+        ));
+
+        let challenge = new_challenge().unwrap();
+        assert_eq!(challenge.len(), CHALLENGE_BYTES * 2);
+        assert_ne!(challenge, new_challenge().unwrap());
+        let answer = token.respond(&challenge);
+        assert!(token.verify(&challenge, &answer));
+        assert!(!other.verify(&challenge, &answer));
+        assert!(!token.verify(&challenge, "zz"));
+        assert!(!token.verify(&new_challenge().unwrap(), &answer));
+    }
+
+    #[test]
+    fn hmac_matches_rfc_4231_case_2() {
+        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(b"Jefe").unwrap();
+        mac.update(b"what do ya want for nothing?");
+        assert_eq!(
+            hex(&mac.finalize().into_bytes()),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
+    }
+}

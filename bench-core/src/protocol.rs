@@ -1,0 +1,288 @@
+//! The control protocol between `netbisect bench` and `netbisect serve`.
+//!
+//! One TCP control connection per client carries length-prefixed JSON
+//! frames: a 4-byte big-endian payload length, then that many bytes of
+//! UTF-8 JSON holding one [`Frame`], tagged by its `type` member. Frames
+//! longer than [`MAX_FRAME_BYTES`] are refused before they are read, and
+//! every read has a timeout, so a silent or babbling peer costs a bounded
+//! amount of memory and time.
+//!
+//! A session goes:
+//!
+//! 1. client `hello` (protocol name and version); the server answers
+//!    `welcome` with its version and, when it demands a token, a random
+//!    challenge, or `error` naming both versions when they differ;
+//! 2. with a challenge, client `auth` carrying HMAC-SHA256 of the challenge
+//!    under the pre-shared token (see [`crate::auth`]); server `auth_ok` or
+//!    `error`;
+//! 3. any number of tests: client `test` with the resolved spec; server
+//!    `ready` with the data port (or `error` for a request outside the
+//!    limits of [`RunSpec::validate`], after which the session goes on);
+//!    the data phase on a separate connection; client `finished`; server
+//!    `results` with its own figures and environment;
+//! 4. client `bye`, or it closes the connection.
+//!
+//! Data connections use separate ports, chosen by the server (within
+//! `data_ports` when the client asks for a range).
+
+use crate::env::HostEnv;
+use crate::record::EndReport;
+use crate::spec::RunSpec;
+use serde::{Deserialize, Serialize};
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+/// Name of the protocol, sent in `hello`.
+pub const PROTOCOL_NAME: &str = "netbisect.control";
+/// Version of the protocol this crate speaks.
+pub const PROTOCOL_VERSION: u32 = 1;
+/// Largest frame payload accepted, bytes.
+pub const MAX_FRAME_BYTES: u32 = 256 * 1024;
+/// Default control port of `netbisect serve`.
+pub const DEFAULT_PORT: u16 = 12866;
+
+/// A range of ports, both ends included (`--data-port LOW-HIGH`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PortRange {
+    /// First port.
+    pub low: u16,
+    /// Last port.
+    pub high: u16,
+}
+
+/// A port range that does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid port range '{0}' (expected LOW-HIGH, 1 <= LOW <= HIGH <= 65535)")]
+pub struct InvalidPortRange(pub String);
+
+impl std::str::FromStr for PortRange {
+    type Err = InvalidPortRange;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let invalid = || InvalidPortRange(text.to_string());
+        let (low, high) = match text.split_once('-') {
+            Some((low, high)) => (low, high),
+            None => (text, text),
+        };
+        let low: u16 = low.trim().parse().map_err(|_| invalid())?;
+        let high: u16 = high.trim().parse().map_err(|_| invalid())?;
+        if low == 0 || low > high {
+            return Err(invalid());
+        }
+        Ok(PortRange { low, high })
+    }
+}
+
+/// One control message.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Frame {
+    /// Client: opens the session.
+    Hello {
+        /// Always [`PROTOCOL_NAME`].
+        protocol: String,
+        /// The client's [`PROTOCOL_VERSION`].
+        version: u32,
+    },
+    /// Server: accepts the hello.
+    Welcome {
+        /// The server's [`PROTOCOL_VERSION`].
+        version: u32,
+        /// Hex challenge to answer with `auth`, when a token is demanded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        challenge: Option<String>,
+    },
+    /// Client: answers the challenge.
+    Auth {
+        /// Hex HMAC-SHA256 of the challenge under the token.
+        mac: String,
+    },
+    /// Server: the answer was right.
+    AuthOk,
+    /// Client: asks for one test iteration.
+    Test {
+        /// What to run.
+        spec: RunSpec,
+        /// Ports the data socket must use, for firewalls.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        data_ports: Option<PortRange>,
+    },
+    /// Server: the data socket is listening.
+    Ready {
+        /// Its port.
+        data_port: u16,
+    },
+    /// Client: its side of the data phase is over.
+    Finished,
+    /// Server: its side's figures of the iteration.
+    Results {
+        /// What the server counted.
+        end: EndReport,
+        /// The server's environment.
+        env: Box<HostEnv>,
+    },
+    /// Either side: the request failed; the session may go on.
+    Error {
+        /// What went wrong, lowercase.
+        message: String,
+    },
+    /// Client: ends the session.
+    Bye,
+}
+
+/// Why a frame could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum ProtocolError {
+    /// The peer closed the connection.
+    #[error("connection closed by the peer")]
+    Closed,
+    /// No frame arrived in time.
+    #[error("no frame within {0:?}")]
+    Timeout(Duration),
+    /// The announced frame is larger than the limit.
+    #[error("frame of {size} bytes exceeds the limit of {MAX_FRAME_BYTES} bytes")]
+    TooLarge {
+        /// The announced size.
+        size: u32,
+    },
+    /// The frame is not a valid message.
+    #[error("malformed frame: {0}")]
+    Malformed(String),
+    /// The connection failed.
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+fn is_timeout(err: &io::Error) -> bool {
+    matches!(
+        err.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
+}
+
+/// Reads one frame, waiting at most `timeout` for each read.
+pub fn read_frame<S: Read + ?Sized>(
+    stream: &mut S,
+    timeout: Duration,
+) -> Result<Frame, ProtocolError> {
+    let map = |err: io::Error| {
+        if err.kind() == io::ErrorKind::UnexpectedEof {
+            ProtocolError::Closed
+        } else if is_timeout(&err) {
+            ProtocolError::Timeout(timeout)
+        } else {
+            ProtocolError::Io(err)
+        }
+    };
+    let mut header = [0u8; 4];
+    stream.read_exact(&mut header).map_err(map)?;
+    let size = u32::from_be_bytes(header);
+    if size > MAX_FRAME_BYTES {
+        return Err(ProtocolError::TooLarge { size });
+    }
+    let mut payload = vec![0u8; size as usize];
+    stream.read_exact(&mut payload).map_err(map)?;
+    serde_json::from_slice(&payload).map_err(|err| ProtocolError::Malformed(err.to_string()))
+}
+
+/// Reads one frame from a TCP stream, giving up when the whole frame has
+/// not arrived within `timeout` (a peer that trickles bytes is bounded
+/// too).
+pub fn read_frame_within(
+    stream: &mut TcpStream,
+    timeout: Duration,
+) -> Result<Frame, ProtocolError> {
+    let deadline = Instant::now() + timeout;
+    let mut reader = DeadlineReader { stream, deadline };
+    read_frame(&mut reader, timeout)
+}
+
+/// A reader whose every read waits at most until a common deadline.
+struct DeadlineReader<'a> {
+    stream: &'a mut TcpStream,
+    deadline: Instant,
+}
+
+impl Read for DeadlineReader<'_> {
+    fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::from(io::ErrorKind::TimedOut));
+        }
+        self.stream.set_read_timeout(Some(left))?;
+        self.stream.read(buffer)
+    }
+}
+
+/// Writes one frame in a single write.
+pub fn write_frame<S: Write + ?Sized>(stream: &mut S, frame: &Frame) -> Result<(), ProtocolError> {
+    let payload =
+        serde_json::to_vec(frame).map_err(|err| ProtocolError::Malformed(err.to_string()))?;
+    let size = u32::try_from(payload.len())
+        .ok()
+        .filter(|size| *size <= MAX_FRAME_BYTES)
+        .ok_or(ProtocolError::TooLarge {
+            size: u32::try_from(payload.len()).unwrap_or(u32::MAX),
+        })?;
+    let mut bytes = Vec::with_capacity(4 + payload.len());
+    bytes.extend_from_slice(&size.to_be_bytes());
+    bytes.extend_from_slice(&payload);
+    stream.write_all(&bytes).map_err(|err| {
+        if is_timeout(&err) {
+            ProtocolError::Timeout(Duration::ZERO)
+        } else {
+            ProtocolError::Io(err)
+        }
+    })?;
+    stream.flush()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_round_trip_and_limits_hold() {
+        let frame = Frame::Welcome {
+            version: PROTOCOL_VERSION,
+            challenge: Some("00ff".to_string()),
+        };
+        let mut bytes = Vec::new();
+        write_frame(&mut bytes, &frame).unwrap();
+        let size = u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) as usize;
+        assert_eq!(size, bytes.len() - 4);
+        let text = std::str::from_utf8(&bytes[4..]).unwrap();
+        assert_eq!(text, r#"{"type":"welcome","version":1,"challenge":"00ff"}"#);
+        let read = read_frame(&mut bytes.as_slice(), Duration::from_secs(1)).unwrap();
+        assert_eq!(read, frame);
+
+        let huge = (MAX_FRAME_BYTES + 1).to_be_bytes();
+        let err = read_frame(&mut huge.as_slice(), Duration::from_secs(1)).unwrap_err();
+        assert!(matches!(err, ProtocolError::TooLarge { .. }), "{err}");
+
+        let mut garbage = 5u32.to_be_bytes().to_vec();
+        garbage.extend_from_slice(b"hello");
+        let err = read_frame(&mut garbage.as_slice(), Duration::from_secs(1)).unwrap_err();
+        assert!(matches!(err, ProtocolError::Malformed(_)), "{err}");
+
+        let err = read_frame(&mut [0u8, 0].as_slice(), Duration::from_secs(1)).unwrap_err();
+        assert!(matches!(err, ProtocolError::Closed), "{err}");
+    }
+
+    #[test]
+    fn port_ranges_parse() {
+        assert_eq!(
+            "5000-5010".parse::<PortRange>().unwrap(),
+            PortRange {
+                low: 5000,
+                high: 5010
+            }
+        );
+        assert_eq!("7000".parse::<PortRange>().unwrap().high, 7000);
+        assert!("10-5".parse::<PortRange>().is_err());
+        assert!("0-5".parse::<PortRange>().is_err());
+        assert!("a-b".parse::<PortRange>().is_err());
+    }
+}

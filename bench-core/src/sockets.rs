@@ -1,0 +1,158 @@
+//! Socket set-up shared by both ends: buffer sizes and what the kernel made
+//! of them, addresses, port ranges, CPU pinning.
+
+use crate::protocol::PortRange;
+use crate::record::{BufferTruth, SocketTruth};
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+
+/// Creates a socket of `kind` for the family of `ip`, with `buffer` (when
+/// given) set as both its send and receive buffer, as netperf's `-s` and
+/// `-S` do. IPv6 sockets are IPv6-only, so an IPv6 test never runs over
+/// IPv4-mapped addresses.
+pub fn new_socket(ip: IpAddr, kind: Type, buffer: Option<u32>) -> io::Result<Socket> {
+    let (domain, protocol) = match (ip, kind) {
+        (IpAddr::V4(_), kind) if kind == Type::STREAM => (Domain::IPV4, Protocol::TCP),
+        (IpAddr::V4(_), _) => (Domain::IPV4, Protocol::UDP),
+        (IpAddr::V6(_), kind) if kind == Type::STREAM => (Domain::IPV6, Protocol::TCP),
+        (IpAddr::V6(_), _) => (Domain::IPV6, Protocol::UDP),
+    };
+    let socket = Socket::new(domain, kind, Some(protocol))?;
+    if ip.is_ipv6() {
+        socket.set_only_v6(true)?;
+    }
+    if let Some(bytes) = buffer {
+        socket.set_send_buffer_size(bytes as usize)?;
+        socket.set_recv_buffer_size(bytes as usize)?;
+    }
+    Ok(socket)
+}
+
+/// Reads the buffers back right after set-up.
+pub fn truth_after_setup(socket: &Socket, requested: Option<u32>) -> io::Result<SocketTruth> {
+    let send = socket.send_buffer_size()? as u64;
+    let recv = socket.recv_buffer_size()? as u64;
+    Ok(SocketTruth {
+        local_address: String::new(),
+        peer_address: String::new(),
+        send_buffer: BufferTruth {
+            requested_bytes: requested.map(u64::from),
+            after_setup_bytes: send,
+            at_end_bytes: send,
+        },
+        recv_buffer: BufferTruth {
+            requested_bytes: requested.map(u64::from),
+            after_setup_bytes: recv,
+            at_end_bytes: recv,
+        },
+    })
+}
+
+/// Records the addresses the kernel used, right after connect or accept
+/// (or, for a UDP server, the first datagram from `peer`).
+pub fn record_addresses(
+    truth: &mut SocketTruth,
+    socket: &Socket,
+    peer: Option<SocketAddr>,
+) -> io::Result<()> {
+    truth.local_address = address_of(&socket.local_addr()?).to_string();
+    let peer = match peer {
+        Some(peer) => peer,
+        None => address_of(&socket.peer_addr()?),
+    };
+    truth.peer_address = peer.to_string();
+    Ok(())
+}
+
+/// Reads the buffer sizes at the end of a test.
+pub fn complete_truth(truth: &mut SocketTruth, socket: &Socket) -> io::Result<()> {
+    truth.send_buffer.at_end_bytes = socket.send_buffer_size()? as u64;
+    truth.recv_buffer.at_end_bytes = socket.recv_buffer_size()? as u64;
+    Ok(())
+}
+
+/// The socket address of a socket2 address (unspecified when it is not
+/// an IP address, which cannot happen for the sockets made here).
+pub fn address_of(addr: &SockAddr) -> SocketAddr {
+    addr.as_socket()
+        .unwrap_or_else(|| SocketAddr::new(IpAddr::from([0, 0, 0, 0]), 0))
+}
+
+/// Binds `socket` to `ip` and a port in `range`, or to any free port.
+pub fn bind_in_range(socket: &Socket, ip: IpAddr, range: Option<PortRange>) -> io::Result<u16> {
+    let Some(range) = range else {
+        socket.bind(&SocketAddr::new(ip, 0).into())?;
+        return Ok(address_of(&socket.local_addr()?).port());
+    };
+    let mut last_error = None;
+    for port in range.low..=range.high {
+        match socket.bind(&SocketAddr::new(ip, port).into()) {
+            Ok(()) => return Ok(port),
+            Err(err) => last_error = Some(err),
+        }
+    }
+    Err(last_error.unwrap_or_else(|| io::Error::from(io::ErrorKind::AddrInUse)))
+}
+
+/// The interface traffic to `ip` leaves by, as far as this module can
+/// tell without a routing lookup: `lo` for loopback addresses.
+pub fn egress_interface(ip: IpAddr) -> Option<String> {
+    ip.is_loopback().then(|| "lo".to_string())
+}
+
+/// Binds the calling thread to `cpu`.
+pub fn pin_current_thread(cpu: u32) -> io::Result<()> {
+    let cpu = cpu as usize;
+    // SAFETY: cpu_set_t is plain data for which all zeroes is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    if cpu >= 8 * std::mem::size_of::<libc::cpu_set_t>() {
+        return Err(io::Error::from(io::ErrorKind::InvalidInput));
+    }
+    // SAFETY: `cpu` is within the set's capacity, checked above.
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: pid 0 is the calling thread; the set outlives the call.
+    let result = unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) };
+    if result == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// True for timeouts of a socket with `SO_RCVTIMEO`/`SO_SNDTIMEO` set.
+pub fn is_timeout(err: &io::Error) -> bool {
+    matches!(
+        err.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requested_buffer_reads_back_doubled() {
+        let socket = new_socket(IpAddr::from([127, 0, 0, 1]), Type::STREAM, Some(65_536)).unwrap();
+        let truth = truth_after_setup(&socket, Some(65_536)).unwrap();
+        assert_eq!(truth.send_buffer.requested_bytes, Some(65_536));
+        // Linux doubles the request, within net.core.wmem_max.
+        assert!(truth.send_buffer.after_setup_bytes >= 4_608);
+        assert!(truth.recv_buffer.after_setup_bytes >= 2_304);
+    }
+
+    #[test]
+    fn binds_within_a_range() {
+        let ip = IpAddr::from([127, 0, 0, 1]);
+        let first = new_socket(ip, Type::STREAM, None).unwrap();
+        let port = bind_in_range(&first, ip, None).unwrap();
+        let range = PortRange {
+            low: port,
+            high: port.saturating_add(20),
+        };
+        let second = new_socket(ip, Type::STREAM, None).unwrap();
+        let bound = bind_in_range(&second, ip, Some(range)).unwrap();
+        assert!(bound > port && bound <= range.high);
+    }
+}

@@ -1,0 +1,333 @@
+//! `netbisect bench`: one socket test, netperf's flags, a netperf-like
+//! table (or the canonical record with `--json`).
+
+use crate::cli::{BenchArgs, GlobalArgs};
+use crate::exit::{Code, InputError};
+use crate::render::Renderer;
+use anyhow::Context;
+use bench_core::auth::Token;
+use bench_core::client::ClientOptions;
+use bench_core::record::{RunRecord, Subject};
+use bench_core::run::{BenchRequest, bench};
+use bench_core::spec::{AddressFamily, RunSpec, TestKind};
+use std::io::Write;
+use std::net::IpAddr;
+
+pub fn run(global: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<Code> {
+    let request = request_from_args(args)?;
+    let record = bench(&request).context("the test failed; no run was recorded")?;
+    let text = if global.json {
+        let mut bytes = record
+            .to_canonical_bytes()
+            .context("failed to write the run record")?;
+        bytes.push(b'\n');
+        bytes
+    } else {
+        Renderer::new(global.template_dir.as_deref())
+            .render("run", &serde_json::json!({ "record": record }))
+            .context("failed to render the run")?
+            .into_bytes()
+    };
+    std::io::stdout()
+        .write_all(&text)
+        .context("failed to write to stdout")?;
+    hand_over_to_archive(&record, args)?;
+    Ok(Code::Ok)
+}
+
+/// Where a finished, sealed record goes after it has been printed: the
+/// archive, unless `--no-archive`. The archive is not part of this build
+/// yet, so nothing is stored.
+fn hand_over_to_archive(record: &RunRecord, args: &BenchArgs) -> anyhow::Result<()> {
+    if args.no_archive {
+        return Ok(());
+    }
+    let _ = record;
+    Ok(())
+}
+
+/// Turns the arguments into a validated request; every input error is
+/// found here, before any connection.
+fn request_from_args(args: &BenchArgs) -> anyhow::Result<BenchRequest> {
+    let test: TestKind = args.test.parse()?;
+    let family = family_of(args);
+    let mut spec = RunSpec::defaults(test);
+    spec.family = family;
+    if let Some(length) = args.length {
+        spec.duration_s = length;
+    }
+    if let Some(text) = &args.local_buffer {
+        spec.local_socket_buffer_bytes = Some(parse_size("-s", text)?);
+    }
+    if let Some(text) = &args.remote_buffer {
+        spec.remote_socket_buffer_bytes = Some(parse_size("-S", text)?);
+    }
+    if let Some(text) = &args.send_size {
+        spec.send_size_bytes = parse_size("-m", text)?;
+    }
+    if let Some(text) = &args.recv_size {
+        spec.recv_size_bytes = parse_size("-M", text)?;
+    }
+    if let Some(text) = &args.request_response {
+        let (request, response) = split_pair(text);
+        if let Some(request) = request {
+            spec.request_size_bytes = parse_size("-r", request)?;
+        }
+        if let Some(response) = response {
+            spec.response_size_bytes = parse_size("-r", response)?;
+        }
+    }
+    spec.nodelay = args.nodelay;
+    if let Some(text) = &args.cpus {
+        let (local, remote) = if text.contains(',') {
+            split_pair(text)
+        } else {
+            (Some(text.as_str()), Some(text.as_str()))
+        };
+        spec.cpu_pinning.local = local.map(parse_cpu).transpose()?;
+        spec.cpu_pinning.remote = remote.map(parse_cpu).transpose()?;
+    }
+    spec.validate().map_err(|err| InputError(err.to_string()))?;
+
+    let release = bench_core::kernel::running_release();
+    let commit = match &args.commit {
+        Some(commit) => Some(commit.clone()),
+        None => release
+            .as_deref()
+            .and_then(|release| bench_core::kernel::parse_release(release).commit),
+    };
+    let subject = Subject {
+        commit,
+        describe: None,
+        kernel_release: release,
+        label: args.label.clone(),
+    };
+    let server = match &args.host {
+        None => None,
+        Some(host) => {
+            let mut options = ClientOptions::new(host, args.port);
+            options.data_ports = args.data_port;
+            if let Some(path) = &args.token_file {
+                options.token =
+                    Some(Token::from_file(path).map_err(|err| InputError(err.to_string()))?);
+            }
+            Some(options)
+        }
+    };
+    let testbed = match (&args.testbed, &args.host) {
+        (Some(testbed), _) => testbed.clone(),
+        (None, Some(host)) => host.clone(),
+        (None, None) => "loopback".to_string(),
+    };
+    Ok(BenchRequest {
+        spec,
+        server,
+        subject,
+        testbed,
+    })
+}
+
+fn family_of(args: &BenchArgs) -> AddressFamily {
+    let host_is_ipv6 = args
+        .host
+        .as_deref()
+        .and_then(|host| host.parse::<IpAddr>().ok())
+        .is_some_and(|ip| ip.is_ipv6());
+    if args.ipv6 || (host_is_ipv6 && !args.ipv4) {
+        AddressFamily::Ipv6
+    } else {
+        AddressFamily::Ipv4
+    }
+}
+
+/// Splits "A,B" into its halves; an empty half is `None`, and a lone value
+/// is the first half.
+fn split_pair(text: &str) -> (Option<&str>, Option<&str>) {
+    fn non_empty(part: &str) -> Option<&str> {
+        let part = part.trim();
+        (!part.is_empty()).then_some(part)
+    }
+    match text.split_once(',') {
+        Some((first, second)) => (non_empty(first), non_empty(second)),
+        None => (non_empty(text), None),
+    }
+}
+
+fn parse_cpu(text: &str) -> Result<u32, InputError> {
+    text.trim()
+        .parse()
+        .map_err(|_| InputError(format!("invalid CPU '{text}' for -T")))
+}
+
+/// A size as netperf reads it: a number with an optional suffix, K, M, G
+/// for powers of 2 and k, m, g for powers of 10.
+fn parse_size(option: &str, text: &str) -> Result<u32, InputError> {
+    let invalid = || InputError(format!("invalid size '{text}' for {option}"));
+    let text = text.trim();
+    let (digits, multiplier) = match text.char_indices().last() {
+        Some((at, 'K')) => (&text[..at], 1u64 << 10),
+        Some((at, 'M')) => (&text[..at], 1 << 20),
+        Some((at, 'G')) => (&text[..at], 1 << 30),
+        Some((at, 'k')) => (&text[..at], 1_000),
+        Some((at, 'm')) => (&text[..at], 1_000_000),
+        Some((at, 'g')) => (&text[..at], 1_000_000_000),
+        _ => (text, 1),
+    };
+    let number: u64 = digits.parse().map_err(|_| invalid())?;
+    number
+        .checked_mul(multiplier)
+        .and_then(|bytes| u32::try_from(bytes).ok())
+        .ok_or_else(|| InputError(format!("size '{text}' for {option} is too large")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_like_netperf() {
+        assert_eq!(parse_size("-m", "128K").unwrap(), 131_072);
+        assert_eq!(parse_size("-m", "128k").unwrap(), 128_000);
+        assert_eq!(parse_size("-m", "1M").unwrap(), 1 << 20);
+        assert_eq!(parse_size("-m", "64").unwrap(), 64);
+        assert!(parse_size("-m", "8G").is_err());
+        assert!(parse_size("-m", "x").is_err());
+        assert!(parse_size("-m", "").is_err());
+        assert_eq!(split_pair("1,2"), (Some("1"), Some("2")));
+        assert_eq!(split_pair(",2"), (None, Some("2")));
+        assert_eq!(split_pair("3"), (Some("3"), None));
+    }
+}
+
+#[cfg(test)]
+mod render_tests {
+    use crate::render::Renderer;
+    use bench_core::client::combine;
+    use bench_core::record::{
+        BufferTruth, EndReport, Endpoint, Environments, RunRecord, SCHEMA, SocketTruth, Source,
+        Subject,
+    };
+    use bench_core::run::summarize;
+    use bench_core::spec::{AddressFamily, RunSpec, TestKind};
+
+    fn buffer(bytes: u64) -> BufferTruth {
+        BufferTruth {
+            requested_bytes: None,
+            after_setup_bytes: bytes,
+            at_end_bytes: bytes,
+        }
+    }
+
+    fn end(local: &str, peer: &str, counts: [u64; 5], elapsed_s: f64) -> EndReport {
+        let [
+            bytes_sent,
+            bytes_received,
+            messages_sent,
+            messages_received,
+            transactions,
+        ] = counts;
+        EndReport {
+            elapsed_s,
+            bytes_sent,
+            bytes_received,
+            messages_sent,
+            messages_received,
+            transactions: (transactions > 0).then_some(transactions),
+            timeouts: None,
+            socket: SocketTruth {
+                local_address: local.to_string(),
+                peer_address: peer.to_string(),
+                send_buffer: buffer(16_384),
+                recv_buffer: buffer(131_072),
+            },
+        }
+    }
+
+    /// A record with fixed figures, as a run of `test` would give.
+    fn fixture(test: TestKind, family: AddressFamily) -> RunRecord {
+        let mut spec = RunSpec::defaults(test);
+        spec.family = family;
+        let (client, server) = match family {
+            AddressFamily::Ipv4 => ("127.0.0.1:40000", "127.0.0.1:40001"),
+            AddressFamily::Ipv6 => (
+                "[fd00:1234:5678:9abc:def0:1234:5678:9abc]:40000",
+                "[fd00:1234:5678:9abc:def0:1234:5678:9abd]:40001",
+            ),
+        };
+        let (local, remote) = match test {
+            TestKind::TcpStream => (
+                [34_359_738_368, 0, 2_097_152, 0, 0],
+                [0, 34_359_738_368, 0, 1_048_576, 0],
+            ),
+            TestKind::TcpMaerts => ([0, 1 << 34, 0, 1 << 20, 0], [1 << 34, 0, 1 << 20, 0, 0]),
+            TestKind::UdpStream => (
+                [1_472_000_000, 0, 1_000_000, 0, 0],
+                [0, 1_177_600_000, 0, 800_000, 0],
+            ),
+            _ => (
+                [400_000, 400_000, 400_000, 400_000, 400_000],
+                [400_000, 400_000, 400_000, 400_000, 400_000],
+            ),
+        };
+        let local = end(client, server, local, 10.0);
+        let remote = end(server, client, remote, 10.0);
+        let mut iteration = combine(&spec, local, remote);
+        if test == TestKind::UdpRr {
+            iteration.lost_transactions = Some(3);
+        }
+        let iterations = vec![iteration];
+        let mut record = RunRecord {
+            schema: SCHEMA.to_string(),
+            id: String::new(),
+            config_key: String::new(),
+            source: Source {
+                tool: "netbisect".to_string(),
+                version: None,
+            },
+            started_at: "2024-01-01T00:00:00Z".to_string(),
+            finished_at: "2024-01-01T00:00:10Z".to_string(),
+            summary: summarize(&spec, &iterations),
+            spec,
+            endpoint: Endpoint {
+                host: "127.0.0.1".to_string(),
+                port: None,
+            },
+            subject: Subject {
+                commit: Some("abcdef123456".to_string()),
+                label: Some("patched".to_string()),
+                ..Subject::default()
+            },
+            testbed: "loopback".to_string(),
+            env: Environments::default(),
+            iterations,
+        };
+        record.seal().unwrap();
+        record
+    }
+
+    fn render(record: &RunRecord) -> String {
+        let text = Renderer::new(None)
+            .render("run", &serde_json::json!({ "record": record }))
+            .unwrap();
+        for line in text.lines() {
+            assert!(line.is_ascii() && !line.contains('\t'), "{line:?}");
+            assert!(line.len() <= 80, "too wide: {line:?}");
+            assert_eq!(line, line.trim_end(), "trailing space: {line:?}");
+        }
+        text
+    }
+
+    #[test]
+    fn run_tables_look_like_netperf() {
+        for test in TestKind::ALL {
+            let text = render(&fixture(test, AddressFamily::Ipv4));
+            insta::assert_snapshot!(format!("run_{}", test.name().to_lowercase()), text);
+        }
+    }
+
+    #[test]
+    fn long_addresses_wrap_within_80_columns() {
+        let text = render(&fixture(TestKind::TcpRr, AddressFamily::Ipv6));
+        insta::assert_snapshot!("run_tcp_rr_ipv6", text);
+    }
+}

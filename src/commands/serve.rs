@@ -1,0 +1,52 @@
+//! `netbisect serve`: the remote end of tests, until killed. Each event
+//! (listening, clients, refusals, rejected requests) is a line on stderr.
+
+use crate::cli::{GlobalArgs, ServeArgs};
+use crate::exit::{Code, InputError};
+use anyhow::Context;
+use bench_core::auth::Token;
+use bench_core::server::{Server, ServerConfig, ServerEvent};
+use std::io::Write;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+pub fn run(global: &GlobalArgs, args: &ServeArgs) -> anyhow::Result<Code> {
+    let mut config = ServerConfig::new(SocketAddr::new(args.listen, args.port));
+    if let Some(path) = &args.token_file {
+        config.token = Some(Token::from_file(path).map_err(|err| InputError(err.to_string()))?);
+    }
+    config.no_auth = args.no_auth;
+    config.data_ports = args.data_port;
+    config.max_clients = args.max_clients.max(1);
+    if !(args.timeout.is_finite() && (0.01..=3600.0).contains(&args.timeout)) {
+        return Err(InputError(format!(
+            "--timeout must be between 0.01 and 3600 seconds, got {}",
+            args.timeout
+        ))
+        .into());
+    }
+    config.control_timeout = Duration::from_secs_f64(args.timeout);
+    let quiet = global.quiet;
+    let events = Arc::new(move |event: &ServerEvent| {
+        let always = matches!(
+            event,
+            ServerEvent::Listening(_) | ServerEvent::Refused { .. }
+        );
+        if always || !quiet {
+            let _ = writeln!(std::io::stderr().lock(), "netbisect serve: {event}");
+        }
+    });
+    let server = Server::bind(config, events).map_err(|err| match err {
+        bench_core::server::ServerError::TokenRequired(_) => {
+            anyhow::Error::new(InputError(err.to_string()))
+        }
+        other => anyhow::Error::new(other),
+    })?;
+    server.serve(&AtomicBool::new(false));
+    std::io::stderr()
+        .flush()
+        .context("failed to write to stderr")?;
+    Ok(Code::Ok)
+}

@@ -1,0 +1,386 @@
+//! `netbisect bench` and `netbisect serve` end to end, over loopback.
+
+use assert_cmd::Command;
+use serde::Deserialize;
+use std::io::{BufRead, BufReader};
+use std::net::{SocketAddr, TcpListener};
+use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const BINARY: &str = env!("CARGO_BIN_EXE_netbisect");
+
+fn netbisect() -> Command {
+    let mut command = Command::new(BINARY);
+    command.env_remove("NETBISECT_TEMPLATE_DIR");
+    command
+}
+
+fn check_text(text: &str) {
+    for line in text.lines() {
+        assert!(line.is_ascii() && !line.contains('\t'), "{line:?}");
+        assert!(line.len() <= 80, "too wide: {line:?}");
+    }
+}
+
+#[test]
+fn every_test_prints_a_netperf_table() {
+    for test in [
+        "TCP_STREAM",
+        "TCP_MAERTS",
+        "TCP_RR",
+        "TCP_CRR",
+        "UDP_STREAM",
+        "UDP_RR",
+    ] {
+        let output = netbisect()
+            .args(["bench", "-t", test, "-l", "0.2", "--no-archive"])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8(output.stdout).unwrap();
+        assert!(
+            output.status.success(),
+            "{test}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(
+            stdout.starts_with(&format!("{test} TEST from 127.0.0.1:")),
+            "{stdout}"
+        );
+        assert!(stdout.contains("testbed loopback"), "{stdout}");
+        check_text(&stdout);
+    }
+}
+
+/// The parts of a run record this test relies on, declared here so that
+/// an accidental change of the format breaks the test.
+#[derive(Deserialize)]
+struct Record {
+    schema: String,
+    id: String,
+    spec: Spec,
+    subject: RecordSubject,
+    testbed: String,
+    iterations: Vec<Iteration>,
+}
+
+#[derive(Deserialize)]
+struct Spec {
+    test: String,
+    duration_s: f64,
+    request_size_bytes: u32,
+    response_size_bytes: u32,
+    local_socket_buffer_bytes: Option<u32>,
+    send_size_bytes: u32,
+}
+
+#[derive(Deserialize)]
+struct RecordSubject {
+    commit: Option<String>,
+    label: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Iteration {
+    elapsed_s: f64,
+    transactions: Option<u64>,
+    ends: Ends,
+}
+
+#[derive(Deserialize)]
+struct Ends {
+    local: End,
+    remote: End,
+}
+
+#[derive(Deserialize)]
+struct End {
+    transactions: Option<u64>,
+    socket: Socket,
+}
+
+#[derive(Deserialize)]
+struct Socket {
+    local_address: String,
+    send_buffer: Buffer,
+}
+
+#[derive(Deserialize)]
+struct Buffer {
+    requested_bytes: Option<u64>,
+    after_setup_bytes: u64,
+    at_end_bytes: u64,
+}
+
+#[test]
+fn json_prints_the_canonical_record_with_every_default() {
+    let output = netbisect()
+        .args([
+            "--json", "bench", "-t", "TCP_RR", "-l", "0.2", "-r", "32,64", "-s", "64K",
+        ])
+        .args(["--commit", "deadbeef", "--label", "base", "--no-archive"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let record: Record = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(record.schema, "netbisect.run/1");
+    assert_eq!(record.id.len(), 64);
+    assert_eq!(record.spec.test, "TCP_RR");
+    assert_eq!(record.spec.duration_s, 0.2);
+    assert_eq!(
+        (
+            record.spec.request_size_bytes,
+            record.spec.response_size_bytes
+        ),
+        (32, 64)
+    );
+    assert_eq!(record.spec.send_size_bytes, 16_384);
+    assert_eq!(record.spec.local_socket_buffer_bytes, Some(65_536));
+    assert_eq!(record.subject.commit.as_deref(), Some("deadbeef"));
+    assert_eq!(record.subject.label.as_deref(), Some("base"));
+    assert_eq!(record.testbed, "loopback");
+    let iteration = &record.iterations[0];
+    assert!((iteration.elapsed_s - 0.2).abs() < 0.02);
+    assert_eq!(iteration.transactions, iteration.ends.local.transactions);
+    assert_eq!(
+        iteration.ends.remote.transactions,
+        iteration.ends.local.transactions
+    );
+    let buffer = &iteration.ends.local.socket.send_buffer;
+    assert_eq!(buffer.requested_bytes, Some(65_536));
+    assert_eq!(buffer.after_setup_bytes, buffer.at_end_bytes);
+    assert!(
+        iteration
+            .ends
+            .local
+            .socket
+            .local_address
+            .starts_with("127.0.0.1:")
+    );
+
+    // The output is a valid record as `record check` reads it.
+    netbisect()
+        .args(["record", "check", "-"])
+        .write_stdin(output.stdout)
+        .assert()
+        .success();
+}
+
+#[test]
+fn bad_input_fails_before_any_connection() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port().to_string();
+    let cases: [(&[&str], &str); 6] = [
+        (&["-m", "0"], "send size (-m) must be between 1 and"),
+        (
+            &["-t", "UDP_STREAM", "-m", "65508"],
+            "between 1 and 65507, got 65508",
+        ),
+        (&["-t", "TCP_FOO"], "unknown test 'TCP_FOO'"),
+        (&["-s", "1G"], "local socket buffer (-s) must be between"),
+        (&["-l", "0"], "test length (-l) must be between"),
+        (&["-r", "1,x"], "invalid size 'x' for -r"),
+    ];
+    for (args, message) in cases {
+        let output = netbisect()
+            .args(["bench", "-H", "127.0.0.1", "-p", &port])
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+    }
+    assert!(listener.accept().is_err(), "a bad command line connected");
+}
+
+#[test]
+fn unreachable_server_is_named() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    let start = Instant::now();
+    let output = netbisect()
+        .args([
+            "bench",
+            "-H",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "-l",
+            "0.2",
+        ])
+        .output()
+        .unwrap();
+    assert!(start.elapsed() < Duration::from_secs(10));
+    assert_eq!(output.status.code(), Some(3));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.contains(&format!("cannot connect to 127.0.0.1:{port}")),
+        "{stderr}"
+    );
+    assert!(output.stdout.is_empty());
+}
+
+/// A `netbisect serve` child; killed (by its own PID) when dropped.
+struct ServeProcess {
+    child: Child,
+    address: SocketAddr,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl ServeProcess {
+    fn start(args: &[&str]) -> ServeProcess {
+        let mut child = std::process::Command::new(BINARY)
+            .args(["serve", "-p", "0"])
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let first = lines.next().unwrap().unwrap();
+        let address = first
+            .strip_prefix("netbisect serve: listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
+            .parse()
+            .unwrap();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        std::thread::spawn({
+            let log = Arc::clone(&log);
+            move || {
+                for line in lines.map_while(Result::ok) {
+                    log.lock().unwrap().push(line);
+                }
+            }
+        });
+        ServeProcess {
+            child,
+            address,
+            log,
+        }
+    }
+
+    fn port(&self) -> String {
+        self.address.port().to_string()
+    }
+
+    fn logged(&self, wanted: &str) -> bool {
+        let give_up = Instant::now() + Duration::from_secs(3);
+        while Instant::now() < give_up {
+            if self
+                .log
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|line| line.contains(wanted))
+            {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+}
+
+impl Drop for ServeProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn bench_against_serve_and_a_server_dying_mid_test() {
+    let server = ServeProcess::start(&[]);
+    let output = netbisect()
+        .args(["--json", "bench", "-H", "127.0.0.1", "-p", &server.port()])
+        .args(["-t", "TCP_STREAM", "-l", "0.2", "--no-archive"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let record: Record = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(record.testbed, "127.0.0.1");
+
+    // Kill the server while a test runs: an error, and no record.
+    let mut server = server;
+    let client = std::process::Command::new(BINARY)
+        .args(["--json", "bench", "-H", "127.0.0.1", "-p", &server.port()])
+        .args(["-t", "TCP_STREAM", "-l", "3", "--no-archive"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    server.child.kill().unwrap();
+    let output = client.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(3));
+    assert!(output.stdout.is_empty(), "a record was printed");
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(stderr.contains("no run was recorded"), "{stderr}");
+}
+
+#[test]
+fn wildcard_serve_demands_a_token() {
+    let output = netbisect()
+        .args(["serve", "--listen", "0.0.0.0", "-p", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("give a token file, or --no-auth"),
+        "{stderr}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "a secret shared by both ends\n").unwrap();
+    let wrong = dir.path().join("wrong");
+    std::fs::write(&wrong, "some other secret of a length\n").unwrap();
+    let token = token.to_str().unwrap();
+    let server = ServeProcess::start(&["--listen", "0.0.0.0", "--token-file", token]);
+    // Through loopback only, although the server listens on every address.
+    let bench = |extra: &[&str]| {
+        netbisect()
+            .args([
+                "bench",
+                "-H",
+                "127.0.0.1",
+                "-p",
+                &server.port(),
+                "-t",
+                "TCP_RR",
+            ])
+            .args(["-l", "0.2", "--no-archive"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let output = bench(&[]);
+    assert_eq!(output.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("demands a token"));
+    assert!(server.logged("refused: authentication failed: no token"));
+
+    let output = bench(&["--token-file", wrong.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("authentication failed"));
+    assert!(server.logged("refused: authentication failed: wrong token"));
+
+    let output = bench(&["--token-file", token]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(String::from_utf8_lossy(&output.stdout).contains("TCP_RR TEST"));
+}
