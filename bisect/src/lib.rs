@@ -10,6 +10,12 @@
 //! - [`journal`]: the events that make a bisection resumable.
 //! - [`report`]: the end of a bisection as serialisable data.
 //! - [`sim`]: simulated noisy histories and a naive bisection to compare.
+//! - [`range`]: the git side: open the repository, resolve revisions, load
+//!   the range (git2).
+//! - [`worktree`]: the linked worktree steps are built and measured in.
+//! - [`runner`]: build and measure commands with a timeout that kills the
+//!   whole process group.
+//! - [`measure`]: a [`Measurer`] from those commands and run records.
 //!
 //! Architecture invariant: bisect knows nothing of the archive, SQLite,
 //! the command line or templates. It takes measurements and keeps its
@@ -20,8 +26,12 @@ pub mod decision;
 pub mod engine;
 pub mod graph;
 pub mod journal;
+pub mod measure;
+pub mod range;
 pub mod report;
+pub mod runner;
 pub mod sim;
+pub mod worktree;
 
 pub use engine::{BisectConfig, Measurement, Measurer, Outcome, Sample};
 pub use journal::{Journal, JournalEvent};
