@@ -1,0 +1,330 @@
+//! Simulated noisy histories, to measure how often the bisection finds the
+//! right commit and what it costs, without git or a network.
+//!
+//! A history is a straight line of `n_commits` commits after a good one;
+//! from commit `culprit_idx` on, the metric drops by `step_pct` percent.
+//! Every repeat draws noise with coefficient of variation `cv_pct` from a
+//! [`NoiseShape`]. The same histories (same seed) are bisected by the
+//! engine and by [`naive_bisect`], a fixed-repeat threshold bisection,
+//! for comparison.
+
+use crate::decision::{self, DecisionConfig};
+use crate::engine::{self, BisectConfig, Direction, Measurement, Measurer, Outcome, Sample};
+use crate::graph::{CommitGraph, CommitInfo};
+use crate::journal::{BoxError, NullJournal};
+use crate::report::BisectResult;
+use std::str::FromStr;
+
+/// A small seeded generator: xoshiro256** (Blackman and Vigna, 2018),
+/// seeded through splitmix64.
+#[derive(Clone, Debug)]
+pub struct Rng {
+    state: [u64; 4],
+}
+
+impl Rng {
+    /// A generator for `seed`.
+    pub fn new(seed: u64) -> Rng {
+        let mut splitmix = seed;
+        let mut next = || {
+            splitmix = splitmix.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = splitmix;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        };
+        Rng {
+            state: [next(), next(), next(), next()],
+        }
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        let result = self.state[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
+        let shifted = self.state[1] << 17;
+        self.state[2] ^= self.state[0];
+        self.state[3] ^= self.state[1];
+        self.state[1] ^= self.state[2];
+        self.state[0] ^= self.state[3];
+        self.state[2] ^= shifted;
+        self.state[3] = self.state[3].rotate_left(45);
+        result
+    }
+
+    /// Uniform in [0, 1).
+    pub fn uniform(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Uniform integer in [0, bound).
+    pub fn below(&mut self, bound: usize) -> usize {
+        ((self.uniform() * bound as f64) as usize).min(bound.saturating_sub(1))
+    }
+
+    /// Standard normal (Box-Muller).
+    pub fn normal(&mut self) -> f64 {
+        let u1 = 1.0 - self.uniform();
+        let u2 = self.uniform();
+        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+    }
+}
+
+/// The distribution of the noise of one repeat.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NoiseShape {
+    /// Normal.
+    Normal,
+    /// Student's t with 3 degrees of freedom, scaled to the same standard
+    /// deviation: heavy tails.
+    HeavyTailed,
+    /// Normal, except that 2% of repeats lose 10% to 40% of the value (a
+    /// run disturbed by something else on the machine).
+    Outliers,
+}
+
+/// A noise shape name that is not known.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown noise shape '{0}' (known: normal, heavy, outliers)")]
+pub struct UnknownShape(pub String);
+
+impl FromStr for NoiseShape {
+    type Err = UnknownShape;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "normal" => Ok(NoiseShape::Normal),
+            "heavy" | "heavy-tailed" => Ok(NoiseShape::HeavyTailed),
+            "outliers" => Ok(NoiseShape::Outliers),
+            _ => Err(UnknownShape(text.to_string())),
+        }
+    }
+}
+
+/// One simulated history.
+#[derive(Clone, Debug)]
+pub struct History {
+    /// Commits in the range (the bad end is the last).
+    pub n_commits: usize,
+    /// Index of the first commit with the step.
+    pub culprit_idx: usize,
+    /// Metric of the old commits.
+    pub old_value: f64,
+    /// Size of the drop, percent.
+    pub step_pct: f64,
+    /// Coefficient of variation of the noise, percent.
+    pub cv_pct: f64,
+    /// Shape of the noise.
+    pub shape: NoiseShape,
+}
+
+impl History {
+    /// A history with the culprit drawn uniformly from `rng`.
+    pub fn random(
+        n_commits: usize,
+        step_pct: f64,
+        cv_pct: f64,
+        shape: NoiseShape,
+        rng: &mut Rng,
+    ) -> History {
+        History {
+            n_commits,
+            culprit_idx: rng.below(n_commits),
+            old_value: 1e9,
+            step_pct,
+            cv_pct,
+            shape,
+        }
+    }
+
+    /// The true value of commit `node_idx` (`None`: the good end).
+    pub fn true_value(&self, node_idx: Option<usize>) -> f64 {
+        match node_idx {
+            Some(node_idx) if node_idx >= self.culprit_idx => {
+                self.old_value * (1.0 - self.step_pct / 100.0)
+            }
+            _ => self.old_value,
+        }
+    }
+
+    /// One noisy repeat of commit `node_idx`.
+    pub fn draw(&self, node_idx: Option<usize>, rng: &mut Rng) -> f64 {
+        let value = self.true_value(node_idx);
+        let sigma = value * self.cv_pct / 100.0;
+        match self.shape {
+            NoiseShape::Normal => value + sigma * rng.normal(),
+            NoiseShape::HeavyTailed => {
+                let chi2: f64 = (0..3).map(|_| rng.normal().powi(2)).sum();
+                // t(3) has variance 3; scale to unit variance.
+                let t3 = rng.normal() / (chi2 / 3.0).sqrt() / 3f64.sqrt();
+                value + sigma * t3
+            }
+            NoiseShape::Outliers => {
+                let base = value + sigma * rng.normal();
+                if rng.uniform() < 0.02 {
+                    base * (1.0 - 0.1 - 0.3 * rng.uniform())
+                } else {
+                    base
+                }
+            }
+        }
+    }
+}
+
+/// A [`Measurer`] over a simulated history; commits are named as in
+/// [`CommitGraph::linear`].
+pub struct SimMeasurer<'a> {
+    /// The history.
+    pub history: &'a History,
+    /// The noise source.
+    pub rng: &'a mut Rng,
+    /// Repeats taken.
+    pub n_measurements: u32,
+}
+
+impl Measurer for SimMeasurer<'_> {
+    fn measure(&mut self, commit: &CommitInfo) -> Result<Measurement, BoxError> {
+        let node_idx = commit
+            .id
+            .strip_prefix('c')
+            .and_then(|n| n.parse::<usize>().ok());
+        self.n_measurements += 1;
+        Ok(Measurement::Sample(Sample {
+            value: self.history.draw(node_idx, self.rng),
+            run_id: None,
+        }))
+    }
+}
+
+/// The result of bisecting one history.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TrialResult {
+    /// The right commit was named.
+    pub correct: bool,
+    /// Repeats taken to name it (ends included, confirmation excluded).
+    pub n_measurements: u32,
+    /// Repeats of the confirmation pass.
+    pub n_confirm: u32,
+    /// The answer was a range (the culprit hidden among unknown commits).
+    pub ended_in_range: bool,
+}
+
+/// Bisects `history` with the engine.
+pub fn engine_bisect(
+    history: &History,
+    decision: &DecisionConfig,
+    rng: &mut Rng,
+) -> Result<TrialResult, engine::EngineError> {
+    let graph = CommitGraph::linear(history.n_commits);
+    let config = BisectConfig {
+        metric: "throughput_bps".to_string(),
+        direction: Direction::HigherIsBetter,
+        decision: decision.clone(),
+    };
+    let mut measurer = SimMeasurer {
+        history,
+        rng,
+        n_measurements: 0,
+    };
+    let outcome = engine::run(
+        &graph,
+        &config,
+        &mut measurer,
+        &mut NullJournal,
+        &mut |_| {},
+    )?;
+    let n_total = measurer.n_measurements;
+    let n_confirm = 2 * decision.confirm_repeats;
+    Ok(match outcome {
+        Outcome::Finished(bisect_report) => {
+            let correct = match &bisect_report.result {
+                BisectResult::FirstBad { commit, .. } => {
+                    commit.id == format!("c{}", history.culprit_idx)
+                }
+                BisectResult::Range { .. } => false,
+            };
+            TrialResult {
+                correct,
+                ended_in_range: matches!(bisect_report.result, BisectResult::Range { .. }),
+                n_measurements: n_total.saturating_sub(n_confirm),
+                n_confirm: n_confirm.min(n_total),
+            }
+        }
+        Outcome::Refused(_) => TrialResult {
+            correct: false,
+            n_measurements: n_total,
+            n_confirm: 0,
+            ended_in_range: false,
+        },
+    })
+}
+
+/// Bisects `history` the naive way: `repeats` repeats of each end and of
+/// each commit tested, a commit is bad when its mean is nearer the bad
+/// end's mean than the good end's.
+pub fn naive_bisect(history: &History, repeats: u32, rng: &mut Rng) -> TrialResult {
+    let mut n_measurements = 0;
+    let mut mean_of = |node_idx: Option<usize>, rng: &mut Rng| {
+        n_measurements += repeats;
+        let samples: Vec<f64> = (0..repeats).map(|_| history.draw(node_idx, rng)).collect();
+        decision::mean_var(&samples).0
+    };
+    let good_mean = mean_of(None, rng);
+    let bad_mean = mean_of(Some(history.n_commits - 1), rng);
+    let midpoint = (good_mean + bad_mean) / 2.0;
+    let bad_is_lower = bad_mean < good_mean;
+    // The culprit lies in (low, high]: low is known good (-1: the good
+    // end), high known bad.
+    let mut low: isize = -1;
+    let mut high = history.n_commits as isize - 1;
+    while high - low > 1 {
+        let mid = low + (high - low) / 2;
+        let mean = mean_of(Some(mid as usize), rng);
+        if (mean < midpoint) == bad_is_lower {
+            high = mid;
+        } else {
+            low = mid;
+        }
+    }
+    TrialResult {
+        correct: high as usize == history.culprit_idx,
+        n_measurements,
+        n_confirm: 0,
+        ended_in_range: false,
+    }
+}
+
+/// Accuracy and cost over many histories.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Tally {
+    /// Histories bisected.
+    pub n_trials: u32,
+    /// Right answers.
+    pub n_correct: u32,
+    /// Repeats in all (confirmation excluded).
+    pub n_measurements: u64,
+    /// Confirmation repeats in all.
+    pub n_confirm: u64,
+    /// Bisections that ended in a range.
+    pub n_ranges: u32,
+}
+
+impl Tally {
+    /// Adds one trial.
+    pub fn add(&mut self, trial: TrialResult) {
+        self.n_trials += 1;
+        self.n_correct += u32::from(trial.correct);
+        self.n_measurements += u64::from(trial.n_measurements);
+        self.n_confirm += u64::from(trial.n_confirm);
+        self.n_ranges += u32::from(trial.ended_in_range);
+    }
+
+    /// Percent correct.
+    pub fn accuracy_pct(&self) -> f64 {
+        100.0 * f64::from(self.n_correct) / f64::from(self.n_trials.max(1))
+    }
+
+    /// Mean repeats per bisection (confirmation excluded).
+    pub fn mean_measurements(&self) -> f64 {
+        self.n_measurements as f64 / f64::from(self.n_trials.max(1))
+    }
+}
