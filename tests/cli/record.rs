@@ -161,7 +161,7 @@ fn tampered_record_is_an_input_error() {
         &path,
         &format!(
             "id does not match the content: stated {FIXTURE_ID}, computed \
-             c291181cd3a701c3b42736cec428f62dccf3bd930aad85973c3623167f452bda"
+             9a848be4a900c211230e5bf2a4ef81b1e58eb66c47a1176514dd77d28cb6ad6a"
         ),
     );
 }
