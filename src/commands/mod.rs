@@ -1,5 +1,6 @@
 //! One module per subcommand; [`run`] dispatches.
 
+pub mod archive;
 mod env;
 mod help;
 mod record;
@@ -12,6 +13,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<Code> {
     match &cli.command {
         Command::Record(args) => record::run(&cli.global, args),
         Command::Env(args) => env::run(&cli.global, args),
+        Command::Archive(args) => archive::run(&cli.global, args),
         Command::Completions(args) => help::completions(args),
         Command::Man => help::man(),
     }

@@ -14,7 +14,13 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 
 /// The built-in templates: name and source.
-pub const BUILTIN: &[(&str, &str)] = &[("env", include_str!("../../templates/env.j2"))];
+pub const BUILTIN: &[(&str, &str)] = &[
+    ("env", include_str!("../../templates/env.j2")),
+    (
+        "archive-list",
+        include_str!("../../templates/archive-list.j2"),
+    ),
+];
 
 /// File name extension of templates.
 pub const EXTENSION: &str = "j2";

@@ -1,0 +1,3 @@
+//! End-to-end tests of the netbisect binary, one module per area.
+
+mod archive;
