@@ -139,7 +139,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let mut n_runs = 0;
             for commit_idx in [10, 9000] {
                 let query = RunQuery {
-                    commit_prefix: Some(commit_of(commit_idx)[..12].to_string()),
+                    commit_prefix: Some(commit_of(commit_idx)),
                     config_key_prefix: Some(config_key.clone()),
                     ..RunQuery::default()
                 };

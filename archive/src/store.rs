@@ -31,6 +31,9 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
+/// Length of a full id or config_key: 64 hex digits of blake3.
+const FULL_HASH_LEN: usize = 64;
+
 /// How long a write waits for another writer before giving up.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -786,7 +789,13 @@ fn build_select(columns: &str, query: &RunQuery) -> Result<(String, Vec<String>)
         add("id GLOB ?", glob_prefix(prefix));
     }
     if let Some(prefix) = &query.config_key_prefix {
-        add("config_key GLOB ?", glob_prefix(prefix));
+        // A whole key is an equality, which lets the index on
+        // (config_key, commit_id) narrow on the commit too.
+        if prefix.len() == FULL_HASH_LEN {
+            add("config_key = ?", prefix.clone());
+        } else {
+            add("config_key GLOB ?", glob_prefix(prefix));
+        }
     }
     if let Some(test) = query.test {
         add("test = ?", test.name().to_string());
