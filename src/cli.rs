@@ -51,10 +51,6 @@ pub struct GlobalArgs {
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
-#[expect(
-    clippy::large_enum_variant,
-    reason = "parsed once per process; boxing would only add noise"
-)]
 pub enum Command {
     /// Check run record files: schema, numbers, id and config_key
     Record(RecordArgs),
@@ -62,6 +58,8 @@ pub enum Command {
     Env(EnvArgs),
     /// List the built-in templates or print one, to start your own
     Templates(TemplatesArgs),
+    /// Keep runs in the archive: import, list, show, export, merge, check
+    Archive(ArchiveArgs),
     /// Print a shell completion script
     Completions(CompletionsArgs),
     /// Print the manual page (roff) on stdout
@@ -221,4 +219,92 @@ pub struct ServeArgs {
     /// Seconds to wait for a client's next control frame
     #[arg(long, value_name = "SECS", default_value_t = 30.0)]
     pub timeout: f64,
+}
+
+/// `netbisect archive`.
+#[derive(Debug, Args)]
+pub struct ArchiveArgs {
+    /// What to do with the archive.
+    #[command(subcommand)]
+    pub action: ArchiveAction,
+}
+
+/// `netbisect archive ...`.
+#[derive(Debug, Subcommand)]
+pub enum ArchiveAction {
+    /// Import netperf or iperf3 outputs, or run record files
+    ///
+    /// The format is detected from the content: netperf classic, omni -k
+    /// or -o output; iperf3 -J; canonical run records (one document or JSON
+    /// lines). Each file is imported in its own transaction: a file that
+    /// does not parse stores nothing, is reported with its first bad line,
+    /// and the other files are still imported (exit code 2 at the end).
+    /// --commit, --label and --testbed apply to peer-tool outputs; run
+    /// records keep their own.
+    Import(ImportArgs),
+    /// List archived runs, oldest first
+    List(RunFilterArgs),
+    /// Print one run record (pretty JSON; canonical bytes with --json)
+    Show {
+        /// Run id or a unique prefix of it
+        id: String,
+    },
+    /// Print the selected runs as canonical JSON lines
+    Export(RunFilterArgs),
+    /// Copy in every run of another archive that this one lacks
+    Merge {
+        /// The other archive file
+        other: PathBuf,
+    },
+    /// Check the archive file and every stored run
+    Check,
+}
+
+/// `netbisect archive import`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// Files to import
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Commit id of the code the runs measured
+    #[arg(long, value_name = "COMMIT")]
+    pub commit: Option<String>,
+    /// `git describe` of that commit
+    #[arg(long, value_name = "TEXT")]
+    pub describe: Option<String>,
+    /// Free-form label, such as base or patched
+    #[arg(long, value_name = "LABEL")]
+    pub label: Option<String>,
+    /// Testbed name [default: default]
+    #[arg(long, value_name = "NAME")]
+    pub testbed: Option<String>,
+}
+
+/// Filters selecting archived runs; all given must match.
+#[derive(Debug, Args)]
+pub struct RunFilterArgs {
+    /// Commit id or a prefix of it
+    #[arg(long, value_name = "PREFIX")]
+    pub commit: Option<String>,
+    /// Label
+    #[arg(long, value_name = "LABEL")]
+    pub label: Option<String>,
+    /// Run id or a prefix of it
+    #[arg(long, value_name = "PREFIX")]
+    pub id: Option<String>,
+    /// config_key or a prefix of it
+    #[arg(long, value_name = "PREFIX")]
+    pub config_key: Option<String>,
+    /// Test kind (TCP_STREAM, TCP_RR, ...)
+    #[arg(long, value_name = "TEST")]
+    pub test: Option<bench_core::spec::TestKind>,
+    /// Testbed name
+    #[arg(long, value_name = "NAME")]
+    pub testbed: Option<String>,
+    /// Tool that produced the runs (netbisect, netperf, iperf3)
+    #[arg(long, value_name = "TOOL")]
+    pub tool: Option<String>,
+    /// At most this many runs
+    #[arg(long, value_name = "N")]
+    pub limit: Option<u64>,
 }

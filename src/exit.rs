@@ -41,8 +41,25 @@ pub fn classify(err: &anyhow::Error) -> Code {
             || cause.is::<bench_core::record::RecordError>()
             || cause.is::<bench_core::spec::UnknownTest>()
             || cause.is::<bench_core::record::UnknownMetric>()
+            || cause.is::<archive::import::ImportError>()
+            || cause
+                .downcast_ref::<archive::ArchiveError>()
+                .is_some_and(is_input_archive_error)
     });
     if is_input { Code::Input } else { Code::Runtime }
+}
+
+/// Archive failures the user can fix: a wrong file, id or query.
+fn is_input_archive_error(err: &archive::ArchiveError) -> bool {
+    use archive::ArchiveError;
+    matches!(
+        err,
+        ArchiveError::NotAnArchive { .. }
+            | ArchiveError::NewerSchema { .. }
+            | ArchiveError::NoSuchRun(_)
+            | ArchiveError::AmbiguousId { .. }
+            | ArchiveError::InvalidQuery(_)
+    )
 }
 
 /// True when the failure is a write to a closed pipe (`netbisect ... |

@@ -37,16 +37,16 @@ pub fn parse_release(release: &str) -> KernelRelease {
     }
     let mut commit = None;
     let mut commits_past_tag = None;
-    if tokens.len() > 1 {
-        if let Some(hash) = tokens.last().and_then(|token| abbreviated_commit(token)) {
-            commit = Some(hash.to_string());
+    if tokens.len() > 1
+        && let Some(hash) = tokens.last().and_then(|token| abbreviated_commit(token))
+    {
+        commit = Some(hash.to_string());
+        tokens.pop();
+        if tokens.len() > 1
+            && let Some(count) = tokens.last().and_then(|token| commit_count(token))
+        {
+            commits_past_tag = Some(count);
             tokens.pop();
-            if tokens.len() > 1 {
-                if let Some(count) = tokens.last().and_then(|token| commit_count(token)) {
-                    commits_past_tag = Some(count);
-                    tokens.pop();
-                }
-            }
         }
     }
     KernelRelease {

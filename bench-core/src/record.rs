@@ -190,6 +190,38 @@ pub struct LatencyFigures {
     pub max_us: f64,
 }
 
+/// Latency as a peer tool reported it, microseconds: only the figures it
+/// printed (netperf omni prints the selectors it was asked for), so each
+/// one may be absent. Imported runs carry this where the full set of
+/// [`LatencyFigures`] is not known.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencyReport {
+    /// Fastest transaction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_us: Option<f64>,
+    /// Mean transaction time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_us: Option<f64>,
+    /// Standard deviation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stddev_us: Option<f64>,
+    /// Median.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50_us: Option<f64>,
+    /// 90th percentile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p90_us: Option<f64>,
+    /// 99th percentile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_us: Option<f64>,
+    /// 99.9th percentile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p999_us: Option<f64>,
+    /// Slowest transaction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_us: Option<f64>,
+}
+
 /// Raw figures of one iteration (one measured window).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Iteration {
@@ -224,6 +256,9 @@ pub struct Iteration {
     /// What each end counted and which sockets it used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ends: Option<EndsReport>,
+    /// Partial latency figures of an imported run (see [`LatencyReport`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reported_latency: Option<LatencyReport>,
 }
 
 /// The raw figures of both ends of one iteration.
@@ -378,6 +413,9 @@ pub struct Summary {
     /// Datagram accounting (UDP_STREAM).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub udp: Option<UdpFigures>,
+    /// Partial latency figures of an imported run (see [`LatencyReport`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reported_latency: Option<LatencyReport>,
 }
 
 /// One test run: the canonical run record.
@@ -719,15 +757,26 @@ impl Metric {
     /// The metric's value in one iteration, when it was measured.
     pub fn of_iteration(self, iteration: &Iteration) -> Option<f64> {
         let latency = iteration.latency.as_ref();
+        let reported = iteration.reported_latency.as_ref();
         let cpu = iteration.cpu.as_ref();
         match self {
             Metric::ThroughputBps => Some(iteration.throughput_bps),
             Metric::TransactionRate => iteration.transaction_rate,
-            Metric::LatencyMeanUs => latency.map(|l| l.mean_us),
-            Metric::LatencyP50Us => latency.map(|l| l.p50_us),
-            Metric::LatencyP90Us => latency.map(|l| l.p90_us),
-            Metric::LatencyP99Us => latency.map(|l| l.p99_us),
-            Metric::LatencyP999Us => latency.map(|l| l.p999_us),
+            Metric::LatencyMeanUs => latency
+                .map(|l| l.mean_us)
+                .or_else(|| reported.and_then(|r| r.mean_us)),
+            Metric::LatencyP50Us => latency
+                .map(|l| l.p50_us)
+                .or_else(|| reported.and_then(|r| r.p50_us)),
+            Metric::LatencyP90Us => latency
+                .map(|l| l.p90_us)
+                .or_else(|| reported.and_then(|r| r.p90_us)),
+            Metric::LatencyP99Us => latency
+                .map(|l| l.p99_us)
+                .or_else(|| reported.and_then(|r| r.p99_us)),
+            Metric::LatencyP999Us => latency
+                .map(|l| l.p999_us)
+                .or_else(|| reported.and_then(|r| r.p999_us)),
             Metric::LocalCpuPct => cpu.and_then(|c| c.local_util_pct),
             Metric::RemoteCpuPct => cpu.and_then(|c| c.remote_util_pct),
             Metric::LocalServiceDemand => cpu.and_then(|c| c.local_service_demand),

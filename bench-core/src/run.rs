@@ -138,6 +138,7 @@ pub fn summarize(spec: &RunSpec, iterations: &[Iteration]) -> Summary {
         confidence: None,
         cpu: None,
         latency: None,
+        reported_latency: None,
         udp,
     }
 }

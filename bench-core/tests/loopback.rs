@@ -236,7 +236,7 @@ fn udp_rr_counts_lost_datagrams_instead_of_stalling() {
         while Instant::now() < give_up {
             if let Ok((_, peer)) = echo.recv_from(&mut buffer) {
                 n_requests += 1;
-                if n_requests % 10 != 0 {
+                if !n_requests.is_multiple_of(10) {
                     echo.send_to(&buffer[..1], peer).unwrap();
                 }
             }

@@ -4,8 +4,8 @@
 use bench_core::env::{HostEnv, InterfaceEnv};
 use bench_core::record::{
     BufferTruth, ConfidenceOutcome, CpuFigures, EndReport, Endpoint, EndsReport, Environments,
-    Iteration, LatencyFigures, RecordError, RunRecord, SocketTruth, Source, Spread, Subject,
-    Summary, UdpFigures,
+    Iteration, LatencyFigures, LatencyReport, RecordError, RunRecord, SocketTruth, Source, Spread,
+    Subject, Summary, UdpFigures,
 };
 use bench_core::spec::{AddressFamily, ConfidenceSpec, CpuPinning, RunSpec, TestKind};
 use serde_json::Value;
@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// The id of the fixture record.
-const FIXTURE_ID: &str = "000fd31ff75d95e178a683d503f9d0af08f636cdc94bbde58e0fa512593acbdf";
+const FIXTURE_ID: &str = "96e8eabb205393c193715123e65d190de679bd2f5858904aeb781ab77718b746";
 /// The config_key of the fixture record.
 const FIXTURE_CONFIG_KEY: &str = "b923e57b1d4483117b032d8fdaf6cb9414629745ea511b6eb931a0b7e06101c5";
 
@@ -79,6 +79,15 @@ fn host_env(name: &str, governor: &str) -> HostEnv {
     }
 }
 
+fn reported_latency() -> LatencyReport {
+    LatencyReport {
+        min_us: Some(20.5),
+        mean_us: Some(31.25),
+        p99_us: Some(60.0),
+        ..LatencyReport::default()
+    }
+}
+
 fn latency(scale: f64) -> LatencyFigures {
     LatencyFigures {
         min_us: 18.5 * scale,
@@ -114,6 +123,7 @@ fn iteration(transactions: u64) -> Iteration {
         messages_received: transactions,
         cpu: Some(cpu()),
         latency: Some(latency(1.0)),
+        reported_latency: Some(reported_latency()),
         lost_transactions: Some(0),
         ends: Some(EndsReport {
             local: end_report(transactions, "[::1]:40000", "[::1]:40001"),
@@ -220,6 +230,7 @@ fn fixture() -> RunRecord {
             }),
             cpu: Some(cpu()),
             latency: Some(latency(1.0)),
+            reported_latency: Some(reported_latency()),
             udp: Some(UdpFigures {
                 messages_sent: 1000,
                 messages_received: 990,
@@ -398,7 +409,7 @@ fn tampered_content_is_refused() {
     assert_eq!(
         err,
         format!(
-            "id does not match the content: stated {FIXTURE_ID}, computed 9a848be4a900c211230e5bf2a4ef81b1e58eb66c47a1176514dd77d28cb6ad6a"
+            "id does not match the content: stated {FIXTURE_ID}, computed 5b91e698dae1ab34008d896bce9fb555f98aa39ba863be09860fa2a20d127929"
         )
     );
     let mut tree = golden_tree();

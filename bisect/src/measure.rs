@@ -80,10 +80,10 @@ impl<'a> CommandMeasurer<'a> {
     /// Checks `commit` out and builds it, unless that is already done;
     /// `Some(reason)` when it cannot be measured.
     pub fn prepare(&mut self, commit: &CommitInfo) -> Result<Option<String>, BoxError> {
-        if let Some((prepared_id, skip)) = &self.prepared {
-            if prepared_id == &commit.id {
-                return Ok(skip.clone());
-            }
+        if let Some((prepared_id, skip)) = &self.prepared
+            && prepared_id == &commit.id
+        {
+            return Ok(skip.clone());
         }
         let oid = Oid::from_str(&commit.id)?;
         self.worktree.checkout(oid)?;

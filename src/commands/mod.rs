@@ -1,5 +1,6 @@
 //! One module per subcommand; [`run`] dispatches.
 
+pub mod archive;
 mod bench;
 mod env;
 mod help;
@@ -16,6 +17,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<Code> {
         Command::Record(args) => record::run(&cli.global, args),
         Command::Env(args) => env::run(&cli.global, args),
         Command::Templates(args) => templates::run(&cli.global, args),
+        Command::Archive(args) => archive::run(&cli.global, args),
         Command::Completions(args) => help::completions(args),
         Command::Man => help::man(),
         Command::Bench(args) => bench::run(&cli.global, args),

@@ -1,5 +1,6 @@
 //! End-to-end tests of the `netbisect` binary, one module per area.
 
+mod archive;
 mod bench;
 mod env;
 mod help;

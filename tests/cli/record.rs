@@ -16,7 +16,7 @@ fn fixture_path() -> PathBuf {
     .collect()
 }
 
-const FIXTURE_ID: &str = "000fd31ff75d95e178a683d503f9d0af08f636cdc94bbde58e0fa512593acbdf";
+const FIXTURE_ID: &str = "96e8eabb205393c193715123e65d190de679bd2f5858904aeb781ab77718b746";
 const FIXTURE_CONFIG_KEY: &str = "b923e57b1d4483117b032d8fdaf6cb9414629745ea511b6eb931a0b7e06101c5";
 
 fn netbisect() -> Command {
@@ -161,7 +161,7 @@ fn tampered_record_is_an_input_error() {
         &path,
         &format!(
             "id does not match the content: stated {FIXTURE_ID}, computed \
-             9a848be4a900c211230e5bf2a4ef81b1e58eb66c47a1176514dd77d28cb6ad6a"
+             5b91e698dae1ab34008d896bce9fb555f98aa39ba863be09860fa2a20d127929"
         ),
     );
 }

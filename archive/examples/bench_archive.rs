@@ -1,0 +1,178 @@
+//! Benchmark helper for scripts/bench-archive.sh (not a test).
+//!
+//! - `gen N FILE`: writes N generated run records as JSON lines.
+//! - `fill DB FROM N`: stores generated records FROM..FROM+N directly.
+//! - `query DB`: times the selections compare and history make.
+//!
+//! Generated runs: 100 per commit (20 configurations, 5 repeats each),
+//! three iterations, a local environment with the usual sysctls.
+
+use archive::{Archive, CanonicalRun, RunQuery};
+use bench_core::env::HostEnv;
+use bench_core::record::{
+    Endpoint, Environments, Iteration, Metric, RunRecord, Source, Spread, Subject, Summary,
+};
+use bench_core::spec::{RunSpec, TestKind};
+use std::io::Write;
+use std::path::Path;
+use std::time::Instant;
+
+const RUNS_PER_COMMIT: u64 = 100;
+const N_CONFIGS: u64 = 20;
+
+fn commit_of(commit_idx: u64) -> String {
+    format!("{:040x}", commit_idx.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+}
+
+fn record(seed: u64) -> RunRecord {
+    let commit_idx = seed / RUNS_PER_COMMIT;
+    let config_idx = (seed / 5) % N_CONFIGS;
+    let mut spec = RunSpec::defaults(TestKind::TcpStream);
+    spec.send_size_bytes = 1024 * (1 + config_idx as u32);
+    spec.iterations_max = 3;
+    spec.iterations_min = 3;
+    let base = 9e9 + (seed % 7) as f64 * 1e7;
+    let iterations: Vec<Iteration> = (0..3)
+        .map(|idx| Iteration {
+            elapsed_s: 10.0,
+            throughput_bps: base + f64::from(idx) * 1e6,
+            bytes_sent: 11_250_000_000,
+            bytes_received: 11_250_000_000,
+            messages_sent: 686_645,
+            messages_received: 686_645,
+            ..Iteration::default()
+        })
+        .collect();
+    let throughputs: Vec<f64> = iterations.iter().map(|i| i.throughput_bps).collect();
+    let mut local = HostEnv {
+        kernel_release: Some(format!("6.18.0-rc{}", commit_idx % 8)),
+        cpu_model: Some("Generic x86-64 CPU".to_string()),
+        cpu_count: Some(2),
+        governor: Some("performance".to_string()),
+        ..HostEnv::default()
+    };
+    for (name, value) in [
+        ("net.core.rmem_max", "212992"),
+        ("net.core.wmem_max", "212992"),
+        ("net.ipv4.tcp_rmem", "4096 131072 6291456"),
+        ("net.ipv4.tcp_wmem", "4096 16384 4194304"),
+        ("net.ipv4.tcp_congestion_control", "cubic"),
+    ] {
+        local.sysctls.insert(name.to_string(), value.to_string());
+    }
+    let mut record = RunRecord {
+        schema: String::new(),
+        id: String::new(),
+        config_key: String::new(),
+        source: Source {
+            tool: "netbisect".to_string(),
+            version: Some("0.1.0".to_string()),
+        },
+        started_at: bench_core::time::rfc3339_utc(
+            std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000 + seed * 11),
+        ),
+        finished_at: bench_core::time::rfc3339_utc(
+            std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_010 + seed * 11),
+        ),
+        spec,
+        endpoint: Endpoint {
+            host: "192.0.2.1".to_string(),
+            port: Some(12865),
+        },
+        subject: Subject {
+            commit: Some(commit_of(commit_idx)),
+            label: Some(format!("step{}", commit_idx % 10)),
+            ..Subject::default()
+        },
+        testbed: "lab1".to_string(),
+        env: Environments {
+            local,
+            remote: None,
+        },
+        iterations,
+        summary: Summary {
+            n_iterations: 3,
+            throughput_bps: Spread::of(&throughputs).unwrap_or_default(),
+            ..Summary::default()
+        },
+    };
+    if let Err(err) = record.seal() {
+        panic!("cannot seal a generated record: {err}");
+    }
+    record
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    match args.get(1).map(String::as_str) {
+        Some("gen") => {
+            let n_runs: u64 = args[2].parse()?;
+            let mut out = std::io::BufWriter::new(std::fs::File::create(&args[3])?);
+            for seed in 0..n_runs {
+                out.write_all(&record(seed).to_canonical_bytes()?)?;
+                out.write_all(b"\n")?;
+            }
+            out.flush()?;
+        }
+        Some("fill") => {
+            let mut archive = Archive::open(Path::new(&args[2]))?;
+            let from: u64 = args[3].parse()?;
+            let n_runs: u64 = args[4].parse()?;
+            let batch = 50_000;
+            let mut seed = from;
+            while seed < from + n_runs {
+                let end = (seed + batch).min(from + n_runs);
+                let runs = (seed..end)
+                    .map(|seed| CanonicalRun::from_record(record(seed)))
+                    .collect::<Result<Vec<_>, _>>()?;
+                archive.store_all(&runs)?;
+                seed = end;
+            }
+            println!("archive holds {} runs", archive.count()?);
+        }
+        Some("query") => {
+            let archive = Archive::open(Path::new(&args[2]))?;
+            let config_key = record(0).config_key;
+            // compare: every run of two commits under one config_key,
+            // decoded and verified.
+            let started = Instant::now();
+            let mut n_runs = 0;
+            for commit_idx in [10, 9000] {
+                let query = RunQuery {
+                    commit_prefix: Some(commit_of(commit_idx)),
+                    config_key_prefix: Some(config_key.clone()),
+                    ..RunQuery::default()
+                };
+                n_runs += archive.records(&query)?.len();
+            }
+            let compare = started.elapsed();
+            println!(
+                "compare selection: {n_runs} runs of 2 commits, one config_key: {:.1} ms",
+                compare.as_secs_f64() * 1e3
+            );
+            // history: one metric of one config_key across all commits.
+            let started = Instant::now();
+            let query = RunQuery {
+                config_key_prefix: Some(config_key),
+                ..RunQuery::default()
+            };
+            let values = archive.metric_values(&query, Metric::ThroughputBps)?;
+            let mut commits: Vec<&str> =
+                values.iter().filter_map(|v| v.commit.as_deref()).collect();
+            commits.sort_unstable();
+            commits.dedup();
+            let history = started.elapsed();
+            println!(
+                "history selection: {} values over {} commits: {:.1} ms",
+                values.len(),
+                commits.len(),
+                history.as_secs_f64() * 1e3
+            );
+        }
+        _ => {
+            eprintln!("usage: bench_archive gen N FILE | fill DB FROM N | query DB");
+            std::process::exit(2);
+        }
+    }
+    Ok(())
+}

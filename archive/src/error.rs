@@ -1,0 +1,74 @@
+//! The archive's error type.
+
+use bench_core::record::RecordError;
+use std::path::PathBuf;
+
+/// Why an archive operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ArchiveError {
+    /// The file could not be opened or created.
+    #[error("cannot open archive {path}: {source}")]
+    Open {
+        /// The archive file.
+        path: PathBuf,
+        /// What SQLite said.
+        source: rusqlite::Error,
+    },
+    /// The file is not a netbisect archive, or is damaged.
+    #[error("{path} is not a usable netbisect archive: {detail}")]
+    NotAnArchive {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        detail: String,
+    },
+    /// The file was written by a newer netbisect.
+    #[error(
+        "{path} has archive schema version {found}, newer than version {supported} \
+         that this netbisect reads; use a newer netbisect"
+    )]
+    NewerSchema {
+        /// The file.
+        path: PathBuf,
+        /// Its schema version.
+        found: u32,
+        /// The newest version this build knows.
+        supported: u32,
+    },
+    /// A record handed to the store is not sealed.
+    #[error("run record is not sealed: its id {stated} is not the hash {computed} of its content")]
+    NotSealed {
+        /// The id in the record.
+        stated: String,
+        /// The id of its content.
+        computed: String,
+    },
+    /// A record could not be encoded or decoded.
+    #[error(transparent)]
+    Record(#[from] RecordError),
+    /// A stored run does not decode.
+    #[error("stored run {id} is damaged: {detail}")]
+    DamagedRun {
+        /// The run's id column.
+        id: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// No run has an id starting with the prefix.
+    #[error("no run with an id starting with '{0}'")]
+    NoSuchRun(String),
+    /// Several runs have ids starting with the prefix.
+    #[error("run id prefix '{prefix}' is ambiguous: {n_matches} runs match; give more digits")]
+    AmbiguousId {
+        /// The prefix given.
+        prefix: String,
+        /// How many runs it matches.
+        n_matches: usize,
+    },
+    /// A query argument is not acceptable.
+    #[error("invalid query: {0}")]
+    InvalidQuery(String),
+    /// Any other SQLite failure.
+    #[error("sqlite: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+}

@@ -1,0 +1,154 @@
+//! The archive's SQL schema and its ordered migrations.
+//!
+//! The schema version lives in `PRAGMA user_version`; the file is marked
+//! as a netbisect archive with `PRAGMA application_id`. Migration `n`
+//! takes a file from version `n - 1` to version `n`; all pending
+//! migrations of one open run in one transaction, so a file is never left
+//! between versions.
+//!
+//! Version history:
+//!
+//! 1. `runs`: the canonical bytes of each record, keyed by its id, with
+//!    indexed columns for commit, describe, label, config_key, testbed,
+//!    test, source tool, start time, throughput and transaction rate.
+//! 2. One column per remaining metric of [`Metric`] (latency, CPU, service
+//!    demand), filled from the stored records, so history over any metric
+//!    reads no JSON.
+
+use crate::ArchiveError;
+use bench_core::record::{Metric, RunRecord, Spread};
+use rusqlite::{Connection, params};
+
+/// `PRAGMA application_id` of a netbisect archive ("nbis").
+pub const APPLICATION_ID: i32 = 0x6e62_6973;
+
+/// The newest schema version this build writes and reads.
+pub const CURRENT_VERSION: u32 = 2;
+
+/// A data conversion that runs inside a migration's transaction.
+pub type Backfill = fn(&Connection) -> Result<(), ArchiveError>;
+
+/// One step of the schema.
+pub struct Migration {
+    /// SQL run first.
+    pub sql: &'static str,
+    /// Data conversion run after `sql`, in the same transaction.
+    pub backfill: Option<Backfill>,
+}
+
+/// Migrations in order: index 0 makes version 1.
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        sql: "
+            CREATE TABLE runs (
+                id TEXT PRIMARY KEY NOT NULL,
+                commit_id TEXT,
+                describe TEXT,
+                label TEXT,
+                config_key TEXT NOT NULL,
+                testbed TEXT NOT NULL,
+                test TEXT NOT NULL,
+                source_tool TEXT NOT NULL,
+                started_at TEXT NOT NULL,
+                n_iterations INTEGER NOT NULL,
+                throughput_bps REAL NOT NULL,
+                transaction_rate REAL,
+                record BLOB NOT NULL
+            ) STRICT;
+            CREATE INDEX runs_by_commit ON runs (commit_id, config_key);
+            CREATE INDEX runs_by_config ON runs (config_key, commit_id);
+            CREATE INDEX runs_by_label ON runs (label, config_key);
+        ",
+        backfill: None,
+    },
+    Migration {
+        sql: "
+            ALTER TABLE runs ADD COLUMN latency_mean_us REAL;
+            ALTER TABLE runs ADD COLUMN latency_p50_us REAL;
+            ALTER TABLE runs ADD COLUMN latency_p90_us REAL;
+            ALTER TABLE runs ADD COLUMN latency_p99_us REAL;
+            ALTER TABLE runs ADD COLUMN latency_p999_us REAL;
+            ALTER TABLE runs ADD COLUMN local_cpu_pct REAL;
+            ALTER TABLE runs ADD COLUMN remote_cpu_pct REAL;
+            ALTER TABLE runs ADD COLUMN local_service_demand REAL;
+            ALTER TABLE runs ADD COLUMN remote_service_demand REAL;
+        ",
+        backfill: Some(backfill_metric_columns),
+    },
+];
+
+/// Metrics stored as columns since version 2, besides the two of version 1.
+pub const V2_METRICS: [Metric; 9] = [
+    Metric::LatencyMeanUs,
+    Metric::LatencyP50Us,
+    Metric::LatencyP90Us,
+    Metric::LatencyP99Us,
+    Metric::LatencyP999Us,
+    Metric::LocalCpuPct,
+    Metric::RemoteCpuPct,
+    Metric::LocalServiceDemand,
+    Metric::RemoteServiceDemand,
+];
+
+/// The column holding `metric`: its name, which is a plain identifier.
+pub fn metric_column(metric: Metric) -> &'static str {
+    metric.name()
+}
+
+/// The run-level value of `metric`: the summary's figure where the summary
+/// has one, else the mean over the iterations that measured it.
+pub fn run_value(record: &RunRecord, metric: Metric) -> Option<f64> {
+    let summary = &record.summary;
+    let latency = summary.latency.as_ref();
+    let reported = summary.reported_latency.as_ref();
+    let cpu = summary.cpu.as_ref();
+    let from_summary = match metric {
+        Metric::ThroughputBps => Some(summary.throughput_bps.mean),
+        Metric::TransactionRate => summary.transaction_rate.as_ref().map(|s| s.mean),
+        Metric::LatencyMeanUs => latency
+            .map(|l| l.mean_us)
+            .or_else(|| reported.and_then(|r| r.mean_us)),
+        Metric::LatencyP50Us => latency
+            .map(|l| l.p50_us)
+            .or_else(|| reported.and_then(|r| r.p50_us)),
+        Metric::LatencyP90Us => latency
+            .map(|l| l.p90_us)
+            .or_else(|| reported.and_then(|r| r.p90_us)),
+        Metric::LatencyP99Us => latency
+            .map(|l| l.p99_us)
+            .or_else(|| reported.and_then(|r| r.p99_us)),
+        Metric::LatencyP999Us => latency
+            .map(|l| l.p999_us)
+            .or_else(|| reported.and_then(|r| r.p999_us)),
+        Metric::LocalCpuPct => cpu.and_then(|c| c.local_util_pct),
+        Metric::RemoteCpuPct => cpu.and_then(|c| c.remote_util_pct),
+        Metric::LocalServiceDemand => cpu.and_then(|c| c.local_service_demand),
+        Metric::RemoteServiceDemand => cpu.and_then(|c| c.remote_service_demand),
+    };
+    from_summary.or_else(|| Spread::of(&record.samples(metric)).map(|spread| spread.mean))
+}
+
+fn backfill_metric_columns(transaction: &Connection) -> Result<(), ArchiveError> {
+    let mut select = transaction.prepare("SELECT id, record FROM runs")?;
+    let mut update = transaction.prepare(
+        "UPDATE runs SET latency_mean_us = ?2, latency_p50_us = ?3, latency_p90_us = ?4,
+             latency_p99_us = ?5, latency_p999_us = ?6, local_cpu_pct = ?7,
+             remote_cpu_pct = ?8, local_service_demand = ?9, remote_service_demand = ?10
+         WHERE id = ?1",
+    )?;
+    let mut rows = select.query([])?;
+    while let Some(row) = rows.next()? {
+        let id: String = row.get(0)?;
+        let bytes: Vec<u8> = row.get(1)?;
+        let record = RunRecord::from_slice(&bytes).map_err(|err| ArchiveError::DamagedRun {
+            id: id.clone(),
+            detail: err.to_string(),
+        })?;
+        let values = V2_METRICS.map(|metric| run_value(&record, metric));
+        update.execute(params![
+            id, values[0], values[1], values[2], values[3], values[4], values[5], values[6],
+            values[7], values[8]
+        ])?;
+    }
+    Ok(())
+}

@@ -1,0 +1,323 @@
+//! Every peer output in tests/data/peer-outputs imports with the right
+//! figures; malformed inputs import nothing and name the line.
+
+use archive::import::{self, Format, ImportError, ImportOptions};
+use bench_core::record::{RunRecord, Subject};
+use bench_core::spec::{AddressFamily, TestKind};
+use std::path::PathBuf;
+use std::time::{Duration, UNIX_EPOCH};
+
+fn data(name: &str) -> Vec<u8> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/data")
+        .join(name);
+    std::fs::read(&path).unwrap_or_else(|err| panic!("{}: {err}", path.display()))
+}
+
+fn options() -> ImportOptions {
+    ImportOptions {
+        subject: Subject {
+            commit: Some("0123abcd".to_string()),
+            label: Some("base".to_string()),
+            ..Subject::default()
+        },
+        testbed: Some("lab1".to_string()),
+        finished_at: Some(UNIX_EPOCH + Duration::from_secs(1_796_020_000)),
+    }
+}
+
+fn import_one(name: &str) -> (Format, RunRecord) {
+    let imported =
+        import::parse(&data(name), &options()).unwrap_or_else(|err| panic!("{name}: {err}"));
+    assert_eq!(imported.runs.len(), 1, "{name}");
+    let record = imported.runs[0].record().clone();
+    // Every import is a valid record whose stored bytes read back.
+    let reread = RunRecord::from_slice(imported.runs[0].bytes()).unwrap();
+    assert_eq!(reread, record);
+    (imported.format, record)
+}
+
+fn close(actual: f64, expected: f64) {
+    let tolerance = expected.abs() * 1e-9 + 1e-9;
+    assert!(
+        (actual - expected).abs() <= tolerance,
+        "{actual} != {expected}"
+    );
+}
+
+#[test]
+fn netperf_tcp_stream_with_cpu() {
+    let (format, record) = import_one("peer-outputs/netperf-TCP_STREAM-l10-cC-default.txt");
+    assert_eq!(format, Format::NetperfClassic);
+    assert_eq!(record.source.tool, "netperf");
+    assert_eq!(record.spec.test, TestKind::TcpStream);
+    assert_eq!(record.subject.commit.as_deref(), Some("0123abcd"));
+    assert_eq!(record.testbed, "lab1");
+    assert_eq!(record.endpoint.host, "127.0.0.1");
+    assert_eq!(record.spec.send_size_bytes, 16384);
+    assert_eq!(record.spec.local_socket_buffer_bytes, Some(16384));
+    assert_eq!(record.spec.remote_socket_buffer_bytes, Some(131072));
+    assert_eq!(record.spec.duration_s, 10.0);
+    assert!(record.spec.local_cpu && record.spec.remote_cpu);
+    let iteration = &record.iterations[0];
+    close(iteration.elapsed_s, 10.0);
+    close(iteration.throughput_bps, 11831.79e6);
+    let cpu = iteration.cpu.as_ref().unwrap();
+    assert_eq!(cpu.local_util_pct, Some(84.33));
+    assert_eq!(cpu.remote_util_pct, Some(84.33));
+    assert_eq!(cpu.local_service_demand, Some(1.168));
+    assert_eq!(cpu.remote_service_demand, Some(1.168));
+    close(record.summary.throughput_bps.mean, 11831.79e6);
+    assert_eq!(record.summary.n_iterations, 1);
+    assert_eq!(record.finished_at, "2026-11-30T06:26:40.000000Z");
+    assert_eq!(record.started_at, "2026-11-30T06:26:30.000000Z");
+}
+
+#[test]
+fn netperf_tcp_stream_sizes() {
+    let (_, record) = import_one("peer-outputs/netperf-TCP_STREAM-l10-cC-m1432-S2280.txt");
+    assert_eq!(record.spec.send_size_bytes, 1432);
+    assert_eq!(record.spec.remote_socket_buffer_bytes, Some(4560));
+    assert_eq!(record.spec.local_socket_buffer_bytes, Some(16384));
+    close(record.iterations[0].elapsed_s, 10.08);
+    close(record.iterations[0].throughput_bps, 324.84e6);
+    let cpu = record.iterations[0].cpu.as_ref().unwrap();
+    assert_eq!(cpu.local_service_demand, Some(34.386));
+
+    let (_, record) = import_one("peer-outputs/netperf-TCP_STREAM-l10-cC-m16384-s87380-S87380.txt");
+    assert_eq!(record.spec.local_socket_buffer_bytes, Some(174760));
+    assert_eq!(record.spec.remote_socket_buffer_bytes, Some(174760));
+    close(record.iterations[0].throughput_bps, 8442.34e6);
+    let cpu = record.iterations[0].cpu.as_ref().unwrap();
+    assert_eq!(cpu.local_util_pct, Some(66.39));
+}
+
+#[test]
+fn netperf_tcp_stream_plain() {
+    let (_, record) = import_one("peer-outputs/netperf-TCP_STREAM-l10-plain.txt");
+    close(record.iterations[0].throughput_bps, 11967.53e6);
+    assert!(record.iterations[0].cpu.is_none());
+    assert!(!record.spec.local_cpu && !record.spec.remote_cpu);
+    // Bytes are derived from throughput and elapsed time.
+    assert_eq!(record.iterations[0].bytes_received, 14_959_412_500);
+}
+
+#[test]
+fn netperf_tcp_rr_variants() {
+    let (_, record) = import_one("peer-outputs/netperf-TCP_RR-l10-cC-default.txt");
+    assert_eq!(record.spec.test, TestKind::TcpRr);
+    assert_eq!(record.spec.request_size_bytes, 1);
+    assert_eq!(record.spec.response_size_bytes, 1);
+    assert_eq!(record.spec.local_socket_buffer_bytes, Some(131072));
+    assert_eq!(record.spec.remote_socket_buffer_bytes, Some(131072));
+    let iteration = &record.iterations[0];
+    assert_eq!(iteration.transaction_rate, Some(7899.48));
+    assert_eq!(iteration.transactions, Some(78995));
+    close(iteration.throughput_bps, 7899.48 * 2.0 * 8.0);
+    let cpu = iteration.cpu.as_ref().unwrap();
+    assert_eq!(cpu.local_util_pct, Some(48.91));
+    assert_eq!(cpu.remote_service_demand, Some(123.829));
+    let rate = record.summary.transaction_rate.as_ref().unwrap();
+    assert_eq!(rate.mean, 7899.48);
+
+    let (_, record) = import_one("peer-outputs/netperf-TCP_RR-l10-cC-r64,64.txt");
+    assert_eq!(record.spec.request_size_bytes, 64);
+    assert_eq!(record.spec.response_size_bytes, 64);
+    assert_eq!(record.iterations[0].transaction_rate, Some(8954.77));
+    let cpu = record.iterations[0].cpu.as_ref().unwrap();
+    assert_eq!(cpu.local_service_demand, Some(90.511));
+
+    let (_, record) = import_one("peer-outputs/netperf-TCP_RR-l10-plain.txt");
+    assert_eq!(record.iterations[0].transaction_rate, Some(8336.84));
+    assert!(record.iterations[0].cpu.is_none());
+}
+
+#[test]
+fn netperf_udp_rr() {
+    let (_, record) = import_one("peer-outputs/netperf-UDP_RR-l10-cC-default.txt");
+    assert_eq!(record.spec.test, TestKind::UdpRr);
+    assert_eq!(record.iterations[0].transaction_rate, Some(9501.15));
+    assert_eq!(record.spec.local_socket_buffer_bytes, Some(212992));
+    let cpu = record.iterations[0].cpu.as_ref().unwrap();
+    assert_eq!(cpu.remote_util_pct, Some(39.72));
+}
+
+#[test]
+fn netperf_udp_stream_two_lines() {
+    let (_, record) = import_one("peer-outputs/netperf-UDP_STREAM-l10-cC-m1472.txt");
+    assert_eq!(record.spec.test, TestKind::UdpStream);
+    assert_eq!(record.spec.send_size_bytes, 1472);
+    assert_eq!(record.spec.local_socket_buffer_bytes, Some(212992));
+    let iteration = &record.iterations[0];
+    close(iteration.throughput_bps, 1875.6e6);
+    assert_eq!(iteration.messages_sent, 1_639_404);
+    assert_eq!(iteration.messages_received, 1_592_774);
+    assert_eq!(iteration.bytes_received, 1_592_774 * 1472);
+    let cpu = iteration.cpu.as_ref().unwrap();
+    assert_eq!(cpu.local_util_pct, Some(72.21));
+    assert_eq!(cpu.remote_util_pct, Some(72.21));
+    assert_eq!(cpu.local_service_demand, Some(6.129));
+    let udp = record.summary.udp.as_ref().unwrap();
+    assert_eq!(udp.messages_sent, 1_639_404);
+    assert_eq!(udp.messages_received, 1_592_774);
+    close(udp.loss_pct, 100.0 * 46_630.0 / 1_639_404.0);
+}
+
+#[test]
+fn netperf_omni_keyval_and_csv() {
+    let (format, record) = import_one("peer-outputs/netperf-TCP_RR-l10-omni-k-latency.txt");
+    assert_eq!(format, Format::NetperfKeyval);
+    assert_eq!(record.spec.test, TestKind::TcpRr);
+    let iteration = &record.iterations[0];
+    assert_eq!(iteration.transaction_rate, Some(8166.36));
+    let latency = iteration.reported_latency.as_ref().unwrap();
+    assert_eq!(latency.min_us, Some(16.0));
+    assert_eq!(latency.mean_us, Some(121.96));
+    assert_eq!(latency.p50_us, Some(110.0));
+    assert_eq!(latency.p90_us, Some(152.0));
+    assert_eq!(latency.p99_us, Some(494.0));
+    assert_eq!(latency.max_us, Some(13097.0));
+    assert_eq!(latency.stddev_us, Some(153.34));
+    assert_eq!(latency.p999_us, None);
+    let p99 = record.samples(bench_core::record::Metric::LatencyP99Us);
+    assert_eq!(p99, vec![494.0]);
+
+    let (format, record) = import_one("peer-outputs/netperf-TCP_RR-l10-omni-o-latency.txt");
+    assert_eq!(format, Format::NetperfCsv);
+    let iteration = &record.iterations[0];
+    assert_eq!(iteration.transaction_rate, Some(8519.28));
+    let latency = iteration.reported_latency.as_ref().unwrap();
+    assert_eq!(latency.min_us, Some(16.0));
+    assert_eq!(latency.mean_us, Some(116.89));
+    assert_eq!(latency.p99_us, Some(447.0));
+
+    let (format, record) = import_one("peer-outputs/netperf-TCP_STREAM-l10-omni-k-default.txt");
+    assert_eq!(format, Format::NetperfKeyval);
+    assert_eq!(record.spec.test, TestKind::TcpStream);
+    close(record.iterations[0].throughput_bps, 11614.56e6);
+    close(record.iterations[0].elapsed_s, 10.01);
+    assert_eq!(record.spec.send_size_bytes, 16384);
+    // Sizes at the end of the run are not requests.
+    assert_eq!(record.spec.local_socket_buffer_bytes, None);
+}
+
+#[test]
+fn iperf3_tcp() {
+    let (format, record) = import_one("peer-outputs/iperf3-tcp-t10.json");
+    assert_eq!(format, Format::Iperf3);
+    assert_eq!(record.source.tool, "iperf3");
+    assert_eq!(record.source.version.as_deref(), Some("3.12"));
+    assert_eq!(record.spec.test, TestKind::TcpStream);
+    assert_eq!(record.spec.send_size_bytes, 131072);
+    assert_eq!(record.endpoint.port, Some(5201));
+    assert_eq!(record.started_at, "2026-11-30T06:27:21.000000Z");
+    let iteration = &record.iterations[0];
+    close(iteration.throughput_bps, 15594189005.663734);
+    assert_eq!(iteration.bytes_sent, 19_494_338_560);
+    assert_eq!(iteration.bytes_received, 19_494_338_560);
+    close(iteration.elapsed_s, 10.000822);
+    let cpu = iteration.cpu.as_ref().unwrap();
+    assert_eq!(cpu.local_util_pct, Some(97.17492546386373));
+    assert_eq!(cpu.remote_util_pct, Some(46.27554987425046));
+    let release = record.env.local.kernel_release.as_deref();
+    assert_eq!(release, Some("6.18.44-fc-v657"));
+}
+
+#[test]
+fn iperf3_udp() {
+    let (_, record) = import_one("peer-outputs/iperf3-udp-b0-t10.json");
+    assert_eq!(record.spec.test, TestKind::UdpStream);
+    assert_eq!(record.spec.send_size_bytes, 32768);
+    let iteration = &record.iterations[0];
+    close(iteration.throughput_bps, 31148330038.959686);
+    assert_eq!(iteration.messages_sent, 1_310_590);
+    assert_eq!(iteration.messages_received, 1_188_224);
+    assert_eq!(iteration.bytes_received, 38_935_724_032);
+    let udp = record.summary.udp.as_ref().unwrap();
+    close(udp.loss_pct, 9.33663464546502);
+}
+
+#[test]
+fn netperf_variants_by_header() {
+    let (_, record) = import_one("peer-outputs/variants/netperf-TCP_STREAM-I99,5-fg-warning.txt");
+    close(record.iterations[0].throughput_bps, 11.83e9);
+    let requested = record.spec.confidence.as_ref().unwrap();
+    assert_eq!(requested.level_pct, 99);
+    close(requested.width_pct, 5.0);
+    let outcome = record.summary.confidence.as_ref().unwrap();
+    assert!(!outcome.met);
+    close(outcome.width_pct, 6.686);
+
+    let (_, record) = import_one("peer-outputs/variants/netperf-TCP_STREAM-I99,5-fK-c-ipv6.txt");
+    assert_eq!(record.spec.family, AddressFamily::Ipv6);
+    assert_eq!(record.endpoint.host, "::1");
+    close(record.iterations[0].throughput_bps, 1444310.43 * 8192.0);
+    let cpu = record.iterations[0].cpu.as_ref().unwrap();
+    assert_eq!(cpu.local_util_pct, Some(84.33));
+    assert_eq!(cpu.remote_util_pct, None);
+    assert_eq!(cpu.remote_service_demand, None);
+    assert!(record.spec.local_cpu && !record.spec.remote_cpu);
+    assert!(record.summary.confidence.is_none());
+
+    let (_, record) = import_one("peer-outputs/variants/netperf-TCP_MAERTS-fM.txt");
+    assert_eq!(record.spec.test, TestKind::TcpMaerts);
+    close(
+        record.iterations[0].throughput_bps,
+        1426.61 * 8.0 * 1024.0 * 1024.0,
+    );
+    assert_eq!(record.spec.local_socket_buffer_bytes, Some(131072));
+
+    let (_, record) = import_one("peer-outputs/variants/netperf-TCP_CRR-c.txt");
+    assert_eq!(record.spec.test, TestKind::TcpCrr);
+    assert_eq!(record.iterations[0].transaction_rate, Some(2671.06));
+    let cpu = record.iterations[0].cpu.as_ref().unwrap();
+    assert_eq!(cpu.local_util_pct, Some(50.12));
+    assert_eq!(cpu.local_service_demand, Some(375.271));
+    assert_eq!(cpu.remote_util_pct, None);
+
+    let (_, record) = import_one("peer-outputs/variants/netperf-UDP_STREAM-fk-plain.txt");
+    close(record.iterations[0].throughput_bps, 1875600.7e3);
+    assert_eq!(record.iterations[0].messages_received, 1_592_774);
+    assert!(record.iterations[0].cpu.is_none());
+
+    let (format, record) = import_one("peer-outputs/variants/netperf-TCP_STREAM-omni-o-fg.txt");
+    assert_eq!(format, Format::NetperfCsv);
+    close(record.iterations[0].throughput_bps, 11.61e9);
+    let cpu = record.iterations[0].cpu.as_ref().unwrap();
+    assert_eq!(cpu.local_util_pct, Some(80.25));
+    assert_eq!(cpu.remote_util_pct, None);
+}
+
+#[test]
+fn same_input_gives_same_id() {
+    let first = import_one("peer-outputs/netperf-TCP_RR-l10-plain.txt").1;
+    let second = import_one("peer-outputs/netperf-TCP_RR-l10-plain.txt").1;
+    assert_eq!(first.id, second.id);
+    let mut other = options();
+    other.subject.commit = Some("fedc".to_string());
+    let third = import::parse(&data("peer-outputs/netperf-TCP_RR-l10-plain.txt"), &other).unwrap();
+    assert_ne!(third.runs[0].record().id, first.id);
+    // The commit is not part of the config_key.
+    assert_eq!(third.runs[0].record().config_key, first.config_key);
+}
+
+#[test]
+fn malformed_inputs_name_the_line() {
+    let err = import::parse(&data("malformed/text.txt"), &options()).unwrap_err();
+    assert_eq!(
+        err,
+        ImportError::Unrecognised {
+            line: 1,
+            text: "hello world".to_string()
+        }
+    );
+    let err = import::parse(&data("malformed/netperf-bad-number.txt"), &options()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "line 7: throughput: \"oops\" is not a number"
+    );
+    let err = import::parse(&data("malformed/iperf3-truncated.json"), &options()).unwrap_err();
+    assert!(matches!(err, ImportError::Parse { line: 1, .. }), "{err}");
+    let err = import::parse(b"\n\n", &options()).unwrap_err();
+    assert_eq!(err, ImportError::Empty);
+}

@@ -1,0 +1,306 @@
+//! `netbisect archive`: import, list, show, export, merge and check the
+//! archive of runs. Also where every command finds the archive file
+//! ([`archive_path`], [`open_archive`]).
+
+use crate::cli::{ArchiveAction, ArchiveArgs, GlobalArgs, ImportArgs, RunFilterArgs};
+use crate::exit::{Code, InputError};
+use crate::render::Renderer;
+use anyhow::Context;
+use archive::import::{self, ImportOptions};
+use archive::{Archive, RunQuery};
+use bench_core::record::Subject;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// The archive file: `--archive` / `NETBISECT_ARCHIVE`, else
+/// `$XDG_DATA_HOME/netbisect/archive.db`, else
+/// `$HOME/.local/share/netbisect/archive.db`.
+pub fn archive_path(global: &GlobalArgs) -> anyhow::Result<PathBuf> {
+    if let Some(path) = &global.archive {
+        return Ok(path.clone());
+    }
+    let absolute_env = |name: &str| {
+        std::env::var_os(name)
+            .map(PathBuf::from)
+            .filter(|path| path.is_absolute())
+    };
+    let data_home = absolute_env("XDG_DATA_HOME")
+        .or_else(|| absolute_env("HOME").map(|home| home.join(".local").join("share")))
+        .ok_or_else(|| {
+            InputError(
+                "cannot tell where the archive lives: HOME is not set; \
+                 give --archive PATH or set NETBISECT_ARCHIVE"
+                    .to_string(),
+            )
+        })?;
+    Ok(data_home.join("netbisect").join("archive.db"))
+}
+
+/// Opens (creating it and its directory if needed) the archive the
+/// command line names.
+pub fn open_archive(global: &GlobalArgs) -> anyhow::Result<Archive> {
+    let path = archive_path(global)?;
+    if let Some(parent) = path
+        .parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
+    {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("failed to create directory {}", parent.display()))?;
+    }
+    Archive::open(&path).context("failed to open the archive")
+}
+
+pub fn run(global: &GlobalArgs, args: &ArchiveArgs) -> anyhow::Result<Code> {
+    match &args.action {
+        ArchiveAction::Import(import_args) => run_import(global, import_args),
+        ArchiveAction::List(filters) => run_list(global, filters),
+        ArchiveAction::Show { id } => run_show(global, id),
+        ArchiveAction::Export(filters) => run_export(global, filters),
+        ArchiveAction::Merge { other } => run_merge(global, other),
+        ArchiveAction::Check => run_check(global),
+    }
+}
+
+fn query_of(filters: &RunFilterArgs) -> RunQuery {
+    RunQuery {
+        commit_prefix: filters.commit.clone(),
+        label: filters.label.clone(),
+        id_prefix: filters.id.clone(),
+        config_key_prefix: filters.config_key.clone(),
+        test: filters.test,
+        testbed: filters.testbed.clone(),
+        source_tool: filters.tool.clone(),
+        limit: filters.limit,
+    }
+}
+
+fn write_stdout(text: &str) -> anyhow::Result<()> {
+    std::io::stdout()
+        .write_all(text.as_bytes())
+        .context("failed to write to stdout")
+}
+
+/// What importing one file did, for the report and `--json`.
+#[derive(serde::Serialize)]
+struct FileReport {
+    file: String,
+    format: Option<&'static str>,
+    runs: usize,
+    added: u64,
+    already_present: u64,
+    error: Option<String>,
+}
+
+fn run_import(global: &GlobalArgs, args: &ImportArgs) -> anyhow::Result<Code> {
+    let mut archive = open_archive(global)?;
+    let subject = Subject {
+        commit: args.commit.clone(),
+        describe: args.describe.clone(),
+        kernel_release: None,
+        label: args.label.clone(),
+    };
+    let mut n_failed = 0;
+    for file in &args.files {
+        let report = match import_file(&mut archive, file, &subject, args) {
+            Ok(report) => report,
+            Err(err) if is_file_error(&err) => {
+                n_failed += 1;
+                let message = format!("{err:#}");
+                if !global.quiet {
+                    eprintln!("netbisect: error: {message}; nothing imported from it");
+                }
+                FileReport {
+                    file: file.display().to_string(),
+                    format: None,
+                    runs: 0,
+                    added: 0,
+                    already_present: 0,
+                    error: Some(message),
+                }
+            }
+            Err(err) => return Err(err),
+        };
+        if global.json {
+            let line = serde_json::to_string(&report).context("failed to format the report")?;
+            write_stdout(&format!("{line}\n"))?;
+        } else if report.error.is_none() {
+            write_stdout(&format!(
+                "{}: {} run{} ({}), {} added, {} already present\n",
+                report.file,
+                report.runs,
+                if report.runs == 1 { "" } else { "s" },
+                report.format.unwrap_or("-"),
+                report.added,
+                report.already_present
+            ))?;
+        }
+    }
+    if n_failed > 0 {
+        return Err(InputError(format!(
+            "{n_failed} of {} files could not be imported",
+            args.files.len()
+        ))
+        .into());
+    }
+    Ok(Code::Ok)
+}
+
+/// A failure that concerns one input file, after which the other files
+/// are still imported.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}: {message}")]
+struct FileError {
+    file: String,
+    message: String,
+}
+
+fn is_file_error(err: &anyhow::Error) -> bool {
+    err.is::<FileError>()
+}
+
+fn import_file(
+    archive: &mut Archive,
+    file: &Path,
+    subject: &Subject,
+    args: &ImportArgs,
+) -> anyhow::Result<FileReport> {
+    let file_error = |message: String| FileError {
+        file: file.display().to_string(),
+        message,
+    };
+    let bytes = std::fs::read(file).map_err(|err| file_error(format!("cannot read: {err}")))?;
+    // netperf prints no time; the file's modification time is when the
+    // output was written, so it stands for the end of the run.
+    let finished_at = std::fs::metadata(file)
+        .and_then(|metadata| metadata.modified())
+        .ok();
+    let options = ImportOptions {
+        subject: subject.clone(),
+        testbed: args.testbed.clone(),
+        finished_at,
+    };
+    let imported = import::parse(&bytes, &options).map_err(|err| file_error(err.to_string()))?;
+    let counts = archive
+        .store_all(&imported.runs)
+        .with_context(|| format!("failed to store the runs of {}", file.display()))?;
+    Ok(FileReport {
+        file: file.display().to_string(),
+        format: Some(imported.format.name()),
+        runs: imported.runs.len(),
+        added: counts.added,
+        already_present: counts.already_present,
+        error: None,
+    })
+}
+
+fn run_list(global: &GlobalArgs, filters: &RunFilterArgs) -> anyhow::Result<Code> {
+    let archive = open_archive(global)?;
+    let runs = archive
+        .runs(&query_of(filters))
+        .context("failed to read the archive")?;
+    let text = if global.json {
+        let mut text = serde_json::to_string_pretty(&runs).context("failed to format runs")?;
+        text.push('\n');
+        text
+    } else {
+        Renderer::new(global.template_dir.as_deref())
+            .render("archive-list", &serde_json::json!({ "runs": runs }))
+            .context("failed to render the list of runs")?
+    };
+    write_stdout(&text)?;
+    Ok(Code::Ok)
+}
+
+fn run_show(global: &GlobalArgs, id: &str) -> anyhow::Result<Code> {
+    let archive = open_archive(global)?;
+    let (_, bytes) = archive
+        .find(id)
+        .with_context(|| format!("failed to find run '{id}'"))?;
+    let text = if global.json {
+        let mut text = String::from_utf8(bytes).context("stored run is not UTF-8")?;
+        text.push('\n');
+        text
+    } else {
+        let tree: serde_json::Value =
+            serde_json::from_slice(&bytes).context("stored run is not JSON")?;
+        let mut text = serde_json::to_string_pretty(&tree).context("failed to format the run")?;
+        text.push('\n');
+        text
+    };
+    write_stdout(&text)?;
+    Ok(Code::Ok)
+}
+
+fn run_export(global: &GlobalArgs, filters: &RunFilterArgs) -> anyhow::Result<Code> {
+    let archive = open_archive(global)?;
+    let stdout = std::io::stdout().lock();
+    let mut writer = std::io::BufWriter::new(stdout);
+    archive.for_each_record(&query_of(filters), |_, bytes| {
+        writer
+            .write_all(bytes)
+            .and_then(|()| writer.write_all(b"\n"))
+            .context("failed to write to stdout")
+    })?;
+    writer.flush().context("failed to write to stdout")?;
+    Ok(Code::Ok)
+}
+
+fn run_merge(global: &GlobalArgs, other: &Path) -> anyhow::Result<Code> {
+    let mut archive = open_archive(global)?;
+    let counts = archive
+        .merge_from(other)
+        .with_context(|| format!("failed to merge {}", other.display()))?;
+    if global.json {
+        let line = serde_json::to_string(&counts).context("failed to format the counts")?;
+        write_stdout(&format!("{line}\n"))?;
+    } else {
+        write_stdout(&format!(
+            "{}: {} runs, {} added, {} already present\n",
+            other.display(),
+            counts.examined,
+            counts.added,
+            counts.already_present
+        ))?;
+    }
+    Ok(Code::Ok)
+}
+
+fn run_check(global: &GlobalArgs) -> anyhow::Result<Code> {
+    let archive = open_archive(global)?;
+    let report = archive.check().context("failed to check the archive")?;
+    if global.json {
+        let mut text = serde_json::to_string_pretty(&report).context("failed to format")?;
+        text.push('\n');
+        write_stdout(&text)?;
+    } else {
+        let mut text = format!(
+            "{}\nschema version: {} (this netbisect reads up to {})\n",
+            archive.path().display(),
+            report.schema_version,
+            report.supported_version
+        );
+        text.push_str(&format!("integrity: {}\n", report.integrity.join("; ")));
+        text.push_str(&format!(
+            "foreign key violations: {}\n",
+            report.foreign_key_violations
+        ));
+        text.push_str(&format!(
+            "runs: {}, damaged: {}\n",
+            report.n_runs,
+            report.damaged_runs.len()
+        ));
+        for damaged in &report.damaged_runs {
+            text.push_str(&format!("  {}: {}\n", damaged.id, damaged.problem));
+        }
+        write_stdout(&text)?;
+    }
+    if !report.is_clean() {
+        return Err(ArchiveCheckFailed.into());
+    }
+    Ok(Code::Ok)
+}
+
+/// `archive check` found problems; exits with the runtime failure code.
+#[derive(Debug, thiserror::Error)]
+#[error("the archive has problems (see above)")]
+struct ArchiveCheckFailed;

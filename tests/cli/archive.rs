@@ -1,0 +1,347 @@
+//! `netbisect archive` end to end, on SQLite files in temp dirs.
+
+use assert_cmd::Command;
+use bench_core::record::{
+    Endpoint, Environments, Iteration, RunRecord, Source, Spread, Subject, Summary,
+};
+use bench_core::spec::{RunSpec, TestKind};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, UNIX_EPOCH};
+
+fn data_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data")
+}
+
+fn netbisect(archive: &Path) -> Command {
+    let mut command = Command::cargo_bin("netbisect").unwrap();
+    command
+        .env("NETBISECT_ARCHIVE", archive)
+        .env_remove("NETBISECT_TEMPLATE_DIR");
+    command
+}
+
+/// Copies the peer outputs into `dir` with a fixed modification time, so
+/// imported runs have fixed times and ids.
+fn peer_outputs(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for sub in ["peer-outputs", "peer-outputs/variants"] {
+        let mut names: Vec<PathBuf> = std::fs::read_dir(data_dir().join(sub))
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .filter(|path| {
+                path.extension()
+                    .is_some_and(|ext| ext == "txt" || ext == "json")
+            })
+            .collect();
+        names.sort();
+        for source in names {
+            let target = dir.join(source.file_name().unwrap());
+            std::fs::copy(&source, &target).unwrap();
+            let file = std::fs::File::options().write(true).open(&target).unwrap();
+            file.set_modified(UNIX_EPOCH + Duration::from_secs(1_796_020_000))
+                .unwrap();
+            files.push(target);
+        }
+    }
+    files
+}
+
+fn stdout_of(command: &mut Command) -> String {
+    let output = command.output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+#[test]
+fn import_list_show_export_and_reimport() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("archive.db");
+    let files = peer_outputs(dir.path());
+    let mut import = netbisect(&db);
+    import
+        .args([
+            "archive",
+            "import",
+            "--commit",
+            "0123abcdef99",
+            "--label",
+            "base",
+        ])
+        .args(["--testbed", "lab1"])
+        .args(&files);
+    let text = stdout_of(&mut import);
+    assert_eq!(text.lines().count(), files.len());
+    assert!(
+        text.lines()
+            .all(|line| line.ends_with("1 added, 0 already present")),
+        "{text}"
+    );
+
+    let list = stdout_of(netbisect(&db).args(["archive", "list"]));
+    assert!(list.lines().all(|line| line.len() <= 80 && line.is_ascii()));
+    insta::assert_snapshot!("archive_list", list);
+
+    // Importing the same files again adds nothing.
+    let text = stdout_of(&mut import);
+    assert!(
+        text.lines()
+            .all(|line| line.ends_with("0 added, 1 already present")),
+        "{text}"
+    );
+
+    let listed: serde_json::Value = serde_json::from_str(&stdout_of(
+        netbisect(&db).args(["archive", "list", "--json"]),
+    ))
+    .unwrap();
+    let runs = listed.as_array().unwrap();
+    assert_eq!(runs.len(), files.len());
+    let id = runs[0]["id"].as_str().unwrap().to_string();
+
+    let canonical = stdout_of(netbisect(&db).args(["archive", "show", "--json", &id[..12]]));
+    let record = RunRecord::from_slice(canonical.trim_end().as_bytes()).unwrap();
+    assert_eq!(record.id, id);
+    let pretty = stdout_of(netbisect(&db).args(["archive", "show", &id[..12]]));
+    assert_eq!(RunRecord::from_slice(pretty.as_bytes()).unwrap(), record);
+
+    let export = stdout_of(netbisect(&db).args(["archive", "export", "--test", "TCP_RR"]));
+    assert_eq!(export.lines().count(), 5);
+    for line in export.lines() {
+        let record = RunRecord::from_slice(line.as_bytes()).unwrap();
+        assert_eq!(record.to_canonical_bytes().unwrap(), line.as_bytes());
+        assert_eq!(record.spec.test, TestKind::TcpRr);
+        assert_eq!(record.source.tool, "netperf");
+    }
+
+    // An export imports into another archive with the same ids, and
+    // merging it back and again adds nothing.
+    let exported = dir.path().join("export.jsonl");
+    std::fs::write(
+        &exported,
+        stdout_of(netbisect(&db).args(["archive", "export"])),
+    )
+    .unwrap();
+    let other = dir.path().join("other.db");
+    let text = stdout_of(netbisect(&other).args(["archive", "import"]).arg(&exported));
+    assert!(
+        text.contains(&format!(
+            "{} runs (run records), {} added",
+            files.len(),
+            files.len()
+        )),
+        "{text}"
+    );
+    for _ in 0..2 {
+        let text = stdout_of(netbisect(&db).args(["archive", "merge"]).arg(&other));
+        assert!(
+            text.ends_with(&format!(
+                "{} runs, 0 added, {} already present\n",
+                files.len(),
+                files.len()
+            )),
+            "{text}"
+        );
+    }
+    let check = stdout_of(netbisect(&db).args(["archive", "check"]));
+    assert!(check.contains("integrity: ok"), "{check}");
+    assert!(
+        check.contains(&format!("runs: {}, damaged: 0", files.len())),
+        "{check}"
+    );
+}
+
+#[test]
+fn malformed_files_import_nothing_and_name_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("archive.db");
+    let bad = data_dir().join("malformed/netperf-bad-number.txt");
+    let good = data_dir().join("peer-outputs/netperf-TCP_RR-l10-plain.txt");
+    let output = netbisect(&db)
+        .args(["archive", "import"])
+        .arg(&bad)
+        .arg(&good)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.contains(&format!(
+            "{}: line 7: throughput: \"oops\" is not a number",
+            bad.display()
+        )),
+        "{stderr}"
+    );
+    // The good file is still imported; the bad one left nothing.
+    let export = stdout_of(netbisect(&db).args(["archive", "export"]));
+    assert_eq!(export.lines().count(), 1);
+
+    let output = netbisect(&db)
+        .args(["archive", "import"])
+        .arg(data_dir().join("malformed/text.txt"))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.contains("text.txt: line 1: not netperf output"),
+        "{stderr}"
+    );
+    assert_eq!(
+        stdout_of(netbisect(&db).args(["archive", "export"]))
+            .lines()
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn a_corrupt_or_newer_archive_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("corrupt.db");
+    let garbage = b"garbage, not a database at all; ".repeat(64);
+    std::fs::write(&db, &garbage).unwrap();
+    let output = netbisect(&db).args(["archive", "list"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.contains("is not a usable netbisect archive"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(&db).unwrap(), garbage);
+
+    let db = dir.path().join("newer.db");
+    stdout_of(netbisect(&db).args(["archive", "check"]));
+    set_user_version(&db, 7);
+    let output = netbisect(&db).args(["archive", "check"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.contains("has archive schema version 7, newer than version 2"),
+        "{stderr}"
+    );
+}
+
+/// Sets the schema version of an archive as a newer netbisect would, by
+/// patching the header field (offset 60, big-endian) of the SQLite file.
+fn set_user_version(db: &Path, version: u32) {
+    // Checkpointed and closed by the command above, so the main file holds
+    // the header.
+    let mut bytes = std::fs::read(db).unwrap();
+    bytes[60..64].copy_from_slice(&version.to_be_bytes());
+    std::fs::write(db, bytes).unwrap();
+}
+
+/// A sealed record of `commit`; `seed` makes it unique.
+fn generated_record(commit: u32, seed: u32) -> RunRecord {
+    let throughput_bps = 1e9 + f64::from(seed);
+    let mut record = RunRecord {
+        schema: String::new(),
+        id: String::new(),
+        config_key: String::new(),
+        source: Source {
+            tool: "netbisect".to_string(),
+            version: None,
+        },
+        started_at: "2026-11-30T07:00:00.000000Z".to_string(),
+        finished_at: "2026-11-30T07:00:10.000000Z".to_string(),
+        spec: RunSpec::defaults(TestKind::TcpStream),
+        endpoint: Endpoint {
+            host: "127.0.0.1".to_string(),
+            port: None,
+        },
+        subject: Subject {
+            commit: Some(format!("{commit:08x}")),
+            ..Subject::default()
+        },
+        testbed: "lab".to_string(),
+        env: Environments::default(),
+        iterations: vec![Iteration {
+            elapsed_s: 10.0,
+            throughput_bps,
+            ..Iteration::default()
+        }],
+        summary: Summary {
+            n_iterations: 1,
+            throughput_bps: Spread::of(&[throughput_bps]).unwrap(),
+            ..Summary::default()
+        },
+    };
+    record.seal().unwrap();
+    record
+}
+
+#[test]
+fn a_killed_import_leaves_a_clean_archive_and_whole_files() {
+    const N_FILES: u32 = 200;
+    const RUNS_PER_FILE: u32 = 10;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("archive.db");
+    let mut files = Vec::new();
+    for file_idx in 0..N_FILES {
+        let mut text = String::new();
+        for run_idx in 0..RUNS_PER_FILE {
+            let record = generated_record(file_idx, file_idx * RUNS_PER_FILE + run_idx);
+            text.push_str(std::str::from_utf8(&record.to_canonical_bytes().unwrap()).unwrap());
+            text.push('\n');
+        }
+        let path = dir.path().join(format!("runs-{file_idx:04}.jsonl"));
+        std::fs::write(&path, text).unwrap();
+        files.push(path);
+    }
+    // Create the archive first, so the kill lands in the middle of imports.
+    stdout_of(netbisect(&db).args(["archive", "check"]));
+    let binary = assert_cmd::cargo::cargo_bin("netbisect");
+    let mut child = std::process::Command::new(binary)
+        .env("NETBISECT_ARCHIVE", &db)
+        .args(["archive", "import"])
+        .args(&files)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until some files are in, then kill without warning.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 1];
+    std::io::Read::read_exact(&mut stdout, &mut first).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    let still_running = child.try_wait().unwrap().is_none();
+    let pid = i32::try_from(child.id()).unwrap();
+    // SAFETY: kill(2) on the PID of our own child, which has not been
+    // reaped yet (try_wait saw it running or we only inspect the result).
+    let killed = unsafe { libc::kill(pid, libc::SIGKILL) };
+    let status = child.wait().unwrap();
+    assert!(std::time::Instant::now() < deadline);
+    assert!(
+        still_running,
+        "the import finished before it could be killed"
+    );
+    assert_eq!(killed, 0);
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(libc::SIGKILL)
+    );
+
+    let check = stdout_of(netbisect(&db).args(["archive", "check"]));
+    assert!(check.contains("integrity: ok"), "{check}");
+    assert!(check.contains("damaged: 0"), "{check}");
+    let export = stdout_of(netbisect(&db).args(["archive", "export"]));
+    let n_runs = export.lines().count() as u32;
+    assert!(
+        n_runs > 0 && n_runs < N_FILES * RUNS_PER_FILE,
+        "{n_runs} runs"
+    );
+    // Whole files only: every file's runs are all in or all out.
+    assert_eq!(n_runs % RUNS_PER_FILE, 0, "{n_runs} runs");
+    let mut runs_per_commit = std::collections::BTreeMap::new();
+    for line in export.lines() {
+        let record = RunRecord::from_slice(line.as_bytes()).unwrap();
+        *runs_per_commit.entry(record.subject.commit).or_insert(0) += 1;
+    }
+    assert!(
+        runs_per_commit.values().all(|&n| n == RUNS_PER_FILE),
+        "{runs_per_commit:?}"
+    );
+}
