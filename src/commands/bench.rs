@@ -16,6 +16,10 @@ use std::net::IpAddr;
 pub fn run(global: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<Code> {
     let request = request_from_args(args)?;
     let record = bench(&request).context("the test failed; no run was recorded")?;
+    // The run is stored before it is printed, so a closed pipe loses
+    // nothing; a run that cannot be stored is still printed, then the
+    // failure is reported.
+    let stored = hand_over_to_archive(global, &record, args);
     let text = if global.json {
         let mut bytes = record
             .to_canonical_bytes()
@@ -31,18 +35,34 @@ pub fn run(global: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<Code> {
     std::io::stdout()
         .write_all(&text)
         .context("failed to write to stdout")?;
-    hand_over_to_archive(&record, args)?;
+    stored?;
     Ok(Code::Ok)
 }
 
-/// Where a finished, sealed record goes after it has been printed: the
-/// archive, unless `--no-archive`. The archive is not part of this build
-/// yet, so nothing is stored.
-fn hand_over_to_archive(record: &RunRecord, args: &BenchArgs) -> anyhow::Result<()> {
+/// Stores a finished, sealed record in the archive, unless
+/// `--no-archive`. Storing the same run twice is a no-op.
+pub fn hand_over_to_archive(
+    global: &GlobalArgs,
+    record: &RunRecord,
+    args: &BenchArgs,
+) -> anyhow::Result<()> {
     if args.no_archive {
         return Ok(());
     }
-    let _ = record;
+    let path = super::archive::archive_path(global)?;
+    let mut archive = super::archive::open_archive(global)?;
+    let run = archive::CanonicalRun::from_record(record.clone())
+        .context("failed to prepare the run for the archive")?;
+    archive
+        .store(&run)
+        .with_context(|| format!("failed to store the run in {}", path.display()))?;
+    if global.verbose > 0 {
+        eprintln!(
+            "netbisect: stored run {} in {}",
+            &record.id[..12],
+            path.display()
+        );
+    }
     Ok(())
 }
 

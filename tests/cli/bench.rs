@@ -10,10 +10,76 @@ use std::time::{Duration, Instant};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_netbisect");
 
+/// An archive for the tests of this module that do not pass
+/// `--no-archive`, so that no test writes to the user's archive.
+fn scratch_archive() -> &'static std::path::Path {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().unwrap()).path()
+}
+
 fn netbisect() -> Command {
     let mut command = Command::new(BINARY);
-    command.env_remove("NETBISECT_TEMPLATE_DIR");
     command
+        .env_remove("NETBISECT_TEMPLATE_DIR")
+        .env("NETBISECT_ARCHIVE", scratch_archive().join("shared.db"));
+    command
+}
+
+#[test]
+fn a_run_is_stored_in_the_archive_unless_told_not_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("nested").join("runs.db");
+    let output = netbisect()
+        .args([
+            "bench", "-t", "TCP_RR", "-l", "0.2", "--json", "--label", "stored",
+        ])
+        .env("NETBISECT_ARCHIVE", &db)
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let record: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let id = record["id"].as_str().unwrap();
+
+    let output = netbisect()
+        .args(["archive", "show", &id[..10], "--json"])
+        .env("NETBISECT_ARCHIVE", &db)
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stored: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(stored, record);
+
+    let output = netbisect()
+        .args([
+            "bench",
+            "-t",
+            "TCP_RR",
+            "-l",
+            "0.1",
+            "--no-archive",
+            "--json",
+        ])
+        .env("NETBISECT_ARCHIVE", &db)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let output = netbisect()
+        .args(["archive", "list", "--json"])
+        .env("NETBISECT_ARCHIVE", &db)
+        .output()
+        .unwrap();
+    let runs: Vec<serde_json::Value> = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(runs.len(), 1, "--no-archive stored a run");
 }
 
 fn check_text(text: &str) {
