@@ -21,6 +21,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("compare", include_str!("../../templates/compare.j2")),
     ("history", include_str!("../../templates/history.j2")),
     ("run", include_str!("../../templates/run.j2")),
+    ("sweep", include_str!("../../templates/sweep.j2")),
 ];
 
 /// File name extension of templates.

@@ -4,3 +4,4 @@ mod bench;
 mod env;
 mod help;
 mod record;
+mod sweep;
