@@ -161,6 +161,11 @@ pub struct BenchArgs {
     /// Request and response sizes of RR tests [default: 1,1]
     #[arg(short = 'r', value_name = "REQ,RESP")]
     pub request_response: Option<String>,
+    /// Run one test per size and print a sweep table: "m=SIZE,..." (bytes
+    /// per send, stream tests) or "r=SIZE,..." (request and response size,
+    /// RR tests; "REQ/RESP" sets them apart), e.g. "m=1,900,9000,60000"
+    #[arg(long, value_name = "m|r=SIZES")]
+    pub sweep: Option<String>,
     /// Set TCP_NODELAY on the data connections
     #[arg(long)]
     pub nodelay: bool,

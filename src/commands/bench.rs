@@ -14,6 +14,9 @@ use std::io::Write;
 use std::net::IpAddr;
 
 pub fn run(global: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<Code> {
+    if let Some(sweep) = &args.sweep {
+        return super::sweep::run(global, args, sweep);
+    }
     let request = request_from_args(args)?;
     let record = bench(&request).context("the test failed; no run was recorded")?;
     // The run is stored before it is printed, so a closed pipe loses
@@ -41,7 +44,7 @@ pub fn run(global: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<Code> {
 
 /// Stores a finished, sealed record in the archive, unless
 /// `--no-archive`. Storing the same run twice is a no-op.
-pub fn hand_over_to_archive(
+pub(super) fn hand_over_to_archive(
     global: &GlobalArgs,
     record: &RunRecord,
     args: &BenchArgs,
@@ -68,7 +71,7 @@ pub fn hand_over_to_archive(
 
 /// Turns the arguments into a validated request; every input error is
 /// found here, before any connection.
-fn request_from_args(args: &BenchArgs) -> anyhow::Result<BenchRequest> {
+pub(super) fn request_from_args(args: &BenchArgs) -> anyhow::Result<BenchRequest> {
     let test: TestKind = args.test.parse()?;
     let family = family_of(args);
     let mut spec = RunSpec::defaults(test);
@@ -182,22 +185,7 @@ fn parse_cpu(text: &str) -> Result<u32, InputError> {
 /// A size as netperf reads it: a number with an optional suffix, K, M, G
 /// for powers of 2 and k, m, g for powers of 10.
 fn parse_size(option: &str, text: &str) -> Result<u32, InputError> {
-    let invalid = || InputError(format!("invalid size '{text}' for {option}"));
-    let text = text.trim();
-    let (digits, multiplier) = match text.char_indices().last() {
-        Some((at, 'K')) => (&text[..at], 1u64 << 10),
-        Some((at, 'M')) => (&text[..at], 1 << 20),
-        Some((at, 'G')) => (&text[..at], 1 << 30),
-        Some((at, 'k')) => (&text[..at], 1_000),
-        Some((at, 'm')) => (&text[..at], 1_000_000),
-        Some((at, 'g')) => (&text[..at], 1_000_000_000),
-        _ => (text, 1),
-    };
-    let number: u64 = digits.parse().map_err(|_| invalid())?;
-    number
-        .checked_mul(multiplier)
-        .and_then(|bytes| u32::try_from(bytes).ok())
-        .ok_or_else(|| InputError(format!("size '{text}' for {option} is too large")))
+    bench_core::spec::parse_size(option, text).map_err(|err| InputError(err.to_string()))
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ mod env;
 mod help;
 mod record;
 mod serve;
+mod sweep;
 mod templates;
 
 use crate::cli::{Cli, Command};

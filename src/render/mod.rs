@@ -25,6 +25,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "archive-list",
         include_str!("../../templates/archive-list.j2"),
     ),
+    ("sweep", include_str!("../../templates/sweep.j2")),
 ];
 
 /// File name extension of templates.

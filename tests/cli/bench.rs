@@ -10,18 +10,11 @@ use std::time::{Duration, Instant};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_netbisect");
 
-/// An archive for the tests of this module that do not pass
-/// `--no-archive`, so that no test writes to the user's archive.
-fn scratch_archive() -> &'static std::path::Path {
-    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| tempfile::tempdir().unwrap()).path()
-}
-
 fn netbisect() -> Command {
     let mut command = Command::new(BINARY);
     command
         .env_remove("NETBISECT_TEMPLATE_DIR")
-        .env("NETBISECT_ARCHIVE", scratch_archive().join("shared.db"));
+        .env("NETBISECT_ARCHIVE", crate::scratch_archive());
     command
 }
 
