@@ -443,3 +443,81 @@ fn wildcard_serve_demands_a_token() {
     );
     assert!(String::from_utf8_lossy(&output.stdout).contains("TCP_RR TEST"));
 }
+
+/// The run table is netperf-compatible enough that the archive's netperf
+/// importer reads it back with the same figures as the run record.
+#[test]
+fn the_run_table_imports_back_with_the_same_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let measured = dir.path().join("measured.db");
+    let imported = dir.path().join("imported.db");
+    for test in ["TCP_STREAM", "TCP_RR", "UDP_STREAM"] {
+        let output = netbisect()
+            .env("NETBISECT_ARCHIVE", &measured)
+            .args(["bench", "-t", test, "-l", "0.2", "--label", test])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "{test}");
+        let table = dir.path().join(format!("{test}.txt"));
+        std::fs::write(&table, &output.stdout).unwrap();
+        let output = netbisect()
+            .env("NETBISECT_ARCHIVE", &imported)
+            .args(["archive", "import", "--label", test])
+            .arg(&table)
+            .output()
+            .unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{test}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+
+        let export = |db: &std::path::Path| -> serde_json::Value {
+            let output = netbisect()
+                .env("NETBISECT_ARCHIVE", db)
+                .args(["archive", "export", "--label", test])
+                .output()
+                .unwrap();
+            let text = String::from_utf8(output.stdout).unwrap();
+            let lines: Vec<&str> = text.lines().collect();
+            assert_eq!(lines.len(), 1, "{test}: {text}");
+            serde_json::from_str(lines[0]).unwrap()
+        };
+        let original = export(&measured);
+        let read_back = export(&imported);
+        assert_eq!(read_back["source"]["tool"], "netperf");
+        assert_eq!(read_back["spec"]["test"], test);
+        let figure = |record: &serde_json::Value, name: &str| {
+            record["summary"][name]["mean"].as_f64().unwrap()
+        };
+        // The table prints 10^6 bits/s and transactions/s with two decimals.
+        let throughput_gap =
+            (figure(&original, "throughput_bps") - figure(&read_back, "throughput_bps")).abs();
+        assert!(throughput_gap <= 0.005e6 + 1.0, "{test}: {throughput_gap}");
+        if test == "TCP_RR" {
+            let rate_gap = (figure(&original, "transaction_rate")
+                - figure(&read_back, "transaction_rate"))
+            .abs();
+            assert!(rate_gap <= 0.005 + 1e-9, "{test}: {rate_gap}");
+        }
+        let spec = |record: &serde_json::Value, name: &str| record["spec"][name].clone();
+        for size in [
+            "send_size_bytes",
+            "request_size_bytes",
+            "response_size_bytes",
+        ] {
+            if test.contains("STREAM") && size != "send_size_bytes" {
+                continue;
+            }
+            if test == "TCP_RR" && size == "send_size_bytes" {
+                continue;
+            }
+            assert_eq!(
+                spec(&original, size),
+                spec(&read_back, size),
+                "{test} {size}"
+            );
+        }
+    }
+}

@@ -6,6 +6,7 @@ mod env;
 mod help;
 mod record;
 mod sweep;
+mod templates;
 
 /// An archive file shared by the tests that do not care where their runs
 /// go, so that no test writes to the user's archive.

@@ -29,6 +29,17 @@ use bench_core::record::{ConfidenceOutcome, Endpoint, Environments, RunRecord, S
 use bench_core::spec::{AddressFamily, ConfidenceSpec, RunSpec, TestKind};
 use std::collections::BTreeMap;
 
+/// True when `line` is the last line of netbisect's run table:
+/// `commit C, testbed T[, label L], run ID`.
+fn is_netbisect_trailer(line: &str) -> bool {
+    let line = line.trim();
+    line.starts_with("commit ")
+        && line.contains(", testbed ")
+        && line
+            .rsplit_once(", run ")
+            .is_some_and(|(_, id)| !id.is_empty() && id.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
 /// True when `line` is a netperf test banner.
 pub fn is_banner(line: &str) -> bool {
     let line = line.trim();
@@ -56,19 +67,21 @@ fn parse_banner(line: &str, line_no: usize) -> Result<Banner, ImportError> {
         "TCP CONNECT/REQUEST/RESPONSE" => TestKind::TcpCrr,
         "UDP STREAM" => TestKind::UdpStream,
         "UDP REQUEST/RESPONSE" => TestKind::UdpRr,
-        _ => {
-            return Err(ImportError::parse(
-                line_no,
-                format!("unsupported netperf test \"{name}\""),
-            ));
-        }
+        // netbisect's own run table names the test as `-t` does.
+        other => other.parse().map_err(|_| {
+            ImportError::parse(line_no, format!("unsupported netperf test \"{name}\""))
+        })?,
     };
     let host = line
         .find(" to ")
         .map(|at| &line[at + 4..])
         .and_then(|rest| rest.split_whitespace().next())
-        .unwrap_or("unknown")
-        .to_string();
+        .unwrap_or("unknown");
+    // netbisect's run table writes `ip:port` or `[ip]:port`.
+    let host = match host.parse::<std::net::SocketAddr>() {
+        Ok(address) => address.ip().to_string(),
+        Err(_) => host.to_string(),
+    };
     let family = if line.contains("AF_INET6") {
         AddressFamily::Ipv6
     } else {
@@ -638,7 +651,13 @@ fn classic_figures(
         .collect();
     let units_line_no = header_end;
 
+    // netbisect's own run table follows the results with notes (loss,
+    // latency, the line naming commit and run); there the results are the
+    // block of lines right after the header, up to the next blank line.
+    let own_table = lines.iter().any(|line| is_netbisect_trailer(line));
     let data_lines: Vec<(usize, Vec<Token<'_>>)> = (header_end..lines.len())
+        .skip_while(|&idx| lines[idx].trim().is_empty())
+        .take_while(|&idx| !own_table || !lines[idx].trim().is_empty())
         .filter(|&idx| !lines[idx].trim().is_empty())
         .map(|idx| (idx + 1, tokens(lines[idx])))
         .collect();
