@@ -22,6 +22,7 @@ fn run(test: TestKind, family: AddressFamily, adjust: impl FnOnce(&mut RunSpec))
         server: None,
         subject: Default::default(),
         testbed: "loopback".to_string(),
+        interim: None,
     };
     let record = bench(&request).unwrap();
     // A sealed record reads back whole.
@@ -244,13 +245,15 @@ fn udp_rr_counts_lost_datagrams_instead_of_stalling() {
     });
     let mut spec = RunSpec::defaults(TestKind::UdpRr);
     spec.duration_s = DURATION_S;
+    let servers = [server];
     let plan = ClientPlan {
         spec: &spec,
-        server,
+        servers: &servers,
         io_timeout: Duration::from_secs(1),
         udp_rr_timeout: Duration::from_millis(5),
+        interim: None,
     };
-    let end = run_client(&plan).unwrap();
+    let end = run_client(&plan).unwrap().flows.remove(0);
     echo_thread.join().unwrap();
     let transactions = end.transactions.unwrap();
     let timeouts = end.timeouts.unwrap();

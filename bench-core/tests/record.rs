@@ -119,6 +119,7 @@ fn iteration(transactions: u64) -> Iteration {
             local: end_report(transactions, "[::1]:40000", "[::1]:40001"),
             remote: end_report(transactions, "[::1]:40001", "[::1]:40000"),
         }),
+        ..Iteration::default()
     }
 }
 
@@ -142,6 +143,7 @@ fn end_report(transactions: u64, local_address: &str, peer_address: &str) -> End
             send_buffer: buffer.clone(),
             recv_buffer: buffer,
         },
+        tcp_info: None,
     }
 }
 
@@ -172,6 +174,7 @@ fn fixture() -> RunRecord {
         iterations_min: 3,
         flows: 2,
         warmup_s: 1.5,
+        threads: None,
     };
     let iterations = vec![iteration(400_000), iteration(401_234), iteration(398_765)];
     let rates: Vec<f64> = iterations
@@ -225,6 +228,7 @@ fn fixture() -> RunRecord {
                 messages_received: 990,
                 loss_pct: 1.0,
             }),
+            ..Summary::default()
         },
     };
     record.seal().unwrap();
