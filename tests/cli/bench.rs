@@ -175,7 +175,30 @@ fn bad_input_fails_before_any_connection() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let port = listener.local_addr().unwrap().port().to_string();
-    let cases: [(&[&str], &str); 6] = [
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["-I", "90,5"],
+            "confidence level (-I) must be between 95 and 99",
+        ),
+        (&["-I", "99,x"], "invalid confidence '99,x' for -I"),
+        (
+            &["-i", "2,5"],
+            "iterations (-i min) must be between 1 and 2, got 5",
+        ),
+        (&["-I", "95,5", "-i", "1"], "needs at least 2 iterations"),
+        (
+            &["--flows", "0"],
+            "flows (--flows) must be between 1 and 128, got 0",
+        ),
+        (
+            &["--flows", "2", "--threads", "3"],
+            "threads (--threads) must be",
+        ),
+        (
+            &["--warmup", "61"],
+            "warm-up must be between 0 and 60, got 61",
+        ),
+        (&["-D", "0"], "interim interval (-D) must be between"),
         (&["-m", "0"], "send size (-m) must be between 1 and"),
         (
             &["-t", "UDP_STREAM", "-m", "65508"],
@@ -186,7 +209,7 @@ fn bad_input_fails_before_any_connection() {
         (&["-l", "0"], "test length (-l) must be between"),
         (&["-r", "1,x"], "invalid size 'x' for -r"),
     ];
-    for (args, message) in cases {
+    for &(args, message) in cases {
         let output = netbisect()
             .args(["bench", "-H", "127.0.0.1", "-p", &port])
             .args(args)
@@ -383,4 +406,36 @@ fn wildcard_serve_demands_a_token() {
         String::from_utf8_lossy(&output.stderr)
     );
     assert!(String::from_utf8_lossy(&output.stdout).contains("TCP_RR TEST"));
+}
+
+#[test]
+fn cpu_confidence_latency_and_flows_show_in_the_table() {
+    let output = netbisect()
+        .args(["bench", "-t", "TCP_RR", "-l", "0.1", "-c", "-C"])
+        .args(["-I", "99,0.001", "-i", "2,2", "--flows", "2", "-D", "0.04"])
+        .args(["--no-archive"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(output.status.success(), "{stderr}");
+    check_text(&stdout);
+    for wanted in [
+        "2 flows; figures are their sums.",
+        "!!! Desired confidence was not achieved within the specified iterations.",
+        "!!! Asked for: 99% confidence, 0.001% wide (+-0.001%), after 2 iterations.",
+        "us/Tr   us/Tr",
+        "Latency usecs      Min      P50      P90      P99    P99.9      Max",
+        "CPU %      Util    User    Nice  System",
+        "Flows of the last iteration:",
+    ] {
+        assert!(
+            stdout.contains(wanted),
+            "{wanted:?} missing from:\n{stdout}"
+        );
+    }
+    assert!(
+        stderr.contains("Interim result: ") && stderr.contains(" Trans/s over "),
+        "{stderr}"
+    );
 }
