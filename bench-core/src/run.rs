@@ -71,20 +71,10 @@ pub enum BenchError {
 pub fn bench(request: &BenchRequest) -> Result<RunRecord, BenchError> {
     request.spec.validate().map_err(ClientError::from)?;
     let started_at = crate::time::now_rfc3339();
-    let report = request.interim.as_ref().map(|interim| {
-        let report = Arc::clone(&interim.report);
-        (interim.every, report)
+    let interim = request.interim.as_ref().map(|interim| Interim {
+        every: interim.every,
+        report: &*interim.report,
     });
-    let report_fn = report
-        .as_ref()
-        .map(|(_, report)| move |figures: &InterimFigures| report(figures));
-    let interim = match (&report, &report_fn) {
-        (Some((every, _)), Some(report)) => Some(Interim {
-            every: *every,
-            report,
-        }),
-        _ => None,
-    };
     let (outcome, endpoint) = match &request.server {
         Some(options) => {
             let outcome = client::run_test_with(&request.spec, options, interim)?;

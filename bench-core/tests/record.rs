@@ -2,20 +2,23 @@
 //! config_key of a fixture, round trips, and every way a file can be bad.
 
 use bench_core::env::{HostEnv, InterfaceEnv};
+use bench_core::latency::Histogram;
 use bench_core::record::{
-    BufferTruth, ConfidenceOutcome, CpuFigures, EndReport, Endpoint, EndsReport, Environments,
-    Iteration, LatencyFigures, RecordError, RunRecord, SocketTruth, Source, Spread, Subject,
-    Summary, UdpFigures,
+    BufferTruth, ConfidenceOutcome, CpuConfidence, CpuDetail, CpuFigures, EndReport, Endpoint,
+    EndsReport, Environments, FlowFigures, HostCpu, Iteration, LatencyFigures, LatencyHistogram,
+    RecordError, RunRecord, SocketTruth, Source, Spread, Subject, Summary, TcpInfoFigures,
+    UdpFigures,
 };
 use bench_core::spec::{AddressFamily, ConfidenceSpec, CpuPinning, RunSpec, TestKind};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// The id of the fixture record.
-const FIXTURE_ID: &str = "000fd31ff75d95e178a683d503f9d0af08f636cdc94bbde58e0fa512593acbdf";
+const FIXTURE_ID: &str = "c91878324e75ad99491997fa65cde222f78515985e9b6497f64f4828e2c9e892";
 /// The config_key of the fixture record.
-const FIXTURE_CONFIG_KEY: &str = "b923e57b1d4483117b032d8fdaf6cb9414629745ea511b6eb931a0b7e06101c5";
+const FIXTURE_CONFIG_KEY: &str = "89f2dc6b658f529c204f7b12e3f4080b0daab6162560fe5f1e4c3f046c24cfea";
 
 fn golden_path() -> PathBuf {
     [
@@ -119,7 +122,64 @@ fn iteration(transactions: u64) -> Iteration {
             local: end_report(transactions, "[::1]:40000", "[::1]:40001"),
             remote: end_report(transactions, "[::1]:40001", "[::1]:40000"),
         }),
-        ..Iteration::default()
+        cpu_detail: Some(CpuDetail {
+            local: Some(host_cpu(12.5)),
+            remote: Some(host_cpu(11.75)),
+        }),
+        latency_histogram: Some(histogram(transactions)),
+        flows: [
+            ("[::1]:40000", "[::1]:40001"),
+            ("[::1]:40002", "[::1]:40003"),
+        ]
+        .iter()
+        .map(|(local, remote)| flow(transactions / 2, local, remote))
+        .collect(),
+    }
+}
+
+fn host_cpu(util_pct: f64) -> HostCpu {
+    HostCpu {
+        window_s: 10.0,
+        n_cpus: 64,
+        util_pct,
+        user_pct: util_pct / 2.0,
+        nice_pct: 0.0,
+        system_pct: util_pct / 4.0,
+        iowait_pct: 0.0,
+        irq_pct: 0.0,
+        softirq_pct: util_pct / 4.0,
+        steal_pct: 0.0,
+        idle_pct: 100.0 - util_pct,
+        process_user_s: 0.5,
+        process_system_s: 6.25,
+    }
+}
+
+/// Transactions of 24 us, and one each of the fastest and slowest.
+fn histogram(transactions: u64) -> LatencyHistogram {
+    let mut histogram = Histogram::new();
+    histogram.record(Duration::from_nanos(18_500));
+    histogram.record(Duration::from_nanos(512_000));
+    for _ in 2..transactions {
+        histogram.record(Duration::from_nanos(24_000));
+    }
+    histogram.to_record().unwrap()
+}
+
+fn flow(transactions: u64, local_address: &str, peer_address: &str) -> FlowFigures {
+    let rate = transactions as f64 / 10.0;
+    FlowFigures {
+        elapsed_s: 10.0,
+        throughput_bps: rate * 2.0 * 64.0 * 8.0,
+        transaction_rate: Some(rate),
+        transactions: Some(transactions),
+        bytes_sent: transactions * 64,
+        bytes_received: transactions * 64,
+        latency: Some(latency(1.0)),
+        ends: EndsReport {
+            local: end_report(transactions, local_address, peer_address),
+            remote: end_report(transactions, peer_address, local_address),
+        },
     }
 }
 
@@ -143,7 +203,17 @@ fn end_report(transactions: u64, local_address: &str, peer_address: &str) -> End
             send_buffer: buffer.clone(),
             recv_buffer: buffer,
         },
-        tcp_info: None,
+        tcp_info: Some(TcpInfoFigures {
+            total_retrans: 3,
+            rtt_us: 42,
+            rttvar_us: 7,
+            snd_cwnd: 10,
+            snd_mss: 1448,
+            delivery_rate_bps: Some(2_500_000_000),
+            busy_time_us: Some(9_990_000),
+            rwnd_limited_us: Some(1_250),
+            sndbuf_limited_us: Some(0),
+        }),
     }
 }
 
@@ -174,7 +244,7 @@ fn fixture() -> RunRecord {
         iterations_min: 3,
         flows: 2,
         warmup_s: 1.5,
-        threads: None,
+        threads: Some(1),
     };
     let iterations = vec![iteration(400_000), iteration(401_234), iteration(398_765)];
     let rates: Vec<f64> = iterations
@@ -228,7 +298,25 @@ fn fixture() -> RunRecord {
                 messages_received: 990,
                 loss_pct: 1.0,
             }),
-            ..Summary::default()
+            latency_histogram: Some(histogram(1_200_000)),
+            cpu_confidence: Some(CpuConfidence {
+                local: Some(ConfidenceOutcome {
+                    level_pct: 99,
+                    low: 12.25,
+                    high: 12.75,
+                    width_pct: 4.0,
+                    target_width_pct: 5.0,
+                    met: true,
+                }),
+                remote: Some(ConfidenceOutcome {
+                    level_pct: 99,
+                    low: 11.0,
+                    high: 12.5,
+                    width_pct: 12.75,
+                    target_width_pct: 5.0,
+                    met: false,
+                }),
+            }),
         },
     };
     record.seal().unwrap();
@@ -402,7 +490,7 @@ fn tampered_content_is_refused() {
     assert_eq!(
         err,
         format!(
-            "id does not match the content: stated {FIXTURE_ID}, computed 9a848be4a900c211230e5bf2a4ef81b1e58eb66c47a1176514dd77d28cb6ad6a"
+            "id does not match the content: stated {FIXTURE_ID}, computed 3dcde453b6c1b544ab42e641f3b2e64e90ddb0b283ff0983aa131c52d221b323"
         )
     );
     let mut tree = golden_tree();
@@ -411,7 +499,7 @@ fn tampered_content_is_refused() {
         tree_error(&tree),
         format!(
             "config_key does not match the content: stated {FIXTURE_CONFIG_KEY}, \
-             computed 24cd4dd745287d98cd2d0a4571431716816d6f607557307e2070eafa3b990b3e"
+             computed 65e80e0dc1eb7a02fe4bd771c5f3997c0fba0f5fd3dba54e86fb77e1efdc489b"
         )
     );
 }

@@ -16,8 +16,8 @@ fn fixture_path() -> PathBuf {
     .collect()
 }
 
-const FIXTURE_ID: &str = "000fd31ff75d95e178a683d503f9d0af08f636cdc94bbde58e0fa512593acbdf";
-const FIXTURE_CONFIG_KEY: &str = "b923e57b1d4483117b032d8fdaf6cb9414629745ea511b6eb931a0b7e06101c5";
+const FIXTURE_ID: &str = "c91878324e75ad99491997fa65cde222f78515985e9b6497f64f4828e2c9e892";
+const FIXTURE_CONFIG_KEY: &str = "89f2dc6b658f529c204f7b12e3f4080b0daab6162560fe5f1e4c3f046c24cfea";
 
 fn netbisect() -> Command {
     let mut command = Command::cargo_bin("netbisect").unwrap();
@@ -161,7 +161,7 @@ fn tampered_record_is_an_input_error() {
         &path,
         &format!(
             "id does not match the content: stated {FIXTURE_ID}, computed \
-             9a848be4a900c211230e5bf2a4ef81b1e58eb66c47a1176514dd77d28cb6ad6a"
+             3dcde453b6c1b544ab42e641f3b2e64e90ddb0b283ff0983aa131c52d221b323"
         ),
     );
 }
