@@ -280,6 +280,17 @@ mod tests {
         assert_eq!(split_pair(",2"), (None, Some("2")));
         assert_eq!(split_pair("3"), (Some("3"), None));
     }
+
+    #[test]
+    fn confidence_parses_like_netperf() {
+        let confidence = parse_confidence("95,5").unwrap();
+        assert_eq!((confidence.level_pct, confidence.width_pct), (95, 5.0));
+        // The width defaults to netperf's 5%.
+        assert_eq!(parse_confidence("99").unwrap().width_pct, 5.0);
+        assert_eq!(parse_confidence("99,2.5").unwrap().width_pct, 2.5);
+        assert!(parse_confidence(",5").is_err());
+        assert!(parse_confidence("high").is_err());
+    }
 }
 
 #[cfg(test)]
