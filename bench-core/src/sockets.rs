@@ -194,6 +194,9 @@ pub fn tcp_info(socket: &Socket) -> io::Result<TcpInfoFigures> {
     if result != 0 {
         return Err(io::Error::last_os_error());
     }
+    // JSON integers must stay within 2^53; a counter beyond that is
+    // clamped rather than left to fail the record.
+    let safe = |value: u64| value.min((1 << 53) - 1);
     let filled = length as usize;
     let has = |end_offset: usize| filled >= end_offset;
     let delivery_end = std::mem::offset_of!(KernelTcpInfo, delivery_rate) + 8;
@@ -204,10 +207,10 @@ pub fn tcp_info(socket: &Socket) -> io::Result<TcpInfoFigures> {
         rttvar_us: u64::from(info.rttvar),
         snd_cwnd: u64::from(info.snd_cwnd),
         snd_mss: u64::from(info.snd_mss),
-        delivery_rate_bps: has(delivery_end).then(|| info.delivery_rate.saturating_mul(8)),
-        busy_time_us: has(limited_end).then_some(info.busy_time),
-        rwnd_limited_us: has(limited_end).then_some(info.rwnd_limited),
-        sndbuf_limited_us: has(limited_end).then_some(info.sndbuf_limited),
+        delivery_rate_bps: has(delivery_end).then(|| safe(info.delivery_rate.saturating_mul(8))),
+        busy_time_us: has(limited_end).then_some(safe(info.busy_time)),
+        rwnd_limited_us: has(limited_end).then_some(safe(info.rwnd_limited)),
+        sndbuf_limited_us: has(limited_end).then_some(safe(info.sndbuf_limited)),
     })
 }
 
