@@ -12,13 +12,24 @@
 # netbisect/peer are printed. A ratio >= 1.0 means netbisect is not the
 # bottleneck of its own measurement.
 #
+# Then, once each:
+#
+#   confidence  TCP_STREAM -m 128K -I 95,5 -i 30,3 -l CI_LENGTH: the wall
+#               time and iterations needed to reach +-2.5% at 95%
+#   CPU cost    TCP_STREAM -c -C: system-wide service demand (us/KB) of
+#               both ends, and the CPU of netbisect's own data threads next
+#               to iperf3's own CPU figure (-J cpu_utilization_percent,
+#               its process's CPU time), both also per KB moved
+#   flows       TCP_STREAM --flows 8 aggregate vs iperf3 -P 8
+#
 # Peers: apt-get install iperf3 sockperf jq
-# Usage: scripts/bench-peers.sh   (env: RUNS, LENGTH, LOCAL_CPU, REMOTE_CPU,
-#        NETBISECT, IPERF_PORT, SOCKPERF_PORT)
+# Usage: scripts/bench-peers.sh   (env: RUNS, LENGTH, CI_LENGTH, LOCAL_CPU,
+#        REMOTE_CPU, NETBISECT, IPERF_PORT, SOCKPERF_PORT)
 set -euo pipefail
 
 RUNS=${RUNS:-5}
 LENGTH=${LENGTH:-2}
+CI_LENGTH=${CI_LENGTH:-1}
 LOCAL_CPU=${LOCAL_CPU:-0}
 REMOTE_CPU=${REMOTE_CPU:-1}
 IPERF_PORT=${IPERF_PORT:-15201}
@@ -111,3 +122,62 @@ echo "runs: netbisect TCP_RR tr/s:       ${nb_rr[*]}"
 echo "runs: sockperf implied tr/s:       ${sp_rr[*]}"
 echo "runs: netbisect UDP_STREAM bits/s: ${nb_udp[*]}"
 echo "runs: iperf3 UDP bits/s:           ${ip_udp[*]}"
+
+# ------------------------------------------------------------ confidence
+echo >&2 "bench-peers: confidence run"
+ci_start=$(date +%s.%N)
+ci_json=$("$NETBISECT" --json bench -l "$CI_LENGTH" -T "$pin" --no-archive \
+    -t TCP_STREAM -m 128K -I 95,5 -i 30,3)
+ci_end=$(date +%s.%N)
+ci_wall=$(awk -v a="$ci_start" -v b="$ci_end" 'BEGIN { printf "%.1f", b - a }')
+ci_line=$(jq -r '"\(.summary.n_iterations) iterations of \(.spec.duration_s) s," +
+    " interval \(.summary.confidence.width_pct * 1000 | round / 1000)% wide," +
+    " met: \(.summary.confidence.met)"' <<<"$ci_json")
+
+# ------------------------------------------------------------ CPU cost
+echo >&2 "bench-peers: CPU runs"
+cpu_json=$(netbisect_json -t TCP_STREAM -m 128K -c -C)
+ip_cpu_json=$(iperf3 -c 127.0.0.1 -p "$IPERF_PORT" -t "$LENGTH" -l 128K -A "$pin" -J)
+# Own CPU as percent of one CPU and as us per KB moved.
+nb_cpu=$(jq -r '.iterations[-1] as $i | ($i.throughput_bps / 8 / 1024) as $kbs |
+    ($i.cpu_detail.local) as $l | ($i.cpu_detail.remote) as $r |
+    (($l.process_user_s + $l.process_system_s) / $l.window_s * 100) as $lp |
+    (($r.process_user_s + $r.process_system_s) / $r.window_s * 100) as $rp |
+    "\($i.throughput_bps / 1e6 | round) Mb/s;" +
+    " system-wide util local \($l.util_pct * 100 | round / 100)% remote" +
+    " \($r.util_pct * 100 | round / 100)% of \($l.n_cpus) CPUs," +
+    " S.dem local \($i.cpu.local_service_demand * 1000 | round / 1000)" +
+    " remote \($i.cpu.remote_service_demand * 1000 | round / 1000) us/KB\n" +
+    "  own data threads: local \($lp * 100 | round / 100)%" +
+    " remote \($rp * 100 | round / 100)% of one CPU =" +
+    " \($lp / 100 * 1e6 / $kbs * 1000 | round / 1000) /" +
+    " \($rp / 100 * 1e6 / $kbs * 1000 | round / 1000) us/KB"' <<<"$cpu_json")
+ip_cpu=$(jq -r '.end as $e | ($e.sum_received.bits_per_second / 8 / 1024) as $kbs |
+    "\($e.sum_received.bits_per_second / 1e6 | round) Mb/s;" +
+    " own process: sender \($e.cpu_utilization_percent.host_total * 100 | round / 100)%" +
+    " receiver \($e.cpu_utilization_percent.remote_total * 100 | round / 100)% of one CPU =" +
+    " \($e.cpu_utilization_percent.host_total / 100 * 1e6 / $kbs * 1000 | round / 1000) /" +
+    " \($e.cpu_utilization_percent.remote_total / 100 * 1e6 / $kbs * 1000 | round / 1000)" +
+    " us/KB"' <<<"$ip_cpu_json")
+
+# ------------------------------------------------------------ 8 flows
+echo >&2 "bench-peers: 8-flow runs"
+nb_flows=() ; ip_flows=()
+for run in $(seq 1 "$RUNS"); do
+    nb_flows+=("$(netbisect_json -t TCP_STREAM -m 128K --flows 8 \
+        | jq '.summary.throughput_bps.mean')")
+    ip_flows+=("$(iperf3 -c 127.0.0.1 -p "$IPERF_PORT" -t "$LENGTH" -l 128K -P 8 \
+        -A "$pin" -J | jq '.end.sum_received.bits_per_second')")
+done
+
+echo
+row "8 flows" 1e6 Mb/s "$(median "${nb_flows[@]}")" "iperf3-P8" "$(median "${ip_flows[@]}")"
+echo
+echo "TCP_STREAM to +-2.5% at 95%: $ci_wall s wall; $ci_line"
+echo
+echo "CPU, TCP_STREAM -m 128K, $LENGTH s, CPUs $pin:"
+echo "  netbisect -c -C: $nb_cpu"
+echo "  iperf3 -J:       $ip_cpu"
+echo
+echo "runs: netbisect 8-flow bits/s:     ${nb_flows[*]}"
+echo "runs: iperf3 -P 8 bits/s:          ${ip_flows[*]}"

@@ -51,6 +51,10 @@ pub struct GlobalArgs {
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "parsed once per process; boxing would only add noise"
+)]
 pub enum Command {
     /// Check run record files: schema, numbers, id and config_key
     Record(RecordArgs),
@@ -197,6 +201,31 @@ pub struct BenchArgs {
     /// Do not store the run in the archive
     #[arg(long)]
     pub no_archive: bool,
+    /// Repeat iterations until the LEVEL% confidence interval (95 or 99)
+    /// of the mean is WIDTH% of it wide (5: +-2.5%) [default width: 5]
+    #[arg(short = 'I', value_name = "LEVEL,WIDTH")]
+    pub confidence: Option<String>,
+    /// Most and fewest iterations [default: 1; with -I: 10,3]
+    #[arg(short = 'i', value_name = "MAX,MIN")]
+    pub iterations: Option<String>,
+    /// Measure local CPU utilisation and service demand
+    #[arg(short = 'c')]
+    pub local_cpu: bool,
+    /// Measure remote CPU utilisation and service demand
+    #[arg(short = 'C')]
+    pub remote_cpu: bool,
+    /// Parallel flows, started together over a common window
+    #[arg(long, value_name = "N")]
+    pub flows: Option<u32>,
+    /// Local threads to spread the flows over [default: one per flow]
+    #[arg(long, value_name = "T")]
+    pub threads: Option<u32>,
+    /// Seconds of traffic before each measured window, not counted
+    #[arg(long, value_name = "SECS")]
+    pub warmup: Option<f64>,
+    /// Print interim results on stderr every SECS seconds
+    #[arg(short = 'D', value_name = "SECS")]
+    pub interim: Option<f64>,
 }
 
 /// `netbisect serve`.

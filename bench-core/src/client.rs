@@ -2,13 +2,18 @@
 //! client's half of every iteration.
 
 use crate::auth::Token;
-use crate::datapath::{self, ClientPlan, DataError};
+use crate::cpu;
+use crate::datapath::{self, ClientPlan, ClientSide, DataError, Interim};
 use crate::env::HostEnv;
+use crate::iterate;
+use crate::latency::Histogram;
 use crate::protocol::{
     Frame, PROTOCOL_NAME, PROTOCOL_VERSION, PortRange, ProtocolError, read_frame_within,
     write_frame,
 };
-use crate::record::{EndReport, EndsReport, Iteration};
+use crate::record::{
+    CpuDetail, CpuFigures, EndReport, EndsReport, FlowFigures, HostCpu, Iteration,
+};
 use crate::spec::{AddressFamily, RunSpec, SpecError, TestKind};
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
@@ -316,42 +321,64 @@ impl Session {
 
     /// Runs one iteration of `spec`: both ends' figures and the server's
     /// environment.
-    pub fn run_iteration(&mut self, spec: &RunSpec) -> Result<(Iteration, HostEnv), ClientError> {
+    pub fn run_iteration(
+        &mut self,
+        spec: &RunSpec,
+        interim: Option<Interim<'_>>,
+    ) -> Result<(Iteration, HostEnv), ClientError> {
         spec.validate()?;
         self.send(&Frame::Test {
             spec: spec.clone(),
             data_ports: self.options.data_ports,
         })?;
-        let data_port = match self.receive(self.options.io_timeout)? {
-            Frame::Ready { data_port } => data_port,
+        let data_ports = match self.receive(self.options.io_timeout)? {
+            Frame::Ready { data_ports } => data_ports,
             other => return Err(self.unexpected(&other)),
         };
-        let data_server = SocketAddr::new(self.server.ip(), data_port);
+        if data_ports.len() != spec.flows as usize {
+            return Err(ClientError::Server {
+                target: self.target.clone(),
+                message: format!(
+                    "offered {} data ports for {} flows",
+                    data_ports.len(),
+                    spec.flows
+                ),
+            });
+        }
+        let servers: Vec<SocketAddr> = data_ports
+            .iter()
+            .map(|port| SocketAddr::new(self.server.ip(), *port))
+            .collect();
         let plan = ClientPlan {
             spec,
-            server: data_server,
+            servers: &servers,
             io_timeout: self.options.io_timeout,
             udp_rr_timeout: self.options.udp_rr_timeout,
+            interim,
         };
-        // The data phase runs on a thread of its own so that CPU pinning
+        // The data phase runs on threads of its own so that CPU pinning
         // does not outlive it.
-        let local = std::thread::scope(|scope| {
-            scope
-                .spawn(|| datapath::run_client(&plan))
-                .join()
-                .unwrap_or(Err(DataError::PeerClosed))
-        })
-        .map_err(|source| ClientError::Data {
+        let local = datapath::run_client(&plan).map_err(|source| ClientError::Data {
             test: spec.test,
-            target: data_server,
+            target: servers[0],
             source,
         })?;
         self.send(&Frame::Finished)?;
-        let (remote, env) = match self.receive(self.options.io_timeout)? {
-            Frame::Results { end, env } => (end, *env),
+        let (remote_flows, remote_cpu, env) = match self.receive(self.options.io_timeout)? {
+            Frame::Results { flows, cpu, env } => (flows, cpu, *env),
             other => return Err(self.unexpected(&other)),
         };
-        Ok((combine(spec, local, remote), env))
+        if remote_flows.len() != local.flows.len() {
+            return Err(ClientError::Server {
+                target: self.target.clone(),
+                message: format!(
+                    "reported {} flows, {} ran",
+                    remote_flows.len(),
+                    local.flows.len()
+                ),
+            });
+        }
+        Ok((combine_flows(spec, local, remote_flows, remote_cpu), env))
     }
 
     /// Ends the session politely.
@@ -367,15 +394,25 @@ impl Session {
 
 /// Runs every iteration of `spec` against the server of `options`.
 pub fn run_test(spec: &RunSpec, options: &ClientOptions) -> Result<TestOutcome, ClientError> {
+    run_test_with(spec, options, None)
+}
+
+/// Runs the iterations of `spec` against the server of `options` until
+/// the spec's confidence request is met or its maximum is reached (see
+/// [`crate::iterate`]), with interim reports when asked for.
+pub fn run_test_with(
+    spec: &RunSpec,
+    options: &ClientOptions,
+    interim: Option<Interim<'_>>,
+) -> Result<TestOutcome, ClientError> {
     spec.validate()?;
     let mut session = Session::connect(options, spec.family)?;
-    let mut iterations = Vec::new();
     let mut remote_env = HostEnv::default();
-    for _ in 0..spec.iterations_max {
-        let (iteration, env) = session.run_iteration(spec)?;
-        iterations.push(iteration);
+    let iterations = iterate::run_iterations(spec, |_| {
+        let (iteration, env) = session.run_iteration(spec, interim)?;
         remote_env = env;
-    }
+        Ok::<_, ClientError>(iteration)
+    })?;
     let server = session.server();
     session.close();
     Ok(TestOutcome {
@@ -444,5 +481,135 @@ pub fn combine(spec: &RunSpec, local: EndReport, remote: EndReport) -> Iteration
         }
     }
     iteration.ends = Some(EndsReport { local, remote });
+    iteration
+}
+
+/// Sums the counts of several flows' reports of one end: the longest
+/// time, the first flow's socket.
+fn sum_ends(reports: &[EndReport]) -> EndReport {
+    let mut sum = reports.first().cloned().unwrap_or_default();
+    sum.tcp_info = None;
+    for report in reports.iter().skip(1) {
+        sum.elapsed_s = sum.elapsed_s.max(report.elapsed_s);
+        sum.bytes_sent += report.bytes_sent;
+        sum.bytes_received += report.bytes_received;
+        sum.messages_sent += report.messages_sent;
+        sum.messages_received += report.messages_received;
+        sum.transactions = add_options(sum.transactions, report.transactions);
+        sum.timeouts = add_options(sum.timeouts, report.timeouts);
+    }
+    sum
+}
+
+fn add_options(first: Option<u64>, second: Option<u64>) -> Option<u64> {
+    match (first, second) {
+        (None, None) => None,
+        (first, second) => Some(first.unwrap_or(0) + second.unwrap_or(0)),
+    }
+}
+
+/// The units of work per second service demand divides by: KB (1024
+/// bytes) per second for stream tests, transactions per second for
+/// request/response tests.
+pub fn work_rate(spec: &RunSpec, iteration: &Iteration) -> f64 {
+    if spec.test.is_request_response() {
+        iteration.transaction_rate.unwrap_or(0.0)
+    } else {
+        iteration.throughput_bps / 8.0 / 1024.0
+    }
+}
+
+/// CPU figures of an iteration from both hosts' measurements: utilisation
+/// and service demand over all flows together.
+pub fn cpu_figures(
+    spec: &RunSpec,
+    iteration: &Iteration,
+    local: Option<&HostCpu>,
+    remote: Option<&HostCpu>,
+) -> CpuFigures {
+    let rate = work_rate(spec, iteration);
+    let demand = |host: Option<&HostCpu>| {
+        host.and_then(|host| cpu::service_demand(host.util_pct, host.n_cpus, rate))
+    };
+    CpuFigures {
+        local_util_pct: local.map(|host| host.util_pct),
+        remote_util_pct: remote.map(|host| host.util_pct),
+        local_service_demand: demand(local),
+        remote_service_demand: demand(remote),
+    }
+}
+
+/// One iteration from every flow of both ends: per-flow figures (when
+/// there are several flows), their aggregate, latency over all flows, and
+/// CPU over the common window.
+pub fn combine_flows(
+    spec: &RunSpec,
+    local: ClientSide,
+    remote_flows: Vec<EndReport>,
+    remote_cpu: Option<HostCpu>,
+) -> Iteration {
+    let mut merged: Option<Histogram> = None;
+    for histogram in local.latency.iter().flatten() {
+        match &mut merged {
+            Some(merged) => merged.merge(histogram),
+            None => merged = Some(histogram.clone()),
+        }
+    }
+    let mut iteration = if local.flows.len() == 1 && remote_flows.len() == 1 {
+        let local_end = local.flows.into_iter().next().unwrap_or_default();
+        let remote_end = remote_flows.into_iter().next().unwrap_or_default();
+        combine(spec, local_end, remote_end)
+    } else {
+        let local_sum = sum_ends(&local.flows);
+        let remote_sum = sum_ends(&remote_flows);
+        let flows: Vec<FlowFigures> = local
+            .flows
+            .into_iter()
+            .zip(remote_flows)
+            .zip(&local.latency)
+            .map(|((local_end, remote_end), histogram)| {
+                let flow = combine(spec, local_end, remote_end);
+                FlowFigures {
+                    elapsed_s: flow.elapsed_s,
+                    throughput_bps: flow.throughput_bps,
+                    transaction_rate: flow.transaction_rate,
+                    transactions: flow.transactions,
+                    bytes_sent: flow.bytes_sent,
+                    bytes_received: flow.bytes_received,
+                    latency: histogram.as_ref().and_then(Histogram::figures),
+                    ends: flow.ends.unwrap_or_default(),
+                }
+            })
+            .collect();
+        let mut aggregate = combine(spec, local_sum, remote_sum);
+        aggregate.elapsed_s = flows.iter().map(|f| f.elapsed_s).fold(0.0, f64::max);
+        aggregate.throughput_bps = flows.iter().map(|f| f.throughput_bps).sum();
+        if spec.test.is_request_response() {
+            aggregate.transaction_rate =
+                Some(flows.iter().filter_map(|f| f.transaction_rate).sum());
+        }
+        aggregate.bytes_sent = flows.iter().map(|f| f.bytes_sent).sum();
+        aggregate.bytes_received = flows.iter().map(|f| f.bytes_received).sum();
+        aggregate.flows = flows;
+        aggregate
+    };
+    if let Some(histogram) = &merged {
+        iteration.latency = histogram.figures();
+        iteration.latency_histogram = histogram.to_record();
+    }
+    if spec.local_cpu || spec.remote_cpu {
+        let local_cpu = local.cpu.filter(|_| spec.local_cpu);
+        let remote_cpu = remote_cpu.filter(|_| spec.remote_cpu);
+        iteration.cpu = Some(cpu_figures(
+            spec,
+            &iteration,
+            local_cpu.as_ref(),
+            remote_cpu.as_ref(),
+        ));
+        iteration.cpu_detail = Some(CpuDetail {
+            local: local_cpu,
+            remote: remote_cpu,
+        });
+    }
     iteration
 }

@@ -1,21 +1,35 @@
-//! The data phase of every test, for each end: the hot loops.
+//! The data phase of every test, for each end: the hot loops, the flows
+//! and their common window, and the CPU measured over that window.
 //!
 //! Rules of the loops: buffers are allocated once before the loop; each
 //! message is one system call; nothing is formatted or allocated per
-//! message; the end of the test is a monotonic deadline compared with
-//! `Instant::now()` (a vDSO read, no system call, no signal) after every
-//! message, so a test ends within one message time of its deadline and
-//! the elapsed time is measured, not assumed.
+//! message (a latency histogram is a counter increment); the end of the
+//! test is a monotonic deadline compared with `Instant::now()` (a vDSO
+//! read, no system call, no signal) after every message, so a test ends
+//! within one message time of its deadline and the elapsed time is
+//! measured, not assumed.
+//!
+//! Flows: each end opens every flow first (the client connects them all,
+//! the server accepts them all), then all of an end's threads meet at a
+//! start gate, which fixes one window for all of them: `warmup_s` of
+//! traffic that is not counted, then `duration_s` that is. The client
+//! spreads its flows over `threads` threads, each serving its flows in
+//! turn; the server gives every flow a thread and a port of its own. The
+//! CPU of a host is read once, at the start and the end of the counted
+//! part of the window, so service demand covers all flows.
 //!
 //! Stream tests end when the sender reaches its deadline and shuts its
 //! side down; the receiver counts until end of file. Request/response
 //! tests are driven by the client; the server answers until end of file
 //! (TCP) or until told to stop over the control connection (TCP_CRR and
 //! UDP). Every server loop also has a hard deadline, so a client that
-//! misbehaves costs bounded time.
+//! misbehaves costs bounded time. A flow that fails fails the whole
+//! data phase.
 
+use crate::cpu::{self, CpuError, CpuMark, Rusage};
+use crate::latency::Histogram;
 use crate::protocol::PortRange;
-use crate::record::{EndReport, SocketTruth};
+use crate::record::{EndReport, HostCpu, SocketTruth};
 use crate::sockets::{
     self, complete_truth, is_timeout, new_socket, record_addresses, truth_after_setup,
 };
@@ -23,7 +37,8 @@ use crate::spec::{RunSpec, TestKind};
 use socket2::{SockRef, Socket, Type};
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpStream, UdpSocket};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// How often a server loop waiting for data looks at its stop flag.
@@ -65,6 +80,28 @@ pub enum DataError {
         /// What the kernel said.
         source: io::Error,
     },
+    /// Another flow failed before the start, so this one did not run.
+    #[error("another flow failed before the start")]
+    OtherFlowFailed,
+    /// Not every flow was ready within the time allowed.
+    #[error("not every flow was ready within {0:?}")]
+    StartTimeout(Duration),
+    /// One flow of several failed; the measurement is void.
+    #[error("flow {flow} of {n_flows} failed: {source}")]
+    Flow {
+        /// The flow, counted from 1.
+        flow: usize,
+        /// Flows in the test.
+        n_flows: usize,
+        /// What went wrong.
+        source: Box<DataError>,
+    },
+    /// CPU utilisation could not be measured.
+    #[error(transparent)]
+    Cpu(#[from] CpuError),
+    /// A data thread could not be started or panicked.
+    #[error("a data thread failed: {0}")]
+    Thread(String),
 }
 
 fn io_error(action: &'static str) -> impl Fn(io::Error) -> DataError {
@@ -84,7 +121,8 @@ pub fn pin(cpu: Option<u32>) -> Result<(), DataError> {
     }
 }
 
-/// Counters of one end, turned into an [`EndReport`] at the end.
+/// Counters of one flow at one end, turned into an [`EndReport`] at the
+/// end.
 #[derive(Default)]
 struct Counters {
     bytes_sent: u64,
@@ -106,12 +144,17 @@ impl Counters {
             transactions: test.is_request_response().then_some(self.transactions),
             timeouts: (test == TestKind::UdpRr).then_some(self.timeouts),
             socket,
+            tcp_info: None,
         }
     }
 }
 
 fn duration_of(spec: &RunSpec) -> Duration {
     Duration::from_secs_f64(spec.duration_s)
+}
+
+fn warmup_of(spec: &RunSpec) -> Duration {
+    Duration::from_secs_f64(spec.warmup_s)
 }
 
 /// Reads exactly `buffer.len()` bytes. Returns false on end of file before
@@ -130,19 +173,179 @@ fn read_message(stream: &mut TcpStream, buffer: &mut [u8]) -> Result<bool, DataE
     Ok(true)
 }
 
+// ---------------------------------------------------------------- window
+
+/// The common window of all flows of one end.
+#[derive(Clone, Copy, Debug)]
+pub struct Window {
+    /// When every flow was ready; traffic starts.
+    pub start: Instant,
+    /// End of the warm-up: counting starts.
+    pub measure_start: Instant,
+    /// Counting (and sending, for the driving side) ends.
+    pub deadline: Instant,
+}
+
+impl Window {
+    fn new(spec: &RunSpec, start: Instant) -> Window {
+        let measure_start = start + warmup_of(spec);
+        Window {
+            start,
+            measure_start,
+            deadline: measure_start + duration_of(spec),
+        }
+    }
+}
+
+/// The start gate: every party arrives once its flows are open; the last
+/// to arrive fixes the window. A party that fails tells the others, who
+/// then give up instead of waiting.
+struct Gate {
+    state: Mutex<GateState>,
+    changed: Condvar,
+    parties: usize,
+}
+
+#[derive(Default)]
+struct GateState {
+    arrived: usize,
+    failed: bool,
+    window: Option<Window>,
+}
+
+impl Gate {
+    fn new(parties: usize) -> Gate {
+        Gate {
+            state: Mutex::new(GateState::default()),
+            changed: Condvar::new(),
+            parties,
+        }
+    }
+
+    fn arrive(&self, spec: &RunSpec, wait: Duration) -> Result<Window, DataError> {
+        let give_up = Instant::now() + wait;
+        let mut state = self
+            .state
+            .lock()
+            .map_err(|_| DataError::Thread("start gate poisoned".to_string()))?;
+        state.arrived += 1;
+        if state.arrived == self.parties {
+            state.window = Some(Window::new(spec, Instant::now()));
+            self.changed.notify_all();
+        }
+        loop {
+            if state.failed {
+                return Err(DataError::OtherFlowFailed);
+            }
+            if let Some(window) = state.window {
+                return Ok(window);
+            }
+            let left = give_up.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                state.failed = true;
+                self.changed.notify_all();
+                return Err(DataError::StartTimeout(wait));
+            }
+            state = self
+                .changed
+                .wait_timeout(state, left)
+                .map_err(|_| DataError::Thread("start gate poisoned".to_string()))?
+                .0;
+        }
+    }
+
+    fn fail(&self) {
+        if let Ok(mut state) = self.state.lock() {
+            state.failed = true;
+            self.changed.notify_all();
+        }
+    }
+}
+
+/// Runs `body` for a party of `gate`; a failure before the party arrived
+/// releases the others.
+fn gated<T>(gate: &Gate, body: impl FnOnce() -> Result<T, DataError>) -> Result<T, DataError> {
+    let result = body();
+    if result.is_err() {
+        gate.fail();
+    }
+    result
+}
+
+/// Counts of the current window of one client thread, for interim
+/// reports; on a cache line of its own so that flows do not share one.
+#[repr(align(64))]
+#[derive(Default)]
+pub struct Progress {
+    bytes: AtomicU64,
+    transactions: AtomicU64,
+}
+
+/// What the client has moved so far in the counted window.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct InterimFigures {
+    /// Seconds since the counted window started.
+    pub since_start_s: f64,
+    /// Seconds this report covers.
+    pub interval_s: f64,
+    /// Throughput over the interval, bits per second (payload this end
+    /// sent or received, whichever the test is about).
+    pub throughput_bps: f64,
+    /// Transactions per second over the interval (request/response tests).
+    pub transaction_rate: Option<f64>,
+}
+
+/// Interim reports while a test runs (netperf's demo mode, `-D`).
+#[derive(Clone, Copy)]
+pub struct Interim<'a> {
+    /// How often to report.
+    pub every: Duration,
+    /// Where reports go.
+    pub report: &'a (dyn Fn(&InterimFigures) + Sync),
+}
+
+impl std::fmt::Debug for Interim<'_> {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("Interim")
+            .field("every", &self.every)
+            .finish_non_exhaustive()
+    }
+}
+
+fn sleep_until(moment: Instant) {
+    let left = moment.saturating_duration_since(Instant::now());
+    if !left.is_zero() {
+        std::thread::sleep(left);
+    }
+}
+
 // ---------------------------------------------------------------- client
 
 /// What the client needs to run its side of one iteration.
 pub struct ClientPlan<'a> {
     /// The test.
     pub spec: &'a RunSpec,
-    /// The server's data socket.
-    pub server: SocketAddr,
+    /// The server's data socket of each flow.
+    pub servers: &'a [SocketAddr],
     /// Longest wait for any one socket operation.
     pub io_timeout: Duration,
     /// How long a UDP_RR request waits for its response before it counts
     /// as lost.
     pub udp_rr_timeout: Duration,
+    /// Interim reports, if any.
+    pub interim: Option<Interim<'a>>,
+}
+
+/// The client's side of one iteration.
+#[derive(Debug, Default)]
+pub struct ClientSide {
+    /// Every flow's counts, in the order of [`ClientPlan::servers`].
+    pub flows: Vec<EndReport>,
+    /// Every flow's transaction times (request/response tests).
+    pub latency: Vec<Option<Histogram>>,
+    /// The local host's CPU over the counted window (`-c`).
+    pub cpu: Option<HostCpu>,
 }
 
 fn check_peer(asked: SocketAddr, got: Option<SocketAddr>) -> Result<(), DataError> {
@@ -156,14 +359,13 @@ fn check_peer(asked: SocketAddr, got: Option<SocketAddr>) -> Result<(), DataErro
     }
 }
 
-fn connect_tcp(plan: &ClientPlan<'_>) -> Result<(TcpStream, SocketTruth), DataError> {
+fn connect_tcp(
+    plan: &ClientPlan<'_>,
+    server: SocketAddr,
+) -> Result<(TcpStream, SocketTruth), DataError> {
     let spec = plan.spec;
-    let socket = new_socket(
-        plan.server.ip(),
-        Type::STREAM,
-        spec.local_socket_buffer_bytes,
-    )
-    .map_err(io_error("socket set-up"))?;
+    let socket = new_socket(server.ip(), Type::STREAM, spec.local_socket_buffer_bytes)
+        .map_err(io_error("socket set-up"))?;
     if spec.nodelay {
         socket
             .set_tcp_nodelay(true)
@@ -179,165 +381,20 @@ fn connect_tcp(plan: &ClientPlan<'_>) -> Result<(TcpStream, SocketTruth), DataEr
         .set_read_timeout(Some(plan.io_timeout))
         .map_err(io_error("SO_RCVTIMEO"))?;
     socket
-        .connect(&plan.server.into())
+        .connect(&server.into())
         .map_err(io_error("connect"))?;
     let mut truth = truth;
     record_addresses(&mut truth, &socket, None).map_err(io_error("getsockname"))?;
     Ok((TcpStream::from(socket), truth))
 }
 
+/// Reads the buffers and `TCP_INFO` of a TCP socket at the end of a test.
 fn finish_tcp(stream: &TcpStream, truth: &mut SocketTruth) -> Result<(), DataError> {
     complete_truth(truth, &SockRef::from(stream)).map_err(io_error("reading the socket"))
 }
 
-/// Runs the client's side of one iteration.
-pub fn run_client(plan: &ClientPlan<'_>) -> Result<EndReport, DataError> {
-    pin(plan.spec.cpu_pinning.local)?;
-    match plan.spec.test {
-        TestKind::TcpStream => client_tcp_stream(plan),
-        TestKind::TcpMaerts => client_tcp_maerts(plan),
-        TestKind::TcpRr => client_tcp_rr(plan),
-        TestKind::TcpCrr => client_tcp_crr(plan),
-        TestKind::UdpStream => client_udp_stream(plan),
-        TestKind::UdpRr => client_udp_rr(plan),
-    }
-}
-
-fn client_tcp_stream(plan: &ClientPlan<'_>) -> Result<EndReport, DataError> {
-    let (mut stream, mut truth) = connect_tcp(plan)?;
-    check_peer(plan.server, stream.peer_addr().ok())?;
-    let buffer = vec![0u8; plan.spec.send_size_bytes as usize];
-    let mut counters = Counters::default();
-    let start = Instant::now();
-    let deadline = start + duration_of(plan.spec);
-    loop {
-        match stream.write(&buffer) {
-            Ok(0) => return Err(DataError::PeerClosed),
-            Ok(sent) => {
-                counters.bytes_sent += sent as u64;
-                counters.messages_sent += 1;
-            }
-            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
-            Err(err) => return Err(io_error("send")(err)),
-        }
-        if Instant::now() >= deadline {
-            break;
-        }
-    }
-    stream
-        .shutdown(Shutdown::Write)
-        .map_err(io_error("shutdown"))?;
-    let elapsed = start.elapsed();
-    finish_tcp(&stream, &mut truth)?;
-    Ok(counters.report(plan.spec.test, elapsed, truth))
-}
-
-fn receive_to_end(
-    stream: &mut TcpStream,
-    buffer: &mut [u8],
-    counters: &mut Counters,
-    hard_deadline: Instant,
-) -> Result<Duration, DataError> {
-    let start = Instant::now();
-    loop {
-        match stream.read(buffer) {
-            Ok(0) => return Ok(start.elapsed()),
-            Ok(got) => {
-                counters.bytes_received += got as u64;
-                counters.messages_received += 1;
-            }
-            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
-            Err(err) => return Err(io_error("receive")(err)),
-        }
-        if Instant::now() >= hard_deadline {
-            return Err(DataError::Overrun);
-        }
-    }
-}
-
-fn hard_deadline(spec: &RunSpec, io_timeout: Duration) -> Instant {
-    Instant::now() + duration_of(spec) + io_timeout
-}
-
-fn client_tcp_maerts(plan: &ClientPlan<'_>) -> Result<EndReport, DataError> {
-    let (mut stream, mut truth) = connect_tcp(plan)?;
-    check_peer(plan.server, stream.peer_addr().ok())?;
-    let mut buffer = vec![0u8; plan.spec.recv_size_bytes as usize];
-    let mut counters = Counters::default();
-    let hard = hard_deadline(plan.spec, plan.io_timeout);
-    let elapsed = receive_to_end(&mut stream, &mut buffer, &mut counters, hard)?;
-    finish_tcp(&stream, &mut truth)?;
-    Ok(counters.report(plan.spec.test, elapsed, truth))
-}
-
-fn client_tcp_rr(plan: &ClientPlan<'_>) -> Result<EndReport, DataError> {
-    let (mut stream, mut truth) = connect_tcp(plan)?;
-    check_peer(plan.server, stream.peer_addr().ok())?;
-    let request = vec![0u8; plan.spec.request_size_bytes as usize];
-    let mut response = vec![0u8; plan.spec.response_size_bytes as usize];
-    let mut counters = Counters::default();
-    let start = Instant::now();
-    let deadline = start + duration_of(plan.spec);
-    loop {
-        stream.write_all(&request).map_err(io_error("send"))?;
-        if !read_message(&mut stream, &mut response)? {
-            return Err(DataError::PeerClosed);
-        }
-        counters.transactions += 1;
-        if Instant::now() >= deadline {
-            break;
-        }
-    }
-    let elapsed = start.elapsed();
-    stream
-        .shutdown(Shutdown::Write)
-        .map_err(io_error("shutdown"))?;
-    counters.messages_sent = counters.transactions;
-    counters.messages_received = counters.transactions;
-    counters.bytes_sent = counters.transactions * u64::from(plan.spec.request_size_bytes);
-    counters.bytes_received = counters.transactions * u64::from(plan.spec.response_size_bytes);
-    finish_tcp(&stream, &mut truth)?;
-    Ok(counters.report(plan.spec.test, elapsed, truth))
-}
-
-fn client_tcp_crr(plan: &ClientPlan<'_>) -> Result<EndReport, DataError> {
-    let request = vec![0u8; plan.spec.request_size_bytes as usize];
-    let mut response = vec![0u8; plan.spec.response_size_bytes as usize];
-    let mut counters = Counters::default();
-    let mut last = None;
-    let start = Instant::now();
-    let deadline = start + duration_of(plan.spec);
-    let mut first = true;
-    loop {
-        // Close the previous connection before opening the next: one
-        // connection per transaction, as in netperf.
-        drop(last.take());
-        let (mut stream, truth) = connect_tcp(plan)?;
-        if first {
-            first = false;
-            check_peer(plan.server, stream.peer_addr().ok())?;
-        }
-        stream.write_all(&request).map_err(io_error("send"))?;
-        if !read_message(&mut stream, &mut response)? {
-            return Err(DataError::PeerClosed);
-        }
-        counters.transactions += 1;
-        last = Some((stream, truth));
-        if Instant::now() >= deadline {
-            break;
-        }
-    }
-    let elapsed = start.elapsed();
-    counters.messages_sent = counters.transactions;
-    counters.messages_received = counters.transactions;
-    counters.bytes_sent = counters.transactions * u64::from(plan.spec.request_size_bytes);
-    counters.bytes_received = counters.transactions * u64::from(plan.spec.response_size_bytes);
-    let mut truth = SocketTruth::default();
-    if let Some((stream, mut last_truth)) = last {
-        finish_tcp(&stream, &mut last_truth)?;
-        truth = last_truth;
-    }
-    Ok(counters.report(plan.spec.test, elapsed, truth))
+fn tcp_info_of(stream: &TcpStream) -> Option<crate::record::TcpInfoFigures> {
+    sockets::tcp_info(&SockRef::from(stream)).ok()
 }
 
 fn unspecified(ip: IpAddr) -> IpAddr {
@@ -347,98 +404,474 @@ fn unspecified(ip: IpAddr) -> IpAddr {
     }
 }
 
-fn connect_udp(plan: &ClientPlan<'_>) -> Result<(UdpSocket, Socket, SocketTruth), DataError> {
+fn connect_udp(
+    plan: &ClientPlan<'_>,
+    server: SocketAddr,
+) -> Result<(UdpSocket, Socket, SocketTruth), DataError> {
     let spec = plan.spec;
-    let socket = new_socket(
-        plan.server.ip(),
-        Type::DGRAM,
-        spec.local_socket_buffer_bytes,
-    )
-    .map_err(io_error("socket set-up"))?;
+    let socket = new_socket(server.ip(), Type::DGRAM, spec.local_socket_buffer_bytes)
+        .map_err(io_error("socket set-up"))?;
     let truth = truth_after_setup(&socket, spec.local_socket_buffer_bytes)
         .map_err(io_error("reading the socket buffers"))?;
     socket
-        .bind(&SocketAddr::new(unspecified(plan.server.ip()), 0).into())
+        .bind(&SocketAddr::new(unspecified(server.ip()), 0).into())
         .map_err(io_error("bind"))?;
     socket
-        .connect(&plan.server.into())
+        .connect(&server.into())
         .map_err(io_error("connect"))?;
     socket
         .set_write_timeout(Some(plan.io_timeout))
         .map_err(io_error("SO_SNDTIMEO"))?;
+    if spec.test == TestKind::UdpRr {
+        socket
+            .set_read_timeout(Some(plan.udp_rr_timeout))
+            .map_err(io_error("SO_RCVTIMEO"))?;
+    }
     let peer = socket.peer_addr().ok().and_then(|addr| addr.as_socket());
-    check_peer(plan.server, peer)?;
+    check_peer(server, peer)?;
     let mut truth = truth;
     record_addresses(&mut truth, &socket, None).map_err(io_error("getsockname"))?;
     let clone = socket.try_clone().map_err(io_error("dup"))?;
     Ok((UdpSocket::from(socket), clone, truth))
 }
 
-fn client_udp_stream(plan: &ClientPlan<'_>) -> Result<EndReport, DataError> {
-    let (udp, socket, mut truth) = connect_udp(plan)?;
-    let buffer = vec![0u8; plan.spec.send_size_bytes as usize];
-    let mut counters = Counters::default();
-    let start = Instant::now();
-    let deadline = start + duration_of(plan.spec);
-    loop {
-        match udp.send(&buffer) {
-            Ok(sent) => {
-                counters.bytes_sent += sent as u64;
-                counters.messages_sent += 1;
-            }
-            // A full device queue drops the datagram at the sender; that
-            // is loss, not failure.
-            Err(err) if err.raw_os_error() == Some(libc::ENOBUFS) => {}
-            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
-            Err(err) => return Err(io_error("send")(err)),
-        }
-        if Instant::now() >= deadline {
-            break;
-        }
-    }
-    let elapsed = start.elapsed();
-    complete_truth(&mut truth, &socket).map_err(io_error("reading the socket"))?;
-    Ok(counters.report(plan.spec.test, elapsed, truth))
+/// The socket of one client flow.
+enum Link {
+    Tcp(TcpStream),
+    Udp(UdpSocket, Socket),
+    /// TCP_CRR: a connection per transaction; the last one is kept until
+    /// the next opens, for its socket truth.
+    PerTransaction(Option<TcpStream>),
 }
 
-fn client_udp_rr(plan: &ClientPlan<'_>) -> Result<EndReport, DataError> {
-    let (udp, socket, mut truth) = connect_udp(plan)?;
-    udp.set_read_timeout(Some(plan.udp_rr_timeout))
-        .map_err(io_error("SO_RCVTIMEO"))?;
-    let request = vec![0u8; plan.spec.request_size_bytes as usize];
-    let mut response = vec![0u8; plan.spec.response_size_bytes as usize];
-    let mut counters = Counters::default();
-    let start = Instant::now();
-    let deadline = start + duration_of(plan.spec);
-    loop {
-        match udp.send(&request) {
-            Ok(sent) => {
-                counters.bytes_sent += sent as u64;
-                counters.messages_sent += 1;
+/// One client flow: its socket, buffers and counts.
+struct ClientFlow {
+    server: SocketAddr,
+    link: Link,
+    truth: SocketTruth,
+    send: Vec<u8>,
+    receive: Vec<u8>,
+    counters: Counters,
+    latency: Option<Histogram>,
+    /// The peer has closed (TCP_MAERTS).
+    finished: bool,
+    elapsed: Duration,
+}
+
+/// What one step of a flow did.
+#[derive(PartialEq, Eq)]
+enum Step {
+    /// Moved data; a request/response step completed a transaction.
+    Done,
+    /// A UDP_RR request or response was lost.
+    Lost,
+    /// The peer closed (TCP_MAERTS): the flow is over.
+    End,
+}
+
+impl ClientFlow {
+    fn open(plan: &ClientPlan<'_>, server: SocketAddr) -> Result<ClientFlow, DataError> {
+        let spec = plan.spec;
+        let (send_size, receive_size) = match spec.test {
+            TestKind::TcpStream | TestKind::UdpStream => (spec.send_size_bytes, 0),
+            TestKind::TcpMaerts => (0, spec.recv_size_bytes),
+            _ => (spec.request_size_bytes, spec.response_size_bytes),
+        };
+        let (link, truth) = match spec.test {
+            TestKind::TcpStream | TestKind::TcpMaerts | TestKind::TcpRr => {
+                let (stream, truth) = connect_tcp(plan, server)?;
+                check_peer(server, stream.peer_addr().ok())?;
+                (Link::Tcp(stream), truth)
             }
-            Err(err) if err.raw_os_error() == Some(libc::ENOBUFS) => {}
-            Err(err) => return Err(io_error("send")(err)),
-        }
-        match udp.recv(&mut response) {
-            Ok(got) => {
-                counters.bytes_received += got as u64;
-                counters.messages_received += 1;
+            TestKind::TcpCrr => (Link::PerTransaction(None), SocketTruth::default()),
+            TestKind::UdpStream | TestKind::UdpRr => {
+                let (udp, socket, truth) = connect_udp(plan, server)?;
+                (Link::Udp(udp, socket), truth)
+            }
+        };
+        Ok(ClientFlow {
+            server,
+            link,
+            truth,
+            send: vec![0u8; send_size as usize],
+            receive: vec![0u8; receive_size as usize],
+            counters: Counters::default(),
+            latency: spec.test.is_request_response().then(Histogram::new),
+            finished: false,
+            elapsed: Duration::ZERO,
+        })
+    }
+
+    /// One message (stream tests) or one transaction.
+    #[inline]
+    fn step(&mut self, plan: &ClientPlan<'_>) -> Result<Step, DataError> {
+        let counters = &mut self.counters;
+        match (&mut self.link, plan.spec.test) {
+            (Link::Tcp(stream), TestKind::TcpStream) => match stream.write(&self.send) {
+                Ok(0) => Err(DataError::PeerClosed),
+                Ok(sent) => {
+                    counters.bytes_sent += sent as u64;
+                    counters.messages_sent += 1;
+                    Ok(Step::Done)
+                }
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => Ok(Step::Done),
+                Err(err) => Err(io_error("send")(err)),
+            },
+            (Link::Tcp(stream), TestKind::TcpMaerts) => match stream.read(&mut self.receive) {
+                Ok(0) => Ok(Step::End),
+                Ok(got) => {
+                    counters.bytes_received += got as u64;
+                    counters.messages_received += 1;
+                    Ok(Step::Done)
+                }
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => Ok(Step::Done),
+                Err(err) => Err(io_error("receive")(err)),
+            },
+            (Link::Tcp(stream), _) => {
+                stream.write_all(&self.send).map_err(io_error("send"))?;
+                if !read_message(stream, &mut self.receive)? {
+                    return Err(DataError::PeerClosed);
+                }
                 counters.transactions += 1;
+                Ok(Step::Done)
             }
-            // A lost request or response: count it and go on. A late
-            // response will then answer the next request, which keeps
-            // the count of transactions right.
-            Err(err) if is_timeout(&err) => counters.timeouts += 1,
-            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
-            Err(err) => return Err(io_error("receive")(err)),
+            (Link::PerTransaction(last), _) => {
+                // Close the previous connection before opening the next:
+                // one connection per transaction, as in netperf.
+                let first = last.is_none() && counters.transactions == 0;
+                drop(last.take());
+                let (mut stream, truth) = connect_tcp(plan, self.server)?;
+                if first {
+                    check_peer(self.server, stream.peer_addr().ok())?;
+                }
+                stream.write_all(&self.send).map_err(io_error("send"))?;
+                if !read_message(&mut stream, &mut self.receive)? {
+                    return Err(DataError::PeerClosed);
+                }
+                counters.transactions += 1;
+                self.truth = truth;
+                *last = Some(stream);
+                Ok(Step::Done)
+            }
+            (Link::Udp(udp, _), TestKind::UdpStream) => {
+                match udp.send(&self.send) {
+                    Ok(sent) => {
+                        counters.bytes_sent += sent as u64;
+                        counters.messages_sent += 1;
+                    }
+                    // A full device queue drops the datagram at the sender;
+                    // that is loss, not failure.
+                    Err(err) if err.raw_os_error() == Some(libc::ENOBUFS) => {}
+                    Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+                    Err(err) => return Err(io_error("send")(err)),
+                }
+                Ok(Step::Done)
+            }
+            (Link::Udp(udp, _), _) => {
+                match udp.send(&self.send) {
+                    Ok(sent) => {
+                        counters.bytes_sent += sent as u64;
+                        counters.messages_sent += 1;
+                    }
+                    Err(err) if err.raw_os_error() == Some(libc::ENOBUFS) => {}
+                    Err(err) => return Err(io_error("send")(err)),
+                }
+                match udp.recv(&mut self.receive) {
+                    Ok(got) => {
+                        counters.bytes_received += got as u64;
+                        counters.messages_received += 1;
+                        counters.transactions += 1;
+                        Ok(Step::Done)
+                    }
+                    // A lost request or response: count it and go on. A
+                    // late response will then answer the next request,
+                    // which keeps the count of transactions right.
+                    Err(err) if is_timeout(&err) => {
+                        counters.timeouts += 1;
+                        Ok(Step::Lost)
+                    }
+                    Err(err) if err.kind() == io::ErrorKind::Interrupted => Ok(Step::Lost),
+                    Err(err) => Err(io_error("receive")(err)),
+                }
+            }
         }
-        if Instant::now() >= deadline {
+    }
+
+    /// Forgets what the warm-up counted.
+    fn start_counting(&mut self) {
+        self.counters = Counters::default();
+        if let Some(histogram) = &mut self.latency {
+            histogram.clear();
+        }
+    }
+
+    fn bytes_moved(&self) -> u64 {
+        self.counters.bytes_sent + self.counters.bytes_received
+    }
+
+    /// Ends the flow after the window and reports it.
+    fn finish(mut self, test: TestKind) -> Result<(EndReport, Option<Histogram>), DataError> {
+        let mut tcp_info = None;
+        match &self.link {
+            Link::Tcp(stream) => {
+                if test != TestKind::TcpMaerts {
+                    stream
+                        .shutdown(Shutdown::Write)
+                        .map_err(io_error("shutdown"))?;
+                }
+                tcp_info = tcp_info_of(stream);
+                finish_tcp(stream, &mut self.truth)?;
+            }
+            Link::Udp(_, socket) => {
+                complete_truth(&mut self.truth, socket).map_err(io_error("reading the socket"))?;
+            }
+            Link::PerTransaction(Some(stream)) => finish_tcp(stream, &mut self.truth)?,
+            Link::PerTransaction(None) => {}
+        }
+        if test.is_request_response() {
+            let transactions = self.counters.transactions;
+            self.counters.messages_sent = self.counters.messages_sent.max(transactions);
+            self.counters.messages_received = self.counters.messages_received.max(transactions);
+            if test != TestKind::UdpRr {
+                self.counters.bytes_sent = transactions * self.send.len() as u64;
+                self.counters.bytes_received = transactions * self.receive.len() as u64;
+            }
+        }
+        let mut report = self.counters.report(test, self.elapsed, self.truth);
+        report.tcp_info = tcp_info;
+        Ok((report, self.latency))
+    }
+}
+
+/// What one client thread returns: its flows' indices, reports and
+/// histograms, and its CPU time over the counted window.
+type ThreadOutcome = (Vec<(usize, EndReport, Option<Histogram>)>, Rusage);
+
+fn client_thread(
+    plan: &ClientPlan<'_>,
+    flow_indices: &[usize],
+    gate: &Gate,
+    progress: &Progress,
+) -> Result<ThreadOutcome, DataError> {
+    let spec = plan.spec;
+    let mut flows = gated(gate, || {
+        pin(spec.cpu_pinning.local)?;
+        flow_indices
+            .iter()
+            .map(|&flow_idx| ClientFlow::open(plan, plan.servers[flow_idx]))
+            .collect::<Result<Vec<_>, _>>()
+    })?;
+    let window = gate.arrive(spec, plan.io_timeout)?;
+    let hard = window.deadline + plan.io_timeout;
+    let maerts = spec.test == TestKind::TcpMaerts;
+
+    // Warm-up: traffic, not counted.
+    let mut now = Instant::now();
+    while now < window.measure_start {
+        for flow in flows.iter_mut().filter(|flow| !flow.finished) {
+            if flow.step(plan)? == Step::End {
+                return Err(DataError::PeerClosed);
+            }
+        }
+        now = Instant::now();
+    }
+    for flow in &mut flows {
+        flow.start_counting();
+    }
+    let usage_start = Rusage::thread()?;
+    let counting_start = Instant::now();
+    now = counting_start;
+    let mut n_open = flows.len();
+    loop {
+        let mut moved = 0u64;
+        let mut transactions = 0u64;
+        for flow in flows.iter_mut().filter(|flow| !flow.finished) {
+            let step = flow.step(plan)?;
+            let after = Instant::now();
+            match step {
+                Step::Done => {
+                    if let Some(histogram) = &mut flow.latency {
+                        histogram.record(after - now);
+                    }
+                }
+                Step::Lost => {}
+                Step::End => {
+                    flow.finished = true;
+                    flow.elapsed = after - counting_start;
+                    n_open -= 1;
+                }
+            }
+            now = after;
+            moved += flow.bytes_moved();
+            transactions += flow.counters.transactions;
+        }
+        progress.bytes.store(moved, Ordering::Relaxed);
+        progress.transactions.store(transactions, Ordering::Relaxed);
+        if maerts {
+            // The receiver counts until every sender has closed.
+            if n_open == 0 {
+                break;
+            }
+            if now >= hard {
+                return Err(DataError::Overrun);
+            }
+        } else if now >= window.deadline {
             break;
         }
     }
-    let elapsed = start.elapsed();
-    complete_truth(&mut truth, &socket).map_err(io_error("reading the socket"))?;
-    Ok(counters.report(plan.spec.test, elapsed, truth))
+    let usage = Rusage::thread()?.since(&usage_start);
+    let elapsed = counting_start.elapsed();
+    let mut reports = Vec::with_capacity(flows.len());
+    for (flow_idx, mut flow) in flow_indices.iter().copied().zip(flows) {
+        if !maerts {
+            flow.elapsed = elapsed;
+        }
+        let (report, histogram) = flow.finish(spec.test)?;
+        reports.push((flow_idx, report, histogram));
+    }
+    Ok((reports, usage))
+}
+
+/// Runs the client's side of one iteration: every flow, over threads.
+pub fn run_client(plan: &ClientPlan<'_>) -> Result<ClientSide, DataError> {
+    let spec = plan.spec;
+    let n_flows = plan.servers.len().max(1);
+    let n_threads = spec
+        .threads
+        .map_or(n_flows, |threads| threads as usize)
+        .clamp(1, n_flows);
+    let assignment: Vec<Vec<usize>> = (0..n_threads)
+        .map(|thread_idx| {
+            (thread_idx..plan.servers.len())
+                .step_by(n_threads)
+                .collect()
+        })
+        .collect();
+    let n_cpus = if spec.local_cpu {
+        Some(cpu::n_cpus()?)
+    } else {
+        None
+    };
+    let gate = Gate::new(n_threads + 1);
+    let progress: Vec<Progress> = (0..n_threads).map(|_| Progress::default()).collect();
+    let (coordinated, outcomes) = std::thread::scope(|scope| {
+        let handles: Vec<_> = assignment
+            .iter()
+            .zip(&progress)
+            .map(|(flow_indices, progress)| {
+                let gate = &gate;
+                scope.spawn(move || client_thread(plan, flow_indices, gate, progress))
+            })
+            .collect();
+        let coordinated = gated(&gate, || coordinate_client(plan, &gate, &progress));
+        let outcomes: Vec<Result<ThreadOutcome, DataError>> = handles
+            .into_iter()
+            .map(|handle| {
+                handle
+                    .join()
+                    .unwrap_or_else(|_| Err(DataError::Thread("a client flow panicked".into())))
+            })
+            .collect();
+        (coordinated, outcomes)
+    });
+    let mut flows: Vec<Option<(EndReport, Option<Histogram>)>> =
+        (0..plan.servers.len()).map(|_| None).collect();
+    let mut usage = Rusage::default();
+    let mut first_error = None;
+    for (thread_idx, outcome) in outcomes.into_iter().enumerate() {
+        match outcome {
+            Ok((reports, thread_usage)) => {
+                usage = usage.plus(&thread_usage);
+                for (flow_idx, report, histogram) in reports {
+                    flows[flow_idx] = Some((report, histogram));
+                }
+            }
+            // Another flow's failure is a consequence; keep looking for
+            // the cause.
+            Err(DataError::OtherFlowFailed) => {}
+            Err(err) if first_error.is_none() => {
+                first_error = Some((assignment[thread_idx].first().copied(), err));
+            }
+            Err(_) => {}
+        }
+    }
+    if let Some((flow_idx, source)) = first_error {
+        return Err(flow_error(flow_idx, plan.servers.len(), source));
+    }
+    let span = coordinated?;
+    let mut side = ClientSide::default();
+    for flow in flows {
+        let (report, histogram) = flow.ok_or(DataError::OtherFlowFailed)?;
+        side.flows.push(report);
+        side.latency.push(histogram);
+    }
+    side.cpu = match (span, n_cpus) {
+        (Some(span), Some(n_cpus)) => Some(span.host_cpu(n_cpus, usage)),
+        _ => None,
+    };
+    Ok(side)
+}
+
+fn flow_error(flow_idx: Option<usize>, n_flows: usize, source: DataError) -> DataError {
+    match flow_idx {
+        Some(flow_idx) if n_flows > 1 => DataError::Flow {
+            flow: flow_idx + 1,
+            n_flows,
+            source: Box::new(source),
+        },
+        _ => source,
+    }
+}
+
+/// The client's coordinator: waits for the window, reads the CPU at its
+/// counted ends and gives interim reports in between.
+fn coordinate_client(
+    plan: &ClientPlan<'_>,
+    gate: &Gate,
+    progress: &[Progress],
+) -> Result<Option<cpu::CpuSpan>, DataError> {
+    let spec = plan.spec;
+    let window = gate.arrive(spec, plan.io_timeout)?;
+    sleep_until(window.measure_start);
+    let mark = if spec.local_cpu {
+        Some(CpuMark::now()?)
+    } else {
+        None
+    };
+    if let Some(interim) = plan.interim {
+        let every = interim.every.max(Duration::from_millis(10));
+        let (mut last_at, mut last_bytes, mut last_transactions) = (window.measure_start, 0, 0);
+        let mut next = window.measure_start + every;
+        while next < window.deadline {
+            sleep_until(next);
+            let now = Instant::now();
+            let bytes: u64 = progress
+                .iter()
+                .map(|p| p.bytes.load(Ordering::Relaxed))
+                .sum();
+            let transactions: u64 = progress
+                .iter()
+                .map(|p| p.transactions.load(Ordering::Relaxed))
+                .sum();
+            let interval_s = (now - last_at).as_secs_f64();
+            (interim.report)(&InterimFigures {
+                since_start_s: (now - window.measure_start).as_secs_f64(),
+                interval_s,
+                throughput_bps: 8.0 * bytes.saturating_sub(last_bytes) as f64 / interval_s,
+                transaction_rate: spec
+                    .test
+                    .is_request_response()
+                    .then(|| transactions.saturating_sub(last_transactions) as f64 / interval_s),
+            });
+            (last_at, last_bytes, last_transactions) = (now, bytes, transactions);
+            next += every;
+        }
+    }
+    sleep_until(window.deadline);
+    Ok(match mark {
+        Some(mark) => Some(mark.stop()?),
+        None => None,
+    })
 }
 
 // ---------------------------------------------------------------- server
@@ -451,8 +884,18 @@ pub struct Prepared {
     pub port: u16,
 }
 
-/// Binds the server's data socket for `spec` on `local_ip`.
+/// Binds one data socket for each flow of `spec` on `local_ip`.
 pub fn prepare_server(
+    spec: &RunSpec,
+    local_ip: IpAddr,
+    ports: Option<PortRange>,
+) -> Result<Vec<Prepared>, DataError> {
+    (0..spec.flows.max(1))
+        .map(|_| prepare_flow(spec, local_ip, ports))
+        .collect()
+}
+
+fn prepare_flow(
     spec: &RunSpec,
     local_ip: IpAddr,
     ports: Option<PortRange>,
@@ -503,15 +946,153 @@ pub struct ServerPlan<'a> {
     pub io_timeout: Duration,
 }
 
-/// Runs the server's side of one iteration.
-pub fn run_server(plan: &ServerPlan<'_>, prepared: Prepared) -> Result<EndReport, DataError> {
-    pin(plan.spec.cpu_pinning.remote)?;
+/// The server's side of one iteration.
+#[derive(Debug, Default)]
+pub struct ServerSide {
+    /// Every flow's counts, in the order of the prepared sockets.
+    pub flows: Vec<EndReport>,
+    /// The server host's CPU over the counted window (`-C`).
+    pub cpu: Option<HostCpu>,
+}
+
+/// Counting on the server: everything before the window's counted part
+/// is forgotten when it starts.
+struct Meter {
+    measure_start: Instant,
+    counting_since: Option<Instant>,
+    usage_start: Rusage,
+    counters: Counters,
+}
+
+impl Meter {
+    /// Without a warm-up, counting starts at once and nothing is
+    /// forgotten.
+    fn new(window: &Window) -> Meter {
+        let counting_since =
+            (window.measure_start <= window.start).then(|| window.start.min(Instant::now()));
+        Meter {
+            measure_start: window.measure_start,
+            counting_since,
+            usage_start: Rusage::thread().unwrap_or_default(),
+            counters: Counters::default(),
+        }
+    }
+
+    fn counting(&self) -> bool {
+        self.counting_since.is_some()
+    }
+
+    /// Called after every message with the time read after it.
+    #[inline]
+    fn tick(&mut self, now: Instant) {
+        if self.counting_since.is_none() && now >= self.measure_start {
+            self.counters = Counters::default();
+            self.counting_since = Some(now);
+            self.usage_start = Rusage::thread().unwrap_or_default();
+        }
+    }
+
+    /// The counts, the counted time up to `end`, and the thread's CPU time
+    /// since counting started.
+    fn finish(self, end: Instant) -> (Counters, Duration, Rusage) {
+        match self.counting_since {
+            Some(since) => {
+                let usage = Rusage::thread()
+                    .map(|now| now.since(&self.usage_start))
+                    .unwrap_or_default();
+                (self.counters, end.saturating_duration_since(since), usage)
+            }
+            None => (Counters::default(), Duration::ZERO, Rusage::default()),
+        }
+    }
+}
+
+fn hard_deadline(window: &Window, io_timeout: Duration) -> Instant {
+    window.deadline + io_timeout
+}
+
+/// Runs the server's side of one iteration: a thread per flow.
+pub fn run_server(plan: &ServerPlan<'_>, prepared: Vec<Prepared>) -> Result<ServerSide, DataError> {
+    let spec = plan.spec;
+    let n_flows = prepared.len();
+    let n_cpus = if spec.remote_cpu {
+        Some(cpu::n_cpus()?)
+    } else {
+        None
+    };
+    let gate = Gate::new(n_flows + 1);
+    let (coordinated, outcomes) = std::thread::scope(|scope| {
+        let handles: Vec<_> = prepared
+            .into_iter()
+            .map(|prepared| {
+                let gate = &gate;
+                scope.spawn(move || server_flow(plan, prepared, gate))
+            })
+            .collect();
+        let coordinated = gated(&gate, || {
+            let window = gate.arrive(spec, plan.io_timeout)?;
+            sleep_until(window.measure_start);
+            Ok(if spec.remote_cpu {
+                Some(CpuMark::now()?)
+            } else {
+                None
+            })
+        });
+        let outcomes: Vec<Result<(EndReport, Rusage), DataError>> = handles
+            .into_iter()
+            .map(|handle| {
+                handle
+                    .join()
+                    .unwrap_or_else(|_| Err(DataError::Thread("a server flow panicked".into())))
+            })
+            .collect();
+        let span = match coordinated {
+            Ok(Some(mark)) => mark.stop().map(Some).map_err(DataError::from),
+            Ok(None) => Ok(None),
+            Err(err) => Err(err),
+        };
+        (span, outcomes)
+    });
+    let mut side = ServerSide::default();
+    let mut usage = Rusage::default();
+    let mut first_error = None;
+    for (flow_idx, outcome) in outcomes.into_iter().enumerate() {
+        match outcome {
+            Ok((report, flow_usage)) => {
+                usage = usage.plus(&flow_usage);
+                side.flows.push(report);
+            }
+            Err(DataError::OtherFlowFailed) => {}
+            Err(err) if first_error.is_none() => first_error = Some((flow_idx, err)),
+            Err(_) => {}
+        }
+    }
+    if let Some((flow_idx, source)) = first_error {
+        return Err(flow_error(Some(flow_idx), n_flows, source));
+    }
+    let span = coordinated?;
+    if side.flows.len() != n_flows {
+        return Err(DataError::OtherFlowFailed);
+    }
+    side.cpu = match (span, n_cpus) {
+        (Some(span), Some(n_cpus)) => Some(span.host_cpu(n_cpus, usage)),
+        _ => None,
+    };
+    Ok(side)
+}
+
+fn server_flow(
+    plan: &ServerPlan<'_>,
+    prepared: Prepared,
+    gate: &Gate,
+) -> Result<(EndReport, Rusage), DataError> {
+    gated(gate, || pin(plan.spec.cpu_pinning.remote))?;
     match plan.spec.test {
-        TestKind::TcpStream => server_tcp_stream(plan, prepared),
-        TestKind::TcpMaerts => server_tcp_maerts(plan, prepared),
-        TestKind::TcpRr => server_tcp_rr(plan, prepared),
-        TestKind::TcpCrr => server_tcp_crr(plan, prepared),
-        TestKind::UdpStream | TestKind::UdpRr => server_udp(plan, prepared),
+        TestKind::TcpStream => server_tcp_stream(plan, prepared, gate),
+        TestKind::TcpMaerts => server_tcp_maerts(plan, prepared, gate),
+        TestKind::TcpRr => server_tcp_rr(plan, prepared, gate),
+        TestKind::TcpCrr => server_tcp_crr(plan, prepared, gate),
+        TestKind::UdpStream | TestKind::UdpRr => server_udp(plan, prepared, gate),
     }
 }
 
@@ -550,76 +1131,123 @@ fn accept_client(
     }
 }
 
-fn accept_first(plan: &ServerPlan<'_>, listener: &Socket) -> Result<TcpStream, DataError> {
-    accept_client(plan, listener, plan.io_timeout)?.ok_or(DataError::NoClient(plan.io_timeout))
+/// Accepts the flow's connection and waits at the gate with it.
+fn accept_first(
+    plan: &ServerPlan<'_>,
+    prepared: Prepared,
+    gate: &Gate,
+) -> Result<(TcpStream, SocketTruth, Window), DataError> {
+    let (stream, truth) = gated(gate, || {
+        let stream = accept_client(plan, &prepared.socket, plan.io_timeout)?
+            .ok_or(DataError::NoClient(plan.io_timeout))?;
+        let mut truth = prepared.truth;
+        record_addresses(&mut truth, &SockRef::from(&stream), None)
+            .map_err(io_error("getsockname"))?;
+        Ok((stream, truth))
+    })?;
+    let window = gate.arrive(plan.spec, plan.io_timeout)?;
+    Ok((stream, truth, window))
 }
 
-fn server_tcp_stream(plan: &ServerPlan<'_>, prepared: Prepared) -> Result<EndReport, DataError> {
-    let mut stream = accept_first(plan, &prepared.socket)?;
-    let mut truth = prepared.truth;
-    record_addresses(&mut truth, &SockRef::from(&stream), None).map_err(io_error("getsockname"))?;
+fn server_tcp_stream(
+    plan: &ServerPlan<'_>,
+    prepared: Prepared,
+    gate: &Gate,
+) -> Result<(EndReport, Rusage), DataError> {
+    let (mut stream, mut truth, window) = accept_first(plan, prepared, gate)?;
     let mut buffer = vec![0u8; plan.spec.recv_size_bytes as usize];
-    let mut counters = Counters::default();
-    let hard = hard_deadline(plan.spec, plan.io_timeout);
-    let elapsed = receive_to_end(&mut stream, &mut buffer, &mut counters, hard)?;
+    let mut meter = Meter::new(&window);
+    let hard = hard_deadline(&window, plan.io_timeout);
+    let end = loop {
+        match stream.read(&mut buffer) {
+            Ok(0) => break Instant::now(),
+            Ok(got) => {
+                meter.counters.bytes_received += got as u64;
+                meter.counters.messages_received += 1;
+            }
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            Err(err) => return Err(io_error("receive")(err)),
+        }
+        let now = Instant::now();
+        meter.tick(now);
+        if now >= hard {
+            return Err(DataError::Overrun);
+        }
+    };
+    let tcp_info = tcp_info_of(&stream);
     finish_tcp(&stream, &mut truth)?;
-    Ok(counters.report(plan.spec.test, elapsed, truth))
+    let (counters, elapsed, usage) = meter.finish(end);
+    let mut report = counters.report(plan.spec.test, elapsed, truth);
+    report.tcp_info = tcp_info;
+    Ok((report, usage))
 }
 
-fn server_tcp_maerts(plan: &ServerPlan<'_>, prepared: Prepared) -> Result<EndReport, DataError> {
-    let mut stream = accept_first(plan, &prepared.socket)?;
-    let mut truth = prepared.truth;
-    record_addresses(&mut truth, &SockRef::from(&stream), None).map_err(io_error("getsockname"))?;
+fn server_tcp_maerts(
+    plan: &ServerPlan<'_>,
+    prepared: Prepared,
+    gate: &Gate,
+) -> Result<(EndReport, Rusage), DataError> {
+    let (mut stream, mut truth, window) = accept_first(plan, prepared, gate)?;
     let buffer = vec![0u8; plan.spec.send_size_bytes as usize];
-    let mut counters = Counters::default();
-    let start = Instant::now();
-    let deadline = start + duration_of(plan.spec);
-    loop {
+    let mut meter = Meter::new(&window);
+    let end = loop {
         match stream.write(&buffer) {
             Ok(0) => return Err(DataError::PeerClosed),
             Ok(sent) => {
-                counters.bytes_sent += sent as u64;
-                counters.messages_sent += 1;
+                meter.counters.bytes_sent += sent as u64;
+                meter.counters.messages_sent += 1;
             }
             Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
             Err(err) => return Err(io_error("send")(err)),
         }
-        if Instant::now() >= deadline {
-            break;
+        let now = Instant::now();
+        meter.tick(now);
+        if now >= window.deadline {
+            break now;
         }
-    }
+    };
     stream
         .shutdown(Shutdown::Write)
         .map_err(io_error("shutdown"))?;
-    let elapsed = start.elapsed();
+    let tcp_info = tcp_info_of(&stream);
     finish_tcp(&stream, &mut truth)?;
+    let (counters, elapsed, usage) = meter.finish(end);
     // Wait for the client's end of file, so that closing does not reset
     // a connection whose last bytes are still in flight.
     let mut scratch = [0u8; 64];
     while matches!(stream.read(&mut scratch), Ok(got) if got > 0) {}
-    Ok(counters.report(plan.spec.test, elapsed, truth))
+    let mut report = counters.report(plan.spec.test, elapsed, truth);
+    report.tcp_info = tcp_info;
+    Ok((report, usage))
 }
 
-fn server_tcp_rr(plan: &ServerPlan<'_>, prepared: Prepared) -> Result<EndReport, DataError> {
-    let mut stream = accept_first(plan, &prepared.socket)?;
-    let mut truth = prepared.truth;
-    record_addresses(&mut truth, &SockRef::from(&stream), None).map_err(io_error("getsockname"))?;
+fn server_tcp_rr(
+    plan: &ServerPlan<'_>,
+    prepared: Prepared,
+    gate: &Gate,
+) -> Result<(EndReport, Rusage), DataError> {
+    let (mut stream, mut truth, window) = accept_first(plan, prepared, gate)?;
     let mut request = vec![0u8; plan.spec.request_size_bytes as usize];
     let response = vec![0u8; plan.spec.response_size_bytes as usize];
-    let mut counters = Counters::default();
-    let start = Instant::now();
-    let hard = hard_deadline(plan.spec, plan.io_timeout);
+    let mut meter = Meter::new(&window);
+    let hard = hard_deadline(&window, plan.io_timeout);
     while read_message(&mut stream, &mut request)? {
         stream.write_all(&response).map_err(io_error("send"))?;
-        counters.transactions += 1;
-        if Instant::now() >= hard {
+        meter.counters.transactions += 1;
+        let now = Instant::now();
+        meter.tick(now);
+        if now >= hard {
             return Err(DataError::Overrun);
         }
     }
-    let elapsed = start.elapsed();
-    fill_rr_counters(&mut counters, plan.spec);
+    let end = Instant::now();
+    let tcp_info = tcp_info_of(&stream);
     finish_tcp(&stream, &mut truth)?;
-    Ok(counters.report(plan.spec.test, elapsed, truth))
+    let (mut counters, elapsed, usage) = meter.finish(end);
+    fill_rr_counters(&mut counters, plan.spec);
+    let mut report = counters.report(plan.spec.test, elapsed, truth);
+    report.tcp_info = tcp_info;
+    Ok((report, usage))
 }
 
 fn fill_rr_counters(counters: &mut Counters, spec: &RunSpec) {
@@ -629,19 +1257,25 @@ fn fill_rr_counters(counters: &mut Counters, spec: &RunSpec) {
     counters.bytes_sent = counters.transactions * u64::from(spec.response_size_bytes);
 }
 
-fn server_tcp_crr(plan: &ServerPlan<'_>, prepared: Prepared) -> Result<EndReport, DataError> {
+fn server_tcp_crr(
+    plan: &ServerPlan<'_>,
+    prepared: Prepared,
+    gate: &Gate,
+) -> Result<(EndReport, Rusage), DataError> {
+    // Connections come one per transaction: the flow is ready as soon as
+    // its socket listens.
+    let window = gate.arrive(plan.spec, plan.io_timeout)?;
     let mut truth = prepared.truth;
     let mut request = vec![0u8; plan.spec.request_size_bytes as usize];
     let response = vec![0u8; plan.spec.response_size_bytes as usize];
-    let mut counters = Counters::default();
-    let start = Instant::now();
-    let hard = hard_deadline(plan.spec, plan.io_timeout);
+    let mut meter = Meter::new(&window);
+    let hard = hard_deadline(&window, plan.io_timeout);
     let mut last = None;
     let mut scratch = [0u8; 64];
     while let Some(mut stream) = accept_client(plan, &prepared.socket, plan.io_timeout)? {
         if read_message(&mut stream, &mut request)? {
             stream.write_all(&response).map_err(io_error("send"))?;
-            counters.transactions += 1;
+            meter.counters.transactions += 1;
             // The client closes first, after reading the response; this
             // read returns at its end of file.
             while matches!(stream.read(&mut scratch), Ok(got) if got > 0) {}
@@ -651,20 +1285,27 @@ fn server_tcp_crr(plan: &ServerPlan<'_>, prepared: Prepared) -> Result<EndReport
                 .map_err(io_error("getsockname"))?;
         }
         last = Some(stream);
-        if Instant::now() >= hard {
+        let now = Instant::now();
+        meter.tick(now);
+        if now >= hard {
             return Err(DataError::Overrun);
         }
     }
-    let elapsed = start.elapsed();
+    let end = Instant::now();
+    let (mut counters, elapsed, usage) = meter.finish(end);
     fill_rr_counters(&mut counters, plan.spec);
     if let Some(stream) = last {
         // The connection is closed by now; its buffers still read back.
         let _ = finish_tcp(&stream, &mut truth);
     }
-    Ok(counters.report(plan.spec.test, elapsed, truth))
+    Ok((counters.report(plan.spec.test, elapsed, truth), usage))
 }
 
-fn server_udp(plan: &ServerPlan<'_>, prepared: Prepared) -> Result<EndReport, DataError> {
+fn server_udp(
+    plan: &ServerPlan<'_>,
+    prepared: Prepared,
+    gate: &Gate,
+) -> Result<(EndReport, Rusage), DataError> {
     let spec = plan.spec;
     let Prepared {
         socket, mut truth, ..
@@ -677,56 +1318,65 @@ fn server_udp(plan: &ServerPlan<'_>, prepared: Prepared) -> Result<EndReport, Da
     };
     let mut buffer = vec![0u8; size as usize];
     let response = vec![0u8; spec.response_size_bytes as usize];
-    let udp = UdpSocket::from(socket.try_clone().map_err(io_error("dup"))?);
-    let mut counters = Counters::default();
-    let wait_for_client = Instant::now() + plan.io_timeout;
-    // The first datagram from the client's address names its port; the
-    // socket is then connected to it, so strangers are filtered by the
-    // kernel.
-    let peer = loop {
-        match udp.recv_from(&mut buffer) {
-            Ok((got, peer)) if peer.ip() == plan.client_ip => {
-                counters.bytes_received += got as u64;
-                counters.messages_received += 1;
-                break peer;
-            }
-            Ok(_) => {}
-            Err(err) if is_timeout(&err) || err.kind() == io::ErrorKind::Interrupted => {
-                if plan.stop.load(Ordering::Relaxed) || Instant::now() >= wait_for_client {
-                    return Err(DataError::NoClient(plan.io_timeout));
+    let (udp, first) = gated(gate, || {
+        let udp = UdpSocket::from(socket.try_clone().map_err(io_error("dup"))?);
+        let wait_for_client = Instant::now() + plan.io_timeout;
+        // The first datagram from the client's address names its port;
+        // the socket is then connected to it, so strangers are filtered
+        // by the kernel.
+        let (got_first, peer) = loop {
+            match udp.recv_from(&mut buffer) {
+                Ok((got, peer)) if peer.ip() == plan.client_ip => break (got, peer),
+                Ok(_) => {}
+                Err(err) if is_timeout(&err) || err.kind() == io::ErrorKind::Interrupted => {
+                    if plan.stop.load(Ordering::Relaxed) || Instant::now() >= wait_for_client {
+                        return Err(DataError::NoClient(plan.io_timeout));
+                    }
                 }
+                Err(err) => return Err(io_error("receive")(err)),
             }
-            Err(err) => return Err(io_error("receive")(err)),
+        };
+        udp.connect(peer).map_err(io_error("connect"))?;
+        record_addresses(&mut truth, &socket, Some(peer)).map_err(io_error("getsockname"))?;
+        let mut first = Counters {
+            bytes_received: got_first as u64,
+            messages_received: 1,
+            ..Counters::default()
+        };
+        if answer {
+            udp.send(&response).map_err(io_error("send"))?;
+            first.bytes_sent = response.len() as u64;
+            first.messages_sent = 1;
+            first.transactions = 1;
         }
-    };
-    udp.connect(peer).map_err(io_error("connect"))?;
-    record_addresses(&mut truth, &socket, Some(peer)).map_err(io_error("getsockname"))?;
-    let start = Instant::now();
-    let mut last_datagram = start;
-    let hard = hard_deadline(spec, plan.io_timeout);
-    if answer {
-        udp.send(&response).map_err(io_error("send"))?;
-        counters.messages_sent += 1;
-        counters.bytes_sent += response.len() as u64;
-        counters.transactions += 1;
+        Ok((udp, first))
+    })?;
+    let window = gate.arrive(spec, plan.io_timeout)?;
+    let mut meter = Meter::new(&window);
+    if meter.counting() {
+        // No warm-up: the datagram that opened the flow counts.
+        meter.counters = first;
     }
+    let mut last_datagram = Instant::now();
+    let hard = hard_deadline(&window, plan.io_timeout);
     loop {
         match udp.recv(&mut buffer) {
             Ok(got) => {
-                counters.bytes_received += got as u64;
-                counters.messages_received += 1;
+                meter.counters.bytes_received += got as u64;
+                meter.counters.messages_received += 1;
                 if answer {
                     match udp.send(&response) {
                         Ok(sent) => {
-                            counters.bytes_sent += sent as u64;
-                            counters.messages_sent += 1;
-                            counters.transactions += 1;
+                            meter.counters.bytes_sent += sent as u64;
+                            meter.counters.messages_sent += 1;
+                            meter.counters.transactions += 1;
                         }
                         Err(err) if err.raw_os_error() == Some(libc::ENOBUFS) => {}
                         Err(err) => return Err(io_error("send")(err)),
                     }
                 }
                 last_datagram = Instant::now();
+                meter.tick(last_datagram);
                 if last_datagram >= hard {
                     return Err(DataError::Overrun);
                 }
@@ -746,7 +1396,7 @@ fn server_udp(plan: &ServerPlan<'_>, prepared: Prepared) -> Result<EndReport, Da
             Err(err) => return Err(io_error("receive")(err)),
         }
     }
-    let elapsed = last_datagram - start;
+    let (counters, elapsed, usage) = meter.finish(last_datagram);
     complete_truth(&mut truth, &socket).map_err(io_error("reading the socket"))?;
-    Ok(counters.report(spec.test, elapsed, truth))
+    Ok((counters.report(spec.test, elapsed, truth), usage))
 }

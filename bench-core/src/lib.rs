@@ -11,7 +11,12 @@
 //! - [`stats`]: the statistics every part of netbisect shares.
 //! - [`protocol`]: the control protocol between client and server.
 //! - [`auth`]: the pre-shared token and its challenge-response.
-//! - [`sockets`]: socket set-up, buffer truth, CPU pinning.
+//! - [`sockets`]: socket set-up, buffer truth, `TCP_INFO`, CPU pinning.
+//! - [`cpu`]: CPU utilisation from `/proc/stat`, the tool's own CPU time,
+//!   service demand.
+//! - [`latency`]: the latency histogram of request/response tests.
+//! - [`iterate`]: repeating iterations until a confidence interval is
+//!   reached.
 //! - [`datapath`]: the data phase of every test, both ends.
 //! - [`server`]: `netbisect serve`, the remote end.
 //! - [`client`]: the client's control session and iterations.
@@ -31,7 +36,10 @@ pub mod time;
 
 pub mod auth;
 pub mod client;
+pub mod cpu;
 pub mod datapath;
+pub mod iterate;
+pub mod latency;
 pub mod protocol;
 pub mod run;
 pub mod server;

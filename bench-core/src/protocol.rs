@@ -16,17 +16,23 @@
 //!    under the pre-shared token (see [`crate::auth`]); server `auth_ok` or
 //!    `error`;
 //! 3. any number of tests: client `test` with the resolved spec; server
-//!    `ready` with the data port (or `error` for a request outside the
-//!    limits of [`RunSpec::validate`], after which the session goes on);
-//!    the data phase on a separate connection; client `finished`; server
-//!    `results` with its own figures and environment;
+//!    `ready` with one data port per flow (or `error` for a request
+//!    outside the limits of [`RunSpec::validate`], after which the session
+//!    goes on); the data phase on separate connections; client
+//!    `finished`; server `results` with its own figures of every flow,
+//!    its CPU over the counted window when `-C` asked for it, and its
+//!    environment;
 //! 4. client `bye`, or it closes the connection.
 //!
 //! Data connections use separate ports, chosen by the server (within
 //! `data_ports` when the client asks for a range).
+//!
+//! Version 2 (this one) gave `ready` a port per flow and `results` a
+//! report per flow and the server's CPU; a version 1 peer is refused at
+//! `hello`.
 
 use crate::env::HostEnv;
-use crate::record::EndReport;
+use crate::record::{EndReport, HostCpu};
 use crate::spec::RunSpec;
 use serde::{Deserialize, Serialize};
 use std::io::{self, Read, Write};
@@ -36,7 +42,7 @@ use std::time::{Duration, Instant};
 /// Name of the protocol, sent in `hello`.
 pub const PROTOCOL_NAME: &str = "netbisect.control";
 /// Version of the protocol this crate speaks.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 /// Largest frame payload accepted, bytes.
 pub const MAX_FRAME_BYTES: u32 = 256 * 1024;
 /// Default control port of `netbisect serve`.
@@ -108,17 +114,20 @@ pub enum Frame {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         data_ports: Option<PortRange>,
     },
-    /// Server: the data socket is listening.
+    /// Server: the data sockets are listening.
     Ready {
-        /// Its port.
-        data_port: u16,
+        /// Their ports, one per flow.
+        data_ports: Vec<u16>,
     },
     /// Client: its side of the data phase is over.
     Finished,
     /// Server: its side's figures of the iteration.
     Results {
-        /// What the server counted.
-        end: EndReport,
+        /// What the server counted, per flow.
+        flows: Vec<EndReport>,
+        /// The server host's CPU over the counted window (`-C`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cpu: Option<HostCpu>,
         /// The server's environment.
         env: Box<HostEnv>,
     },
@@ -254,7 +263,7 @@ mod tests {
         let size = u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) as usize;
         assert_eq!(size, bytes.len() - 4);
         let text = std::str::from_utf8(&bytes[4..]).unwrap();
-        assert_eq!(text, r#"{"type":"welcome","version":1,"challenge":"00ff"}"#);
+        assert_eq!(text, r#"{"type":"welcome","version":2,"challenge":"00ff"}"#);
         let read = read_frame(&mut bytes.as_slice(), Duration::from_secs(1)).unwrap();
         assert_eq!(read, frame);
 

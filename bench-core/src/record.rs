@@ -253,12 +253,143 @@ pub struct Iteration {
     /// Transactions given up after a lost datagram (UDP_RR).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lost_transactions: Option<u64>,
-    /// What each end counted and which sockets it used.
+    /// What each end counted and which sockets it used. With several
+    /// flows: counts summed over the flows, the time of the longest flow,
+    /// and the first flow's socket.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ends: Option<EndsReport>,
     /// Partial latency figures of an imported run (see [`LatencyReport`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reported_latency: Option<LatencyReport>,
+    /// CPU utilisation broken out by state, and the tool's own CPU time,
+    /// of each measured end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_detail: Option<CpuDetail>,
+    /// Every transaction's time (request/response tests), all flows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_histogram: Option<LatencyHistogram>,
+    /// Per-flow figures when the test ran more than one flow; the
+    /// iteration's own figures are then the aggregate: rates, counts and
+    /// bytes are the sums over the flows.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flows: Vec<FlowFigures>,
+}
+
+/// The figures of one flow of a multi-flow iteration.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FlowFigures {
+    /// Measured length of the flow's window, seconds.
+    pub elapsed_s: f64,
+    /// Payload throughput of the flow, bits per second.
+    pub throughput_bps: f64,
+    /// Transactions per second (request/response tests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transaction_rate: Option<f64>,
+    /// Completed transactions (request/response tests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transactions: Option<u64>,
+    /// Payload bytes sent.
+    pub bytes_sent: u64,
+    /// Payload bytes received.
+    pub bytes_received: u64,
+    /// Latency of the flow's transactions (request/response tests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<LatencyFigures>,
+    /// What each end of the flow counted, and its sockets.
+    pub ends: EndsReport,
+}
+
+/// CPU detail of both ends of one iteration.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuDetail {
+    /// The local host (`-c`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local: Option<HostCpu>,
+    /// The remote host (`-C`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<HostCpu>,
+}
+
+/// One host's CPU over the measured window: system-wide time by state
+/// from `/proc/stat` (percent of all CPUs' time; they add up to 100),
+/// and the CPU time of the tool's own data threads (`getrusage`).
+///
+/// Utilisation is everything but `idle_pct`: as netperf does, time in
+/// iowait counts as busy.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostCpu {
+    /// Length of the window the counters were read over, seconds.
+    pub window_s: f64,
+    /// CPUs counted in `/proc/stat`.
+    pub n_cpus: u32,
+    /// Utilisation: 100 minus idle, percent.
+    pub util_pct: f64,
+    /// User time, percent.
+    pub user_pct: f64,
+    /// Niced user time, percent.
+    pub nice_pct: f64,
+    /// System time, percent.
+    pub system_pct: f64,
+    /// Time waiting for I/O, percent (counted as busy).
+    pub iowait_pct: f64,
+    /// Hard interrupt time, percent.
+    pub irq_pct: f64,
+    /// Soft interrupt time, percent.
+    pub softirq_pct: f64,
+    /// Time stolen by the hypervisor, percent.
+    pub steal_pct: f64,
+    /// Idle time, percent.
+    pub idle_pct: f64,
+    /// User CPU time of the tool's data threads, seconds.
+    pub process_user_s: f64,
+    /// System CPU time of the tool's data threads, seconds.
+    pub process_system_s: f64,
+}
+
+/// Transaction times in log-linear buckets (at most 1/64 wide relative to
+/// their value), so that any percentile can be computed later within
+/// that precision.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LatencyHistogram {
+    /// Sub-buckets per power of two: a bucket's width is at most
+    /// 1/`sub_buckets` of its values.
+    pub sub_buckets: u32,
+    /// Transactions recorded.
+    pub count: u64,
+    /// Fastest transaction, nanoseconds.
+    pub min_ns: u64,
+    /// Slowest transaction, nanoseconds.
+    pub max_ns: u64,
+    /// Non-empty buckets in ascending order, each as the highest value
+    /// the bucket holds (nanoseconds) and its count.
+    pub buckets: Vec<[u64; 2]>,
+}
+
+/// What `TCP_INFO` said about a connection when its test ended.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TcpInfoFigures {
+    /// Segments retransmitted over the connection's life.
+    pub total_retrans: u64,
+    /// Smoothed round-trip time, microseconds.
+    pub rtt_us: u64,
+    /// Round-trip time variation, microseconds.
+    pub rttvar_us: u64,
+    /// Congestion window, segments.
+    pub snd_cwnd: u64,
+    /// Sender's maximum segment size, bytes.
+    pub snd_mss: u64,
+    /// Most recent delivery rate, bits per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_rate_bps: Option<u64>,
+    /// Time spent sending data, microseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy_time_us: Option<u64>,
+    /// Time limited by the peer's receive window, microseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rwnd_limited_us: Option<u64>,
+    /// Time limited by the send buffer, microseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sndbuf_limited_us: Option<u64>,
 }
 
 /// The raw figures of both ends of one iteration.
@@ -292,6 +423,10 @@ pub struct EndReport {
     pub timeouts: Option<u64>,
     /// The data socket (for TCP_CRR, the last connection's).
     pub socket: SocketTruth,
+    /// `TCP_INFO` of the data socket when the test ended (TCP tests but
+    /// TCP_CRR).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_info: Option<TcpInfoFigures>,
 }
 
 /// The data socket of one end as the kernel reported it.
@@ -416,6 +551,24 @@ pub struct Summary {
     /// Partial latency figures of an imported run (see [`LatencyReport`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reported_latency: Option<LatencyReport>,
+    /// Every transaction of every iteration (request/response tests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_histogram: Option<LatencyHistogram>,
+    /// Confidence intervals reached on CPU utilisation, when both a
+    /// confidence interval and CPU figures were asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_confidence: Option<CpuConfidence>,
+}
+
+/// The intervals reached on each end's CPU utilisation.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuConfidence {
+    /// On the local utilisation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local: Option<ConfidenceOutcome>,
+    /// On the remote utilisation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<ConfidenceOutcome>,
 }
 
 /// One test run: the canonical run record.

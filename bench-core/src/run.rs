@@ -3,14 +3,21 @@
 //! [`RunRecord`].
 
 use crate::client::{self, ClientError, ClientOptions, TestOutcome};
+use crate::cpu;
+use crate::datapath::{Interim, InterimFigures};
 use crate::env;
+use crate::iterate;
+use crate::latency;
 use crate::record::{
-    Endpoint, Environments, Iteration, RecordError, RunRecord, SCHEMA, Source, Spread, Subject,
-    Summary, UdpFigures,
+    CpuFigures, Endpoint, Environments, Iteration, LatencyFigures, LatencyHistogram, RecordError,
+    RunRecord, SCHEMA, Source, Spread, Subject, Summary, UdpFigures,
 };
 use crate::server::{self, Server, ServerConfig, ServerError};
 use crate::sockets;
 use crate::spec::{RunSpec, TestKind};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
 
 /// Everything a run needs besides the spec's own figures.
 #[derive(Clone, Debug)]
@@ -24,6 +31,26 @@ pub struct BenchRequest {
     pub subject: Subject,
     /// Testbed name.
     pub testbed: String,
+    /// Interim reports while each iteration runs (`-D`), if any.
+    pub interim: Option<InterimReports>,
+}
+
+/// Where interim reports go, and how often.
+#[derive(Clone)]
+pub struct InterimReports {
+    /// How often to report.
+    pub every: Duration,
+    /// Called with each report.
+    pub report: Arc<dyn Fn(&InterimFigures) + Send + Sync>,
+}
+
+impl std::fmt::Debug for InterimReports {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("InterimReports")
+            .field("every", &self.every)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Why a run failed. No record exists for a failed run.
@@ -44,9 +71,13 @@ pub enum BenchError {
 pub fn bench(request: &BenchRequest) -> Result<RunRecord, BenchError> {
     request.spec.validate().map_err(ClientError::from)?;
     let started_at = crate::time::now_rfc3339();
+    let interim = request.interim.as_ref().map(|interim| Interim {
+        every: interim.every,
+        report: &*interim.report,
+    });
     let (outcome, endpoint) = match &request.server {
         Some(options) => {
-            let outcome = client::run_test(&request.spec, options)?;
+            let outcome = client::run_test_with(&request.spec, options, interim)?;
             let endpoint = Endpoint {
                 host: options.host.clone(),
                 port: Some(options.port),
@@ -59,7 +90,7 @@ pub fn bench(request: &BenchRequest) -> Result<RunRecord, BenchError> {
             let address = server.local_addr();
             let handle = server.spawn()?;
             let options = ClientOptions::new(&address.ip().to_string(), address.port());
-            let outcome = client::run_test(&request.spec, &options);
+            let outcome = client::run_test_with(&request.spec, &options, interim);
             handle.stop();
             let endpoint = Endpoint {
                 host: address.ip().to_string(),
@@ -135,10 +166,121 @@ pub fn summarize(spec: &RunSpec, iterations: &[Iteration]) -> Summary {
         } else {
             None
         },
-        confidence: None,
-        cpu: None,
-        latency: None,
+        confidence: iterate::primary_outcome(spec, iterations),
+        cpu: summary_cpu(spec, iterations),
+        latency: summary_latency(iterations),
         reported_latency: None,
         udp,
+        latency_histogram: merge_histograms(
+            iterations
+                .iter()
+                .filter_map(|iteration| iteration.latency_histogram.as_ref()),
+        ),
+        cpu_confidence: iterate::cpu_outcome(spec, iterations),
     }
+}
+
+/// Mean utilisation of each end over the iterations, and service demand
+/// computed once from it and the mean rate of work, as netperf reports
+/// it for a run of several iterations.
+fn summary_cpu(spec: &RunSpec, iterations: &[Iteration]) -> Option<CpuFigures> {
+    let cpus: Vec<&CpuFigures> = iterations.iter().filter_map(|i| i.cpu.as_ref()).collect();
+    if cpus.is_empty() {
+        return None;
+    }
+    let mean_of = |values: Vec<f64>| {
+        (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+    };
+    let local_util = mean_of(cpus.iter().filter_map(|c| c.local_util_pct).collect());
+    let remote_util = mean_of(cpus.iter().filter_map(|c| c.remote_util_pct).collect());
+    let rate = mean_of(
+        iterations
+            .iter()
+            .map(|iteration| client::work_rate(spec, iteration))
+            .collect(),
+    )
+    .unwrap_or(0.0);
+    let n_cpus = |remote: bool| {
+        iterations
+            .iter()
+            .filter_map(|i| i.cpu_detail.as_ref())
+            .filter_map(|detail| {
+                if remote {
+                    detail.remote.as_ref()
+                } else {
+                    detail.local.as_ref()
+                }
+            })
+            .map(|host| host.n_cpus)
+            .next()
+    };
+    let demand = |util: Option<f64>, remote: bool| {
+        util.zip(n_cpus(remote))
+            .and_then(|(util, n_cpus)| cpu::service_demand(util, n_cpus, rate))
+    };
+    Some(CpuFigures {
+        local_util_pct: local_util,
+        remote_util_pct: remote_util,
+        local_service_demand: demand(local_util, false),
+        remote_service_demand: demand(remote_util, true),
+    })
+}
+
+/// Latency over every transaction of every iteration: exact pooled mean
+/// and standard deviation, percentiles from the merged histogram.
+fn summary_latency(iterations: &[Iteration]) -> Option<LatencyFigures> {
+    let parts: Vec<(u64, f64, f64)> = iterations
+        .iter()
+        .filter_map(|i| Some((i.latency_histogram.as_ref()?.count, i.latency.as_ref()?)))
+        .map(|(count, figures)| (count, figures.mean_us, figures.stddev_us))
+        .collect();
+    let (mean_us, stddev_us) = latency::pooled_mean_stddev(&parts)?;
+    let merged = merge_histograms(
+        iterations
+            .iter()
+            .filter_map(|iteration| iteration.latency_histogram.as_ref()),
+    )?;
+    let at = |pct: f64| merged.percentile_ns(pct).unwrap_or(0) as f64 / 1000.0;
+    Some(LatencyFigures {
+        min_us: merged.min_ns as f64 / 1000.0,
+        mean_us,
+        stddev_us,
+        p50_us: at(50.0),
+        p90_us: at(90.0),
+        p99_us: at(99.0),
+        p999_us: at(99.9),
+        max_us: merged.max_ns as f64 / 1000.0,
+    })
+}
+
+/// Several recorded histograms as one.
+pub fn merge_histograms<'a>(
+    histograms: impl Iterator<Item = &'a LatencyHistogram>,
+) -> Option<LatencyHistogram> {
+    let mut buckets: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut merged: Option<LatencyHistogram> = None;
+    for histogram in histograms {
+        for [high, count] in &histogram.buckets {
+            *buckets.entry(*high).or_default() += count;
+        }
+        merged = Some(match merged {
+            None => LatencyHistogram {
+                buckets: Vec::new(),
+                ..histogram.clone()
+            },
+            Some(sum) => LatencyHistogram {
+                sub_buckets: sum.sub_buckets,
+                count: sum.count + histogram.count,
+                min_ns: sum.min_ns.min(histogram.min_ns),
+                max_ns: sum.max_ns.max(histogram.max_ns),
+                buckets: Vec::new(),
+            },
+        });
+    }
+    let mut merged = merged?;
+    merged.buckets = buckets
+        .into_iter()
+        .map(|(high, count)| [high, count])
+        .collect();
+    Some(merged)
 }

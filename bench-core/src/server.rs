@@ -483,7 +483,7 @@ fn run_one(
     write_frame(
         stream,
         &Frame::Ready {
-            data_port: prepared.port,
+            data_ports: prepared.iter().map(|flow| flow.port).collect(),
         },
     )?;
     let stop = AtomicBool::new(false);
@@ -493,8 +493,9 @@ fn run_one(
         stop: &stop,
         io_timeout: config.io_timeout,
     };
-    let wait =
-        Duration::from_secs_f64(spec.duration_s) + config.io_timeout + config.control_timeout;
+    let wait = Duration::from_secs_f64(spec.warmup_s + spec.duration_s)
+        + config.io_timeout
+        + config.control_timeout;
     let (control, data) = std::thread::scope(|scope| {
         let data = scope.spawn(|| datapath::run_server(&plan, prepared));
         let control = read_frame_within(stream, wait);
@@ -510,8 +511,8 @@ fn run_one(
         }
         Err(err) => return Err(SessionEnd::Dropped(format!("during {}: {err}", spec.test))),
     }
-    let end = match data {
-        Ok(Ok(end)) => end,
+    let side = match data {
+        Ok(Ok(side)) => side,
         Ok(Err(err)) => {
             return reject(
                 stream,
@@ -527,7 +528,8 @@ fn run_one(
     write_frame(
         stream,
         &Frame::Results {
-            end,
+            flows: side.flows,
+            cpu: side.cpu,
             env: env.clone(),
         },
     )?;

@@ -2,7 +2,7 @@
 //! of them, addresses, port ranges, CPU pinning.
 
 use crate::protocol::PortRange;
-use crate::record::{BufferTruth, SocketTruth};
+use crate::record::{BufferTruth, SocketTruth, TcpInfoFigures};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -118,6 +118,100 @@ pub fn pin_current_thread(cpu: u32) -> io::Result<()> {
     } else {
         Err(io::Error::last_os_error())
     }
+}
+
+/// The start of Linux's `struct tcp_info` (include/uapi/linux/tcp.h) up
+/// to `tcpi_sndbuf_limited` (Linux 4.10). Declared here because the libc
+/// crate's copy stops earlier; the kernel fills as much as it has and says
+/// how much, so older kernels leave the later fields out.
+#[repr(C)]
+#[derive(Default)]
+struct KernelTcpInfo {
+    state: u8,
+    ca_state: u8,
+    retransmits: u8,
+    probes: u8,
+    backoff: u8,
+    options: u8,
+    wscale: u8,
+    flags: u8,
+    rto: u32,
+    ato: u32,
+    snd_mss: u32,
+    rcv_mss: u32,
+    unacked: u32,
+    sacked: u32,
+    lost: u32,
+    retrans: u32,
+    fackets: u32,
+    last_data_sent: u32,
+    last_ack_sent: u32,
+    last_data_recv: u32,
+    last_ack_recv: u32,
+    pmtu: u32,
+    rcv_ssthresh: u32,
+    rtt: u32,
+    rttvar: u32,
+    snd_ssthresh: u32,
+    snd_cwnd: u32,
+    advmss: u32,
+    reordering: u32,
+    rcv_rtt: u32,
+    rcv_space: u32,
+    total_retrans: u32,
+    pacing_rate: u64,
+    max_pacing_rate: u64,
+    bytes_acked: u64,
+    bytes_received: u64,
+    segs_out: u32,
+    segs_in: u32,
+    notsent_bytes: u32,
+    min_rtt: u32,
+    data_segs_in: u32,
+    data_segs_out: u32,
+    delivery_rate: u64,
+    busy_time: u64,
+    rwnd_limited: u64,
+    sndbuf_limited: u64,
+}
+
+/// `TCP_INFO` of a connected TCP socket.
+pub fn tcp_info(socket: &Socket) -> io::Result<TcpInfoFigures> {
+    use std::os::fd::AsRawFd;
+    let mut info = KernelTcpInfo::default();
+    let mut length = std::mem::size_of::<KernelTcpInfo>() as libc::socklen_t;
+    // SAFETY: the buffer is a live, writable KernelTcpInfo of `length`
+    // bytes; the kernel writes at most that many and updates `length`.
+    let result = unsafe {
+        libc::getsockopt(
+            socket.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut KernelTcpInfo).cast(),
+            &mut length,
+        )
+    };
+    if result != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // JSON integers must stay within 2^53; a counter beyond that is
+    // clamped rather than left to fail the record.
+    let safe = |value: u64| value.min((1 << 53) - 1);
+    let filled = length as usize;
+    let has = |end_offset: usize| filled >= end_offset;
+    let delivery_end = std::mem::offset_of!(KernelTcpInfo, delivery_rate) + 8;
+    let limited_end = std::mem::size_of::<KernelTcpInfo>();
+    Ok(TcpInfoFigures {
+        total_retrans: u64::from(info.total_retrans),
+        rtt_us: u64::from(info.rtt),
+        rttvar_us: u64::from(info.rttvar),
+        snd_cwnd: u64::from(info.snd_cwnd),
+        snd_mss: u64::from(info.snd_mss),
+        delivery_rate_bps: has(delivery_end).then(|| safe(info.delivery_rate.saturating_mul(8))),
+        busy_time_us: has(limited_end).then_some(safe(info.busy_time)),
+        rwnd_limited_us: has(limited_end).then_some(safe(info.rwnd_limited)),
+        sndbuf_limited_us: has(limited_end).then_some(safe(info.sndbuf_limited)),
+    })
 }
 
 /// True for timeouts of a socket with `SO_RCVTIMEO`/`SO_SNDTIMEO` set.

@@ -164,6 +164,10 @@ pub struct RunSpec {
     pub flows: u32,
     /// Seconds of traffic before the measured window, not counted.
     pub warmup_s: f64,
+    /// Threads the local end spreads its flows over (`--threads`);
+    /// absent: one thread per flow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<u32>,
 }
 
 /// netperf's default send size for stream tests.
@@ -204,6 +208,7 @@ impl RunSpec {
             iterations_min: 1,
             flows: 1,
             warmup_s: 0.0,
+            threads: None,
         }
     }
 }
@@ -224,6 +229,15 @@ pub const MAX_ITERATIONS: u32 = 30;
 pub const MAX_CPUS: u32 = 1024;
 /// Longest warm-up, seconds.
 pub const MAX_WARMUP_S: f64 = 60.0;
+/// Most parallel flows of one test.
+pub const MAX_FLOWS: u32 = 128;
+/// The confidence levels `-I` accepts, percent (netperf's).
+pub const CONFIDENCE_LEVELS: [u32; 2] = [95, 99];
+/// Widest confidence interval `-I` accepts, percent of the mean.
+pub const MAX_CONFIDENCE_WIDTH_PCT: f64 = 100.0;
+/// Iterations when `-I` is given without `-i` (netperf's): at most 10, at
+/// least 3.
+pub const DEFAULT_CONFIDENCE_ITERATIONS: (u32, u32) = (10, 3);
 
 /// A specification outside the documented limits.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -288,6 +302,9 @@ pub enum SpecError {
         /// The parameter that fits the test.
         other: &'static str,
     },
+    /// A confidence interval asked for with fewer than two iterations.
+    #[error("a confidence interval (-I) needs at least 2 iterations (-i max >= 2)")]
+    TooFewIterations,
 }
 
 fn check_u32(field: &'static str, value: u32, min: u32, max: u32) -> Result<(), SpecError> {
@@ -381,14 +398,31 @@ impl RunSpec {
             1,
             self.iterations_max,
         )?;
-        if self.flows != 1 {
-            return Err(SpecError::Unsupported("more than one flow"));
+        check_u32("flows (--flows)", self.flows, 1, MAX_FLOWS)?;
+        if let Some(threads) = self.threads {
+            check_u32("threads (--threads)", threads, 1, self.flows)?;
         }
-        if self.confidence.is_some() {
-            return Err(SpecError::Unsupported("a confidence interval (-I)"));
-        }
-        if self.local_cpu || self.remote_cpu {
-            return Err(SpecError::Unsupported("CPU utilisation (-c/-C)"));
+        if let Some(confidence) = &self.confidence {
+            if !CONFIDENCE_LEVELS.contains(&confidence.level_pct) {
+                return Err(SpecError::OutOfRange {
+                    field: "confidence level (-I)",
+                    value: confidence.level_pct.to_string(),
+                    min: "95".to_string(),
+                    max: "99 (95 or 99)".to_string(),
+                });
+            }
+            let width = confidence.width_pct;
+            if !(width.is_finite() && width > 0.0 && width <= MAX_CONFIDENCE_WIDTH_PCT) {
+                return Err(SpecError::OutOfRange {
+                    field: "confidence width (-I)",
+                    value: width.to_string(),
+                    min: "more than 0".to_string(),
+                    max: MAX_CONFIDENCE_WIDTH_PCT.to_string(),
+                });
+            }
+            if self.iterations_max < 2 {
+                return Err(SpecError::TooFewIterations);
+            }
         }
         Ok(())
     }
@@ -701,6 +735,56 @@ mod tests {
         spec.duration_s = f64::NAN;
         assert!(spec.validate().is_err());
         spec.duration_s = 0.2;
+        spec.validate().unwrap();
+    }
+
+    #[test]
+    fn impossible_requests_are_refused() {
+        let mut spec = RunSpec::defaults(TestKind::TcpStream);
+        spec.confidence = Some(ConfidenceSpec {
+            level_pct: 90,
+            width_pct: 5.0,
+        });
+        spec.iterations_max = 10;
+        let message = spec.validate().unwrap_err().to_string();
+        assert!(message.starts_with("confidence level (-I)"), "{message}");
+        spec.confidence = Some(ConfidenceSpec {
+            level_pct: 95,
+            width_pct: 0.0,
+        });
+        assert!(spec.validate().is_err());
+        spec.confidence = Some(ConfidenceSpec {
+            level_pct: 95,
+            width_pct: 5.0,
+        });
+        spec.validate().unwrap();
+        spec.iterations_max = 1;
+        assert_eq!(spec.validate(), Err(SpecError::TooFewIterations));
+        spec.confidence = None;
+        spec.iterations_max = 2;
+        spec.iterations_min = 5;
+        let message = spec.validate().unwrap_err().to_string();
+        assert_eq!(
+            message,
+            "iterations (-i min) must be between 1 and 2, got 5"
+        );
+        spec.iterations_min = 1;
+        spec.flows = 0;
+        assert!(
+            spec.validate()
+                .unwrap_err()
+                .to_string()
+                .starts_with("flows")
+        );
+        spec.flows = 4;
+        spec.threads = Some(5);
+        assert!(
+            spec.validate()
+                .unwrap_err()
+                .to_string()
+                .starts_with("threads")
+        );
+        spec.threads = Some(2);
         spec.validate().unwrap();
     }
 }

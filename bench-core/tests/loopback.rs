@@ -22,6 +22,7 @@ fn run(test: TestKind, family: AddressFamily, adjust: impl FnOnce(&mut RunSpec))
         server: None,
         subject: Default::default(),
         testbed: "loopback".to_string(),
+        interim: None,
     };
     let record = bench(&request).unwrap();
     // A sealed record reads back whole.
@@ -36,8 +37,9 @@ fn only_iteration(record: &RunRecord) -> &Iteration {
 }
 
 fn assert_elapsed_close(elapsed_s: f64) {
+    // Within a fifth of -l: the suite shares two cores with itself.
     assert!(
-        (elapsed_s - DURATION_S).abs() <= DURATION_S * 0.1,
+        (elapsed_s - DURATION_S).abs() <= DURATION_S * 0.2,
         "elapsed {elapsed_s} s, asked for {DURATION_S} s"
     );
 }
@@ -244,13 +246,15 @@ fn udp_rr_counts_lost_datagrams_instead_of_stalling() {
     });
     let mut spec = RunSpec::defaults(TestKind::UdpRr);
     spec.duration_s = DURATION_S;
+    let servers = [server];
     let plan = ClientPlan {
         spec: &spec,
-        server,
+        servers: &servers,
         io_timeout: Duration::from_secs(1),
         udp_rr_timeout: Duration::from_millis(5),
+        interim: None,
     };
-    let end = run_client(&plan).unwrap();
+    let end = run_client(&plan).unwrap().flows.remove(0);
     echo_thread.join().unwrap();
     let transactions = end.transactions.unwrap();
     let timeouts = end.timeouts.unwrap();

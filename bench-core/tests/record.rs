@@ -2,20 +2,23 @@
 //! config_key of a fixture, round trips, and every way a file can be bad.
 
 use bench_core::env::{HostEnv, InterfaceEnv};
+use bench_core::latency::Histogram;
 use bench_core::record::{
-    BufferTruth, ConfidenceOutcome, CpuFigures, EndReport, Endpoint, EndsReport, Environments,
-    Iteration, LatencyFigures, LatencyReport, RecordError, RunRecord, SocketTruth, Source, Spread,
-    Subject, Summary, UdpFigures,
+    BufferTruth, ConfidenceOutcome, CpuConfidence, CpuDetail, CpuFigures, EndReport, Endpoint,
+    EndsReport, Environments, FlowFigures, HostCpu, Iteration, LatencyFigures, LatencyHistogram,
+    LatencyReport, RecordError, RunRecord, SocketTruth, Source, Spread, Subject, Summary,
+    TcpInfoFigures, UdpFigures,
 };
 use bench_core::spec::{AddressFamily, ConfidenceSpec, CpuPinning, RunSpec, TestKind};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// The id of the fixture record.
-const FIXTURE_ID: &str = "96e8eabb205393c193715123e65d190de679bd2f5858904aeb781ab77718b746";
+const FIXTURE_ID: &str = "aaaa9541da83110b5ebb2efd7f214effe502ca971f4e8317dd977869c2bd3391";
 /// The config_key of the fixture record.
-const FIXTURE_CONFIG_KEY: &str = "b923e57b1d4483117b032d8fdaf6cb9414629745ea511b6eb931a0b7e06101c5";
+const FIXTURE_CONFIG_KEY: &str = "89f2dc6b658f529c204f7b12e3f4080b0daab6162560fe5f1e4c3f046c24cfea";
 
 fn golden_path() -> PathBuf {
     [
@@ -129,6 +132,64 @@ fn iteration(transactions: u64) -> Iteration {
             local: end_report(transactions, "[::1]:40000", "[::1]:40001"),
             remote: end_report(transactions, "[::1]:40001", "[::1]:40000"),
         }),
+        cpu_detail: Some(CpuDetail {
+            local: Some(host_cpu(12.5)),
+            remote: Some(host_cpu(11.75)),
+        }),
+        latency_histogram: Some(histogram(transactions)),
+        flows: [
+            ("[::1]:40000", "[::1]:40001"),
+            ("[::1]:40002", "[::1]:40003"),
+        ]
+        .iter()
+        .map(|(local, remote)| flow(transactions / 2, local, remote))
+        .collect(),
+    }
+}
+
+fn host_cpu(util_pct: f64) -> HostCpu {
+    HostCpu {
+        window_s: 10.0,
+        n_cpus: 64,
+        util_pct,
+        user_pct: util_pct / 2.0,
+        nice_pct: 0.0,
+        system_pct: util_pct / 4.0,
+        iowait_pct: 0.0,
+        irq_pct: 0.0,
+        softirq_pct: util_pct / 4.0,
+        steal_pct: 0.0,
+        idle_pct: 100.0 - util_pct,
+        process_user_s: 0.5,
+        process_system_s: 6.25,
+    }
+}
+
+/// Transactions of 24 us, and one each of the fastest and slowest.
+fn histogram(transactions: u64) -> LatencyHistogram {
+    let mut histogram = Histogram::new();
+    histogram.record(Duration::from_nanos(18_500));
+    histogram.record(Duration::from_nanos(512_000));
+    for _ in 2..transactions {
+        histogram.record(Duration::from_nanos(24_000));
+    }
+    histogram.to_record().unwrap()
+}
+
+fn flow(transactions: u64, local_address: &str, peer_address: &str) -> FlowFigures {
+    let rate = transactions as f64 / 10.0;
+    FlowFigures {
+        elapsed_s: 10.0,
+        throughput_bps: rate * 2.0 * 64.0 * 8.0,
+        transaction_rate: Some(rate),
+        transactions: Some(transactions),
+        bytes_sent: transactions * 64,
+        bytes_received: transactions * 64,
+        latency: Some(latency(1.0)),
+        ends: EndsReport {
+            local: end_report(transactions, local_address, peer_address),
+            remote: end_report(transactions, peer_address, local_address),
+        },
     }
 }
 
@@ -152,6 +213,17 @@ fn end_report(transactions: u64, local_address: &str, peer_address: &str) -> End
             send_buffer: buffer.clone(),
             recv_buffer: buffer,
         },
+        tcp_info: Some(TcpInfoFigures {
+            total_retrans: 3,
+            rtt_us: 42,
+            rttvar_us: 7,
+            snd_cwnd: 10,
+            snd_mss: 1448,
+            delivery_rate_bps: Some(2_500_000_000),
+            busy_time_us: Some(9_990_000),
+            rwnd_limited_us: Some(1_250),
+            sndbuf_limited_us: Some(0),
+        }),
     }
 }
 
@@ -182,6 +254,7 @@ fn fixture() -> RunRecord {
         iterations_min: 3,
         flows: 2,
         warmup_s: 1.5,
+        threads: Some(1),
     };
     let iterations = vec![iteration(400_000), iteration(401_234), iteration(398_765)];
     let rates: Vec<f64> = iterations
@@ -235,6 +308,25 @@ fn fixture() -> RunRecord {
                 messages_sent: 1000,
                 messages_received: 990,
                 loss_pct: 1.0,
+            }),
+            latency_histogram: Some(histogram(1_200_000)),
+            cpu_confidence: Some(CpuConfidence {
+                local: Some(ConfidenceOutcome {
+                    level_pct: 99,
+                    low: 12.25,
+                    high: 12.75,
+                    width_pct: 4.0,
+                    target_width_pct: 5.0,
+                    met: true,
+                }),
+                remote: Some(ConfidenceOutcome {
+                    level_pct: 99,
+                    low: 11.0,
+                    high: 12.5,
+                    width_pct: 12.75,
+                    target_width_pct: 5.0,
+                    met: false,
+                }),
             }),
         },
     };
@@ -409,7 +501,7 @@ fn tampered_content_is_refused() {
     assert_eq!(
         err,
         format!(
-            "id does not match the content: stated {FIXTURE_ID}, computed 5b91e698dae1ab34008d896bce9fb555f98aa39ba863be09860fa2a20d127929"
+            "id does not match the content: stated {FIXTURE_ID}, computed 56710388ea5ff7636bd7b67e425f33c7e01e34a2d39539f0532acb6fb8cdd37e"
         )
     );
     let mut tree = golden_tree();
@@ -418,7 +510,7 @@ fn tampered_content_is_refused() {
         tree_error(&tree),
         format!(
             "config_key does not match the content: stated {FIXTURE_CONFIG_KEY}, \
-             computed 24cd4dd745287d98cd2d0a4571431716816d6f607557307e2070eafa3b990b3e"
+             computed 65e80e0dc1eb7a02fe4bd771c5f3997c0fba0f5fd3dba54e86fb77e1efdc489b"
         )
     );
 }

@@ -7,11 +7,16 @@ use crate::render::Renderer;
 use anyhow::Context;
 use bench_core::auth::Token;
 use bench_core::client::ClientOptions;
+use bench_core::datapath::InterimFigures;
 use bench_core::record::{RunRecord, Subject};
-use bench_core::run::{BenchRequest, bench};
-use bench_core::spec::{AddressFamily, RunSpec, TestKind};
+use bench_core::run::{BenchRequest, InterimReports, bench};
+use bench_core::spec::{
+    AddressFamily, ConfidenceSpec, DEFAULT_CONFIDENCE_ITERATIONS, RunSpec, TestKind,
+};
 use std::io::Write;
 use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
 
 pub fn run(global: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<Code> {
     if let Some(sweep) = &args.sweep {
@@ -110,7 +115,51 @@ pub(super) fn request_from_args(args: &BenchArgs) -> anyhow::Result<BenchRequest
         spec.cpu_pinning.local = local.map(parse_cpu).transpose()?;
         spec.cpu_pinning.remote = remote.map(parse_cpu).transpose()?;
     }
+    if let Some(text) = &args.confidence {
+        spec.confidence = Some(parse_confidence(text)?);
+        let (max, min) = DEFAULT_CONFIDENCE_ITERATIONS;
+        spec.iterations_max = max;
+        spec.iterations_min = min;
+    }
+    if let Some(text) = &args.iterations {
+        let (max, min) = split_pair(text);
+        let parse = |part: &str| {
+            part.parse::<u32>()
+                .map_err(|_| InputError(format!("invalid iteration count '{part}' for -i")))
+        };
+        if let Some(max) = max {
+            spec.iterations_max = parse(max)?;
+            spec.iterations_min = spec.iterations_min.min(spec.iterations_max);
+        }
+        if let Some(min) = min {
+            spec.iterations_min = parse(min)?;
+        }
+    }
+    spec.local_cpu = args.local_cpu;
+    spec.remote_cpu = args.remote_cpu;
+    if let Some(flows) = args.flows {
+        spec.flows = flows;
+    }
+    spec.threads = args.threads;
+    if let Some(warmup) = args.warmup {
+        spec.warmup_s = warmup;
+    }
     spec.validate().map_err(|err| InputError(err.to_string()))?;
+    let interim = match args.interim {
+        None => None,
+        Some(seconds) if seconds.is_finite() && (0.01..=3600.0).contains(&seconds) => {
+            Some(InterimReports {
+                every: Duration::from_secs_f64(seconds),
+                report: Arc::new(print_interim),
+            })
+        }
+        Some(seconds) => {
+            return Err(InputError(format!(
+                "interim interval (-D) must be between 0.01 and 3600, got {seconds}"
+            ))
+            .into());
+        }
+    };
 
     let release = bench_core::kernel::running_release();
     let commit = match &args.commit {
@@ -147,6 +196,40 @@ pub(super) fn request_from_args(args: &BenchArgs) -> anyhow::Result<BenchRequest
         server,
         subject,
         testbed,
+        interim,
+    })
+}
+
+/// One interim report on stderr, in netperf's demo-mode words.
+fn print_interim(figures: &InterimFigures) {
+    let text = match figures.transaction_rate {
+        Some(rate) => format!(
+            "Interim result: {rate:10.2} Trans/s over {:.3} seconds ending at {:.3}\n",
+            figures.interval_s, figures.since_start_s
+        ),
+        None => format!(
+            "Interim result: {:10.2} 10^6bits/s over {:.3} seconds ending at {:.3}\n",
+            figures.throughput_bps / 1e6,
+            figures.interval_s,
+            figures.since_start_s
+        ),
+    };
+    let _ = std::io::stderr().write_all(text.as_bytes());
+}
+
+/// `-I level[,width]`: the level in percent and the full width of the
+/// interval in percent of the mean (netperf's default width: 5).
+fn parse_confidence(text: &str) -> Result<ConfidenceSpec, InputError> {
+    let invalid = || InputError(format!("invalid confidence '{text}' for -I (LEVEL,WIDTH)"));
+    let (level, width) = split_pair(text);
+    let level_pct = level.ok_or_else(invalid)?.parse().map_err(|_| invalid())?;
+    let width_pct = match width {
+        Some(width) => width.parse().map_err(|_| invalid())?,
+        None => 5.0,
+    };
+    Ok(ConfidenceSpec {
+        level_pct,
+        width_pct,
     })
 }
 
@@ -205,6 +288,17 @@ mod tests {
         assert_eq!(split_pair(",2"), (None, Some("2")));
         assert_eq!(split_pair("3"), (Some("3"), None));
     }
+
+    #[test]
+    fn confidence_parses_like_netperf() {
+        let confidence = parse_confidence("95,5").unwrap();
+        assert_eq!((confidence.level_pct, confidence.width_pct), (95, 5.0));
+        // The width defaults to netperf's 5%.
+        assert_eq!(parse_confidence("99").unwrap().width_pct, 5.0);
+        assert_eq!(parse_confidence("99,2.5").unwrap().width_pct, 2.5);
+        assert!(parse_confidence(",5").is_err());
+        assert!(parse_confidence("high").is_err());
+    }
 }
 
 #[cfg(test)]
@@ -242,6 +336,7 @@ mod render_tests {
             messages_received,
             transactions: (transactions > 0).then_some(transactions),
             timeouts: None,
+            tcp_info: None,
             socket: SocketTruth {
                 local_address: local.to_string(),
                 peer_address: peer.to_string(),

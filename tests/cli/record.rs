@@ -16,8 +16,8 @@ fn fixture_path() -> PathBuf {
     .collect()
 }
 
-const FIXTURE_ID: &str = "96e8eabb205393c193715123e65d190de679bd2f5858904aeb781ab77718b746";
-const FIXTURE_CONFIG_KEY: &str = "b923e57b1d4483117b032d8fdaf6cb9414629745ea511b6eb931a0b7e06101c5";
+const FIXTURE_ID: &str = "aaaa9541da83110b5ebb2efd7f214effe502ca971f4e8317dd977869c2bd3391";
+const FIXTURE_CONFIG_KEY: &str = "89f2dc6b658f529c204f7b12e3f4080b0daab6162560fe5f1e4c3f046c24cfea";
 
 fn netbisect() -> Command {
     let mut command = Command::cargo_bin("netbisect").unwrap();
@@ -161,7 +161,7 @@ fn tampered_record_is_an_input_error() {
         &path,
         &format!(
             "id does not match the content: stated {FIXTURE_ID}, computed \
-             5b91e698dae1ab34008d896bce9fb555f98aa39ba863be09860fa2a20d127929"
+             56710388ea5ff7636bd7b67e425f33c7e01e34a2d39539f0532acb6fb8cdd37e"
         ),
     );
 }

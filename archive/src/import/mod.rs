@@ -326,6 +326,7 @@ pub(crate) fn build_record(
         latency: None,
         udp,
         reported_latency,
+        ..Summary::default()
     };
     let mut record = RunRecord {
         schema: String::new(),

@@ -1,0 +1,417 @@
+//! Transaction latency: a log-linear histogram that records a time with
+//! no allocation and a few integer operations, its compact form in the
+//! run record, and the figures (min, mean, stddev, percentiles) derived
+//! from it.
+//!
+//! Layout (the scheme of HdrHistogram, with a fixed precision): values
+//! below `2 * SUB_BUCKETS` nanoseconds have a bucket each; above, every
+//! power of two is split into `SUB_BUCKETS` equal buckets, so a bucket is
+//! at most 1/64 of its values wide. Up to 2^40 ns (18 minutes) that is
+//! 2240 counters, allocated once per flow. Mean and standard deviation
+//! are kept exactly beside the buckets.
+
+use crate::record::{LatencyFigures, LatencyHistogram};
+use std::time::Duration;
+
+/// Sub-buckets per power of two, as a power of two.
+const SUB_BUCKET_BITS: u32 = 6;
+/// Sub-buckets per power of two: the relative precision is 1/64.
+pub const SUB_BUCKETS: u64 = 1 << SUB_BUCKET_BITS;
+/// Largest value recorded, nanoseconds; larger ones are clamped to it.
+pub const MAX_NS: u64 = (1 << 40) - 1;
+const N_BUCKETS: usize =
+    (2 * SUB_BUCKETS + (40 - SUB_BUCKET_BITS as u64 - 1) * SUB_BUCKETS) as usize;
+
+/// Why a recorded histogram cannot be read back.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HistogramError {
+    /// The histogram was made with another precision.
+    #[error("histogram has {0} sub-buckets, expected {SUB_BUCKETS}")]
+    Precision(u32),
+    /// A bucket's value is not a bucket boundary, or buckets are out of
+    /// order.
+    #[error("histogram bucket {0} is not a valid bucket")]
+    Bucket(u64),
+    /// The counts do not add up to the total.
+    #[error("histogram counts add up to {sum}, not {count}")]
+    Count {
+        /// The sum of the buckets.
+        sum: u64,
+        /// The stated count.
+        count: u64,
+    },
+}
+
+/// Index of the bucket holding `value_ns`.
+fn bucket_of(value_ns: u64) -> usize {
+    let value = value_ns.min(MAX_NS);
+    if value < 2 * SUB_BUCKETS {
+        return value as usize;
+    }
+    let exponent = 63 - value.leading_zeros();
+    let shift = exponent - SUB_BUCKET_BITS;
+    let sub = (value >> shift) - SUB_BUCKETS;
+    (2 * SUB_BUCKETS + u64::from(exponent - SUB_BUCKET_BITS - 1) * SUB_BUCKETS + sub) as usize
+}
+
+/// The highest value bucket `index` holds.
+fn bucket_high(index: usize) -> u64 {
+    let index = index as u64;
+    if index < 2 * SUB_BUCKETS {
+        return index;
+    }
+    let above = index - 2 * SUB_BUCKETS;
+    let shift = above / SUB_BUCKETS + 1;
+    let sub = above % SUB_BUCKETS + SUB_BUCKETS;
+    ((sub + 1) << shift) - 1
+}
+
+/// A latency histogram being recorded.
+#[derive(Clone, Debug)]
+pub struct Histogram {
+    counts: Vec<u64>,
+    count: u64,
+    min_ns: u64,
+    max_ns: u64,
+    // Running mean and sum of squared deviations (Welford), nanoseconds.
+    mean_ns: f64,
+    sum_sq_ns: f64,
+}
+
+impl Default for Histogram {
+    fn default() -> Self {
+        Histogram::new()
+    }
+}
+
+impl Histogram {
+    /// An empty histogram; the one allocation it makes.
+    pub fn new() -> Histogram {
+        Histogram {
+            counts: vec![0; N_BUCKETS],
+            count: 0,
+            min_ns: u64::MAX,
+            max_ns: 0,
+            mean_ns: 0.0,
+            sum_sq_ns: 0.0,
+        }
+    }
+
+    /// Records one time.
+    #[inline]
+    pub fn record(&mut self, time: Duration) {
+        let value_ns = u64::try_from(time.as_nanos())
+            .unwrap_or(u64::MAX)
+            .min(MAX_NS);
+        self.counts[bucket_of(value_ns)] += 1;
+        self.count += 1;
+        self.min_ns = self.min_ns.min(value_ns);
+        self.max_ns = self.max_ns.max(value_ns);
+        let value = value_ns as f64;
+        let deviation = value - self.mean_ns;
+        self.mean_ns += deviation / self.count as f64;
+        self.sum_sq_ns += deviation * (value - self.mean_ns);
+    }
+
+    /// Forgets every time recorded, keeping the buckets' memory.
+    pub fn clear(&mut self) {
+        self.counts.fill(0);
+        self.count = 0;
+        self.min_ns = u64::MAX;
+        self.max_ns = 0;
+        self.mean_ns = 0.0;
+        self.sum_sq_ns = 0.0;
+    }
+
+    /// Times recorded.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// Adds every time of `other`.
+    pub fn merge(&mut self, other: &Histogram) {
+        if other.count == 0 {
+            return;
+        }
+        for (mine, theirs) in self.counts.iter_mut().zip(&other.counts) {
+            *mine += theirs;
+        }
+        // Chan et al.'s pairwise update of mean and squared deviations.
+        let (n_mine, n_theirs) = (self.count as f64, other.count as f64);
+        let total = n_mine + n_theirs;
+        let delta = other.mean_ns - self.mean_ns;
+        self.mean_ns += delta * n_theirs / total;
+        self.sum_sq_ns += other.sum_sq_ns + delta * delta * n_mine * n_theirs / total;
+        self.count += other.count;
+        self.min_ns = self.min_ns.min(other.min_ns);
+        self.max_ns = self.max_ns.max(other.max_ns);
+    }
+
+    /// The value at percentile `pct` (0 to 100), nanoseconds, by nearest
+    /// rank: the highest value of the bucket holding the
+    /// `ceil(pct / 100 * count)`-th smallest time, within the recorded
+    /// minimum and maximum. `None` for an empty histogram.
+    pub fn percentile_ns(&self, pct: f64) -> Option<u64> {
+        percentile_of_buckets(
+            self.counts
+                .iter()
+                .enumerate()
+                .filter(|(_, count)| **count > 0)
+                .map(|(index, count)| (bucket_high(index), *count)),
+            self.count,
+            self.min_ns,
+            self.max_ns,
+            pct,
+        )
+    }
+
+    /// The figures of the record, microseconds; `None` when empty.
+    pub fn figures(&self) -> Option<LatencyFigures> {
+        if self.count == 0 {
+            return None;
+        }
+        let us = |ns: u64| ns as f64 / 1000.0;
+        let at = |pct: f64| us(self.percentile_ns(pct).unwrap_or(0));
+        let stddev_ns = if self.count > 1 {
+            (self.sum_sq_ns / (self.count - 1) as f64).sqrt()
+        } else {
+            0.0
+        };
+        Some(LatencyFigures {
+            min_us: us(self.min_ns),
+            mean_us: self.mean_ns / 1000.0,
+            stddev_us: stddev_ns / 1000.0,
+            p50_us: at(50.0),
+            p90_us: at(90.0),
+            p99_us: at(99.0),
+            p999_us: at(99.9),
+            max_us: us(self.max_ns),
+        })
+    }
+
+    /// The compact form kept in the run record; `None` when empty.
+    pub fn to_record(&self) -> Option<LatencyHistogram> {
+        (self.count > 0).then(|| LatencyHistogram {
+            sub_buckets: SUB_BUCKETS as u32,
+            count: self.count,
+            min_ns: self.min_ns,
+            max_ns: self.max_ns,
+            buckets: self
+                .counts
+                .iter()
+                .enumerate()
+                .filter(|(_, count)| **count > 0)
+                .map(|(index, count)| [bucket_high(index), *count])
+                .collect(),
+        })
+    }
+}
+
+fn percentile_of_buckets(
+    buckets: impl Iterator<Item = (u64, u64)>,
+    count: u64,
+    min_ns: u64,
+    max_ns: u64,
+    pct: f64,
+) -> Option<u64> {
+    if count == 0 || !(0.0..=100.0).contains(&pct) {
+        return None;
+    }
+    let rank = ((pct / 100.0 * count as f64).ceil() as u64).clamp(1, count);
+    let mut seen = 0;
+    for (high, bucket_count) in buckets {
+        seen += bucket_count;
+        if seen >= rank {
+            return Some(high.clamp(min_ns, max_ns));
+        }
+    }
+    Some(max_ns)
+}
+
+impl LatencyHistogram {
+    /// Checks the histogram: this precision, valid ascending buckets, and
+    /// counts that add up.
+    pub fn check(&self) -> Result<(), HistogramError> {
+        if u64::from(self.sub_buckets) != SUB_BUCKETS {
+            return Err(HistogramError::Precision(self.sub_buckets));
+        }
+        let mut previous = None;
+        let mut sum = 0u64;
+        for [high, count] in &self.buckets {
+            let index = bucket_of(*high);
+            if bucket_high(index) != *high || previous.is_some_and(|p| p >= index) {
+                return Err(HistogramError::Bucket(*high));
+            }
+            previous = Some(index);
+            sum = sum.saturating_add(*count);
+        }
+        if sum != self.count {
+            return Err(HistogramError::Count {
+                sum,
+                count: self.count,
+            });
+        }
+        Ok(())
+    }
+
+    /// The value at percentile `pct`, nanoseconds, as
+    /// [`Histogram::percentile_ns`] computes it.
+    pub fn percentile_ns(&self, pct: f64) -> Option<u64> {
+        percentile_of_buckets(
+            self.buckets.iter().map(|[high, count]| (*high, *count)),
+            self.count,
+            self.min_ns,
+            self.max_ns,
+            pct,
+        )
+    }
+}
+
+/// Pools per-part latency figures (count, mean, stddev) into one mean and
+/// standard deviation, exactly: the total sum of squares is the parts'
+/// own plus their means' spread around the pooled mean.
+pub fn pooled_mean_stddev(parts: &[(u64, f64, f64)]) -> Option<(f64, f64)> {
+    let total: u64 = parts.iter().map(|(count, _, _)| count).sum();
+    if total == 0 {
+        return None;
+    }
+    let mean = parts
+        .iter()
+        .map(|(count, mean, _)| *count as f64 * mean)
+        .sum::<f64>()
+        / total as f64;
+    if total < 2 {
+        return Some((mean, 0.0));
+    }
+    let sum_sq: f64 = parts
+        .iter()
+        .map(|(count, part_mean, stddev)| {
+            let count = *count as f64;
+            (count - 1.0).max(0.0) * stddev * stddev + count * (part_mean - mean).powi(2)
+        })
+        .sum();
+    Some((mean, (sum_sq / (total - 1) as f64).sqrt()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats;
+
+    #[test]
+    fn buckets_are_contiguous_and_narrow() {
+        let mut expected_low = 0u64;
+        for index in 0..N_BUCKETS {
+            let high = bucket_high(index);
+            assert_eq!(bucket_of(expected_low), index, "low of {index}");
+            assert_eq!(bucket_of(high), index, "high of {index}");
+            let width = high - expected_low + 1;
+            assert!(width == 1 || width * SUB_BUCKETS <= expected_low, "{index}");
+            expected_low = high + 1;
+        }
+        assert_eq!(bucket_high(N_BUCKETS - 1), MAX_NS);
+    }
+
+    /// A deterministic, skewed sample of times: a body around 20 us and a
+    /// long tail, from a small linear congruential generator.
+    fn sample_times(n_samples: usize) -> Vec<u64> {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        (0..n_samples)
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                let uniform = (state >> 11) as f64 / (1u64 << 53) as f64;
+                // Exponential tail on top of a 15 us floor.
+                (15_000.0 - 8_000.0 * (1.0 - uniform).ln()) as u64
+            })
+            .collect()
+    }
+
+    #[test]
+    fn percentiles_match_the_sorted_samples_within_precision() {
+        let times = sample_times(100_000);
+        let mut histogram = Histogram::new();
+        for time in &times {
+            histogram.record(Duration::from_nanos(*time));
+        }
+        let mut sorted = times.clone();
+        sorted.sort_unstable();
+        let as_f64: Vec<f64> = times.iter().map(|t| *t as f64).collect();
+        let record = histogram.to_record().unwrap();
+        record.check().unwrap();
+        for pct in [1.0, 10.0, 50.0, 90.0, 99.0, 99.9, 100.0] {
+            let got = histogram.percentile_ns(pct).unwrap() as f64;
+            assert_eq!(record.percentile_ns(pct), histogram.percentile_ns(pct));
+            // Nearest rank from the sorted samples: the histogram gives the
+            // top of that sample's bucket, at most 1/64 above it.
+            let rank = ((pct / 100.0 * times.len() as f64).ceil() as usize).max(1);
+            let exact = sorted[rank - 1] as f64;
+            assert!(got >= exact && got <= exact * (1.0 + 1.0 / 64.0), "{pct}");
+            // And numpy's interpolated percentile, the stats module's.
+            let interpolated = stats::percentile(&as_f64, pct).unwrap();
+            assert!(
+                (got - interpolated).abs() <= interpolated / 64.0 + 1.0,
+                "{pct}"
+            );
+        }
+        let figures = histogram.figures().unwrap();
+        let mean = stats::mean(&as_f64).unwrap();
+        let stddev = stats::sample_stddev(&as_f64).unwrap();
+        assert!((figures.mean_us * 1000.0 - mean).abs() < 1e-6 * mean);
+        assert!((figures.stddev_us * 1000.0 - stddev).abs() < 1e-6 * stddev);
+        assert_eq!(figures.min_us * 1000.0, sorted[0] as f64);
+        assert_eq!(figures.max_us * 1000.0, *sorted.last().unwrap() as f64);
+    }
+
+    #[test]
+    fn merging_equals_recording_together() {
+        let times = sample_times(5_000);
+        let (first, second) = times.split_at(1_234);
+        let mut whole = Histogram::new();
+        let mut one = Histogram::new();
+        let mut two = Histogram::new();
+        for time in &times {
+            whole.record(Duration::from_nanos(*time));
+        }
+        for time in first {
+            one.record(Duration::from_nanos(*time));
+        }
+        for time in second {
+            two.record(Duration::from_nanos(*time));
+        }
+        let parts: Vec<(u64, f64, f64)> = [&one, &two]
+            .iter()
+            .map(|h| {
+                let f = h.figures().unwrap();
+                (h.count(), f.mean_us, f.stddev_us)
+            })
+            .collect();
+        one.merge(&two);
+        assert_eq!(one.to_record(), whole.to_record());
+        let merged = one.figures().unwrap();
+        let direct = whole.figures().unwrap();
+        assert!((merged.mean_us - direct.mean_us).abs() < 1e-9);
+        assert!((merged.stddev_us - direct.stddev_us).abs() < 1e-9);
+        let (mean, stddev) = pooled_mean_stddev(&parts).unwrap();
+        assert!((mean - direct.mean_us).abs() < 1e-9);
+        assert!((stddev - direct.stddev_us).abs() < 1e-9);
+    }
+
+    #[test]
+    fn bad_recorded_histograms_are_caught() {
+        let mut histogram = Histogram::new();
+        histogram.record(Duration::from_micros(20));
+        histogram.record(Duration::from_micros(30));
+        let mut record = histogram.to_record().unwrap();
+        record.check().unwrap();
+        record.count = 3;
+        assert!(record.check().is_err());
+        record.count = 2;
+        record.buckets.reverse();
+        assert!(record.check().is_err());
+        record.buckets[0][0] += 1;
+        assert!(record.check().is_err());
+        assert_eq!(Histogram::new().figures(), None);
+    }
+}
