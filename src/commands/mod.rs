@@ -2,11 +2,13 @@
 
 pub mod archive;
 mod bench;
+mod bisect;
 mod env;
 mod help;
 mod record;
 mod serve;
 mod templates;
+mod verdict;
 
 use crate::cli::{Cli, Command};
 use crate::exit::Code;
@@ -22,5 +24,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<Code> {
         Command::Man => help::man(),
         Command::Bench(args) => bench::run(&cli.global, args),
         Command::Serve(args) => serve::run(&cli.global, args),
+        Command::Bisect(args) => bisect::run(&cli.global, args),
+        Command::Verdict(args) => verdict::run(&cli.global, args),
     }
 }
