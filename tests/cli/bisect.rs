@@ -687,7 +687,9 @@ fn verdict_answers_as_git_bisect_run_expects() {
         ]);
         assert_eq!(code, 0, "{stderr}");
     };
-    for _ in 0..5 {
+    // Enough baseline runs that the fast side's noise on a loaded machine
+    // still leaves the two sides apart.
+    for _ in 0..8 {
         bench("65536", "aaaa1111");
         bench("64", "bbbb2222");
     }
@@ -705,6 +707,8 @@ fn verdict_answers_as_git_bisect_run_expects() {
                 "bbbb2222",
                 "--measure",
                 &command,
+                "--max-repeats",
+                "20",
             ])
             .output()
             .unwrap();
