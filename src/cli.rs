@@ -10,6 +10,7 @@ Exit codes:
   1    verdict: new (like the bad side), a regression
   2    usage or input error
   3    runtime failure (network, file system, a failed command)
+  4    bisect refused: the good and bad ends do not differ enough
   125  cannot tell (read by `git bisect run` as skip)";
 
 /// Network benchmark, archive and bisection for Linux networking.
@@ -72,6 +73,11 @@ pub enum Command {
     Bench(BenchArgs),
     /// Serve as the remote end of tests (netserver's role)
     Serve(ServeArgs),
+    /// Bisect a git range to the commit that changed a metric
+    Bisect(BisectArgs),
+    /// Measure the current tree against archived good and bad runs (for
+    /// `git bisect run`): exit 0 old, 1 new, 125 cannot tell
+    Verdict(VerdictArgs),
 }
 
 /// `netbisect record`.
@@ -341,4 +347,143 @@ pub struct RunFilterArgs {
     /// At most this many runs
     #[arg(long, value_name = "N")]
     pub limit: Option<u64>,
+}
+
+/// `netbisect bisect`.
+#[derive(Debug, Args)]
+pub struct BisectArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub action: BisectAction,
+}
+
+/// `netbisect bisect ...`.
+#[derive(Debug, Subcommand)]
+pub enum BisectAction {
+    /// Check a bisection and record it; nothing is built or measured yet
+    ///
+    /// Everything is checked before anything runs: the repository has a
+    /// working tree and no uncommitted changes, both revisions exist, good
+    /// is an ancestor of bad, the build and measure commands' programs
+    /// exist and the bench spec parses. Steps are built and measured in a
+    /// worktree of their own under the repository's git directory; your
+    /// checkout is never touched.
+    Start(BisectStartArgs),
+    /// Run the bisection to its end, or resume it where it stopped
+    Run(BisectRepoArgs),
+    /// Where the bisection stands (reads the journal, measures nothing)
+    Status(BisectRepoArgs),
+    /// The bisection as `git bisect log` lines (`git bisect replay` reads
+    /// them)
+    Log(BisectRepoArgs),
+    /// The report of a finished bisection, ready for a mailing list
+    Report(BisectRepoArgs),
+    /// Remove the bisect worktree and end the session; runs stay archived
+    Reset(BisectRepoArgs),
+}
+
+/// The repository a bisect command works on.
+#[derive(Debug, Args)]
+pub struct BisectRepoArgs {
+    /// The git repository
+    #[arg(long, value_name = "PATH", default_value = ".")]
+    pub repo: PathBuf,
+}
+
+/// How each repeat is measured: a bench test or a command.
+#[derive(Debug, Args)]
+#[group(required = true, multiple = false)]
+pub struct MeasureArgs {
+    /// Run this bench test locally after the build, with `netbisect
+    /// bench` flags, for example "-t TCP_RR -l 5 -T 0,1"
+    #[arg(long, value_name = "TEST SPEC", allow_hyphen_values = true)]
+    pub bench: Option<String>,
+    /// Run this shell command in the worktree; it prints one canonical
+    /// run record on stdout (exit 125: cannot test this commit)
+    #[arg(long, value_name = "CMD", allow_hyphen_values = true)]
+    pub measure: Option<String>,
+}
+
+/// `netbisect bisect start`.
+#[derive(Debug, Args)]
+pub struct BisectStartArgs {
+    /// The git repository
+    #[arg(long, value_name = "PATH", default_value = ".")]
+    pub repo: PathBuf,
+    /// A revision with the old (good) performance
+    #[arg(long, value_name = "REV")]
+    pub good: String,
+    /// A revision with the new (bad) performance; good must be its
+    /// ancestor
+    #[arg(long, value_name = "REV")]
+    pub bad: String,
+    /// Shell command building the checked-out commit, once per commit
+    /// (a failure skips the commit)
+    #[arg(long, value_name = "CMD", allow_hyphen_values = true)]
+    pub build: Option<String>,
+    /// How to measure.
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+    /// Metric to bisect on [default: transaction_rate for RR tests of
+    /// --bench, else throughput_bps]
+    #[arg(long, value_name = "METRIC")]
+    pub metric: Option<String>,
+    /// Which way is better [default: higher for throughput and rates,
+    /// lower for latency, CPU and service demand]
+    #[arg(long, value_enum, value_name = "WAY")]
+    pub direction: Option<DirectionArg>,
+    /// Smallest difference between the ends worth bisecting, percent
+    #[arg(long, value_name = "PCT", default_value_t = 1.0)]
+    pub min_effect: f64,
+    /// Most repeats of one commit (an undecided commit is skipped)
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub max_repeats: u32,
+    /// Seconds a measure command may run before it is killed (a skip)
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<f64>,
+    /// Follow only the first parent of merges (bisects to a merge)
+    #[arg(long)]
+    pub first_parent: bool,
+}
+
+/// `--direction`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum DirectionArg {
+    /// Larger values are better
+    Higher,
+    /// Smaller values are better
+    Lower,
+}
+
+/// `netbisect verdict`.
+#[derive(Debug, Args)]
+pub struct VerdictArgs {
+    /// The good baseline: an archived run id (prefix), whose commit's runs
+    /// with the same config_key count, or a commit (prefix)
+    #[arg(long, value_name = "ID|COMMIT")]
+    pub good_run: String,
+    /// The bad baseline, as --good-run
+    #[arg(long, value_name = "ID|COMMIT")]
+    pub bad_run: String,
+    /// How to measure.
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+    /// Metric to decide on [default: the baselines' primary metric]
+    #[arg(long, value_name = "METRIC")]
+    pub metric: Option<String>,
+    /// Most repeats before answering "cannot tell"
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub max_repeats: u32,
+    /// Seconds a measure command may run before it is killed
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<f64>,
+}
+
+/// The flags of `--bench "SPEC"`: those of `netbisect bench`.
+#[derive(Debug, Parser)]
+#[command(name = "--bench", no_binary_name = true, disable_help_flag = true)]
+pub struct BenchSpecLine {
+    /// The bench flags.
+    #[command(flatten)]
+    pub args: BenchArgs,
 }

@@ -6,6 +6,7 @@
 //! | 1    | a verdict of "regression" / "new" (like the bad side)       |
 //! | 2    | usage or input error: bad arguments, unreadable input files |
 //! | 3    | runtime failure: network, file system, a failed child      |
+//! | 4    | bisect refused: the ends do not differ enough               |
 //! | 125  | cannot tell (as `git bisect run` reads it)                  |
 
 use std::process::ExitCode;
@@ -19,6 +20,13 @@ pub enum Code {
     Input = 2,
     /// Runtime failure.
     Runtime = 3,
+    /// A verdict of "new": like the bad side.
+    New = 1,
+    /// A bisection refused: its ends do not differ enough.
+    Refused = 4,
+    /// A verdict that cannot tell (or a failure to measure): git bisect
+    /// run's "skip".
+    CannotTell = 125,
 }
 
 impl From<Code> for ExitCode {
@@ -59,6 +67,9 @@ fn is_input_archive_error(err: &archive::ArchiveError) -> bool {
             | ArchiveError::NoSuchRun(_)
             | ArchiveError::AmbiguousId { .. }
             | ArchiveError::InvalidQuery(_)
+            | ArchiveError::SessionActive { .. }
+            | ArchiveError::NoSuchSession(_)
+            | ArchiveError::SessionEnded(_)
     )
 }
 

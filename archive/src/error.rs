@@ -71,4 +71,18 @@ pub enum ArchiveError {
     /// Any other SQLite failure.
     #[error("sqlite: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    /// A repository already has an active bisection session.
+    #[error("a bisection of {repo} is already in progress (session {session_id})")]
+    SessionActive {
+        /// The repository.
+        repo: String,
+        /// The active session.
+        session_id: i64,
+    },
+    /// No bisection session has this id.
+    #[error("no bisection session {0}")]
+    NoSuchSession(i64),
+    /// The session has ended; its journal takes no more events.
+    #[error("bisection session {0} has ended")]
+    SessionEnded(i64),
 }

@@ -11,6 +11,8 @@
 //! - [`compare`]: current versus patched, group by group, with a
 //!   significance verdict per metric.
 //! - [`history`]: a metric across commits (or time) with change points.
+//! - [`journal`]: bisection sessions and their journals of events, one
+//!   durable append at a time.
 //!
 //! Architecture invariant: SQL lives in this crate only, and this crate
 //! knows nothing of git, the command line or templates. Commit order for
@@ -21,6 +23,7 @@ pub mod compare;
 mod error;
 pub mod history;
 pub mod import;
+pub mod journal;
 mod schema;
 pub mod store;
 

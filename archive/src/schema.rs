@@ -14,6 +14,9 @@
 //! 2. One column per remaining metric of [`Metric`] (latency, CPU, service
 //!    demand), filled from the stored records, so history over any metric
 //!    reads no JSON.
+//! 3. `bisect_sessions` and `bisect_events`: bisection sessions and their
+//!    journals (see [`crate::journal`]); at most one active session per
+//!    repository.
 
 use crate::ArchiveError;
 use bench_core::record::{Metric, RunRecord, Spread};
@@ -23,7 +26,7 @@ use rusqlite::{Connection, params};
 pub const APPLICATION_ID: i32 = 0x6e62_6973;
 
 /// The newest schema version this build writes and reads.
-pub const CURRENT_VERSION: u32 = 2;
+pub const CURRENT_VERSION: u32 = 3;
 
 /// A data conversion that runs inside a migration's transaction.
 pub type Backfill = fn(&Connection) -> Result<(), ArchiveError>;
@@ -74,6 +77,28 @@ pub const MIGRATIONS: &[Migration] = &[
             ALTER TABLE runs ADD COLUMN remote_service_demand REAL;
         ",
         backfill: Some(backfill_metric_columns),
+    },
+    Migration {
+        sql: "
+            CREATE TABLE bisect_sessions (
+                id INTEGER PRIMARY KEY,
+                repo TEXT NOT NULL,
+                spec TEXT NOT NULL CHECK (json_valid(spec)),
+                config_key TEXT,
+                started_at TEXT NOT NULL,
+                ended_at TEXT
+            ) STRICT;
+            CREATE UNIQUE INDEX bisect_sessions_active ON bisect_sessions (repo)
+                WHERE ended_at IS NULL;
+            CREATE TABLE bisect_events (
+                session_id INTEGER NOT NULL REFERENCES bisect_sessions (id),
+                seq INTEGER NOT NULL,
+                event TEXT NOT NULL CHECK (json_valid(event)),
+                written_at TEXT NOT NULL,
+                PRIMARY KEY (session_id, seq)
+            ) STRICT, WITHOUT ROWID;
+        ",
+        backfill: None,
     },
 ];
 

@@ -224,7 +224,7 @@ impl CheckReport {
 
 /// An open archive file.
 pub struct Archive {
-    connection: Connection,
+    pub(crate) connection: Connection,
     path: PathBuf,
 }
 
@@ -981,7 +981,7 @@ mod tests {
             assert_eq!(version, 1);
         }
         let archive = Archive::open(&path).unwrap();
-        assert_eq!(archive.schema_version().unwrap(), 2);
+        assert_eq!(archive.schema_version().unwrap(), CURRENT_VERSION);
         let values = archive
             .metric_values(&RunQuery::default(), Metric::LocalCpuPct)
             .unwrap();

@@ -168,7 +168,22 @@ impl Model {
         if old.is_empty() || new.is_empty() {
             return None;
         }
-        let sigma_raw = pooled_scale(&all_groups);
+        // Each side's scale is estimated on its own and the larger one is
+        // used: network noise grows with the level (a run at 20 Gbit/s
+        // wobbles by gigabits, one at 200 Mbit/s by megabits), and pooling
+        // both sides would let the quiet one's many tight residuals shrink
+        // the scale below the loud side's noise, and one noisy repeat
+        // decide a step.
+        let side_scale = |groups: &[&[f64]]| {
+            let non_empty: Vec<&[f64]> = groups.iter().copied().filter(|g| !g.is_empty()).collect();
+            pooled_scale(&non_empty)
+        };
+        let sigma_raw = side_scale(old_groups).max(side_scale(new_groups));
+        let sigma_raw = if sigma_raw > 0.0 {
+            sigma_raw
+        } else {
+            pooled_scale(&all_groups)
+        };
         // A noise-free measurement (a test double, a deterministic counter)
         // would make every sample infinitely decisive; a floor of a
         // twentieth of the step keeps the arithmetic finite and still lets

@@ -106,6 +106,16 @@ pub fn open_repository(path: &Path) -> Result<Repository, RangeError> {
     Ok(repo)
 }
 
+/// Opens the repository at `path` (or the one containing it) as it is:
+/// bare or not, clean or not. For reading, and for a bisection already
+/// started, whose steps never touch the user's checkout.
+pub fn discover(path: &Path) -> Result<Repository, RangeError> {
+    Repository::discover(path).map_err(|source| RangeError::Open {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
 /// Resolves `rev` (anything `git rev-parse` takes) to a commit id.
 pub fn resolve(repo: &Repository, rev: &str) -> Result<Oid, RangeError> {
     let object = repo

@@ -76,7 +76,7 @@ pub(super) fn hand_over_to_archive(
 
 /// Turns the arguments into a validated request; every input error is
 /// found here, before any connection.
-pub(super) fn request_from_args(args: &BenchArgs) -> anyhow::Result<BenchRequest> {
+pub fn request_from_args(args: &BenchArgs) -> anyhow::Result<BenchRequest> {
     let test: TestKind = args.test.parse()?;
     let family = family_of(args);
     let mut spec = RunSpec::defaults(test);

@@ -2,12 +2,14 @@
 
 pub mod archive;
 mod bench;
+mod bisect;
 mod env;
 mod help;
 mod record;
 mod serve;
 mod sweep;
 mod templates;
+mod verdict;
 
 use crate::cli::{Cli, Command};
 use crate::exit::Code;
@@ -23,5 +25,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<Code> {
         Command::Man => help::man(),
         Command::Bench(args) => bench::run(&cli.global, args),
         Command::Serve(args) => serve::run(&cli.global, args),
+        Command::Bisect(args) => bisect::run(&cli.global, args),
+        Command::Verdict(args) => verdict::run(&cli.global, args),
     }
 }

@@ -26,6 +26,14 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../templates/archive-list.j2"),
     ),
     ("sweep", include_str!("../../templates/sweep.j2")),
+    (
+        "bisect-report",
+        include_str!("../../templates/bisect-report.j2"),
+    ),
+    (
+        "bisect-status",
+        include_str!("../../templates/bisect-status.j2"),
+    ),
 ];
 
 /// File name extension of templates.

@@ -2,6 +2,7 @@
 
 mod archive;
 mod bench;
+mod bisect;
 mod env;
 mod help;
 mod record;

@@ -1,0 +1,233 @@
+//! How the command line implements bisect's traits: a [`Measurer`] that
+//! builds in the bisect worktree, measures with a bench test or the
+//! user's command, stores every run in the archive before handing its
+//! sample to the engine, and finds archived runs of a commit under the
+//! session's config_key; and a [`Journal`] kept in the archive.
+//!
+//! Also the pieces `verdict` shares: parsing a `--bench` spec and taking
+//! the sample of a metric from a record.
+
+use crate::cli::BenchSpecLine;
+use crate::exit::InputError;
+use archive::{Archive, CanonicalRun, RunQuery};
+use bench_core::record::{Metric, RunRecord};
+use bench_core::run::BenchRequest;
+use bisect::graph::CommitInfo;
+use bisect::journal::BoxError;
+use bisect::measure::{CommandMeasurer, RecordMeasurement};
+use bisect::{Journal, JournalEvent, Measurement, Measurer, Sample};
+use clap::Parser;
+
+/// Parses `--bench "SPEC"` with the flags of `netbisect bench` into a
+/// request. `--commit` and `--no-archive` are refused: the commit is the
+/// one measured, and every run is archived.
+pub fn parse_bench_spec(text: &str) -> anyhow::Result<BenchRequest> {
+    let words = shlex::split(text)
+        .ok_or_else(|| InputError(format!("cannot split --bench '{text}': unbalanced quotes")))?;
+    let line = BenchSpecLine::try_parse_from(&words).map_err(|err| {
+        let message = err.to_string();
+        let first = message.lines().next().unwrap_or("").trim();
+        InputError(format!(
+            "invalid --bench '{text}': {}",
+            first.strip_prefix("error: ").unwrap_or(first)
+        ))
+    })?;
+    if line.args.commit.is_some() {
+        return Err(InputError(
+            "--bench takes no --commit: the commit is the one measured".to_string(),
+        )
+        .into());
+    }
+    if line.args.no_archive {
+        return Err(InputError(
+            "--bench takes no --no-archive: every run of a bisection is archived".to_string(),
+        )
+        .into());
+    }
+    super::super::bench::request_from_args(&line.args)
+}
+
+/// The sample a record gives for `metric`: the mean over its iterations,
+/// as bisect's command measurer takes it; `None` when the record has no
+/// finite figure of it.
+pub fn sample_value(record: &RunRecord, metric: Metric) -> Option<f64> {
+    let samples = record.samples(metric);
+    if samples.is_empty() {
+        return None;
+    }
+    let value = samples.iter().sum::<f64>() / samples.len() as f64;
+    value.is_finite().then_some(value)
+}
+
+/// How one repeat is measured.
+pub enum Method {
+    /// A bench test run in-process after the build.
+    Bench(Box<BenchRequest>),
+    /// The user's command, run by bisect's command measurer.
+    Command,
+}
+
+/// The measurer of a bisection session.
+pub struct SessionMeasurer<'w> {
+    commands: CommandMeasurer<'w>,
+    method: Method,
+    metric: Metric,
+    archive: Archive,
+    session_id: i64,
+    config_key: Option<String>,
+}
+
+impl<'w> SessionMeasurer<'w> {
+    /// A measurer storing into `archive` for session `session_id`, whose
+    /// runs are compared under `config_key` once that is known.
+    pub fn new(
+        commands: CommandMeasurer<'w>,
+        method: Method,
+        metric: Metric,
+        archive: Archive,
+        session_id: i64,
+        config_key: Option<String>,
+    ) -> SessionMeasurer<'w> {
+        SessionMeasurer {
+            commands,
+            method,
+            metric,
+            archive,
+            session_id,
+            config_key,
+        }
+    }
+
+    /// The config_key runs are compared under, once known.
+    pub fn config_key(&self) -> Option<&str> {
+        self.config_key.as_deref()
+    }
+
+    fn record_of(&mut self, commit: &CommitInfo) -> Result<RecordMeasurement, BoxError> {
+        match &self.method {
+            Method::Command => self.commands.measure_record(commit),
+            Method::Bench(request) => {
+                if let Some(reason) = self.commands.prepare(commit)? {
+                    return Ok(RecordMeasurement::Skip(reason));
+                }
+                let mut request = (**request).clone();
+                request.subject.commit = Some(commit.id.clone());
+                Ok(match bench_core::run::bench(&request) {
+                    Ok(record) => RecordMeasurement::Record {
+                        value: sample_value(&record, self.metric).unwrap_or(f64::NAN),
+                        record: Box::new(record),
+                    },
+                    Err(err) => RecordMeasurement::Skip(format!("the bench test failed: {err}")),
+                })
+            }
+        }
+    }
+
+    /// One fresh repeat of `commit`: measured, checked to be of that
+    /// commit, stored in the archive, and only then handed over.
+    pub fn take(&mut self, commit: &CommitInfo) -> Result<Measurement, BoxError> {
+        let mut record = match self.record_of(commit)? {
+            RecordMeasurement::Record { record, .. } => *record,
+            RecordMeasurement::Skip(reason) => return Ok(Measurement::Skip(reason)),
+        };
+        match record.subject.commit.as_deref() {
+            Some(named) if named == commit.id => {}
+            Some(named) if named.is_empty() || !commit.id.starts_with(named) => {
+                return Ok(Measurement::Skip(format!(
+                    "the run record names commit {named}, not {}: pass --commit \
+                     \"$NETBISECT_COMMIT\" to netbisect bench, or check that the \
+                     right build was measured",
+                    &commit.id[..commit.id.len().min(12)]
+                )));
+            }
+            _ => {
+                record.subject.commit = Some(commit.id.clone());
+                record.seal()?;
+            }
+        }
+        let Some(value) = sample_value(&record, self.metric) else {
+            return Ok(Measurement::Skip(format!(
+                "the run record has no {} figures",
+                self.metric
+            )));
+        };
+        let config_key = record.config_key.clone();
+        let run_id = record.id.clone();
+        let run = CanonicalRun::from_record(record)?;
+        self.archive.store(&run)?;
+        if self.config_key.is_none() {
+            self.archive
+                .set_session_config_key(self.session_id, &config_key)?;
+            self.config_key = Some(config_key);
+        }
+        Ok(Measurement::Sample(Sample {
+            value,
+            run_id: Some(run_id),
+        }))
+    }
+}
+
+impl Measurer for SessionMeasurer<'_> {
+    fn archived(&mut self, commit: &CommitInfo) -> Result<Vec<Sample>, BoxError> {
+        let Some(config_key) = &self.config_key else {
+            return Ok(Vec::new());
+        };
+        let query = RunQuery {
+            commit_prefix: Some(commit.id.clone()),
+            config_key_prefix: Some(config_key.clone()),
+            ..RunQuery::default()
+        };
+        let records = self.archive.records(&query)?;
+        Ok(records
+            .iter()
+            .filter(|record| record.subject.commit.as_deref() == Some(commit.id.as_str()))
+            .filter_map(|record| {
+                sample_value(record, self.metric).map(|value| Sample {
+                    value,
+                    run_id: Some(record.id.clone()),
+                })
+            })
+            .collect())
+    }
+
+    fn measure(&mut self, commit: &CommitInfo) -> Result<Measurement, BoxError> {
+        self.take(commit)
+    }
+}
+
+/// A bisection's journal, kept in the archive as JSON documents.
+pub struct ArchiveJournal {
+    archive: Archive,
+    session_id: i64,
+}
+
+impl ArchiveJournal {
+    /// The journal of session `session_id` in `archive`.
+    pub fn new(archive: Archive, session_id: i64) -> ArchiveJournal {
+        ArchiveJournal {
+            archive,
+            session_id,
+        }
+    }
+}
+
+/// Decodes a session's journal.
+pub fn decode_events(texts: &[String]) -> Result<Vec<JournalEvent>, serde_json::Error> {
+    texts
+        .iter()
+        .map(|text| serde_json::from_str(text))
+        .collect()
+}
+
+impl Journal for ArchiveJournal {
+    fn load(&mut self) -> Result<Vec<JournalEvent>, BoxError> {
+        let texts = self.archive.session_events(self.session_id)?;
+        Ok(decode_events(&texts)?)
+    }
+
+    fn append(&mut self, event: &JournalEvent) -> Result<(), BoxError> {
+        let text = serde_json::to_string(event)?;
+        self.archive.append_event(self.session_id, &text)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,260 @@
+//! `netbisect verdict`: measure the current tree, compare with archived
+//! good and bad baselines, and answer as `git bisect run` expects: exit 0
+//! when the tree is like the good side (old), 1 when it is like the bad
+//! side (new), 125 when it cannot tell or could not measure. Every
+//! failure, whatever its cause, is 125, so that `git bisect run` skips the
+//! commit instead of calling it bad.
+//!
+//! The decision is bisect's sequential test: the fresh repeats are
+//! classified against a model of the two baselines, one repeat at a time,
+//! up to `--max-repeats`. Every fresh run is stored in the archive under
+//! the commit checked out (HEAD), so the next verdict or bisection can
+//! reuse it.
+
+use crate::cli::{GlobalArgs, MeasureArgs, VerdictArgs};
+use crate::exit::{Code, InputError};
+use anyhow::Context;
+use archive::{Archive, ArchiveError, CanonicalRun, RunQuery};
+use bench_core::record::{Metric, RunRecord};
+use bisect::decision::{self, DecisionConfig, Model, StepDecision, Verdict};
+use bisect::runner::{self, CommandOutcome};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+use std::time::Duration;
+
+use super::bisect::wiring::{parse_bench_spec, sample_value};
+
+/// Schema of [`VerdictDoc`].
+const VERDICT_SCHEMA: &str = "netbisect.verdict/1";
+
+/// What `verdict --json` prints.
+#[derive(Debug, Serialize)]
+struct VerdictDoc {
+    schema: &'static str,
+    /// `old`, `new` or `unknown`.
+    verdict: Verdict,
+    metric: String,
+    commit: Option<String>,
+    good_mean: f64,
+    bad_mean: f64,
+    samples: Vec<f64>,
+    run_ids: Vec<String>,
+    llr: f64,
+}
+
+pub fn run(global: &GlobalArgs, args: &VerdictArgs) -> anyhow::Result<Code> {
+    match decide(global, args) {
+        Ok(code) => Ok(code),
+        Err(err) => {
+            if crate::exit::is_broken_pipe(&err) {
+                return Ok(Code::Ok);
+            }
+            let mut stderr = std::io::stderr().lock();
+            let _ = writeln!(stderr, "netbisect: cannot tell: {err}");
+            for cause in err.chain().skip(1) {
+                let _ = writeln!(stderr, "  caused by: {cause}");
+            }
+            Ok(Code::CannotTell)
+        }
+    }
+}
+
+/// The archived runs a `--good-run`/`--bad-run` argument names: the run
+/// with that id and every run of its commit under its config_key; or the
+/// runs of that commit, in the config_key most of them share.
+fn baseline(archive: &Archive, text: &str) -> anyhow::Result<Vec<RunRecord>> {
+    match archive.find(text) {
+        Ok((run, _)) => {
+            let query = match &run.commit {
+                Some(commit) => RunQuery {
+                    commit_prefix: Some(commit.clone()),
+                    config_key_prefix: Some(run.config_key.clone()),
+                    ..RunQuery::default()
+                },
+                None => RunQuery {
+                    id_prefix: Some(run.id.clone()),
+                    ..RunQuery::default()
+                },
+            };
+            let records = archive.records(&query)?;
+            return Ok(records
+                .into_iter()
+                .filter(|record| record.subject.commit == run.commit)
+                .collect());
+        }
+        Err(ArchiveError::NoSuchRun(_)) => {}
+        Err(err) => return Err(err.into()),
+    }
+    let records = archive.records(&RunQuery {
+        commit_prefix: Some(text.to_string()),
+        ..RunQuery::default()
+    })?;
+    let mut by_key: BTreeMap<String, Vec<RunRecord>> = BTreeMap::new();
+    for record in records {
+        by_key
+            .entry(record.config_key.clone())
+            .or_default()
+            .push(record);
+    }
+    by_key
+        .into_values()
+        .max_by_key(Vec::len)
+        .ok_or_else(|| InputError(format!("no archived run or commit matches '{text}'")).into())
+}
+
+/// One fresh run of the current tree.
+fn measure_once(
+    args: &VerdictArgs,
+    bench: Option<&bench_core::run::BenchRequest>,
+    dir: &Path,
+    commit: Option<&str>,
+) -> anyhow::Result<RunRecord> {
+    if let Some(request) = bench {
+        let mut request = request.clone();
+        request.subject.commit = commit.map(str::to_string);
+        return bench_core::run::bench(&request).context("the bench test failed");
+    }
+    let command = args.measure.measure.as_deref().unwrap_or_default();
+    let mut env = vec![("NETBISECT_WORKTREE".to_string(), dir.display().to_string())];
+    if let Some(commit) = commit {
+        env.push(("NETBISECT_COMMIT".to_string(), commit.to_string()));
+    }
+    let timeout = args.timeout.map(Duration::from_secs_f64);
+    match runner::run_command(command, dir, &env, timeout)? {
+        CommandOutcome::TimedOut => anyhow::bail!("the measure command timed out"),
+        CommandOutcome::Exited {
+            code: Some(0),
+            stdout,
+            ..
+        } => RunRecord::from_slice(&stdout)
+            .context("the measure command printed no valid run record"),
+        CommandOutcome::Exited {
+            code, stderr_tail, ..
+        } => {
+            let last = stderr_tail
+                .lines()
+                .rev()
+                .find(|line| !line.trim().is_empty());
+            anyhow::bail!(
+                "the measure command failed ({}){}",
+                code.map_or("killed by a signal".to_string(), |code| format!(
+                    "exit {code}"
+                )),
+                last.map_or(String::new(), |line| format!(": {}", line.trim()))
+            )
+        }
+    }
+}
+
+fn decide(global: &GlobalArgs, args: &VerdictArgs) -> anyhow::Result<Code> {
+    let mut archive = super::archive::open_archive(global)?;
+    let good = baseline(&archive, &args.good_run).context("the good baseline")?;
+    let bad = baseline(&archive, &args.bad_run).context("the bad baseline")?;
+    let metric: Metric = match &args.metric {
+        Some(name) => name.parse()?,
+        None => good
+            .first()
+            .map_or(Metric::ThroughputBps, RunRecord::primary_metric),
+    };
+    let values = |records: &[RunRecord]| -> Vec<f64> {
+        records
+            .iter()
+            .filter_map(|record| sample_value(record, metric))
+            .collect()
+    };
+    let good_samples = values(&good);
+    let bad_samples = values(&bad);
+    if good_samples.is_empty() || bad_samples.is_empty() {
+        return Err(InputError(format!("the baselines have no {metric} figures")).into());
+    }
+    let model = Model::estimate(&[&good_samples], &[&bad_samples])
+        .filter(|model| model.new_mean != model.old_mean)
+        .ok_or_else(|| InputError("the good and bad baselines do not differ".to_string()))?;
+    let dir = std::env::current_dir().context("failed to read the current directory")?;
+    let commit = bisect::range::discover(&dir)
+        .ok()
+        .and_then(|repo| bisect::range::resolve(&repo, "HEAD").ok())
+        .map(|oid| oid.to_string());
+    let bench = match &args.measure {
+        MeasureArgs {
+            bench: Some(spec), ..
+        } => Some(parse_bench_spec(spec)?),
+        MeasureArgs {
+            measure: Some(command),
+            ..
+        } => {
+            runner::check_command(command, &dir)?;
+            None
+        }
+        _ => anyhow::bail!("give --bench SPEC or --measure CMD"),
+    };
+    let config = DecisionConfig {
+        max_repeats: args.max_repeats.max(1),
+        ..DecisionConfig::default()
+    };
+    let mut samples = Vec::new();
+    let mut run_ids = Vec::new();
+    let (verdict, llr) = loop {
+        let mut record = measure_once(args, bench.as_ref(), &dir, commit.as_deref())?;
+        if let Some(commit) = &commit
+            && record.subject.commit.as_deref() != Some(commit.as_str())
+        {
+            record.subject.commit = Some(commit.clone());
+            record.seal()?;
+        }
+        let value = sample_value(&record, metric)
+            .ok_or_else(|| anyhow::anyhow!("the run record has no {metric} figures"))?;
+        if record.config_key != good[0].config_key && !global.quiet {
+            eprintln!(
+                "netbisect: warning: run {} has another config_key than the good baseline",
+                &record.id[..12]
+            );
+        }
+        run_ids.push(record.id.clone());
+        archive
+            .store(&CanonicalRun::from_record(record)?)
+            .context("failed to store the run")?;
+        samples.push(value);
+        match decision::classify(&samples, &model, &config) {
+            StepDecision::NeedMore { .. } => continue,
+            StepDecision::Decided { verdict, llr } => break (verdict, llr),
+        }
+    };
+    let doc = VerdictDoc {
+        schema: VERDICT_SCHEMA,
+        verdict,
+        metric: metric.name().to_string(),
+        commit,
+        good_mean: model.old_mean,
+        bad_mean: model.new_mean,
+        samples,
+        run_ids,
+        llr,
+    };
+    let text = if global.json {
+        serde_json::to_string(&doc).context("failed to encode the verdict")?
+    } else {
+        let mean = doc.samples.iter().sum::<f64>() / doc.samples.len() as f64;
+        let word = match verdict {
+            Verdict::Old => "old (like the good side)",
+            Verdict::New => "new (like the bad side)",
+            Verdict::Unknown | Verdict::Skip => "cannot tell",
+        };
+        format!(
+            "verdict: {word}\n{metric}: {mean:.6e} over {} runs; good {:.6e}, bad {:.6e}; llr {llr:.2}",
+            doc.samples.len(),
+            doc.good_mean,
+            doc.bad_mean,
+        )
+    };
+    std::io::stdout()
+        .write_all(format!("{text}\n").as_bytes())
+        .context("failed to write to stdout")?;
+    Ok(match verdict {
+        Verdict::Old => Code::Ok,
+        Verdict::New => Code::New,
+        Verdict::Unknown | Verdict::Skip => Code::CannotTell,
+    })
+}

@@ -1,0 +1,743 @@
+//! `netbisect bisect` and `netbisect verdict` end to end: real git
+//! repositories built in temp dirs, a build step that turns a file of the
+//! commit into the send size of a TCP_STREAM test, and real sockets over
+//! loopback that run a hundred times slower from the culprit on.
+
+use assert_cmd::Command;
+use git2::{Oid, Repository, Signature};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+const BINARY: &str = env!("CARGO_BIN_EXE_netbisect");
+
+/// Copies `config/send_size` to the build output; fails where the commit
+/// has a file named `broken`.
+const BUILD_SCRIPT: &str =
+    "mkdir -p out && test ! -f broken && cp config/send_size out/send_size\n";
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    repo: PathBuf,
+    archive: PathBuf,
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    let archive = dir.path().join("archive.db");
+    Repository::init(&repo).unwrap();
+    Fixture {
+        _dir: dir,
+        repo,
+        archive,
+    }
+}
+
+impl Fixture {
+    fn netbisect(&self) -> Command {
+        let mut command = Command::new(BINARY);
+        command
+            .env_remove("NETBISECT_TEMPLATE_DIR")
+            .env("NETBISECT_ARCHIVE", &self.archive)
+            .current_dir(&self.repo);
+        command
+    }
+
+    /// Runs netbisect with `args`; returns (exit code, stdout, stderr).
+    fn run(&self, args: &[&str]) -> (i32, String, String) {
+        let output = self.netbisect().args(args).output().unwrap();
+        (
+            output.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let (code, stdout, stderr) = self.run(args);
+        assert!(code == 0 || code == 4, "{args:?}: exit {code}: {stderr}");
+        serde_json::from_str(&stdout).unwrap_or_else(|err| panic!("{err}: {stdout}"))
+    }
+
+    fn start(&self, good: Oid, bad: Oid, extra: &[&str]) {
+        let (good, bad) = (good.to_string(), bad.to_string());
+        let command = measure_command("");
+        let mut args = vec![
+            "bisect",
+            "start",
+            "--good",
+            &good,
+            "--bad",
+            &bad,
+            "--build",
+            "sh build.sh",
+            "--measure",
+            &command,
+            "--max-repeats",
+            "20",
+        ];
+        args.extend_from_slice(extra);
+        let (code, _, stderr) = self.run(&args);
+        assert_eq!(code, 0, "{stderr}");
+    }
+
+    /// Archived runs per commit.
+    fn runs_per_commit(&self) -> BTreeMap<String, u32> {
+        let list = self.json(&["archive", "list", "--json"]);
+        let mut counts = BTreeMap::new();
+        for run in list.as_array().unwrap() {
+            if let Some(commit) = run["commit"].as_str() {
+                *counts.entry(commit.to_string()).or_default() += 1;
+            }
+        }
+        counts
+    }
+}
+
+/// A TCP_STREAM test of a tenth of a second with the built send size;
+/// `prefix` runs first (shell).
+fn measure_command(prefix: &str) -> String {
+    format!(
+        "{prefix}'{BINARY}' bench -t TCP_STREAM -l 0.1 -m \"$(cat out/send_size)\" --json \
+         --no-archive --commit \"$NETBISECT_COMMIT\""
+    )
+}
+
+fn signature() -> Signature<'static> {
+    Signature::new(
+        "Ann Tester",
+        "ann@example.org",
+        &git2::Time::new(1_700_000_000, 0),
+    )
+    .unwrap()
+}
+
+/// Commits `files` over the first parent's tree.
+fn commit(repo: &Repository, files: &[(&str, &str)], parents: &[Oid], message: &str) -> Oid {
+    let mut builder = match parents.first() {
+        Some(&parent) => repo
+            .treebuilder(Some(&repo.find_commit(parent).unwrap().tree().unwrap()))
+            .unwrap(),
+        None => repo.treebuilder(None).unwrap(),
+    };
+    for &(name, content) in files {
+        let blob = repo.blob(content.as_bytes()).unwrap();
+        if let Some((dir, file)) = name.split_once('/') {
+            let existing = builder.get(dir).unwrap().map(|entry| entry.id());
+            let mut sub = repo
+                .treebuilder(existing.map(|id| repo.find_tree(id).unwrap()).as_ref())
+                .unwrap();
+            sub.insert(file, blob, 0o100644).unwrap();
+            builder.insert(dir, sub.write().unwrap(), 0o040000).unwrap();
+        } else {
+            builder.insert(name, blob, 0o100644).unwrap();
+        }
+    }
+    let tree = repo.find_tree(builder.write().unwrap()).unwrap();
+    let parents: Vec<git2::Commit> = parents
+        .iter()
+        .map(|&p| repo.find_commit(p).unwrap())
+        .collect();
+    let parent_refs: Vec<&git2::Commit> = parents.iter().collect();
+    repo.commit(
+        None,
+        &signature(),
+        &signature(),
+        message,
+        &tree,
+        &parent_refs,
+    )
+    .unwrap()
+}
+
+fn set_head(repo: &Repository, oid: Oid) {
+    repo.reference("refs/heads/main", oid, true, "test")
+        .unwrap();
+    repo.set_head("refs/heads/main").unwrap();
+    repo.checkout_head(Some(git2::build::CheckoutBuilder::new().force()))
+        .unwrap();
+}
+
+fn send_size(slow: bool) -> &'static str {
+    if slow { "64\n" } else { "65536\n" }
+}
+
+/// A line of `n` commits; from `culprit` on the send size is 64 bytes.
+/// `extra(idx)` adds files to commit `idx`.
+fn linear(
+    repo: &Repository,
+    n: usize,
+    culprit: usize,
+    extra: &dyn Fn(usize) -> Vec<(&'static str, &'static str)>,
+) -> Vec<Oid> {
+    let mut ids: Vec<Oid> = Vec::new();
+    for idx in 0..n {
+        let mut files = vec![
+            ("config/send_size", send_size(idx >= culprit)),
+            ("build.sh", BUILD_SCRIPT),
+            (".gitignore", "out\n"),
+            ("counter", if idx % 2 == 0 { "even\n" } else { "odd\n" }),
+            ("broken", ""),
+            ("hang", ""),
+        ];
+        // Marker files exist only where `extra` names them.
+        files.retain(|(name, _)| *name != "broken" && *name != "hang");
+        files.extend(extra(idx));
+        let parents: Vec<Oid> = ids.last().copied().into_iter().collect();
+        let mut id = commit(repo, &files, &parents, &format!("commit {idx}"));
+        if idx > 0 {
+            // Drop marker files the parent had and this commit does not.
+            let tree = repo.find_commit(id).unwrap().tree().unwrap();
+            let mut builder = repo.treebuilder(Some(&tree)).unwrap();
+            let names: Vec<&str> = extra(idx).iter().map(|(name, _)| *name).collect();
+            let mut changed = false;
+            for marker in ["broken", "hang"] {
+                if !names.contains(&marker) && builder.get(marker).unwrap().is_some() {
+                    builder.remove(marker).unwrap();
+                    changed = true;
+                }
+            }
+            if changed {
+                let tree = repo.find_tree(builder.write().unwrap()).unwrap();
+                let parent = repo.find_commit(ids[idx - 1]).unwrap();
+                id = repo
+                    .commit(
+                        None,
+                        &signature(),
+                        &signature(),
+                        &format!("commit {idx}"),
+                        &tree,
+                        &[&parent],
+                    )
+                    .unwrap();
+            }
+        }
+        ids.push(id);
+    }
+    set_head(repo, *ids.last().unwrap());
+    ids
+}
+
+fn first_bad(report: &Value) -> &str {
+    assert_eq!(report["result"]["kind"], "first_bad", "{report}");
+    report["result"]["commit"]["id"].as_str().unwrap()
+}
+
+#[test]
+fn a_linear_history_is_bisected_to_the_commit_that_slowed_loopback() {
+    let started = Instant::now();
+    let fixture = fixture();
+    let repo = Repository::open(&fixture.repo).unwrap();
+    let ids = linear(&repo, 30, 19, &|_| Vec::new());
+    let head_before = repo.head().unwrap().target().unwrap();
+    fixture.start(ids[0], ids[29], &[]);
+
+    // One bisection per repository at a time.
+    let command = measure_command("");
+    let (code, _, stderr) = fixture.run(&[
+        "bisect",
+        "start",
+        "--good",
+        "HEAD~3",
+        "--bad",
+        "HEAD",
+        "--measure",
+        &command,
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("already in progress"), "{stderr}");
+
+    let report = fixture.json(&["bisect", "run", "--json"]);
+    assert_eq!(first_bad(&report), ids[19].to_string());
+    let result = &report["result"];
+    assert_eq!(result["commit"]["subject"], "commit 19");
+    assert_eq!(result["commit"]["author"], "Ann Tester <ann@example.org>");
+    assert_eq!(result["parent"]["id"], ids[18].to_string());
+    assert_eq!(result["confirmed"], true);
+    assert!(
+        result["regression"]["diff_pct"].as_f64().unwrap() < -50.0,
+        "{result}"
+    );
+    assert!(
+        result["confidence_pct"].as_f64().unwrap() > 90.0,
+        "{result}"
+    );
+
+    // The text report, the log and the status read the journal.
+    let (code, text, _) = fixture.run(&["bisect", "report"]);
+    assert_eq!(code, 0);
+    let id12 = &ids[19].to_string()[..12];
+    assert!(text.starts_with("TCP_STREAM 10^6bits/s -"), "{text}");
+    let flowing = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flowing.contains(&format!("at {id12} (\"commit 19\")")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("  Fixes: {id12} (\"commit 19\")")),
+        "{text}"
+    );
+    assert!(text.contains("netbisect bisect run"), "{text}");
+    assert!(
+        text.lines()
+            .all(|line| line.is_ascii() && !line.ends_with(' '))
+    );
+    let (_, log, _) = fixture.run(&["bisect", "log"]);
+    assert!(log.starts_with("git bisect start\n"), "{log}");
+    assert!(
+        log.contains(&format!("git bisect good {}", ids[0])),
+        "{log}"
+    );
+    assert!(
+        log.contains(&format!("# first bad commit: [{}] commit 19", ids[19])),
+        "{log}"
+    );
+    let status = fixture.json(&["bisect", "status", "--json"]);
+    assert_eq!(status["state"], "first_bad");
+
+    // The user's checkout did not move and has no changes; the worktree
+    // lives under the git directory until reset.
+    assert_eq!(repo.head().unwrap().target().unwrap(), head_before);
+    assert!(repo.statuses(None).unwrap().is_empty());
+    assert!(!fixture.repo.join("out").exists());
+    let worktree = fixture.repo.join(".git/netbisect/netbisect");
+    assert!(worktree.join("out/send_size").exists());
+    let n_runs: u32 = fixture.runs_per_commit().values().sum();
+    assert_eq!(n_runs, report["n_measurements"].as_u64().unwrap() as u32);
+
+    let (code, _, stderr) = fixture.run(&["bisect", "reset"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!worktree.exists());
+    let (code, _, stderr) = fixture.run(&["bisect", "status"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("no bisection in progress"), "{stderr}");
+    // The runs stay archived, and a new bisection of the range reuses
+    // them: only the first run of the good end is fresh before the steps.
+    let n_after_reset: u32 = fixture.runs_per_commit().values().sum();
+    assert_eq!(n_after_reset, n_runs);
+    fixture.start(ids[0], ids[29], &[]);
+    let status = fixture.json(&["bisect", "status", "--json"]);
+    assert_eq!(status["state"], "running");
+    eprintln!("linear bisection: {:.1} s", started.elapsed().as_secs_f64());
+}
+
+#[test]
+fn a_merge_heavy_history_is_bisected_into_a_side_branch() {
+    let fixture = fixture();
+    let repo = Repository::open(&fixture.repo).unwrap();
+    let base = commit(
+        &repo,
+        &[
+            ("config/send_size", send_size(false)),
+            ("build.sh", BUILD_SCRIPT),
+            (".gitignore", "out\n"),
+        ],
+        &[],
+        "base",
+    );
+    let mut main = base;
+    let mut culprit = None;
+    for topic in 0..4 {
+        let mut side = main;
+        for idx in 0..2 {
+            let name = format!("topic{topic}-{idx}");
+            let is_culprit = topic == 2 && idx == 1;
+            let mut files = vec![(name.as_str(), "x")];
+            if is_culprit {
+                files.push(("config/send_size", send_size(true)));
+            }
+            side = commit(
+                &repo,
+                &files,
+                &[side],
+                &format!("topic {topic} patch {idx}"),
+            );
+            if is_culprit {
+                culprit = Some(side);
+            }
+        }
+        let main_file = format!("main{topic}");
+        main = commit(
+            &repo,
+            &[(main_file.as_str(), "y")],
+            &[main],
+            &format!("main work {topic}"),
+        );
+        let slow = culprit.is_some();
+        main = commit(
+            &repo,
+            &[("config/send_size", send_size(slow))],
+            &[main, side],
+            &format!("merge topic {topic}"),
+        );
+    }
+    set_head(&repo, main);
+    fixture.start(base, main, &[]);
+    let report = fixture.json(&["bisect", "run", "--json"]);
+    assert_eq!(first_bad(&report), culprit.unwrap().to_string());
+}
+
+#[test]
+fn unbuildable_commits_around_the_culprit_are_skipped() {
+    let fixture = fixture();
+    let repo = Repository::open(&fixture.repo).unwrap();
+    // The culprit is 15; its parent 14 and its child 16 do not build.
+    let ids = linear(&repo, 24, 15, &|idx| {
+        if idx == 14 || idx == 16 {
+            vec![("broken", "1\n")]
+        } else {
+            Vec::new()
+        }
+    });
+    fixture.start(ids[0], ids[23], &[]);
+    let report = fixture.json(&["bisect", "run", "--json"]);
+    let steps = report["steps"].as_array().unwrap();
+    assert!(
+        steps.iter().any(|step| step["verdict"] == "skip"
+            && step["skip_reason"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("build failed")),
+        "{report}"
+    );
+    // With the parent unbuildable, 14 or 15 may be the first bad one, as
+    // git would say.
+    assert_eq!(report["result"]["kind"], "range", "{report}");
+    let range: Vec<&str> = report["result"]["commits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|commit| commit["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(range, vec![ids[15].to_string(), ids[14].to_string()]);
+    let (code, text, _) = fixture.run(&["bisect", "report"]);
+    assert_eq!(code, 0);
+    let flowing = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flowing.contains("could not all be tested"), "{text}");
+}
+
+#[test]
+fn a_hanging_measure_command_is_killed_and_skipped() {
+    let fixture = fixture();
+    let repo = Repository::open(&fixture.repo).unwrap();
+    // The first commit tested (the midpoint) hangs.
+    let ids = linear(&repo, 17, 5, &|idx| {
+        if idx == 8 {
+            vec![("hang", "1\n")]
+        } else {
+            Vec::new()
+        }
+    });
+    let command = measure_command("if [ -f hang ]; then sleep 60; fi; ");
+    let (good, bad) = (ids[0].to_string(), ids[16].to_string());
+    let (code, _, stderr) = fixture.run(&[
+        "bisect",
+        "start",
+        "--good",
+        &good,
+        "--bad",
+        &bad,
+        "--build",
+        "sh build.sh",
+        "--measure",
+        &command,
+        "--timeout",
+        "3",
+        "--max-repeats",
+        "20",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let started = Instant::now();
+    let report = fixture.json(&["bisect", "run", "--json"]);
+    assert!(started.elapsed() < Duration::from_secs(50));
+    assert_eq!(first_bad(&report), ids[5].to_string());
+    let hung = report["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|step| step["commit"]["id"] == ids[8].to_string())
+        .unwrap();
+    assert_eq!(hung["verdict"], "skip");
+    assert!(
+        hung["skip_reason"].as_str().unwrap().contains("timed out"),
+        "{hung}"
+    );
+}
+
+#[test]
+fn a_bisection_killed_mid_way_resumes_without_measuring_again() {
+    let started = Instant::now();
+    let fixture = fixture();
+    let repo = Repository::open(&fixture.repo).unwrap();
+    let ids = linear(&repo, 30, 21, &|_| Vec::new());
+    fixture.start(ids[0], ids[29], &[]);
+
+    let mut child = std::process::Command::new(BINARY)
+        .args(["bisect", "run"])
+        .env("NETBISECT_ARCHIVE", &fixture.archive)
+        .current_dir(&fixture.repo)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let status = fixture.json(&["bisect", "status", "--json"]);
+        if status["steps"].as_array().unwrap().len() >= 2 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no steps after a minute: {status}"
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "bisect run ended early"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let pid = i32::try_from(child.id()).unwrap();
+    // SAFETY: kill on the id of a child this test started and has not
+    // reaped yet.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    let exit = child.wait().unwrap();
+    assert!(exit.code().is_none(), "killed by a signal");
+
+    let before = fixture.json(&["bisect", "status", "--json"]);
+    assert_eq!(before["state"], "running");
+    let decided: Vec<String> = before["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|step| step["commit"]["id"].as_str().unwrap().to_string())
+        .collect();
+    let runs_before = fixture.runs_per_commit();
+
+    let report = fixture.json(&["bisect", "run", "--json"]);
+    assert_eq!(first_bad(&report), ids[21].to_string());
+    let runs_after = fixture.runs_per_commit();
+    let culprit = report["result"]["commit"]["id"].as_str().unwrap();
+    let parent = report["result"]["parent"]["id"].as_str().unwrap();
+    for commit in &decided {
+        if commit != culprit && commit != parent {
+            assert_eq!(
+                runs_after.get(commit),
+                runs_before.get(commit),
+                "{commit} measured again"
+            );
+        }
+    }
+    // The journal holds the whole bisection now: running it again
+    // measures nothing and gives the same answer.
+    let again = fixture.json(&["bisect", "run", "--json"]);
+    assert_eq!(again, report);
+    assert_eq!(fixture.runs_per_commit(), runs_after);
+    eprintln!(
+        "killed and resumed bisection: {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn ends_that_do_not_differ_are_refused_with_the_figures() {
+    let fixture = fixture();
+    let repo = Repository::open(&fixture.repo).unwrap();
+    let ids = linear(&repo, 6, 100, &|_| Vec::new());
+    let (good, bad) = (ids[0].to_string(), ids[5].to_string());
+    let (code, _, stderr) = fixture.run(&[
+        "bisect",
+        "start",
+        "--good",
+        &good,
+        "--bad",
+        &bad,
+        "--bench",
+        "-t TCP_STREAM -l 0.1",
+        "--max-repeats",
+        "6",
+        "--min-effect",
+        "50",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let (code, text, stderr) = fixture.run(&["bisect", "run"]);
+    assert_eq!(code, 4, "{stderr}");
+    assert!(
+        text.starts_with("No bisection: TCP_STREAM 10^6bits/s"),
+        "{text}"
+    );
+    assert!(text.contains("minimum effect (50.0%)"), "{text}");
+    let refusal = fixture.json(&["bisect", "report", "--json"]);
+    assert_eq!(refusal["schema"], "netbisect.bisect-refusal/1");
+    assert!(refusal["good"]["samples"].as_array().unwrap().len() >= 5);
+    assert!(refusal["good"]["mean"].as_f64().unwrap() > 0.0);
+    assert!(refusal["difference"]["diff_pct"].as_f64().unwrap().abs() < 50.0);
+}
+
+#[test]
+fn bad_input_is_refused_before_anything_runs() {
+    let fixture = fixture();
+    let repo = Repository::open(&fixture.repo).unwrap();
+    let ids = linear(&repo, 4, 2, &|_| Vec::new());
+    let side = commit(&repo, &[("other", "1")], &[ids[1]], "side");
+    let (good, bad, side) = (ids[0].to_string(), ids[3].to_string(), side.to_string());
+    let command = measure_command("");
+    let start = |good: &str, bad: &str, build: &str, measure: &[&str]| {
+        let mut args = vec![
+            "bisect", "start", "--good", good, "--bad", bad, "--build", build,
+        ];
+        args.extend_from_slice(measure);
+        fixture.run(&args)
+    };
+    let cases: Vec<((i32, String, String), &str)> = vec![
+        (
+            start("no-such-rev", &bad, "sh build.sh", &["--measure", &command]),
+            "unknown revision 'no-such-rev'",
+        ),
+        (
+            start(&side, &bad, "sh build.sh", &["--measure", &command]),
+            "is not an ancestor of the bad commit",
+        ),
+        (
+            start(
+                &good,
+                &bad,
+                "no-such-build-tool -j2",
+                &["--measure", &command],
+            ),
+            "command not found: 'no-such-build-tool'",
+        ),
+        (
+            start(
+                &good,
+                &bad,
+                "sh build.sh",
+                &["--measure", "no-such-measure-tool --json"],
+            ),
+            "command not found: 'no-such-measure-tool'",
+        ),
+        (
+            start(&good, &bad, "sh build.sh", &["--bench", "-t NO_SUCH_TEST"]),
+            "NO_SUCH_TEST",
+        ),
+        (
+            start(
+                &good,
+                &bad,
+                "sh build.sh",
+                &["--bench", "-t TCP_RR --commit abc"],
+            ),
+            "--bench takes no --commit",
+        ),
+    ];
+    for ((code, _, stderr), expected) in cases {
+        assert_eq!(code, 2, "{stderr}");
+        assert!(
+            stderr.contains(expected),
+            "expected '{expected}' in: {stderr}"
+        );
+    }
+    // Dirty and bare repositories.
+    std::fs::write(fixture.repo.join("config/send_size"), "1\n").unwrap();
+    let (code, _, stderr) = start(&good, &bad, "sh build.sh", &["--measure", &command]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("uncommitted changes (config/send_size)"),
+        "{stderr}"
+    );
+    let bare = fixture.repo.parent().unwrap().join("bare.git");
+    Repository::init_bare(&bare).unwrap();
+    let (code, _, stderr) = fixture.run(&[
+        "bisect",
+        "start",
+        "--repo",
+        bare.to_str().unwrap(),
+        "--good",
+        "a",
+        "--bad",
+        "b",
+        "--measure",
+        "true",
+    ]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("bare repository"), "{stderr}");
+    // Nothing was recorded.
+    let (code, _, stderr) = fixture.run(&["bisect", "run"]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("no bisection in progress"), "{stderr}");
+}
+
+#[test]
+fn verdict_answers_as_git_bisect_run_expects() {
+    let fixture = fixture();
+    let dir = fixture.repo.parent().unwrap().to_path_buf();
+    let bench = |size: &str, commit: &str| {
+        let (code, _, stderr) = fixture.run(&[
+            "bench",
+            "-t",
+            "TCP_STREAM",
+            "-l",
+            "0.1",
+            "-m",
+            size,
+            "--commit",
+            commit,
+            "--json",
+        ]);
+        assert_eq!(code, 0, "{stderr}");
+    };
+    // Enough baseline runs that the fast side's noise on a loaded machine
+    // still leaves the two sides apart.
+    for _ in 0..8 {
+        bench("65536", "aaaa1111");
+        bench("64", "bbbb2222");
+    }
+    let verdict = |size: &str| {
+        let command =
+            format!("'{BINARY}' bench -t TCP_STREAM -l 0.1 -m {size} --json --no-archive");
+        let output = fixture
+            .netbisect()
+            .current_dir(&dir)
+            .args([
+                "verdict",
+                "--good-run",
+                "aaaa",
+                "--bad-run",
+                "bbbb2222",
+                "--measure",
+                &command,
+                "--max-repeats",
+                "20",
+            ])
+            .output()
+            .unwrap();
+        (
+            output.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let (code, stderr) = verdict("65536");
+    assert_eq!(code, 0, "{stderr}");
+    let (code, stderr) = verdict("64");
+    assert_eq!(code, 1, "{stderr}");
+    // A failing measurement, or baselines that do not exist: 125, skip.
+    let (code, stderr) = verdict("x");
+    assert_eq!(code, 125, "{stderr}");
+    assert!(stderr.contains("cannot tell"), "{stderr}");
+    let output = fixture
+        .netbisect()
+        .current_dir(&dir)
+        .args([
+            "verdict",
+            "--good-run",
+            "cccc",
+            "--bad-run",
+            "bbbb",
+            "--measure",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(125));
+}
