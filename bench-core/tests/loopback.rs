@@ -37,9 +37,11 @@ fn only_iteration(record: &RunRecord) -> &Iteration {
 }
 
 fn assert_elapsed_close(elapsed_s: f64) {
-    // Within a fifth of -l: the suite shares two cores with itself.
+    // A test ends within 100 ms of its deadline, whatever else the two
+    // cores of a test machine are doing (the rest of this suite, in
+    // parallel); a loop that ignored its deadline would miss by far more.
     assert!(
-        (elapsed_s - DURATION_S).abs() <= DURATION_S * 0.2,
+        (elapsed_s - DURATION_S).abs() <= 0.1,
         "elapsed {elapsed_s} s, asked for {DURATION_S} s"
     );
 }
