@@ -2,9 +2,12 @@
 
 pub mod archive;
 mod bench;
+mod compare;
 mod env;
 mod help;
+mod history;
 mod record;
+mod selector;
 mod serve;
 mod templates;
 
@@ -22,5 +25,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<Code> {
         Command::Man => help::man(),
         Command::Bench(args) => bench::run(&cli.global, args),
         Command::Serve(args) => serve::run(&cli.global, args),
+        Command::Compare(args) => compare::run(&cli.global, args),
+        Command::History(args) => history::run(&cli.global, args),
     }
 }

@@ -2,6 +2,8 @@
 
 mod archive;
 mod bench;
+mod compare;
 mod env;
 mod help;
+mod history;
 mod record;
