@@ -52,7 +52,7 @@ pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<Code> {
         if n_differing > 0 && !global.quiet {
             eprintln!(
                 "netbisect: warning: the environments of the sides differ in {n_differing} \
-                 group{} (see env_differences)",
+                 group{} (see env_differences, config_keys_differ)",
                 if n_differing == 1 { "" } else { "s" }
             );
         }
