@@ -1,8 +1,10 @@
 #!/bin/sh
 # Archive benchmark (not a test): import 100k generated run records with
 # `netbisect archive import`, grow the archive to 1M runs, then time the
-# selections `compare` (all runs of two commits under one config_key) and
-# `history` (one metric of one config_key across commits) read.
+# real `netbisect compare` (all runs of two commits: 2 x 100 runs in 20
+# configurations) and `netbisect history` (one metric of one config_key
+# under one label: 5000 runs across 1000 commits, in time order), each
+# process from start to exit, and the selections they make in-process.
 #
 # Usage: scripts/bench-archive.sh [WORKDIR]   (needs about 3 GB free)
 set -eu
@@ -17,6 +19,15 @@ cargo build --release --quiet -p archive --example bench_archive
 bin=target/release/netbisect
 helper=target/release/examples/bench_archive
 
+# Prints the wall time of a command in milliseconds; its output is
+# discarded, and a failure stops the script.
+time_ms() {
+    start=$(date +%s%N)
+    "$@" >/dev/null || { echo "failed: $*" >&2; exit 1; }
+    end=$(date +%s%N)
+    echo "$(( (end - start) / 1000000 )) ms"
+}
+
 echo "generating 100000 records..."
 "$helper" gen 100000 "$work/runs.jsonl"
 ls -l "$work/runs.jsonl" | awk '{printf "  %.0f MB\n", $5 / 1e6}'
@@ -30,7 +41,29 @@ echo "  import: $(echo "$end - $start" | bc) s"
 echo "growing the archive to 1000000 runs..."
 "$helper" fill "$db" 100000 900000
 
-echo "queries on 1000000 runs (target: compare under 100 ms):"
-"$helper" query "$db"
+# Generated commit ids share their first 24 digits, so give them whole.
+first=$("$helper" commit 10)
+second=$("$helper" commit 9000)
+config_key=$("$helper" config-key)
+export NETBISECT_ARCHIVE="$db"
+
+echo "netbisect compare A B (two commits) on 1000000 runs (target: under 100 ms):"
+for attempt in 1 2 3; do
+    elapsed=$(time_ms "$bin" compare "$first" "$second")
+    echo "  compare: $elapsed"
+done
+elapsed=$(time_ms "$bin" compare --json "$first" "$second")
+echo "  compare --json: $elapsed"
+
+echo "netbisect history --metric throughput_bps --label step3 --config-key ..."
+echo "(5000 runs in time order) on 1000000 runs:"
+for attempt in 1 2 3; do
+    elapsed=$(time_ms "$bin" history --metric throughput_bps \
+        --label step3 --config-key "$config_key")
+    echo "  history: $elapsed"
+done
+
+echo "selections alone, in-process:"
 "$helper" query "$db"
 ls -l "$db" | awk '{printf "archive file: %.0f MB\n", $5 / 1e6}'
+"$bin" compare "$first" "$second" | head -12

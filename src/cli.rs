@@ -78,6 +78,10 @@ pub enum Command {
     /// Measure the current tree against archived good and bad runs (for
     /// `git bisect run`): exit 0 old, 1 new, 125 cannot tell
     Verdict(VerdictArgs),
+    /// Compare the runs of two commits, labels or run ids
+    Compare(CompareArgs),
+    /// A metric across commits (git order) or runs (time order)
+    History(HistoryArgs),
 }
 
 /// `netbisect record`.
@@ -486,4 +490,100 @@ pub struct BenchSpecLine {
     /// The bench flags.
     #[command(flatten)]
     pub args: BenchArgs,
+}
+
+const COMPARE_AFTER_HELP: &str = "\
+Selectors (A and B) are tried in this order; the first that matches wins:
+  1. a run id prefix of at least 6 hex digits matching exactly one run:
+     that run;
+  2. a commit id or a prefix of it: all runs of that commit (a prefix
+     matching several commits is an error);
+  3. a label: all runs with that label.
+When a later kind matches too, a warning says so; force the kind with
+run:X, commit:X or label:X. A selector matching nothing exits with 2.
+
+Runs are grouped by test spec and testbed; each group shows mean,
+spread, samples, change and a Mann-Whitney verdict per metric (\"~\":
+within noise). Differences of environment are listed as warnings.
+compare reports and does not judge: it exits with 0 whatever it finds.";
+
+/// `netbisect compare`.
+#[derive(Debug, Args)]
+#[command(after_help = COMPARE_AFTER_HELP)]
+pub struct CompareArgs {
+    /// The base side: run id, commit or label (or run:X, commit:X,
+    /// label:X)
+    #[arg(value_name = "A")]
+    pub first: String,
+    /// The patched side, as A
+    #[arg(value_name = "B")]
+    pub second: String,
+    /// Significance level of the two-sided Mann-Whitney test, in (0, 1)
+    #[arg(long, value_name = "ALPHA", default_value_t = 0.05)]
+    pub alpha: f64,
+    /// Smallest change of the means, percent, reported as significant
+    #[arg(long, value_name = "PCT", default_value_t = 0.0)]
+    pub min_effect: f64,
+    /// Only runs of this test kind, on both sides
+    #[arg(long, value_name = "TEST")]
+    pub test: Option<bench_core::spec::TestKind>,
+    /// Only runs of this testbed, on both sides
+    #[arg(long, value_name = "NAME")]
+    pub testbed: Option<String>,
+}
+
+const HISTORY_AFTER_HELP: &str = "\
+With --repo, points are the commits of --range (default: HEAD and all its
+ancestors) in git order, oldest first, each with all its selected runs;
+runs of other commits are left out. Without --repo, every selected run
+is a point, in order of start time.
+
+A history follows one test configuration (test spec and testbed). When
+the selected runs span several, the command lists them and exits with
+2: narrow the selection with --spec-key (or --test, --testbed, --label,
+--config-key).";
+
+/// `netbisect history`.
+#[derive(Debug, Args)]
+#[command(after_help = HISTORY_AFTER_HELP)]
+pub struct HistoryArgs {
+    /// Metric to follow: throughput_bps, transaction_rate,
+    /// latency_{mean,p50,p90,p99,p999}_us, {local,remote}_cpu_pct,
+    /// {local,remote}_service_demand
+    #[arg(long, value_name = "METRIC")]
+    pub metric: bench_core::record::Metric,
+    /// Git repository giving the commit order
+    #[arg(long, value_name = "PATH")]
+    pub repo: Option<PathBuf>,
+    /// Commits to show: A..B (after A up to B, as git log A..B) or one
+    /// revision and its ancestors [default: HEAD]
+    #[arg(long, value_name = "A..B", requires = "repo")]
+    pub range: Option<String>,
+    /// Follow first parents only (the mainline of merges)
+    #[arg(long, requires = "repo")]
+    pub first_parent: bool,
+    /// Test kind (TCP_STREAM, TCP_RR, ...)
+    #[arg(long, value_name = "TEST")]
+    pub test: Option<bench_core::spec::TestKind>,
+    /// Testbed name
+    #[arg(long, value_name = "NAME")]
+    pub testbed: Option<String>,
+    /// Label
+    #[arg(long, value_name = "LABEL")]
+    pub label: Option<String>,
+    /// config_key or a prefix of it
+    #[arg(long, value_name = "PREFIX")]
+    pub config_key: Option<String>,
+    /// Spec key (test spec and testbed) or a prefix of it
+    #[arg(long, value_name = "PREFIX")]
+    pub spec_key: Option<String>,
+    /// Tool that produced the runs (netbisect, netperf, iperf3)
+    #[arg(long, value_name = "TOOL")]
+    pub tool: Option<String>,
+    /// Significance level of the change-point test, in (0, 1)
+    #[arg(long, value_name = "ALPHA", default_value_t = 0.001)]
+    pub alpha: f64,
+    /// Smallest change of level, percent, marked as a change point
+    #[arg(long, value_name = "PCT", default_value_t = 0.0)]
+    pub min_change: f64,
 }

@@ -3,6 +3,8 @@
 //! - `gen N FILE`: writes N generated run records as JSON lines.
 //! - `fill DB FROM N`: stores generated records FROM..FROM+N directly.
 //! - `query DB`: times the selections compare and history make.
+//! - `commit IDX`: prints the commit id of generated commit IDX.
+//! - `config-key`: prints the config_key of the first configuration.
 //!
 //! Generated runs: 100 per commit (20 configurations, 5 repeats each),
 //! three iterations, a local environment with the usual sysctls.
@@ -169,8 +171,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 history.as_secs_f64() * 1e3
             );
         }
+        Some("commit") => {
+            let commit_idx: u64 = args[2].parse()?;
+            println!("{}", commit_of(commit_idx));
+        }
+        Some("config-key") => {
+            println!("{}", record(0).config_key);
+        }
         _ => {
-            eprintln!("usage: bench_archive gen N FILE | fill DB FROM N | query DB");
+            eprintln!(
+                "usage: bench_archive gen N FILE | fill DB FROM N | query DB | commit IDX \
+                 | config-key"
+            );
             std::process::exit(2);
         }
     }

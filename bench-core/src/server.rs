@@ -121,6 +121,13 @@ pub enum ServerEvent {
         /// The error sent.
         message: String,
     },
+    /// A test iteration's data phase is about to start.
+    Started {
+        /// The client.
+        peer: SocketAddr,
+        /// The test's name.
+        test: &'static str,
+    },
     /// A test iteration completed.
     Tested {
         /// The client.
@@ -148,6 +155,7 @@ impl fmt::Display for ServerEvent {
             ServerEvent::Rejected { peer, message } => {
                 write!(formatter, "{peer}: request rejected: {message}")
             }
+            ServerEvent::Started { peer, test } => write!(formatter, "{peer}: {test} started"),
             ServerEvent::Tested { peer, test } => write!(formatter, "{peer}: {test} done"),
             ServerEvent::Closed(peer) => write!(formatter, "{peer}: closed"),
             ServerEvent::Dropped { peer, reason } => write!(formatter, "{peer}: dropped: {reason}"),
@@ -486,6 +494,10 @@ fn run_one(
             data_ports: prepared.iter().map(|flow| flow.port).collect(),
         },
     )?;
+    (shared.events)(&ServerEvent::Started {
+        peer,
+        test: spec.test.name(),
+    });
     let stop = AtomicBool::new(false);
     let plan = ServerPlan {
         spec,

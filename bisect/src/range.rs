@@ -4,6 +4,11 @@
 //! good, merges included (or first parents only), into a
 //! [`CommitGraph`](crate::graph::CommitGraph).
 //!
+//! For `history`, [`commits_in_order`] lists the commits of a range
+//! oldest first, from a repository opened with [`discover`]
+//! (which, unlike [`open_repository`], accepts a bare repository or
+//! uncommitted changes, since nothing is checked out).
+//!
 //! Nothing here writes to the repository.
 
 use crate::graph::{CommitGraph, CommitInfo, Node};
@@ -44,6 +49,9 @@ pub enum RangeError {
         #[source]
         source: git2::Error,
     },
+    /// A range form that is not supported.
+    #[error("unsupported range '{0}': give A..B or a single revision")]
+    UnsupportedRange(String),
     /// Good is not an ancestor of bad.
     #[error(
         "the good commit {good} is not an ancestor of the bad commit {bad}{}",
@@ -114,6 +122,43 @@ pub fn discover(path: &Path) -> Result<Repository, RangeError> {
         path: path.to_path_buf(),
         source,
     })
+}
+
+/// The commits of `range`, oldest first (parents before children), as
+/// full hex ids. `range` is `A..B` (reachable from B and not from A, as
+/// `git log A..B` lists them; an empty side means `HEAD`) or a single
+/// revision (it and all its ancestors). With `first_parent`, only first
+/// parents are followed, as `git log --first-parent` does. Symmetric
+/// ranges (`A...B`) are refused.
+pub fn commits_in_order(
+    repo: &Repository,
+    range: &str,
+    first_parent: bool,
+) -> Result<Vec<String>, RangeError> {
+    if range.contains("...") {
+        return Err(RangeError::UnsupportedRange(range.to_string()));
+    }
+    let mut walk = repo.revwalk()?;
+    walk.set_sorting(Sort::TOPOLOGICAL | Sort::REVERSE)?;
+    if first_parent {
+        walk.simplify_first_parent()?;
+    }
+    match range.split_once("..") {
+        Some((from, to)) => {
+            let or_head = |rev: &str| {
+                if rev.is_empty() {
+                    "HEAD".to_string()
+                } else {
+                    rev.to_string()
+                }
+            };
+            walk.push(resolve(repo, &or_head(to))?)?;
+            walk.hide(resolve(repo, &or_head(from))?)?;
+        }
+        None => walk.push(resolve(repo, range)?)?,
+    }
+    walk.map(|oid| oid.map(|oid| oid.to_string()).map_err(RangeError::from))
+        .collect()
 }
 
 /// Resolves `rev` (anything `git rev-parse` takes) to a commit id.
@@ -212,4 +257,100 @@ pub fn load(
         .validate()
         .map_err(|err| RangeError::Git(git2::Error::from_str(&err.to_string())))?;
     Ok(graph)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use git2::Signature;
+
+    /// Commits an empty tree on top of `parents` with a fixed author and
+    /// time, so the ids are the same on every run.
+    fn commit(repo: &Repository, parents: &[Oid], message: &str) -> Oid {
+        let signature = Signature::new(
+            "Ann Tester",
+            "ann@example.org",
+            &git2::Time::new(1_700_000_000, 0),
+        )
+        .unwrap();
+        let tree = repo
+            .find_tree(repo.treebuilder(None).unwrap().write().unwrap())
+            .unwrap();
+        let parents: Vec<git2::Commit> = parents
+            .iter()
+            .map(|&parent| repo.find_commit(parent).unwrap())
+            .collect();
+        let parent_refs: Vec<&git2::Commit> = parents.iter().collect();
+        repo.commit(None, &signature, &signature, message, &tree, &parent_refs)
+            .unwrap()
+    }
+
+    #[test]
+    fn lists_a_range_oldest_first_with_or_without_side_branches() {
+        // root - a - b ------- m - c   (m merges s2 into b)
+        //             \       /
+        //              s1 - s2
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path()).unwrap();
+        let root = commit(&repo, &[], "root");
+        let a = commit(&repo, &[root], "a");
+        let b = commit(&repo, &[a], "b");
+        let s1 = commit(&repo, &[b], "s1");
+        let s2 = commit(&repo, &[s1], "s2");
+        let m = commit(&repo, &[b, s2], "m");
+        let c = commit(&repo, &[m], "c");
+        repo.reference("refs/heads/main", c, true, "test").unwrap();
+        repo.set_head("refs/heads/main").unwrap();
+        repo.reference("refs/tags/start", a, true, "test").unwrap();
+        let ids = |oids: &[Oid]| oids.iter().map(Oid::to_string).collect::<Vec<_>>();
+
+        let all = commits_in_order(&repo, "start..main", false).unwrap();
+        assert_eq!(all.len(), 5);
+        assert_eq!(all[0], b.to_string());
+        assert_eq!(all[3..], ids(&[m, c]));
+        let position = |oid: Oid| all.iter().position(|id| *id == oid.to_string()).unwrap();
+        assert!(position(s1) < position(s2) && position(s2) < position(m));
+
+        assert_eq!(
+            commits_in_order(&repo, "start..main", true).unwrap(),
+            ids(&[b, m, c])
+        );
+        // An empty side is HEAD; a single revision brings all ancestors.
+        assert_eq!(
+            commits_in_order(&repo, &format!("{}..", &m.to_string()[..10]), false).unwrap(),
+            ids(&[c])
+        );
+        assert_eq!(
+            commits_in_order(&repo, "start", false).unwrap(),
+            ids(&[root, a])
+        );
+        assert!(
+            commits_in_order(&repo, "main..start", false)
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn unknown_revisions_and_symmetric_ranges_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = Repository::init(dir.path()).unwrap();
+        let root = commit(&repo, &[], "root");
+        repo.reference("refs/heads/main", root, true, "test")
+            .unwrap();
+        let err = commits_in_order(&repo, "nope..main", false).unwrap_err();
+        assert_eq!(err.to_string(), "unknown revision 'nope'");
+        let err = commits_in_order(&repo, "main...main", false).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "unsupported range 'main...main': give A..B or a single revision"
+        );
+        assert!(matches!(
+            discover(&dir.path().join("missing")),
+            Err(RangeError::Open { .. })
+        ));
+        let bare_dir = tempfile::tempdir().unwrap();
+        Repository::init_bare(bare_dir.path()).unwrap();
+        assert!(discover(bare_dir.path()).is_ok());
+    }
 }

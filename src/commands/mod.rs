@@ -3,9 +3,12 @@
 pub mod archive;
 mod bench;
 mod bisect;
+mod compare;
 mod env;
 mod help;
+mod history;
 mod record;
+mod selector;
 mod serve;
 mod sweep;
 mod templates;
@@ -27,5 +30,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<Code> {
         Command::Serve(args) => serve::run(&cli.global, args),
         Command::Bisect(args) => bisect::run(&cli.global, args),
         Command::Verdict(args) => verdict::run(&cli.global, args),
+        Command::Compare(args) => compare::run(&cli.global, args),
+        Command::History(args) => history::run(&cli.global, args),
     }
 }

@@ -359,7 +359,7 @@ impl ServeProcess {
 
     /// Waits until `times` lines of the log contain `wanted`.
     fn logged_times(&self, wanted: &str, times: usize) -> bool {
-        let give_up = Instant::now() + Duration::from_secs(3);
+        let give_up = Instant::now() + Duration::from_secs(10);
         while Instant::now() < give_up {
             if self
                 .log
@@ -410,11 +410,11 @@ fn bench_against_serve_and_a_server_dying_mid_test() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Kill only once the client is in its test: a server killed earlier
-    // frees its port, which another test's server may then take.
+    // Kill only once the client is in its data phase: a server killed
+    // earlier frees its ports, which another test's server may then take.
     assert!(
-        server.logged_times(": connected", 2),
-        "the client never connected"
+        server.logged_times("TCP_STREAM started", 2),
+        "the client's test never started"
     );
     std::thread::sleep(Duration::from_millis(300));
     server.child.kill().unwrap();

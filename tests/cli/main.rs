@@ -3,8 +3,10 @@
 mod archive;
 mod bench;
 mod bisect;
+mod compare;
 mod env;
 mod help;
+mod history;
 mod record;
 mod sweep;
 mod templates;

@@ -1,0 +1,235 @@
+//! `netbisect history --metric M`: one metric of one test configuration
+//! across commits in git order (with `--repo`) or across runs in time
+//! order, with change points marked; `--json` prints the archive's
+//! `History`.
+//!
+//! The commit order comes from bisect's git layer
+//! ([`bisect::range::commits_in_order`]); the archive only sees the list.
+//! A history follows one spec key (test spec and testbed): when the
+//! selected runs span several, the command lists them and exits with 2
+//! rather than mix configurations in one series or print several.
+
+use super::archive::open_archive;
+use crate::cli::{GlobalArgs, HistoryArgs};
+use crate::exit::{Code, InputError};
+use crate::render::Renderer;
+use anyhow::Context;
+use archive::RunQuery;
+use archive::compare::SpecSummary;
+use archive::history::{
+    HistoryOptions, PointRuns, SeriesOrder, history, points_in_commit_order, points_in_time_order,
+};
+use bench_core::record::RunRecord;
+use bench_core::stats::ChangePointOptions;
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+
+pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<Code> {
+    let order = if args.repo.is_some() {
+        SeriesOrder::Git
+    } else {
+        SeriesOrder::Time
+    };
+    let options = HistoryOptions {
+        change_points: ChangePointOptions {
+            alpha: args.alpha,
+            min_change_pct: args.min_change,
+            ..ChangePointOptions::default()
+        },
+        ..HistoryOptions::new(args.metric, order)
+    };
+    // Options are checked before the archive is read.
+    bench_core::stats::change_points(&[], &options.change_points)
+        .map_err(|err| InputError(format!("invalid history option: {err}")))?;
+
+    let query = RunQuery {
+        label: args.label.clone(),
+        config_key_prefix: args.config_key.clone(),
+        test: args.test,
+        testbed: args.testbed.clone(),
+        source_tool: args.tool.clone(),
+        ..RunQuery::default()
+    };
+    let archive = open_archive(global)?;
+    let records = archive
+        .records(&query)
+        .context("failed to read the archive")?;
+    if records.is_empty() {
+        return Err(InputError("no archived run matches the filters".to_string()).into());
+    }
+    let (spec_keys, records) = with_spec_keys(records, args.spec_key.as_deref())?;
+
+    let points = match &args.repo {
+        Some(path) => {
+            let range = args.range.as_deref().unwrap_or("HEAD");
+            let commits = commits_of(path, range, args.first_parent)?;
+            let points = points_in_commit_order(&commits, &records);
+            let n_in_range: usize = points.iter().map(|point| point.runs.len()).sum();
+            if n_in_range == 0 {
+                return Err(InputError(format!(
+                    "none of the {} selected runs is of a commit of {range} ({} commit{})",
+                    records.len(),
+                    commits.len(),
+                    if commits.len() == 1 { "" } else { "s" }
+                ))
+                .into());
+            }
+            if n_in_range < records.len() && global.verbose > 0 {
+                eprintln!(
+                    "netbisect: {} of the {} selected runs are of commits outside {range}",
+                    records.len() - n_in_range,
+                    records.len()
+                );
+            }
+            points
+        }
+        None => points_in_time_order(&records),
+    };
+    check_one_configuration(&points, &spec_keys)?;
+
+    let history = history(&points, &options).context("failed to compute the history")?;
+    if history.points.iter().all(|point| point.n_samples == 0) {
+        let n_runs: usize = history.points.iter().map(|point| point.n_runs).sum();
+        return Err(InputError(format!(
+            "none of the {n_runs} selected runs has values of {}",
+            args.metric
+        ))
+        .into());
+    }
+    let text = if global.json {
+        let mut text =
+            serde_json::to_string_pretty(&history).context("failed to format the history")?;
+        text.push('\n');
+        text
+    } else {
+        Renderer::new(global.template_dir.as_deref())
+            .render("history", &history)
+            .context("failed to render the history")?
+    };
+    std::io::stdout()
+        .write_all(text.as_bytes())
+        .context("failed to write to stdout")?;
+    Ok(Code::Ok)
+}
+
+/// The spec key of each record by id, and the records whose key starts
+/// with `prefix` (all of them without one).
+fn with_spec_keys(
+    records: Vec<RunRecord>,
+    prefix: Option<&str>,
+) -> anyhow::Result<(HashMap<String, String>, Vec<RunRecord>)> {
+    let n_selected = records.len();
+    let mut spec_keys = HashMap::with_capacity(n_selected);
+    let mut kept = Vec::with_capacity(n_selected);
+    for record in records {
+        let spec_key = record
+            .compute_spec_key()
+            .with_context(|| format!("failed to compute the spec key of run {}", record.id))?;
+        if prefix.is_none_or(|prefix| spec_key.starts_with(prefix)) {
+            spec_keys.insert(record.id.clone(), spec_key);
+            kept.push(record);
+        }
+    }
+    if kept.is_empty() {
+        return Err(InputError(format!(
+            "none of the {n_selected} selected runs has a spec key starting with '{}'",
+            prefix.unwrap_or_default()
+        ))
+        .into());
+    }
+    Ok((spec_keys, kept))
+}
+
+/// The commits of `range` in `path`, oldest first. A path that is not a
+/// repository and a revision that does not resolve are input errors.
+fn commits_of(
+    path: &std::path::Path,
+    range: &str,
+    first_parent: bool,
+) -> anyhow::Result<Vec<String>> {
+    use bisect::range::{RangeError, commits_in_order, discover};
+    let classify = |err: RangeError| -> anyhow::Error {
+        let is_input = matches!(
+            err,
+            RangeError::Open { .. } | RangeError::Resolve { .. } | RangeError::UnsupportedRange(_)
+        );
+        let message = format!("cannot list the commits of {range} in {}", path.display());
+        if is_input {
+            // The exit code follows the error's type, so the causes are
+            // folded into the message of an input error.
+            let mut text = format!("{message}: {err}");
+            let mut source = std::error::Error::source(&err);
+            while let Some(cause) = source {
+                text.push_str(&format!(": {cause}"));
+                source = cause.source();
+            }
+            InputError(text).into()
+        } else {
+            anyhow::Error::new(err).context(message)
+        }
+    };
+    let repo = discover(path).map_err(classify)?;
+    commits_in_order(&repo, range, first_parent).map_err(classify)
+}
+
+/// Fails, listing them, when the points hold runs of several spec keys.
+fn check_one_configuration(
+    points: &[PointRuns<'_>],
+    spec_keys: &HashMap<String, String>,
+) -> anyhow::Result<()> {
+    let mut configurations: BTreeMap<&str, (usize, &RunRecord)> = BTreeMap::new();
+    for run in points.iter().flat_map(|point| &point.runs) {
+        let Some(spec_key) = spec_keys.get(&run.id) else {
+            continue;
+        };
+        configurations.entry(spec_key).or_insert((0, run)).0 += 1;
+    }
+    if configurations.len() <= 1 {
+        return Ok(());
+    }
+    let mut message = format!(
+        "the selected runs span {} test configurations, and a history\n\
+         follows one; choose it with --spec-key PREFIX (or narrow the\n\
+         selection with --test, --testbed, --label, --config-key):\n  \
+         {:<12}  {:>5}  configuration",
+        configurations.len(),
+        "spec key",
+        "runs"
+    );
+    for (spec_key, (n_runs, representative)) in &configurations {
+        message.push_str(&format!(
+            "\n  {:<12}  {n_runs:>5}  {}",
+            spec_key.get(..12).unwrap_or(spec_key),
+            spec_label(&SpecSummary::of(representative))
+        ));
+    }
+    Err(InputError(message).into())
+}
+
+/// A configuration in netperf's flags, as the compare table heads groups.
+fn spec_label(spec: &SpecSummary) -> String {
+    let mut label = format!("{} -l {}", spec.test, spec.duration_s);
+    if let (Some(send), Some(recv)) = (spec.send_size_bytes, spec.recv_size_bytes) {
+        label.push_str(&format!(" -m {send} -M {recv}"));
+    }
+    if let (Some(request), Some(response)) = (spec.request_size_bytes, spec.response_size_bytes) {
+        label.push_str(&format!(" -r {request},{response}"));
+    }
+    if let Some(bytes) = spec.local_socket_buffer_bytes {
+        label.push_str(&format!(" -s {bytes}"));
+    }
+    if let Some(bytes) = spec.remote_socket_buffer_bytes {
+        label.push_str(&format!(" -S {bytes}"));
+    }
+    if spec.nodelay {
+        label.push_str(" -D");
+    }
+    if spec.family == "ipv6" {
+        label.push_str(" -6");
+    }
+    if spec.flows > 1 {
+        label.push_str(&format!(" --flows {}", spec.flows));
+    }
+    label.push_str(&format!(", testbed {}", spec.testbed));
+    label
+}
