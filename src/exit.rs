@@ -73,12 +73,50 @@ fn is_input_archive_error(err: &archive::ArchiveError) -> bool {
     )
 }
 
-/// True when the failure is a write to a closed pipe (`netbisect ... |
-/// head`), which is not an error for a command-line tool.
+/// Standard output was closed under us (`netbisect ... | head`), which
+/// is not an error for a command-line tool.
+#[derive(Debug, thiserror::Error)]
+#[error("standard output was closed")]
+pub struct StdoutClosed;
+
+/// The error for a failed write to standard output: [`StdoutClosed`] for
+/// a closed pipe, else the I/O error with context. Only writes to stdout
+/// go through here, so a broken pipe on a socket is never mistaken for a
+/// reader that stopped reading.
+pub fn stdout_error(err: std::io::Error) -> anyhow::Error {
+    if err.kind() == std::io::ErrorKind::BrokenPipe {
+        anyhow::Error::new(StdoutClosed)
+    } else {
+        anyhow::Error::new(err).context("failed to write to stdout")
+    }
+}
+
+/// True when the failure is that standard output was closed.
 pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
-    err.chain().any(|cause| {
-        cause
-            .downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-    })
+    err.chain().any(|cause| cause.is::<StdoutClosed>())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anyhow::Context;
+    use std::io::{Error, ErrorKind};
+
+    #[test]
+    fn only_a_closed_stdout_counts_as_a_closed_pipe() {
+        let closed = stdout_error(Error::from(ErrorKind::BrokenPipe));
+        assert!(is_broken_pipe(&closed));
+        assert_eq!(classify(&closed), Code::Runtime);
+
+        // A peer that went away mid-test also gives EPIPE: that is a
+        // failed measurement, never a reader that stopped reading.
+        let socket = Err::<(), _>(Error::from(ErrorKind::BrokenPipe))
+            .context("send failed on the data socket")
+            .unwrap_err();
+        assert!(!is_broken_pipe(&socket));
+
+        let full_disk = stdout_error(Error::from(ErrorKind::StorageFull));
+        assert!(!is_broken_pipe(&full_disk));
+        assert_eq!(full_disk.to_string(), "failed to write to stdout");
+    }
 }

@@ -19,7 +19,7 @@
 //!    repository.
 
 use crate::ArchiveError;
-use bench_core::record::{Metric, RunRecord, Spread};
+use bench_core::record::{Metric, RunRecord};
 use rusqlite::{Connection, params};
 
 /// `PRAGMA application_id` of a netbisect archive ("nbis").
@@ -120,39 +120,6 @@ pub fn metric_column(metric: Metric) -> &'static str {
     metric.name()
 }
 
-/// The run-level value of `metric`: the summary's figure where the summary
-/// has one, else the mean over the iterations that measured it.
-pub fn run_value(record: &RunRecord, metric: Metric) -> Option<f64> {
-    let summary = &record.summary;
-    let latency = summary.latency.as_ref();
-    let reported = summary.reported_latency.as_ref();
-    let cpu = summary.cpu.as_ref();
-    let from_summary = match metric {
-        Metric::ThroughputBps => Some(summary.throughput_bps.mean),
-        Metric::TransactionRate => summary.transaction_rate.as_ref().map(|s| s.mean),
-        Metric::LatencyMeanUs => latency
-            .map(|l| l.mean_us)
-            .or_else(|| reported.and_then(|r| r.mean_us)),
-        Metric::LatencyP50Us => latency
-            .map(|l| l.p50_us)
-            .or_else(|| reported.and_then(|r| r.p50_us)),
-        Metric::LatencyP90Us => latency
-            .map(|l| l.p90_us)
-            .or_else(|| reported.and_then(|r| r.p90_us)),
-        Metric::LatencyP99Us => latency
-            .map(|l| l.p99_us)
-            .or_else(|| reported.and_then(|r| r.p99_us)),
-        Metric::LatencyP999Us => latency
-            .map(|l| l.p999_us)
-            .or_else(|| reported.and_then(|r| r.p999_us)),
-        Metric::LocalCpuPct => cpu.and_then(|c| c.local_util_pct),
-        Metric::RemoteCpuPct => cpu.and_then(|c| c.remote_util_pct),
-        Metric::LocalServiceDemand => cpu.and_then(|c| c.local_service_demand),
-        Metric::RemoteServiceDemand => cpu.and_then(|c| c.remote_service_demand),
-    };
-    from_summary.or_else(|| Spread::of(&record.samples(metric)).map(|spread| spread.mean))
-}
-
 fn backfill_metric_columns(transaction: &Connection) -> Result<(), ArchiveError> {
     let mut select = transaction.prepare("SELECT id, record FROM runs")?;
     let mut update = transaction.prepare(
@@ -169,7 +136,7 @@ fn backfill_metric_columns(transaction: &Connection) -> Result<(), ArchiveError>
             id: id.clone(),
             detail: err.to_string(),
         })?;
-        let values = V2_METRICS.map(|metric| run_value(&record, metric));
+        let values = V2_METRICS.map(|metric| record.value(metric));
         update.execute(params![
             id, values[0], values[1], values[2], values[3], values[4], values[5], values[6],
             values[7], values[8]

@@ -724,7 +724,7 @@ fn insert_run(
     run: &CanonicalRun,
 ) -> Result<bool, ArchiveError> {
     let record = &run.record;
-    let metrics = V2_METRICS.map(|metric| schema::run_value(record, metric));
+    let metrics = V2_METRICS.map(|metric| record.value(metric));
     let changed = insert.execute(params![
         record.id,
         record.subject.commit,

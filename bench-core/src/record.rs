@@ -727,6 +727,14 @@ impl RunRecord {
             .collect()
     }
 
+    /// The run-level value of `metric`: the summary's figure where the
+    /// summary has one, else the mean over the iterations that measured it.
+    pub fn value(&self, metric: Metric) -> Option<f64> {
+        metric
+            .of_summary(&self.summary)
+            .or_else(|| Spread::of(&self.samples(metric)).map(|spread| spread.mean))
+    }
+
     /// The metric a run of this test kind is judged by.
     pub fn primary_metric(&self) -> Metric {
         Metric::primary_for(&self.spec)
@@ -909,27 +917,51 @@ impl Metric {
 
     /// The metric's value in one iteration, when it was measured.
     pub fn of_iteration(self, iteration: &Iteration) -> Option<f64> {
-        let latency = iteration.latency.as_ref();
-        let reported = iteration.reported_latency.as_ref();
-        let cpu = iteration.cpu.as_ref();
         match self {
             Metric::ThroughputBps => Some(iteration.throughput_bps),
             Metric::TransactionRate => iteration.transaction_rate,
-            Metric::LatencyMeanUs => latency
-                .map(|l| l.mean_us)
-                .or_else(|| reported.and_then(|r| r.mean_us)),
-            Metric::LatencyP50Us => latency
-                .map(|l| l.p50_us)
-                .or_else(|| reported.and_then(|r| r.p50_us)),
-            Metric::LatencyP90Us => latency
-                .map(|l| l.p90_us)
-                .or_else(|| reported.and_then(|r| r.p90_us)),
-            Metric::LatencyP99Us => latency
-                .map(|l| l.p99_us)
-                .or_else(|| reported.and_then(|r| r.p99_us)),
-            Metric::LatencyP999Us => latency
-                .map(|l| l.p999_us)
-                .or_else(|| reported.and_then(|r| r.p999_us)),
+            _ => self.of_latency_or_cpu(
+                iteration.latency.as_ref(),
+                iteration.reported_latency.as_ref(),
+                iteration.cpu.as_ref(),
+            ),
+        }
+    }
+
+    /// The metric's value in a run's summary, when the summary has it.
+    pub fn of_summary(self, summary: &Summary) -> Option<f64> {
+        match self {
+            Metric::ThroughputBps => Some(summary.throughput_bps.mean),
+            Metric::TransactionRate => summary.transaction_rate.as_ref().map(|rate| rate.mean),
+            _ => self.of_latency_or_cpu(
+                summary.latency.as_ref(),
+                summary.reported_latency.as_ref(),
+                summary.cpu.as_ref(),
+            ),
+        }
+    }
+
+    /// Latency and CPU metrics: measured latency first, then the partial
+    /// latency an imported run reported.
+    fn of_latency_or_cpu(
+        self,
+        latency: Option<&LatencyFigures>,
+        reported: Option<&LatencyReport>,
+        cpu: Option<&CpuFigures>,
+    ) -> Option<f64> {
+        let latency_value =
+            |measured: fn(&LatencyFigures) -> f64, imported: fn(&LatencyReport) -> Option<f64>| {
+                latency
+                    .map(measured)
+                    .or_else(|| reported.and_then(imported))
+            };
+        match self {
+            Metric::ThroughputBps | Metric::TransactionRate => None,
+            Metric::LatencyMeanUs => latency_value(|l| l.mean_us, |r| r.mean_us),
+            Metric::LatencyP50Us => latency_value(|l| l.p50_us, |r| r.p50_us),
+            Metric::LatencyP90Us => latency_value(|l| l.p90_us, |r| r.p90_us),
+            Metric::LatencyP99Us => latency_value(|l| l.p99_us, |r| r.p99_us),
+            Metric::LatencyP999Us => latency_value(|l| l.p999_us, |r| r.p999_us),
             Metric::LocalCpuPct => cpu.and_then(|c| c.local_util_pct),
             Metric::RemoteCpuPct => cpu.and_then(|c| c.remote_util_pct),
             Metric::LocalServiceDemand => cpu.and_then(|c| c.local_service_demand),

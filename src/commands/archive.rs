@@ -77,7 +77,7 @@ fn query_of(filters: &RunFilterArgs) -> RunQuery {
 fn write_stdout(text: &str) -> anyhow::Result<()> {
     std::io::stdout()
         .write_all(text.as_bytes())
-        .context("failed to write to stdout")
+        .map_err(crate::exit::stdout_error)
 }
 
 /// What importing one file did, for the report and `--json`.
@@ -239,9 +239,9 @@ fn run_export(global: &GlobalArgs, filters: &RunFilterArgs) -> anyhow::Result<Co
         writer
             .write_all(bytes)
             .and_then(|()| writer.write_all(b"\n"))
-            .context("failed to write to stdout")
+            .map_err(crate::exit::stdout_error)
     })?;
-    writer.flush().context("failed to write to stdout")?;
+    writer.flush().map_err(crate::exit::stdout_error)?;
     Ok(Code::Ok)
 }
 

@@ -42,7 +42,7 @@ pub fn run(global: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<Code> {
     };
     std::io::stdout()
         .write_all(&text)
-        .context("failed to write to stdout")?;
+        .map_err(crate::exit::stdout_error)?;
     stored?;
     Ok(Code::Ok)
 }

@@ -20,6 +20,6 @@ pub fn run(global: &GlobalArgs, args: &EnvArgs) -> anyhow::Result<Code> {
     };
     std::io::stdout()
         .write_all(text.as_bytes())
-        .context("failed to write to stdout")?;
+        .map_err(crate::exit::stdout_error)?;
     Ok(Code::Ok)
 }

@@ -12,7 +12,7 @@ pub fn completions(args: &CompletionsArgs) -> anyhow::Result<Code> {
     clap_complete::generate(args.shell, &mut command, "netbisect", &mut buffer);
     std::io::stdout()
         .write_all(&buffer)
-        .context("failed to write the completion script")?;
+        .map_err(crate::exit::stdout_error)?;
     Ok(Code::Ok)
 }
 
@@ -23,6 +23,6 @@ pub fn man() -> anyhow::Result<Code> {
         .context("failed to render the manual page")?;
     std::io::stdout()
         .write_all(&buffer)
-        .context("failed to write the manual page")?;
+        .map_err(crate::exit::stdout_error)?;
     Ok(Code::Ok)
 }

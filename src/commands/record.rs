@@ -20,7 +20,7 @@ pub fn run(global: &GlobalArgs, args: &RecordArgs) -> anyhow::Result<Code> {
                         "id": record.id,
                         "config_key": record.config_key,
                     });
-                    writeln!(stdout, "{line}").context("failed to write to stdout")?;
+                    writeln!(stdout, "{line}").map_err(crate::exit::stdout_error)?;
                 } else {
                     writeln!(
                         stdout,
@@ -29,7 +29,7 @@ pub fn run(global: &GlobalArgs, args: &RecordArgs) -> anyhow::Result<Code> {
                         &record.id[..12.min(record.id.len())],
                         &record.config_key[..12.min(record.config_key.len())]
                     )
-                    .context("failed to write to stdout")?;
+                    .map_err(crate::exit::stdout_error)?;
                 }
             }
             Ok(Code::Ok)

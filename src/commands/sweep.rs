@@ -154,7 +154,7 @@ pub fn run(global: &GlobalArgs, args: &BenchArgs, text: &str) -> anyhow::Result<
             stdout
                 .write_all(&bytes)
                 .and_then(|()| stdout.flush())
-                .context("failed to write to stdout")?;
+                .map_err(crate::exit::stdout_error)?;
         }
         records.push(record);
     }
@@ -192,7 +192,7 @@ fn print_table(global: &GlobalArgs, table: SweepTable) -> anyhow::Result<()> {
         .context("failed to render the sweep")?;
     std::io::stdout()
         .write_all(text.as_bytes())
-        .context("failed to write to stdout")
+        .map_err(crate::exit::stdout_error)
 }
 
 /// The table over `records`, the finished runs of a sweep of `n_sizes`

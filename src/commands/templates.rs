@@ -4,7 +4,6 @@
 use crate::cli::{GlobalArgs, TemplatesAction, TemplatesArgs};
 use crate::exit::{Code, InputError};
 use crate::render::{BUILTIN, Renderer};
-use anyhow::Context;
 use std::io::Write;
 
 pub fn run(global: &GlobalArgs, args: &TemplatesArgs) -> anyhow::Result<Code> {
@@ -20,7 +19,7 @@ pub fn run(global: &GlobalArgs, args: &TemplatesArgs) -> anyhow::Result<Code> {
                 } else {
                     writeln!(stdout, "{name:<16} {origin}")
                 }
-                .context("failed to write to stdout")?;
+                .map_err(crate::exit::stdout_error)?;
             }
         }
         TemplatesAction::Dump { name } => {
@@ -35,7 +34,7 @@ pub fn run(global: &GlobalArgs, args: &TemplatesArgs) -> anyhow::Result<Code> {
             let (source, _) = renderer.source(name)?;
             stdout
                 .write_all(source.as_bytes())
-                .context("failed to write to stdout")?;
+                .map_err(crate::exit::stdout_error)?;
         }
     }
     Ok(Code::Ok)

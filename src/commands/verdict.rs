@@ -251,7 +251,7 @@ fn decide(global: &GlobalArgs, args: &VerdictArgs) -> anyhow::Result<Code> {
     };
     std::io::stdout()
         .write_all(format!("{text}\n").as_bytes())
-        .context("failed to write to stdout")?;
+        .map_err(crate::exit::stdout_error)?;
     Ok(match verdict {
         Verdict::Old => Code::Ok,
         Verdict::New => Code::New,

@@ -140,7 +140,7 @@ fn input(err: impl std::fmt::Display) -> anyhow::Error {
 fn write_stdout(text: &str) -> anyhow::Result<()> {
     std::io::stdout()
         .write_all(text.as_bytes())
-        .context("failed to write to stdout")
+        .map_err(crate::exit::stdout_error)
 }
 
 fn short(id: &str) -> &str {
