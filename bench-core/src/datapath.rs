@@ -31,7 +31,7 @@ use crate::latency::Histogram;
 use crate::protocol::PortRange;
 use crate::record::{EndReport, HostCpu, SocketTruth};
 use crate::sockets::{
-    self, complete_truth, is_timeout, new_socket, record_addresses, truth_after_setup,
+    self, complete_truth, is_timeout, new_socket, record_addresses, recv_nowait, truth_after_setup,
 };
 use crate::spec::{RunSpec, TestKind};
 use socket2::{SockRef, Socket, Type};
@@ -43,6 +43,13 @@ use std::time::{Duration, Instant};
 
 /// How often a server loop waiting for data looks at its stop flag.
 const POLL_INTERVAL: Duration = Duration::from_millis(20);
+
+/// How many empty polls a UDP_STREAM receiver makes before it sleeps in
+/// a blocking receive. A receiver that sleeps whenever its queue runs dry
+/// makes the sender wake it (a cross-CPU wake-up) every few datagrams,
+/// which slows the sender below what the path can carry; polling a short
+/// while (tens of microseconds) keeps the receiver awake between bursts.
+const UDP_SPIN_POLLS: u32 = 256;
 
 /// Why the data phase failed.
 #[derive(Debug, thiserror::Error)]
@@ -1359,9 +1366,17 @@ fn server_udp(
     }
     let mut last_datagram = Instant::now();
     let hard = hard_deadline(&window, plan.io_timeout);
+    let spin = if answer { 0 } else { UDP_SPIN_POLLS };
+    let mut empty_polls = 0u32;
     loop {
-        match udp.recv(&mut buffer) {
+        let received = if empty_polls < spin {
+            recv_nowait(&udp, &mut buffer)
+        } else {
+            udp.recv(&mut buffer)
+        };
+        match received {
             Ok(got) => {
+                empty_polls = 0;
                 meter.counters.bytes_received += got as u64;
                 meter.counters.messages_received += 1;
                 if answer {
@@ -1382,6 +1397,7 @@ fn server_udp(
                 }
             }
             Err(err) if is_timeout(&err) || err.kind() == io::ErrorKind::Interrupted => {
+                empty_polls = empty_polls.saturating_add(1);
                 if plan.stop.load(Ordering::Relaxed) {
                     break;
                 }

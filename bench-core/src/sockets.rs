@@ -214,6 +214,28 @@ pub fn tcp_info(socket: &Socket) -> io::Result<TcpInfoFigures> {
     })
 }
 
+/// One `recv` on `socket` that does not wait: `WouldBlock` when no
+/// datagram is queued. Lets a receiver poll its queue for a short while
+/// before it sleeps, so that a sender does not have to wake it for every
+/// datagram.
+pub fn recv_nowait(socket: &impl std::os::fd::AsRawFd, buffer: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: the buffer is live and writable for its whole length; the
+    // kernel writes at most that many bytes.
+    let got = unsafe {
+        libc::recv(
+            socket.as_raw_fd(),
+            buffer.as_mut_ptr().cast(),
+            buffer.len(),
+            libc::MSG_DONTWAIT,
+        )
+    };
+    if got < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(got as usize)
+    }
+}
+
 /// True for timeouts of a socket with `SO_RCVTIMEO`/`SO_SNDTIMEO` set.
 pub fn is_timeout(err: &io::Error) -> bool {
     matches!(
