@@ -346,42 +346,16 @@ impl Difference {
     /// Welch's interval on new - old at `level` (for example 0.95).
     /// `None` with fewer than two samples on a side.
     pub fn welch(old: &[f64], new: &[f64], level: f64) -> Option<Difference> {
-        if old.len() < 2 || new.len() < 2 {
-            return None;
-        }
-        let (old_mean, old_var) = mean_var(old);
-        let (new_mean, new_var) = mean_var(new);
-        let n_old = old.len() as f64;
-        let n_new = new.len() as f64;
-        let se2_old = old_var / n_old;
-        let se2_new = new_var / n_new;
-        let se = (se2_old + se2_new).sqrt();
-        let df = if se2_old + se2_new > 0.0 {
-            (se2_old + se2_new).powi(2)
-                / (se2_old.powi(2) / (n_old - 1.0) + se2_new.powi(2) / (n_new - 1.0))
-        } else {
-            n_old + n_new - 2.0
-        };
-        let half_width = student_t_quantile(0.5 + level / 2.0, df) * se;
-        let diff = new_mean - old_mean;
-        let scale = if old_mean != 0.0 {
-            100.0 / old_mean.abs()
-        } else {
-            0.0
-        };
-        Some(Difference {
+        let interval = bench_core::stats::welch_interval(old, new, level).ok()?;
+        let old_mean = mean_var(old).0;
+        Some(Difference::assemble(
+            old,
+            new,
             old_mean,
-            new_mean,
-            old_stddev: old_var.sqrt(),
-            new_stddev: new_var.sqrt(),
-            n_old: old.len() as u32,
-            n_new: new.len() as u32,
-            diff,
-            diff_pct: diff * scale,
-            level_pct: level * 100.0,
-            ci_low_pct: (diff - half_width) * scale,
-            ci_high_pct: (diff + half_width) * scale,
-        })
+            old_mean + interval.change,
+            interval.high - interval.change,
+            level,
+        ))
     }
 
     /// Yuen's interval on the difference of 20%-trimmed means (K. K. Yuen,
@@ -402,14 +376,31 @@ impl Difference {
         } else {
             old_h + new_h - 2.0
         };
-        let half_width = student_t_quantile(0.5 + level / 2.0, df) * se;
+        let half_width =
+            bench_core::stats::distributions::student_t_quantile(0.5 + level / 2.0, df).ok()? * se;
+        Some(Difference::assemble(
+            old, new, old_mean, new_mean, half_width, level,
+        ))
+    }
+
+    /// The difference of `new_mean` over `old_mean` with an interval of
+    /// `half_width` either side, in percent of the old mean (0 when the old
+    /// mean is 0).
+    fn assemble(
+        old: &[f64],
+        new: &[f64],
+        old_mean: f64,
+        new_mean: f64,
+        half_width: f64,
+        level: f64,
+    ) -> Difference {
         let diff = new_mean - old_mean;
         let scale = if old_mean != 0.0 {
             100.0 / old_mean.abs()
         } else {
             0.0
         };
-        Some(Difference {
+        Difference {
             old_mean,
             new_mean,
             old_stddev: mean_var(old).1.sqrt(),
@@ -421,7 +412,7 @@ impl Difference {
             level_pct: level * 100.0,
             ci_low_pct: (diff - half_width) * scale,
             ci_high_pct: (diff + half_width) * scale,
-        })
+        }
     }
 
     /// True when the interval excludes zero.
@@ -598,99 +589,9 @@ fn pooled_scale_dof(groups: &[&[f64]]) -> (f64, usize) {
     ((sum_sq / dof as f64).sqrt(), dof)
 }
 
-/// Quantile of the standard normal distribution (P. J. Acklam's rational
-/// approximation, relative error below 1.2e-9).
-pub fn normal_quantile(p: f64) -> f64 {
-    const A: [f64; 6] = [
-        -3.969_683_028_665_376e1,
-        2.209_460_984_245_205e2,
-        -2.759_285_104_469_687e2,
-        1.383_577_518_672_69e2,
-        -3.066_479_806_614_716e1,
-        2.506_628_277_459_239,
-    ];
-    const B: [f64; 5] = [
-        -5.447_609_879_822_406e1,
-        1.615_858_368_580_409e2,
-        -1.556_989_798_598_866e2,
-        6.680_131_188_771_972e1,
-        -1.328_068_155_288_572e1,
-    ];
-    const C: [f64; 6] = [
-        -7.784_894_002_430_293e-3,
-        -3.223_964_580_411_365e-1,
-        -2.400_758_277_161_838,
-        -2.549_732_539_343_734,
-        4.374_664_141_464_968,
-        2.938_163_982_698_783,
-    ];
-    const D: [f64; 4] = [
-        7.784_695_709_041_462e-3,
-        3.224_671_290_700_398e-1,
-        2.445_134_137_142_996,
-        3.754_408_661_907_416,
-    ];
-    let p = p.clamp(1e-300, 1.0 - 1e-16);
-    let p_low = 0.02425;
-    if p < p_low {
-        let q = (-2.0 * p.ln()).sqrt();
-        (((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5])
-            / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
-    } else if p <= 1.0 - p_low {
-        let q = p - 0.5;
-        let r = q * q;
-        (((((A[0] * r + A[1]) * r + A[2]) * r + A[3]) * r + A[4]) * r + A[5]) * q
-            / (((((B[0] * r + B[1]) * r + B[2]) * r + B[3]) * r + B[4]) * r + 1.0)
-    } else {
-        let q = (-2.0 * (1.0 - p).ln()).sqrt();
-        -(((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5])
-            / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
-    }
-}
-
-/// Quantile of Student's t distribution with `df` degrees of freedom, by
-/// the Cornish-Fisher expansion about the normal quantile (Abramowitz and
-/// Stegun 26.7.5); good to about 1e-3 for df >= 3, which is all an
-/// interval printed to two decimals needs. Below 3 degrees of freedom the
-/// exact closed forms are used.
-pub fn student_t_quantile(p: f64, df: f64) -> f64 {
-    if df.is_nan() || df <= 0.0 || !df.is_finite() {
-        return normal_quantile(p);
-    }
-    if df < 1.5 {
-        // df = 1: Cauchy.
-        return (std::f64::consts::PI * (p - 0.5)).tan();
-    }
-    if df < 2.5 {
-        // df = 2: closed form.
-        let alpha = 4.0 * p * (1.0 - p);
-        return 2.0 * (p - 0.5) * (2.0 / alpha).sqrt();
-    }
-    let z = normal_quantile(p);
-    let z3 = z.powi(3);
-    let z5 = z.powi(5);
-    let z7 = z.powi(7);
-    let z9 = z.powi(9);
-    z + (z3 + z) / (4.0 * df)
-        + (5.0 * z5 + 16.0 * z3 + 3.0 * z) / (96.0 * df * df)
-        + (3.0 * z7 + 19.0 * z5 + 17.0 * z3 - 15.0 * z) / (384.0 * df.powi(3))
-        + (79.0 * z9 + 776.0 * z7 + 1482.0 * z5 - 1920.0 * z3 - 945.0 * z) / (92160.0 * df.powi(4))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn quantiles_match_reference_values() {
-        // Reference values from scipy.stats.norm.ppf / t.ppf.
-        assert!((normal_quantile(0.975) - 1.959_963_984_540_054).abs() < 1e-8);
-        assert!((normal_quantile(0.001) + 3.090_232_306_167_813_6).abs() < 1e-8);
-        assert!((student_t_quantile(0.975, 10.0) - 2.228_138_851_986_273_5).abs() < 2e-3);
-        assert!((student_t_quantile(0.975, 4.0) - 2.776_445_105_197_793).abs() < 5e-3);
-        assert!((student_t_quantile(0.9995, 30.0) - 3.645_958_635_969_307).abs() < 5e-3);
-        assert!((student_t_quantile(0.975, 2.0) - 4.302_652_729_911_275).abs() < 1e-9);
-    }
 
     #[test]
     fn clear_samples_are_classified() {
