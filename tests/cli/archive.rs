@@ -12,13 +12,7 @@ fn data_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data")
 }
 
-fn netbisect(archive: &Path) -> Command {
-    let mut command = Command::cargo_bin("netbisect").unwrap();
-    command
-        .env("NETBISECT_ARCHIVE", archive)
-        .env_remove("NETBISECT_TEMPLATE_DIR");
-    command
-}
+use crate::netbisect_with as netbisect;
 
 /// Copies the peer outputs into `dir` with a fixed modification time, so
 /// imported runs have fixed times and ids.

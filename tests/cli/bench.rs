@@ -1,6 +1,5 @@
 //! `netbisect bench` and `netbisect serve` end to end, over loopback.
 
-use assert_cmd::Command;
 use serde::Deserialize;
 use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpListener};
@@ -10,13 +9,7 @@ use std::time::{Duration, Instant};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_netbisect");
 
-fn netbisect() -> Command {
-    let mut command = Command::new(BINARY);
-    command
-        .env_remove("NETBISECT_TEMPLATE_DIR")
-        .env("NETBISECT_ARCHIVE", crate::scratch_archive());
-    command
-}
+use crate::netbisect;
 
 #[test]
 fn a_run_is_stored_in_the_archive_unless_told_not_to() {
@@ -75,12 +68,7 @@ fn a_run_is_stored_in_the_archive_unless_told_not_to() {
     assert_eq!(runs.len(), 1, "--no-archive stored a run");
 }
 
-fn check_text(text: &str) {
-    for line in text.lines() {
-        assert!(line.is_ascii() && !line.contains('\t'), "{line:?}");
-        assert!(line.len() <= 80, "too wide: {line:?}");
-    }
-}
+use crate::check_mailing_list_rules as check_text;
 
 #[test]
 fn every_test_prints_a_netperf_table() {

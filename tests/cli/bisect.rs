@@ -37,11 +37,8 @@ fn fixture() -> Fixture {
 
 impl Fixture {
     fn netbisect(&self) -> Command {
-        let mut command = Command::new(BINARY);
-        command
-            .env_remove("NETBISECT_TEMPLATE_DIR")
-            .env("NETBISECT_ARCHIVE", &self.archive)
-            .current_dir(&self.repo);
+        let mut command = crate::netbisect_with(&self.archive);
+        command.current_dir(&self.repo);
         command
     }
 

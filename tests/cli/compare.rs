@@ -12,13 +12,7 @@ use std::path::Path;
 pub const BASE_COMMIT: &str = "1a2b3c4d5e6f708192a3b4c5d6e7f80912345678";
 pub const PATCHED_COMMIT: &str = "9f8e7d6c5b4a39281706f5e4d3c2b1a098765432";
 
-pub fn netbisect(archive: &Path) -> Command {
-    let mut command = Command::cargo_bin("netbisect").unwrap();
-    command
-        .env("NETBISECT_ARCHIVE", archive)
-        .env_remove("NETBISECT_TEMPLATE_DIR");
-    command
-}
+pub use crate::netbisect_with as netbisect;
 
 /// Deterministic noise: `n` values around `level`, within `+-rel`
 /// (splitmix64, so that nearby seeds give unrelated values).

@@ -1,10 +1,7 @@
 //! `netbisect env`: the environment as text, and as JSON with `--json`.
 
-use assert_cmd::Command;
-
 fn env_json(args: &[&str]) -> serde_json::Value {
-    let output = Command::cargo_bin("netbisect")
-        .unwrap()
+    let output = crate::netbisect()
         .args(["env", "--json"])
         .args(args)
         .output()
@@ -43,8 +40,7 @@ fn an_unknown_interface_is_recorded_as_absent() {
 
 #[test]
 fn prints_a_readable_summary_without_json() {
-    let output = Command::cargo_bin("netbisect")
-        .unwrap()
+    let output = crate::netbisect()
         .args(["env", "-i", "lo"])
         .output()
         .unwrap();

@@ -1,13 +1,7 @@
 //! `netbisect completions` and `netbisect man`.
 
-use assert_cmd::Command;
-
 fn stdout_of(args: &[&str]) -> String {
-    let output = Command::cargo_bin("netbisect")
-        .unwrap()
-        .args(args)
-        .output()
-        .unwrap();
+    let output = crate::netbisect().args(args).output().unwrap();
     assert_eq!(output.status.code(), Some(0));
     String::from_utf8(output.stdout).unwrap()
 }

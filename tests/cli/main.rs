@@ -11,6 +11,33 @@ mod record;
 mod sweep;
 mod templates;
 
+use std::path::Path;
+
+/// The binary, pointed at `archive` and away from any template directory
+/// of the user's, so that no test reads or writes what is not its own.
+pub fn netbisect_with(archive: &Path) -> assert_cmd::Command {
+    let mut command = assert_cmd::Command::new(env!("CARGO_BIN_EXE_netbisect"));
+    command
+        .env("NETBISECT_ARCHIVE", archive)
+        .env_remove("NETBISECT_TEMPLATE_DIR");
+    command
+}
+
+/// The binary with the shared scratch archive.
+pub fn netbisect() -> assert_cmd::Command {
+    netbisect_with(&scratch_archive())
+}
+
+/// Text for a mailing list: ASCII, no tabs, no trailing spaces, at most
+/// 80 columns.
+pub fn check_mailing_list_rules(text: &str) {
+    for line in text.lines() {
+        assert!(line.is_ascii() && !line.contains('\t'), "{line:?}");
+        assert!(line.len() <= 80, "too wide: {line:?}");
+        assert_eq!(line, line.trim_end(), "trailing space: {line:?}");
+    }
+}
+
 /// An archive file shared by the tests that do not care where their runs
 /// go, so that no test writes to the user's archive.
 pub fn scratch_archive() -> std::path::PathBuf {

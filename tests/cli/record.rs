@@ -1,6 +1,5 @@
 //! `netbisect record check` on good and bad files.
 
-use assert_cmd::Command;
 use std::path::{Path, PathBuf};
 
 /// The golden record of bench-core's tests: a valid canonical record.
@@ -19,11 +18,7 @@ fn fixture_path() -> PathBuf {
 const FIXTURE_ID: &str = "aaaa9541da83110b5ebb2efd7f214effe502ca971f4e8317dd977869c2bd3391";
 const FIXTURE_CONFIG_KEY: &str = "89f2dc6b658f529c204f7b12e3f4080b0daab6162560fe5f1e4c3f046c24cfea";
 
-fn netbisect() -> Command {
-    let mut command = Command::cargo_bin("netbisect").unwrap();
-    command.env_remove("NETBISECT_ARCHIVE");
-    command
-}
+use crate::netbisect;
 
 fn stdout_of(output: &std::process::Output) -> String {
     String::from_utf8(output.stdout.clone()).unwrap()

@@ -2,7 +2,6 @@
 //! size, the sweep table, input errors before any connection, and a sweep
 //! whose server dies between sizes.
 
-use assert_cmd::Command;
 use serde::Deserialize;
 use std::io::{BufRead, BufReader, Read};
 use std::net::TcpListener;
@@ -12,13 +11,7 @@ use std::time::Duration;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_netbisect");
 
-fn netbisect() -> Command {
-    let mut command = Command::new(BINARY);
-    command
-        .env_remove("NETBISECT_TEMPLATE_DIR")
-        .env("NETBISECT_ARCHIVE", crate::scratch_archive());
-    command
-}
+use crate::netbisect;
 
 /// The parts of a run record these tests rely on, declared here so that
 /// an accidental change of the format breaks them.
@@ -43,13 +36,7 @@ struct Subject {
     label: Option<String>,
 }
 
-fn check_mailing_list_rules(text: &str) {
-    for line in text.lines() {
-        assert!(line.is_ascii() && !line.contains('\t'), "{line:?}");
-        assert!(line.len() <= 80, "too wide: {line:?}");
-        assert_eq!(line, line.trim_end(), "trailing space: {line:?}");
-    }
-}
+use crate::check_mailing_list_rules;
 
 #[test]
 fn every_size_of_a_sweep_is_stored_in_the_archive() {

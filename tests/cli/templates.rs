@@ -1,14 +1,6 @@
 //! `--template-dir`, `templates list` and `templates dump` end to end.
 
-use assert_cmd::Command;
-
-fn netbisect() -> Command {
-    let mut command = Command::cargo_bin("netbisect").unwrap();
-    command
-        .env_remove("NETBISECT_TEMPLATE_DIR")
-        .env("NETBISECT_ARCHIVE", crate::scratch_archive());
-    command
-}
+use crate::netbisect;
 
 #[test]
 fn a_user_template_replaces_the_builtin_one() {
