@@ -738,3 +738,29 @@ fn verdict_answers_as_git_bisect_run_expects() {
         .unwrap();
     assert_eq!(output.status.code(), Some(125));
 }
+
+#[test]
+fn a_latency_bisection_prints_its_status_in_microseconds() {
+    let fixture = fixture();
+    let repo = Repository::open(&fixture.repo).unwrap();
+    let ids = linear(&repo, 4, 2, &|_| Vec::new());
+    let (good, bad) = (ids[0].to_string(), ids[3].to_string());
+    let (code, text, stderr) = fixture.run(&[
+        "bisect",
+        "start",
+        "--good",
+        &good,
+        "--bad",
+        &bad,
+        "--bench",
+        "-t TCP_RR -l 0.1",
+        "--metric",
+        "latency_p99_us",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(text.contains("on latency_p99_us"), "{text}");
+    let (code, text, stderr) = fixture.run(&["bisect", "status"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(text.contains("Measuring the ends"), "{text}");
+    crate::check_mailing_list_rules(&text);
+}
