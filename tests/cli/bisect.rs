@@ -764,3 +764,22 @@ fn a_latency_bisection_prints_its_status_in_microseconds() {
     assert!(text.contains("Measuring the ends"), "{text}");
     crate::check_mailing_list_rules(&text);
 }
+
+#[test]
+fn the_report_of_a_run_names_the_test_bisected_not_another_archived_one() {
+    let fixture = fixture();
+    let repo = Repository::open(&fixture.repo).unwrap();
+    let ids = linear(&repo, 4, 2, &|_| Vec::new());
+    // The good commit also has a request/response run in the archive.
+    let good = ids[0].to_string();
+    let (code, _, stderr) = fixture.run(&[
+        "bench", "-t", "TCP_RR", "-l", "0.1", "--commit", &good, "--json",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    fixture.start(ids[0], ids[3], &[]);
+    let (code, text, stderr) = fixture.run(&["bisect", "run"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(text.starts_with("TCP_STREAM 10^6bits/s -"), "{text}");
+    let (_, report, _) = fixture.run(&["bisect", "report"]);
+    assert_eq!(text, report);
+}
