@@ -463,7 +463,8 @@ pub enum DirectionArg {
 #[derive(Debug, Args)]
 pub struct VerdictArgs {
     /// The good baseline: an archived run id (prefix), whose commit's runs
-    /// with the same config_key count, or a commit (prefix)
+    /// with the same config_key count, or a commit (prefix), whose runs of
+    /// the test measured count
     #[arg(long, value_name = "ID|COMMIT")]
     pub good_run: String,
     /// The bad baseline, as --good-run

@@ -690,6 +690,14 @@ fn verdict_answers_as_git_bisect_run_expects() {
         bench("65536", "aaaa1111");
         bench("64", "bbbb2222");
     }
+    // The good commit has more runs of another test: the baseline is
+    // still the TCP_STREAM runs, the spec being measured.
+    for _ in 0..9 {
+        let (code, _, stderr) = fixture.run(&[
+            "bench", "-t", "TCP_RR", "-l", "0.05", "--commit", "aaaa1111", "--json",
+        ]);
+        assert_eq!(code, 0, "{stderr}");
+    }
     let verdict = |size: &str| {
         let command =
             format!("'{BINARY}' bench -t TCP_STREAM -l 0.1 -m {size} --json --no-archive");
@@ -718,6 +726,46 @@ fn verdict_answers_as_git_bisect_run_expects() {
     assert_eq!(code, 0, "{stderr}");
     let (code, stderr) = verdict("64");
     assert_eq!(code, 1, "{stderr}");
+    let output = fixture
+        .netbisect()
+        .current_dir(&dir)
+        .args([
+            "verdict",
+            "--good-run",
+            "aaaa1111",
+            "--bad-run",
+            "bbbb2222",
+            "--bench",
+            "-t TCP_STREAM -l 0.1 -m 65536",
+            "--max-repeats",
+            "20",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // A spec neither baseline has: cannot tell, saying what they have.
+    let output = fixture
+        .netbisect()
+        .current_dir(&dir)
+        .args([
+            "verdict",
+            "--good-run",
+            "aaaa1111",
+            "--bad-run",
+            "bbbb2222",
+            "--bench",
+            "-t UDP_STREAM -l 0.1",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(125), "{stderr}");
+    assert!(stderr.contains("9 TCP_RR"), "{stderr}");
     // A failing measurement, or baselines that do not exist: 125, skip.
     let (code, stderr) = verdict("x");
     assert_eq!(code, 125, "{stderr}");
