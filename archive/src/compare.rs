@@ -258,6 +258,13 @@ pub struct ComparisonRow {
     /// Change of the means from first to second, percent of the first,
     /// signed; `null` when a side is missing or the first mean is zero.
     pub change_pct: Option<f64>,
+    /// Lower bound of the 95% interval on the change, percent: the
+    /// interval on the ratio of the means (Fieller's, or on the log
+    /// scale; see `bench_core::stats::ratio`); `null` with fewer than two
+    /// samples a side or no bounded interval.
+    pub change_low_pct: Option<f64>,
+    /// Upper bound of that interval, percent.
+    pub change_high_pct: Option<f64>,
     /// Two-sided Mann-Whitney p value; `null` when a side is missing.
     pub p_value: Option<f64>,
     /// What the test says.
@@ -588,6 +595,9 @@ fn host_changes(host: Host, first: &HostEnv, second: &HostEnv) -> Vec<EnvChange>
         .collect()
 }
 
+/// Confidence level of the interval on each change.
+pub const CHANGE_INTERVAL_LEVEL: f64 = 0.95;
+
 /// Compares the samples of one metric; see the module documentation.
 pub fn compare_samples(
     metric: Metric,
@@ -605,6 +615,8 @@ pub fn compare_samples(
         first: first_summary.clone(),
         second: second_summary.clone(),
         change_pct: None,
+        change_low_pct: None,
+        change_high_pct: None,
         p_value: None,
         verdict: Verdict::NeedSamples,
         direction: None,
@@ -613,6 +625,11 @@ pub fn compare_samples(
         return Ok(row);
     };
     row.change_pct = stats::relative_change_pct(first_summary.mean, second_summary.mean).ok();
+    if let Ok(interval) = stats::ratio_interval(first, second, CHANGE_INTERVAL_LEVEL) {
+        let relative = interval.relative();
+        row.change_low_pct = Some(relative.low_pct);
+        row.change_high_pct = Some(relative.high_pct);
+    }
     row.direction = Direction::of_change(metric, first_summary.mean, second_summary.mean);
     let test_result = stats::mann_whitney_u(first, second, MannWhitneyMethod::Auto)?;
     row.p_value = Some(test_result.p_value);

@@ -43,6 +43,12 @@ struct VerdictDoc {
     samples: Vec<f64>,
     run_ids: Vec<String>,
     llr: f64,
+    /// Change of the fresh samples' mean from the good baseline's,
+    /// percent, with the 95% interval on the ratio of the means; `null`
+    /// with fewer than two samples a side or no bounded interval.
+    change_pct: Option<f64>,
+    change_low_pct: Option<f64>,
+    change_high_pct: Option<f64>,
 }
 
 pub fn run(global: &GlobalArgs, args: &VerdictArgs) -> anyhow::Result<Code> {
@@ -287,6 +293,13 @@ fn decide(global: &GlobalArgs, args: &VerdictArgs) -> anyhow::Result<Code> {
             StepDecision::Decided { verdict, llr } => break (verdict, llr),
         }
     };
+    let change = bench_core::stats::ratio_interval(
+        &good_samples,
+        &samples,
+        archive::compare::CHANGE_INTERVAL_LEVEL,
+    )
+    .ok()
+    .map(|interval| interval.relative());
     let doc = VerdictDoc {
         schema: VERDICT_SCHEMA,
         verdict,
@@ -297,6 +310,9 @@ fn decide(global: &GlobalArgs, args: &VerdictArgs) -> anyhow::Result<Code> {
         samples,
         run_ids,
         llr,
+        change_pct: change.map(|change| change.change_pct),
+        change_low_pct: change.map(|change| change.low_pct),
+        change_high_pct: change.map(|change| change.high_pct),
     };
     let text = if global.json {
         serde_json::to_string(&doc).context("failed to encode the verdict")?
@@ -307,8 +323,14 @@ fn decide(global: &GlobalArgs, args: &VerdictArgs) -> anyhow::Result<Code> {
             Verdict::New => "new (like the bad side)",
             Verdict::Unknown | Verdict::Skip => "cannot tell",
         };
+        let versus_good = change.map_or(String::new(), |change| {
+            format!(
+                "\nchange from good: {:+.1}% [{:+.1}%, {:+.1}%] at 95%",
+                change.change_pct, change.low_pct, change.high_pct
+            )
+        });
         format!(
-            "verdict: {word}\n{metric}: {mean:.6e} over {} runs; good {:.6e}, bad {:.6e}; llr {llr:.2}",
+            "verdict: {word}\n{metric}: {mean:.6e} over {} runs; good {:.6e}, bad {:.6e}; llr {llr:.2}{versus_good}",
             doc.samples.len(),
             doc.good_mean,
             doc.bad_mean,

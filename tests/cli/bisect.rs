@@ -748,6 +748,29 @@ fn verdict_answers_as_git_bisect_run_expects() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
+    // A hundredfold drop reads as a ratio: its interval stays above -100%.
+    let output = fixture
+        .netbisect()
+        .current_dir(&dir)
+        .args([
+            "--json",
+            "verdict",
+            "--good-run",
+            "aaaa1111",
+            "--bad-run",
+            "bbbb2222",
+            "--bench",
+            "-t TCP_STREAM -l 0.1 -m 64",
+            "--max-repeats",
+            "20",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let doc: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let low = doc["change_low_pct"].as_f64().unwrap();
+    let high = doc["change_high_pct"].as_f64().unwrap();
+    assert!(low > -100.0 && low < high && high < 0.0, "{doc}");
     // A spec neither baseline has: cannot tell, saying what they have.
     let output = fixture
         .netbisect()
