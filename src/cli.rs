@@ -531,6 +531,44 @@ pub struct CompareArgs {
     /// Only runs of this testbed, on both sides
     #[arg(long, value_name = "NAME")]
     pub testbed: Option<String>,
+    /// Layout of the tables: netperf's, one table per configuration with
+    /// a row per side (size sweeps as one table); matrix, every
+    /// configuration of a test in one table; stats, the statistics of
+    /// every metric
+    #[arg(long, value_name = "LAYOUT", value_enum, default_value_t = CompareLayout::Netperf)]
+    pub layout: CompareLayout,
+    /// One block to paste in a mail, at most 72 columns: the sides, the
+    /// commands that reproduce each configuration, the environment
+    /// differences, the tables and the statistics used
+    #[arg(long)]
+    pub email: bool,
+    #[command(flatten)]
+    pub units: UnitsArg,
+}
+
+/// How `compare` lays out its tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum CompareLayout {
+    /// netperf's tables, a row per side
+    Netperf,
+    /// One table per test, a row per configuration
+    Matrix,
+    /// Mean, spread, change and p value of every metric
+    Stats,
+}
+
+/// netperf's `-f`: the unit of throughput.
+#[derive(Debug, Args)]
+pub struct UnitsArg {
+    /// Throughput unit, as netperf's -f: k, m, g (10^3, 10^6, 10^9
+    /// bits/s) or K, M, G (2^10, 2^20, 2^30 bytes/s)
+    #[arg(
+        short = 'f',
+        value_name = "UNIT",
+        default_value = "m",
+        value_parser = ["k", "m", "g", "K", "M", "G"]
+    )]
+    pub units: String,
 }
 
 const HISTORY_AFTER_HELP: &str = "\
