@@ -1,0 +1,218 @@
+//! `netbisect compare` in netperf's layouts: tables pinned over real
+//! loopback runs committed in `tests/data/compare-loopback.jsonl` (made
+//! with `bench -l 0.05 -i 4,4`, labelled current and patched), and the
+//! tables of fresh loopback runs checked for their shape.
+
+use crate::compare::{stderr_of_failure, stdout_of};
+use crate::netbisect_with as netbisect;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+fn committed_runs() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/compare-loopback.jsonl")
+}
+
+/// Lines wider than `width`, with tabs, trailing spaces or non-ASCII.
+fn check_rules(text: &str, width: usize) {
+    for line in text.lines() {
+        assert!(line.is_ascii() && !line.contains('\t'), "{line:?}");
+        assert!(line.len() <= width, "wider than {width}: {line:?}");
+        assert_eq!(line, line.trim_end(), "trailing space: {line:?}");
+    }
+}
+
+fn archive_of_committed_runs(dir: &Path) -> PathBuf {
+    let db = dir.join("archive.db");
+    stdout_of(
+        netbisect(&db)
+            .args(["archive", "import"])
+            .arg(committed_runs()),
+    );
+    db
+}
+
+#[test]
+fn every_layout_of_committed_loopback_runs_is_pinned() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = archive_of_committed_runs(dir.path());
+    let cases: [(&str, &[&str], usize); 6] = [
+        ("netperf", &[], 80),
+        ("matrix", &["--layout", "matrix"], 80),
+        ("stats", &["--layout", "stats"], 80),
+        ("email", &["--email"], 72),
+        ("email_matrix", &["--email", "--layout", "matrix"], 72),
+        ("netperf_gbits", &["-f", "g"], 80),
+    ];
+    for (name, extra, width) in cases {
+        let text = stdout_of(
+            netbisect(&db)
+                .args(["compare", "current", "patched"])
+                .args(extra),
+        );
+        check_rules(&text, width);
+        insta::assert_snapshot!(format!("compare_loopback_{name}"), text);
+    }
+    // The -I run missed its interval on both sides: flagged, with a
+    // footnote.
+    let text = stdout_of(netbisect(&db).args(["compare", "current", "patched"]));
+    assert!(text.contains("% @ 99% !!!"), "{text}");
+    assert!(text.contains("!!!  the confidence asked with -I"), "{text}");
+}
+
+/// One short loopback run.
+fn bench(db: &Path, label: &str, args: &[&str]) {
+    stdout_of(
+        netbisect(db)
+            .args(["bench", "-l", "0.05", "--json", "--label", label])
+            .args(args),
+    );
+}
+
+/// The lines of the table under `title`, up to the next blank line after
+/// the rows.
+fn table_after<'t>(text: &'t str, title: &str) -> Vec<&'t str> {
+    let mut lines = text.lines().skip_while(|line| *line != title);
+    assert!(lines.next().is_some(), "no table titled {title:?}:\n{text}");
+    let mut table: Vec<&str> = lines.by_ref().take_while(|line| !line.is_empty()).collect();
+    table.extend(lines.take_while(|line| !line.is_empty()));
+    table
+}
+
+#[test]
+fn loopback_runs_give_the_threads_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("archive.db");
+    let socket_sizes = ["87380", "2280", "18000", "28000"];
+    let send_sizes = ["16384", "1432"];
+    let rr_sizes = ["1", "90", "900", "4000", "9000", "60000"];
+    for label in ["current", "patched"] {
+        for socket in socket_sizes {
+            for send in send_sizes {
+                bench(&db, label, &["-t", "TCP_STREAM", "-S", socket, "-m", send]);
+            }
+        }
+        for send in ["65507", "1432"] {
+            bench(&db, label, &["-t", "UDP_STREAM", "-m", send]);
+        }
+        for size in rr_sizes {
+            let sizes = format!("{size},{size}");
+            bench(&db, label, &["-t", "TCP_RR", "-r", &sizes]);
+        }
+    }
+    let text = stdout_of(netbisect(&db).args(["compare", "current", "patched"]));
+    check_rules(&text, 80);
+    let titles: Vec<&str> = text
+        .lines()
+        .filter(|line| line.starts_with("TCP_") || line.starts_with("UDP_"))
+        .collect();
+    let unique: BTreeSet<&&str> = titles.iter().collect();
+    assert_eq!(unique.len(), titles.len(), "{text}");
+
+    // One netperf table per socket and send size, a row per side.
+    for socket in socket_sizes {
+        for send in send_sizes {
+            let title = format!("TCP_STREAM -l 0.05 -S {socket} -m {send} (testbed loopback)");
+            let rows: Vec<&str> = table_after(&text, &title)
+                .into_iter()
+                .filter(|line| line.starts_with("current") || line.starts_with("patched"))
+                .collect();
+            assert_eq!(rows.len(), 2, "{title}:\n{text}");
+            let doubled = (socket.parse::<u64>().unwrap() * 2).to_string();
+            assert!(
+                rows.iter()
+                    .all(|row| row.split_whitespace().nth(1) == Some(doubled.as_str())),
+                "the receive socket is the size granted: {rows:?}"
+            );
+            assert!(rows[1].contains('%'), "{rows:?}");
+        }
+    }
+    // UDP_STREAM: a send and a receive line per side.
+    for send in ["65507", "1432"] {
+        let title = format!("UDP_STREAM -l 0.05 -m {send} (testbed loopback)");
+        let table = table_after(&text, &title);
+        let rows: Vec<&str> = table
+            .iter()
+            .copied()
+            .skip_while(|line| !line.starts_with("current"))
+            .collect();
+        assert_eq!(rows.len(), 4, "{title}:\n{text}");
+        assert!(rows[2].starts_with("patched") && rows[3].starts_with("    "));
+    }
+    // The request/response sweep: one table, a row per size.
+    let table = table_after(&text, "TCP_RR -l 0.05 over -r sizes (testbed loopback)");
+    let rows: Vec<&str> = table
+        .iter()
+        .copied()
+        .filter(|line| {
+            line.split_whitespace()
+                .next()
+                .is_some_and(|word| word.parse::<u32>().is_ok())
+        })
+        .collect();
+    let sizes: Vec<&str> = rows
+        .iter()
+        .map(|row| row.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(sizes, rr_sizes, "{text}");
+
+    // The matrix: the stream grid in one table, ordered by -S then -m.
+    let text =
+        stdout_of(netbisect(&db).args(["compare", "current", "patched", "--layout", "matrix"]));
+    check_rules(&text, 80);
+    let table = table_after(&text, "TCP_STREAM -l 0.05 (testbed loopback)");
+    let grid: Vec<(u32, u32)> = table
+        .iter()
+        .filter_map(|line| {
+            let mut words = line.split_whitespace();
+            Some((words.next()?.parse().ok()?, words.next()?.parse().ok()?))
+        })
+        .collect();
+    let mut expected: Vec<(u32, u32)> = Vec::new();
+    for socket in [2280, 18000, 28000, 87380] {
+        for send in [1432, 16384] {
+            expected.push((socket, send));
+        }
+    }
+    assert_eq!(grid, expected, "{text}");
+}
+
+#[test]
+fn bad_units_and_layouts_name_the_valid_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("archive.db");
+    let stderr = stderr_of_failure(netbisect(&db).args(["compare", "a", "b", "-f", "x"]), 2);
+    assert!(
+        stderr.contains("[possible values: k, m, g, K, M, G]"),
+        "{stderr}"
+    );
+    let stderr = stderr_of_failure(
+        netbisect(&db).args(["compare", "a", "b", "--layout", "wide"]),
+        2,
+    );
+    assert!(
+        stderr.contains("[possible values: netperf, matrix, stats]"),
+        "{stderr}"
+    );
+    let stderr = stderr_of_failure(netbisect(&db).args(["compare", "a,b", "c"]), 2);
+    assert!(stderr.contains("A names 2 sides and B 1"), "{stderr}");
+}
+
+#[test]
+fn sides_with_nothing_in_common_say_what_differs() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("archive.db");
+    bench(&db, "current", &["-t", "TCP_STREAM", "-S", "87380"]);
+    bench(&db, "patched", &["-t", "TCP_STREAM", "-S", "2280"]);
+    let text = stdout_of(netbisect(&db).args(["compare", "current", "patched"]));
+    check_rules(&text, 80);
+    assert!(
+        text.contains("No test configuration was run on both sides."),
+        "{text}"
+    );
+    assert!(text.contains("only in current: -S 87380"), "{text}");
+    assert!(text.contains("only in patched: -S 2280"), "{text}");
+    assert!(
+        text.contains("Only in current:\n  TCP_STREAM -l 0.05 -S 87380 -m 16384"),
+        "{text}"
+    );
+}
