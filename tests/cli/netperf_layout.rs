@@ -216,3 +216,125 @@ fn sides_with_nothing_in_common_say_what_differs() {
         "{text}"
     );
 }
+
+/// Brings `lo` up in the calling thread's network namespace, and sets its
+/// generic segmentation offload when `gso` is given (ETHTOOL_SGSO), as
+/// `ip link set lo up` and `ethtool -K lo gso off` do.
+fn set_loopback(gso: Option<bool>) -> std::io::Result<()> {
+    const SIOCETHTOOL: libc::c_ulong = 0x8946;
+    const ETHTOOL_SGSO: u32 = 0x24;
+    #[repr(C)]
+    struct EthtoolValue {
+        cmd: u32,
+        data: u32,
+    }
+    // SAFETY: a plain datagram socket, closed below.
+    let socket = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0) };
+    if socket < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: ifreq is plain data; zero is a valid value of every member.
+    let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (slot, byte) in request.ifr_name.iter_mut().zip(b"lo\0") {
+        *slot = *byte as libc::c_char;
+    }
+    let mut result = 0;
+    if gso.is_none() {
+        request.ifr_ifru.ifru_flags = libc::IFF_UP as libc::c_short;
+        // SAFETY: SIOCSIFFLAGS reads the name and flags of `request`.
+        result = unsafe { libc::ioctl(socket, libc::SIOCSIFFLAGS, &request) };
+    }
+    let mut value = EthtoolValue {
+        cmd: ETHTOOL_SGSO,
+        data: u32::from(gso.unwrap_or(true)),
+    };
+    if gso.is_some() {
+        request.ifr_ifru.ifru_data = (&mut value as *mut EthtoolValue).cast();
+        // SAFETY: SIOCETHTOOL reads `value` through `request` while both
+        // live.
+        result = unsafe { libc::ioctl(socket, SIOCETHTOOL, &request) };
+    }
+    let error = std::io::Error::last_os_error();
+    // SAFETY: closing the socket opened above.
+    unsafe { libc::close(socket) };
+    if result < 0 { Err(error) } else { Ok(()) }
+}
+
+#[test]
+fn offload_on_and_off_pair_by_label_into_one_matrix() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("archive.db");
+    let runner = {
+        let db = db.clone();
+        std::thread::spawn(move || -> Result<(), String> {
+            // The namespace is this thread's alone, and every process it
+            // starts inherits it; it goes away with them.
+            // SAFETY: unshare affects the calling thread only.
+            if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
+                return Err(format!(
+                    "cannot create a network namespace: {}",
+                    std::io::Error::last_os_error()
+                ));
+            }
+            set_loopback(None).map_err(|err| format!("cannot bring lo up: {err}"))?;
+            for (gso, setting) in [(true, "gso-on"), (false, "gso-off")] {
+                set_loopback(Some(gso)).map_err(|err| format!("cannot set gso on lo: {err}"))?;
+                for side in ["org", "new"] {
+                    bench(
+                        &db,
+                        &format!("{side}-{setting}"),
+                        &["-t", "TCP_STREAM", "-m", "65536"],
+                    );
+                }
+            }
+            Ok(())
+        })
+    };
+    if let Err(reason) = runner.join().unwrap() {
+        eprintln!("skipping the offload matrix: {reason} (needs root)");
+        return;
+    }
+    let text = stdout_of(netbisect(&db).args([
+        "compare",
+        "org-gso-on,org-gso-off",
+        "new-gso-on,new-gso-off",
+        "--layout",
+        "matrix",
+    ]));
+    check_rules(&text, 80);
+    let table = table_after(&text, "TCP_STREAM -l 0.05 -m 65536 (testbed loopback)");
+    let settings: Vec<&str> = table
+        .iter()
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|word| ["on", "off"].contains(word))
+        .collect();
+    // The sides are named by what their labels share, the rows by the
+    // rest: the setting.
+    assert_eq!(settings, ["off", "on"], "{text}");
+    assert!(
+        text.starts_with(
+            "org-gso: org-gso-on, org-gso-off
+"
+        ),
+        "{text}"
+    );
+    assert!(table[2].starts_with("setting"), "{text}");
+    // The records say which runs had the offload off.
+    let list = stdout_of(netbisect(&db).args(["--json", "archive", "export"]));
+    let mut seen = BTreeSet::new();
+    for line in list.lines() {
+        let record: serde_json::Value = serde_json::from_str(line).unwrap();
+        let label = record["subject"]["label"].as_str().unwrap().to_string();
+        let gso =
+            record["env"]["local"]["interface"]["features"]["tx-generic-segmentation"].as_bool();
+        seen.insert((label, gso));
+    }
+    assert!(
+        seen.contains(&("org-gso-off".to_string(), Some(false))),
+        "{seen:?}"
+    );
+    assert!(
+        seen.contains(&("new-gso-on".to_string(), Some(true))),
+        "{seen:?}"
+    );
+}
