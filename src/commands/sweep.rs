@@ -17,7 +17,7 @@ use crate::cli::{BenchArgs, GlobalArgs};
 use crate::exit::{Code, InputError};
 use crate::render::Renderer;
 use anyhow::Context;
-use bench_core::record::RunRecord;
+use bench_core::record::{Metric, RunRecord};
 use bench_core::run::{BenchRequest, bench};
 use bench_core::spec::{AddressFamily, RunSpec, SweepParameter, TestKind, parse_sweep};
 use serde::Serialize;
@@ -262,8 +262,21 @@ fn sweep_row(parameter: &SweepParameter, record: &RunRecord) -> SweepRow {
         throughput_bps,
         local_cpu_pct: cpu.and_then(|cpu| cpu.local_util_pct),
         remote_cpu_pct: cpu.and_then(|cpu| cpu.remote_util_pct),
-        local_service_demand: cpu.and_then(|cpu| cpu.local_service_demand),
-        remote_service_demand: cpu.and_then(|cpu| cpu.remote_service_demand),
+        // The mean of the iterations' own demands, as compare takes it.
+        local_service_demand: bench_core::cpu::mean_service_demand(
+            record
+                .samples(Metric::LocalServiceDemand)
+                .into_iter()
+                .map(Some),
+        )
+        .or_else(|| cpu.and_then(|cpu| cpu.local_service_demand)),
+        remote_service_demand: bench_core::cpu::mean_service_demand(
+            record
+                .samples(Metric::RemoteServiceDemand)
+                .into_iter()
+                .map(Some),
+        )
+        .or_else(|| cpu.and_then(|cpu| cpu.remote_service_demand)),
         run_id: record.id.clone(),
     }
 }

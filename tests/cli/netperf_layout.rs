@@ -338,3 +338,65 @@ fn offload_on_and_off_pair_by_label_into_one_matrix() {
         "{seen:?}"
     );
 }
+
+#[test]
+fn service_demand_is_one_figure_in_bench_sweep_and_compare() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("archive.db");
+    let text = stdout_of(netbisect(&db).args([
+        "bench", "-t", "TCP_RR", "-l", "0.05", "-i", "3,3", "-c", "-C", "--sweep", "r=1,64",
+        "--label", "sd",
+    ]));
+    // Sweep rows: request, response, rate, throughput, CPU local and
+    // remote, service demand local and remote.
+    let from_sweep: Vec<f64> = text
+        .lines()
+        .filter(|line| {
+            line.split_whitespace()
+                .next()
+                .is_some_and(|word| word.parse::<u32>().is_ok())
+        })
+        .map(|line| line.split_whitespace().nth(6).unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(from_sweep.len(), 2, "{text}");
+    let exported = stdout_of(netbisect(&db).args(["archive", "export"]));
+    let mut from_records: Vec<(u64, f64)> = exported
+        .lines()
+        .map(|line| {
+            let record: serde_json::Value = serde_json::from_str(line).unwrap();
+            (
+                record["spec"]["request_size_bytes"].as_u64().unwrap(),
+                record["summary"]["cpu"]["local_service_demand"]
+                    .as_f64()
+                    .unwrap(),
+            )
+        })
+        .collect();
+    from_records.sort_by_key(|(size, _)| *size);
+    let comparison: serde_json::Value = serde_json::from_str(&stdout_of(
+        netbisect(&db).args(["--json", "compare", "label:sd", "label:sd"]),
+    ))
+    .unwrap();
+    let from_compare: Vec<f64> = comparison["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|group| {
+            group["first_figures"]["local_service_demand"]
+                .as_f64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(from_compare.len(), 2);
+    for idx in 0..2 {
+        let record = from_records[idx].1;
+        assert!(
+            (from_sweep[idx] - record).abs() < 0.0005 + record * 1e-6,
+            "sweep {from_sweep:?}, records {from_records:?}"
+        );
+        assert!(
+            (from_compare[idx] - record).abs() <= record * 1e-12,
+            "compare {from_compare:?}, records {from_records:?}"
+        );
+    }
+}
