@@ -236,6 +236,8 @@ pub struct BenchArgs {
     /// Print interim results on stderr every SECS seconds
     #[arg(short = 'D', value_name = "SECS")]
     pub interim: Option<f64>,
+    #[command(flatten)]
+    pub units: UnitsArg,
 }
 
 /// `netbisect serve`.
@@ -625,4 +627,6 @@ pub struct HistoryArgs {
     /// Smallest change of level, percent, marked as a change point
     #[arg(long, value_name = "PCT", default_value_t = 0.0)]
     pub min_change: f64,
+    #[command(flatten)]
+    pub units: UnitsArg,
 }

@@ -135,6 +135,7 @@ pub fn run(global: &GlobalArgs, args: &BenchArgs, text: &str) -> anyhow::Result<
                     let table = sweep_table(&base.spec, &sweep.parameter, &records, n_sizes);
                     print_table(
                         global,
+                        &args.units.units,
                         SweepTable {
                             stopped: Some(stopped),
                             ..table
@@ -161,6 +162,7 @@ pub fn run(global: &GlobalArgs, args: &BenchArgs, text: &str) -> anyhow::Result<
     if !global.json {
         print_table(
             global,
+            &args.units.units,
             sweep_table(&base.spec, &sweep.parameter, &records, n_sizes),
         )?;
     }
@@ -186,9 +188,23 @@ fn stop_message(stopped: &Stopped, n_sizes: usize, n_finished: usize, no_archive
     }
 }
 
-fn print_table(global: &GlobalArgs, table: SweepTable) -> anyhow::Result<()> {
+/// What the `sweep` template is given: the table and netperf's -f unit.
+#[derive(Serialize)]
+struct SweepContext<'a> {
+    #[serde(flatten)]
+    table: &'a SweepTable,
+    units: &'a str,
+}
+
+fn print_table(global: &GlobalArgs, units: &str, table: SweepTable) -> anyhow::Result<()> {
     let text = Renderer::new(global.template_dir.as_deref())
-        .render("sweep", &table)
+        .render(
+            "sweep",
+            &SweepContext {
+                table: &table,
+                units,
+            },
+        )
         .context("failed to render the sweep")?;
     std::io::stdout()
         .write_all(text.as_bytes())

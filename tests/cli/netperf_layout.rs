@@ -400,3 +400,66 @@ fn service_demand_is_one_figure_in_bench_sweep_and_compare() {
         );
     }
 }
+
+#[test]
+fn f_takes_netperf_units_everywhere_and_names_them_when_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = archive_of_committed_runs(dir.path());
+    // bench: bytes per second in 2^30, the header says so.
+    let text = stdout_of(netbisect(&db).args([
+        "bench",
+        "-t",
+        "TCP_STREAM",
+        "-l",
+        "0.05",
+        "-f",
+        "G",
+        "--no-archive",
+    ]));
+    assert!(text.contains("GBytes/sec"), "{text}");
+    let text = stdout_of(netbisect(&db).args([
+        "bench",
+        "-t",
+        "TCP_RR",
+        "-l",
+        "0.05",
+        "--sweep",
+        "r=1,64",
+        "-f",
+        "k",
+        "--no-archive",
+    ]));
+    assert!(text.contains("10^3bits/s"), "{text}");
+    // history and compare over the committed runs: the same figure in
+    // 10^6 and 10^9 bits/s.
+    let own = dir.path().join("history.db");
+    for _ in 0..2 {
+        bench(&own, "h", &["-t", "TCP_STREAM"]);
+    }
+    let history = |unit: &str| {
+        stdout_of(netbisect(&own).args(["history", "--metric", "throughput_bps", "-f", unit]))
+    };
+    let (mega, giga) = (history("m"), history("g"));
+    assert!(
+        mega.contains("10^6bits/s") && giga.contains("10^9bits/s"),
+        "{giga}"
+    );
+    let compare =
+        |unit: &str| stdout_of(netbisect(&db).args(["compare", "current", "patched", "-f", unit]));
+    let (mega, giga) = (compare("m"), compare("g"));
+    assert!(mega.contains("15545.81"), "{mega}");
+    assert!(
+        giga.contains("15.55") && giga.contains("10^9bits/s"),
+        "{giga}"
+    );
+    for args in [
+        &["bench", "-t", "TCP_RR", "-f", "x"][..],
+        &["history", "--metric", "throughput_bps", "-f", "T"][..],
+    ] {
+        let stderr = stderr_of_failure(netbisect(&db).args(args), 2);
+        assert!(
+            stderr.contains("[possible values: k, m, g, K, M, G]"),
+            "{stderr}"
+        );
+    }
+}
