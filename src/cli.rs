@@ -290,10 +290,12 @@ pub enum ArchiveAction {
     Import(ImportArgs),
     /// List archived runs, oldest first
     List(RunFilterArgs),
-    /// Print one run record (pretty JSON; canonical bytes with --json)
+    /// Print one run as its netperf table (the record with --json)
     Show {
         /// Run id or a unique prefix of it
         id: String,
+        #[command(flatten)]
+        units: UnitsArg,
     },
     /// Print the selected runs as canonical JSON lines
     Export(RunFilterArgs),

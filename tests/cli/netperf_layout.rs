@@ -463,3 +463,30 @@ fn f_takes_netperf_units_everywhere_and_names_them_when_wrong() {
         );
     }
 }
+
+#[test]
+fn archive_show_prints_the_table_bench_printed() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("archive.db");
+    for args in [
+        &["-t", "TCP_STREAM", "-c", "-C"][..],
+        &["-t", "UDP_STREAM", "-m", "1432"][..],
+        &["-t", "TCP_RR", "-f", "k"][..],
+    ] {
+        let printed = stdout_of(netbisect(&db).args(["bench", "-l", "0.05"]).args(args));
+        let id = printed
+            .lines()
+            .last()
+            .and_then(|line| line.rsplit_once("run "))
+            .map(|(_, id)| id.to_string())
+            .unwrap();
+        let mut show = netbisect(&db);
+        show.args(["archive", "show", &id]);
+        if args.contains(&"-f") {
+            show.args(["-f", "k"]);
+        }
+        assert_eq!(stdout_of(&mut show), printed);
+        let record = stdout_of(netbisect(&db).args(["--json", "archive", "show", &id]));
+        assert!(record.starts_with('{') && record.contains(&id), "{record}");
+    }
+}
