@@ -20,13 +20,16 @@
 //! - the primary metric of the test ([`Metric::primary_for`]: throughput
 //!   for stream tests, transactions per second for request/response
 //!   tests), always;
+//! - throughput in bits/s for request/response tests, whose main metric
+//!   is the rate, when both sides have it;
 //! - the 99th-percentile latency, when both sides have latency samples
 //!   (request/response tests): the tail is where scheduling and wakeup
 //!   regressions show first, while the mean latency is only the inverse
 //!   of the transaction rate for one flow;
-//! - local and remote service demand, when both sides measured them
-//!   (`-c`, `-C`): CPU cost per unit of work, the figure netdev reviewers
-//!   ask for when throughput is bounded by the link.
+//! - local and remote CPU utilisation and service demand, when both
+//!   sides measured them (`-c`, `-C`): CPU cost per unit of work, the
+//!   figure netdev reviewers ask for when throughput is bounded by the
+//!   link.
 //!
 //! # Verdict
 //!
@@ -575,7 +578,10 @@ fn compare_group(
     let primary = Metric::primary_for(&first_rep.spec);
     let mut metrics = vec![primary];
     for optional in [
+        Metric::ThroughputBps,
         Metric::LatencyP99Us,
+        Metric::LocalCpuPct,
+        Metric::RemoteCpuPct,
         Metric::LocalServiceDemand,
         Metric::RemoteServiceDemand,
     ] {
@@ -878,7 +884,10 @@ pub(crate) mod tests {
         let comparison = compare(&[base], &[patched], &CompareOptions::default()).unwrap();
         let group = only_group(&comparison);
         let metrics: Vec<&str> = group.rows.iter().map(|row| row.metric.as_str()).collect();
-        assert_eq!(metrics, ["transaction_rate", "latency_p99_us"]);
+        assert_eq!(
+            metrics,
+            ["transaction_rate", "throughput_bps", "latency_p99_us"]
+        );
         for row in &group.rows {
             assert_eq!(row.verdict, Verdict::NotSignificant, "{row:#?}");
             assert!(row.p_value.unwrap() >= 0.05);
@@ -1096,6 +1105,13 @@ pub(crate) mod tests {
                 (
                     "transaction_rate",
                     "trans/s",
+                    Verdict::Significant,
+                    Some(Direction::Regression),
+                    false
+                ),
+                (
+                    "throughput_bps",
+                    "bits/s",
                     Verdict::Significant,
                     Some(Direction::Regression),
                     false
