@@ -88,6 +88,12 @@ pub struct SweepRow {
     pub local_service_demand: Option<f64>,
     /// Remote service demand.
     pub remote_service_demand: Option<f64>,
+    /// With `-I`: the half width of the interval reached, percent.
+    pub confidence_half_width_pct: Option<f64>,
+    /// With `-I`: the half width asked, percent.
+    pub confidence_target_half_width_pct: Option<f64>,
+    /// True when the run missed its `-I` interval (netperf's `!!!`).
+    pub confidence_missed: bool,
     /// The record's id.
     pub run_id: String,
 }
@@ -293,6 +299,18 @@ fn sweep_row(parameter: &SweepParameter, record: &RunRecord) -> SweepRow {
                 .map(Some),
         )
         .or_else(|| cpu.and_then(|cpu| cpu.remote_service_demand)),
+        confidence_half_width_pct: summary
+            .confidence
+            .as_ref()
+            .map(|confidence| confidence.width_pct / 2.0),
+        confidence_target_half_width_pct: summary
+            .confidence
+            .as_ref()
+            .map(|confidence| confidence.target_width_pct / 2.0),
+        confidence_missed: summary
+            .confidence
+            .as_ref()
+            .is_some_and(|confidence| !confidence.met),
         run_id: record.id.clone(),
     }
 }

@@ -490,3 +490,39 @@ fn archive_show_prints_the_table_bench_printed() {
         assert!(record.starts_with('{') && record.contains(&id), "{record}");
     }
 }
+
+#[test]
+fn a_sweep_flags_the_sizes_that_missed_their_interval() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("archive.db");
+    let text = stdout_of(netbisect(&db).args([
+        "bench",
+        "-t",
+        "TCP_STREAM",
+        "-l",
+        "0.05",
+        "-I",
+        "99,1",
+        "-i",
+        "3,3",
+        "--sweep",
+        "m=1432,16384",
+    ]));
+    check_rules(&text, 80);
+    let exported = stdout_of(netbisect(&db).args(["archive", "export"]));
+    let mut n_missed = 0;
+    for line in exported.lines() {
+        let record: serde_json::Value = serde_json::from_str(line).unwrap();
+        let size = record["spec"]["send_size_bytes"].as_u64().unwrap();
+        let met = record["summary"]["confidence"]["met"].as_bool().unwrap();
+        let row = text
+            .lines()
+            .find(|line| line.split_whitespace().next() == Some(size.to_string().as_str()))
+            .unwrap();
+        assert_eq!(row.ends_with(" !!!"), !met, "{text}");
+        let note = format!("Desired confidence was not achieved at size {size}:");
+        assert_eq!(text.contains(&note), !met, "{text}");
+        n_missed += usize::from(!met);
+    }
+    eprintln!("sweep: {n_missed} of 2 sizes missed +/-0.5% @ 99%");
+}
