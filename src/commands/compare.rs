@@ -22,6 +22,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 
 pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<Code> {
+    if args.email && args.layout == CompareLayout::Stats {
+        return Err(InputError(
+            "--email prints netperf's tables: give --layout netperf or matrix".to_string(),
+        )
+        .into());
+    }
     let first_words: Vec<&str> = args.first.split(',').collect();
     let second_words: Vec<&str> = args.second.split(',').collect();
     if first_words.len() != second_words.len() {

@@ -193,6 +193,11 @@ fn bad_units_and_layouts_name_the_valid_ones() {
         stderr.contains("[possible values: netperf, matrix, stats]"),
         "{stderr}"
     );
+    let stderr = stderr_of_failure(
+        netbisect(&db).args(["compare", "a", "b", "--email", "--layout", "stats"]),
+        2,
+    );
+    assert!(stderr.contains("--layout netperf or matrix"), "{stderr}");
     let stderr = stderr_of_failure(netbisect(&db).args(["compare", "a,b", "c"]), 2);
     assert!(stderr.contains("A names 2 sides and B 1"), "{stderr}");
 }
