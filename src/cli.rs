@@ -236,6 +236,8 @@ pub struct BenchArgs {
     /// Print interim results on stderr every SECS seconds
     #[arg(short = 'D', value_name = "SECS")]
     pub interim: Option<f64>,
+    #[command(flatten)]
+    pub units: UnitsArg,
 }
 
 /// `netbisect serve`.
@@ -288,10 +290,12 @@ pub enum ArchiveAction {
     Import(ImportArgs),
     /// List archived runs, oldest first
     List(RunFilterArgs),
-    /// Print one run record (pretty JSON; canonical bytes with --json)
+    /// Print one run as its netperf table (the record with --json)
     Show {
         /// Run id or a unique prefix of it
         id: String,
+        #[command(flatten)]
+        units: UnitsArg,
     },
     /// Print the selected runs as canonical JSON lines
     Export(RunFilterArgs),
@@ -463,7 +467,8 @@ pub enum DirectionArg {
 #[derive(Debug, Args)]
 pub struct VerdictArgs {
     /// The good baseline: an archived run id (prefix), whose commit's runs
-    /// with the same config_key count, or a commit (prefix)
+    /// with the same config_key count, or a commit (prefix), whose runs of
+    /// the test measured count
     #[arg(long, value_name = "ID|COMMIT")]
     pub good_run: String,
     /// The bad baseline, as --good-run
@@ -530,6 +535,44 @@ pub struct CompareArgs {
     /// Only runs of this testbed, on both sides
     #[arg(long, value_name = "NAME")]
     pub testbed: Option<String>,
+    /// Layout of the tables: netperf's, one table per configuration with
+    /// a row per side (size sweeps as one table); matrix, every
+    /// configuration of a test in one table; stats, the statistics of
+    /// every metric
+    #[arg(long, value_name = "LAYOUT", value_enum, default_value_t = CompareLayout::Netperf)]
+    pub layout: CompareLayout,
+    /// One block to paste in a mail, at most 72 columns: the sides, the
+    /// commands that reproduce each configuration, the environment
+    /// differences, the tables and the statistics used
+    #[arg(long)]
+    pub email: bool,
+    #[command(flatten)]
+    pub units: UnitsArg,
+}
+
+/// How `compare` lays out its tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum CompareLayout {
+    /// netperf's tables, a row per side
+    Netperf,
+    /// One table per test, a row per configuration
+    Matrix,
+    /// Mean, spread, change and p value of every metric
+    Stats,
+}
+
+/// netperf's `-f`: the unit of throughput.
+#[derive(Debug, Args)]
+pub struct UnitsArg {
+    /// Throughput unit, as netperf's -f: k, m, g (10^3, 10^6, 10^9
+    /// bits/s) or K, M, G (2^10, 2^20, 2^30 bytes/s)
+    #[arg(
+        short = 'f',
+        value_name = "UNIT",
+        default_value = "m",
+        value_parser = ["k", "m", "g", "K", "M", "G"]
+    )]
+    pub units: String,
 }
 
 const HISTORY_AFTER_HELP: &str = "\
@@ -586,4 +629,6 @@ pub struct HistoryArgs {
     /// Smallest change of level, percent, marked as a change point
     #[arg(long, value_name = "PCT", default_value_t = 0.0)]
     pub min_change: f64,
+    #[command(flatten)]
+    pub units: UnitsArg,
 }

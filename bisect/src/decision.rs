@@ -68,6 +68,7 @@
 //! Everything here is a pure function of the samples, so the engine that
 //! calls it is deterministic given its measurements.
 
+use bench_core::stats::ratio::{self, MeanEstimate};
 use serde::{Deserialize, Serialize};
 
 /// A sample's contribution to the likelihood ratio is clipped as if it
@@ -343,76 +344,77 @@ pub struct Difference {
 }
 
 impl Difference {
-    /// Welch's interval on new - old at `level` (for example 0.95).
-    /// `None` with fewer than two samples on a side.
+    /// Welch's means and degrees of freedom, with the interval on the
+    /// change taken on the ratio of the means (Fieller's, see
+    /// [`bench_core::stats::ratio`]) at `level` (for example 0.95). `None`
+    /// with fewer than two samples on a side, or when the old mean is not
+    /// clearly away from zero.
     pub fn welch(old: &[f64], new: &[f64], level: f64) -> Option<Difference> {
-        let interval = bench_core::stats::welch_interval(old, new, level).ok()?;
-        let old_mean = mean_var(old).0;
-        Some(Difference::assemble(
-            old,
-            new,
-            old_mean,
-            old_mean + interval.change,
-            interval.high - interval.change,
-            level,
-        ))
+        let old_estimate = MeanEstimate::of(old).ok()?;
+        let new_estimate = MeanEstimate::of(new).ok()?;
+        let df = ratio::welch_df(
+            old_estimate.variance_of_mean,
+            old.len(),
+            new_estimate.variance_of_mean,
+            new.len(),
+        );
+        Difference::assemble(old, new, old_estimate, new_estimate, df, level)
     }
 
-    /// Yuen's interval on the difference of 20%-trimmed means (K. K. Yuen,
-    /// "The two-sample trimmed t for unequal population variances",
-    /// Biometrika 61(1), 1974): Welch's interval made robust to outliers
-    /// by trimming a fifth of each side and using winsorised variances.
-    /// `None` with fewer than three samples on a side.
+    /// Yuen's trimmed means (K. K. Yuen, "The two-sample trimmed t for
+    /// unequal population variances", Biometrika 61(1), 1974): Welch's
+    /// interval made robust to outliers by trimming a fifth of each side
+    /// and using winsorised variances; the interval on the change is
+    /// taken on the ratio of the trimmed means, with Yuen's degrees of
+    /// freedom. `None` with fewer than three samples on a side.
     pub fn yuen(old: &[f64], new: &[f64], level: f64) -> Option<Difference> {
         if old.len() < 3 || new.len() < 3 {
             return None;
         }
         let (old_mean, old_d, old_h) = trimmed(old);
         let (new_mean, new_d, new_h) = trimmed(new);
-        let se = (old_d + new_d).sqrt();
         let df = if old_d + new_d > 0.0 {
             (old_d + new_d).powi(2)
                 / (old_d.powi(2) / (old_h - 1.0) + new_d.powi(2) / (new_h - 1.0))
         } else {
             old_h + new_h - 2.0
         };
-        let half_width =
-            bench_core::stats::distributions::student_t_quantile(0.5 + level / 2.0, df).ok()? * se;
-        Some(Difference::assemble(
-            old, new, old_mean, new_mean, half_width, level,
-        ))
+        let old_estimate = MeanEstimate {
+            mean: old_mean,
+            variance_of_mean: old_d,
+        };
+        let new_estimate = MeanEstimate {
+            mean: new_mean,
+            variance_of_mean: new_d,
+        };
+        Difference::assemble(old, new, old_estimate, new_estimate, df, level)
     }
 
-    /// The difference of `new_mean` over `old_mean` with an interval of
-    /// `half_width` either side, in percent of the old mean (0 when the old
-    /// mean is 0).
+    /// The difference of the new estimate over the old one, with the
+    /// interval on their ratio in percent of the old mean's magnitude.
     fn assemble(
         old: &[f64],
         new: &[f64],
-        old_mean: f64,
-        new_mean: f64,
-        half_width: f64,
+        old_estimate: MeanEstimate,
+        new_estimate: MeanEstimate,
+        df: f64,
         level: f64,
-    ) -> Difference {
-        let diff = new_mean - old_mean;
-        let scale = if old_mean != 0.0 {
-            100.0 / old_mean.abs()
-        } else {
-            0.0
-        };
-        Difference {
-            old_mean,
-            new_mean,
+    ) -> Option<Difference> {
+        let interval = ratio::ratio_interval_of(new_estimate, old_estimate, df, level).ok()?;
+        let relative = interval.relative();
+        Some(Difference {
+            old_mean: old_estimate.mean,
+            new_mean: new_estimate.mean,
             old_stddev: mean_var(old).1.sqrt(),
             new_stddev: mean_var(new).1.sqrt(),
             n_old: old.len() as u32,
             n_new: new.len() as u32,
-            diff,
-            diff_pct: diff * scale,
+            diff: new_estimate.mean - old_estimate.mean,
+            diff_pct: relative.change_pct,
             level_pct: level * 100.0,
-            ci_low_pct: (diff - half_width) * scale,
-            ci_high_pct: (diff + half_width) * scale,
-        }
+            ci_low_pct: relative.low_pct,
+            ci_high_pct: relative.high_pct,
+        })
     }
 
     /// True when the interval excludes zero.
@@ -430,7 +432,13 @@ pub fn compare_ends(good: &[f64], bad: &[f64], config: &DecisionConfig) -> EndsD
         return EndsDecision::NeedMore;
     }
     let Some(difference) = Difference::yuen(good, bad, END_CONFIDENCE) else {
-        return EndsDecision::NeedMore;
+        // No bounded interval (a good end not clearly away from zero):
+        // more samples may give one, up to the cap.
+        return if at_cap {
+            EndsDecision::Refuse
+        } else {
+            EndsDecision::NeedMore
+        };
     };
     let big_enough = difference.diff_pct.abs() >= config.min_effect_pct;
     let clear = difference.is_significant() && big_enough;
@@ -591,6 +599,47 @@ fn pooled_scale_dof(groups: &[&[f64]]) -> (f64, usize) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_hundredfold_drop_reads_above_minus_one_hundred_percent() {
+        // The ends of a loopback bisection whose report once read
+        // "-98.2% [-126.7%, -69.7%]".
+        let good = [
+            10418495124.5,
+            7625127923.7,
+            7068554605.8,
+            22583090553.4,
+            9543123023.9,
+            18652021973.2,
+            14349637025.9,
+            7334694755.6,
+            8394502987.5,
+            10836738898.5,
+            13233991372.8,
+        ];
+        let bad = [
+            139092241.9,
+            146681161.5,
+            149534131.6,
+            225707438.5,
+            290969657.3,
+            296805174.7,
+            268905914.99,
+            216117536.6,
+            187394552.0,
+            187134847.9,
+        ];
+        for difference in [
+            Difference::welch(&good, &bad, 0.95).unwrap(),
+            Difference::yuen(&good, &bad, 0.95).unwrap(),
+        ] {
+            assert!(difference.ci_low_pct > -100.0, "{difference:?}");
+            assert!(difference.ci_low_pct < difference.diff_pct);
+            assert!(difference.diff_pct < difference.ci_high_pct);
+            assert!(difference.ci_high_pct < 0.0);
+            assert!(difference.is_significant());
+        }
+    }
+
     use super::*;
 
     #[test]

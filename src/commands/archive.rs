@@ -8,7 +8,7 @@ use crate::render::Renderer;
 use anyhow::Context;
 use archive::import::{self, ImportOptions};
 use archive::{Archive, RunQuery};
-use bench_core::record::Subject;
+use bench_core::record::{RunRecord, Subject};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -54,7 +54,7 @@ pub fn run(global: &GlobalArgs, args: &ArchiveArgs) -> anyhow::Result<Code> {
     match &args.action {
         ArchiveAction::Import(import_args) => run_import(global, import_args),
         ArchiveAction::List(filters) => run_list(global, filters),
-        ArchiveAction::Show { id } => run_show(global, id),
+        ArchiveAction::Show { id, units } => run_show(global, id, &units.units),
         ArchiveAction::Export(filters) => run_export(global, filters),
         ArchiveAction::Merge { other } => run_merge(global, other),
         ArchiveAction::Check => run_check(global),
@@ -211,7 +211,7 @@ fn run_list(global: &GlobalArgs, filters: &RunFilterArgs) -> anyhow::Result<Code
     Ok(Code::Ok)
 }
 
-fn run_show(global: &GlobalArgs, id: &str) -> anyhow::Result<Code> {
+fn run_show(global: &GlobalArgs, id: &str, units: &str) -> anyhow::Result<Code> {
     let archive = open_archive(global)?;
     let (_, bytes) = archive
         .find(id)
@@ -221,11 +221,13 @@ fn run_show(global: &GlobalArgs, id: &str) -> anyhow::Result<Code> {
         text.push('\n');
         text
     } else {
-        let tree: serde_json::Value =
-            serde_json::from_slice(&bytes).context("stored run is not JSON")?;
-        let mut text = serde_json::to_string_pretty(&tree).context("failed to format the run")?;
-        text.push('\n');
-        text
+        let record = RunRecord::from_slice(&bytes).context("the stored run is not readable")?;
+        Renderer::new(global.template_dir.as_deref())
+            .render(
+                "run",
+                &serde_json::json!({ "record": record, "units": units }),
+            )
+            .context("failed to render the run")?
     };
     write_stdout(&text)?;
     Ok(Code::Ok)

@@ -36,7 +36,10 @@ pub fn run(global: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<Code> {
         bytes
     } else {
         Renderer::new(global.template_dir.as_deref())
-            .render("run", &serde_json::json!({ "record": record }))
+            .render(
+                "run",
+                &serde_json::json!({ "record": record, "units": args.units.units }),
+            )
             .context("failed to render the run")?
             .into_bytes()
     };

@@ -102,8 +102,12 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<Code> {
         text.push('\n');
         text
     } else {
+        let mut context = serde_json::to_value(&history).context("failed to format the history")?;
+        if let Some(members) = context.as_object_mut() {
+            members.insert("units".to_string(), args.units.units.clone().into());
+        }
         Renderer::new(global.template_dir.as_deref())
-            .render("history", &history)
+            .render("history", &context)
             .context("failed to render the history")?
     };
     std::io::stdout()

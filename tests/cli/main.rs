@@ -7,6 +7,7 @@ mod compare;
 mod env;
 mod help;
 mod history;
+mod netperf_layout;
 mod record;
 mod sweep;
 mod templates;

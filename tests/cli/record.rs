@@ -202,3 +202,49 @@ fn no_file_is_a_usage_error() {
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr_of(&output).contains("FILE"));
 }
+
+#[test]
+fn the_json_lines_of_archive_export_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive.db");
+    for test in ["TCP_STREAM", "TCP_RR"] {
+        let output = crate::netbisect_with(&archive)
+            .args(["bench", "-t", test, "-l", "0.05", "--json"])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "{}", stderr_of(&output));
+    }
+    let output = crate::netbisect_with(&archive)
+        .args(["archive", "export"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let path = write(dir.path(), "export.jsonl", &output.stdout);
+    let output = netbisect()
+        .args(["record", "check"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr_of(&output));
+    let text = stdout_of(&output);
+    assert_eq!(text.lines().count(), 2, "{text}");
+    assert!(
+        text.starts_with(&format!("{}:1: ok, id ", path.display())),
+        "{text}"
+    );
+    // A damaged line is named.
+    let exported = std::fs::read_to_string(&path).unwrap();
+    let damaged = exported.replacen("\n{", "\n{\"x\":1,", 1);
+    let path = write(dir.path(), "damaged.jsonl", damaged.as_bytes());
+    let output = netbisect()
+        .args(["record", "check"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr_of(&output).contains(&format!("{}: line 2: not a valid", path.display())),
+        "{}",
+        stderr_of(&output)
+    );
+}

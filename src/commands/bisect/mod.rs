@@ -391,7 +391,10 @@ fn run_session(global: &GlobalArgs, args: &BisectRepoArgs) -> anyhow::Result<Cod
         &mut |progress| printer.show(progress),
     )
     .context("the bisection stopped; `netbisect bisect run` resumes it")?;
-    print_outcome(global, &loaded, &outcome)
+    // The session's config_key may have been learnt by this very run:
+    // ask the measurer, not the session as it was loaded.
+    let config_key = measurer.config_key().map(str::to_string);
+    print_outcome(global, &loaded, config_key.as_deref(), &outcome)
 }
 
 fn status_of(loaded: &Loaded) -> anyhow::Result<Status> {
@@ -514,7 +517,12 @@ fn report(global: &GlobalArgs, args: &BisectRepoArgs) -> anyhow::Result<Code> {
     let loaded = load(global, &args.repo)?;
     let status = status_of(&loaded)?;
     match &status.outcome {
-        Some(outcome) => print_outcome(global, &loaded, outcome),
+        Some(outcome) => print_outcome(
+            global,
+            &loaded,
+            loaded.session.config_key.as_deref(),
+            outcome,
+        ),
         None => Err(input(
             "the bisection has not finished: `netbisect bisect run` continues it, \
              `netbisect bisect status` shows where it is",
@@ -661,7 +669,7 @@ fn reproduce(spec: &SessionSpec) -> Vec<String> {
     lines
 }
 
-/// The first archived run of `commit` (under `config_key` when given).
+/// The first archived run of `commit` under `config_key` when given.
 fn first_record(archive: &Archive, commit: &str, config_key: Option<&str>) -> Option<RunRecord> {
     let query = RunQuery {
         commit_prefix: Some(commit.to_string()),
@@ -670,6 +678,21 @@ fn first_record(archive: &Archive, commit: &str, config_key: Option<&str>) -> Op
         ..RunQuery::default()
     };
     archive.records(&query).ok()?.into_iter().next()
+}
+
+/// The first archived run of `commit` with the spec of `like`: the bad
+/// end may differ from the good one in its environment (a guest setting
+/// of the kernel measured), never in the test.
+fn record_like(archive: &Archive, commit: &str, like: &RunRecord) -> Option<RunRecord> {
+    let query = RunQuery {
+        commit_prefix: Some(commit.to_string()),
+        ..RunQuery::default()
+    };
+    archive
+        .records(&query)
+        .ok()?
+        .into_iter()
+        .find(|record| record.spec == like.spec && record.testbed == like.testbed)
 }
 
 fn environment(good: Option<&RunRecord>, bad: Option<&RunRecord>) -> Vec<EnvLine> {
@@ -712,7 +735,15 @@ fn environment(good: Option<&RunRecord>, bad: Option<&RunRecord>) -> Vec<EnvLine
     lines
 }
 
-fn print_outcome(global: &GlobalArgs, loaded: &Loaded, outcome: &Outcome) -> anyhow::Result<Code> {
+/// Prints the end of a bisection; the spec and the environment shown come
+/// from runs under `config_key`, so that runs of another test archived for
+/// the same commits never name the report.
+fn print_outcome(
+    global: &GlobalArgs,
+    loaded: &Loaded,
+    config_key: Option<&str>,
+    outcome: &Outcome,
+) -> anyhow::Result<Code> {
     let (report, refusal, code) = match outcome {
         Outcome::Finished(report) => (Some(report), None, Code::Ok),
         Outcome::Refused(refusal) => (None, Some(refusal), Code::Refused),
@@ -727,9 +758,11 @@ fn print_outcome(global: &GlobalArgs, loaded: &Loaded, outcome: &Outcome) -> any
         text.push('\n');
         text
     } else {
-        let config_key = loaded.session.config_key.as_deref();
         let good = first_record(&loaded.archive, &loaded.spec.good, config_key);
-        let bad = first_record(&loaded.archive, &loaded.spec.bad, None);
+        let bad = first_record(&loaded.archive, &loaded.spec.bad, config_key).or_else(|| {
+            good.as_ref()
+                .and_then(|good| record_like(&loaded.archive, &loaded.spec.bad, good))
+        });
         let context = ReportContext {
             kind: if report.is_some() {
                 "report"
