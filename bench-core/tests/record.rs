@@ -16,19 +16,30 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// The id of the fixture record.
-const FIXTURE_ID: &str = "aaaa9541da83110b5ebb2efd7f214effe502ca971f4e8317dd977869c2bd3391";
+const FIXTURE_ID: &str = "5380f6730db58a1bd1cf434073ab3a622a72cbe34ed329be4085be0b13968a80";
 /// The config_key of the fixture record.
 const FIXTURE_CONFIG_KEY: &str = "89f2dc6b658f529c204f7b12e3f4080b0daab6162560fe5f1e4c3f046c24cfea";
 
+/// The id of the same record as netbisect 0.1 wrote it, schema
+/// `netbisect.run/1`.
+const FIXTURE_1_0_ID: &str = "aaaa9541da83110b5ebb2efd7f214effe502ca971f4e8317dd977869c2bd3391";
+/// Its config_key, which a 1.1 record of the same spec keeps.
+const FIXTURE_1_0_CONFIG_KEY: &str =
+    "89f2dc6b658f529c204f7b12e3f4080b0daab6162560fe5f1e4c3f046c24cfea";
+
+fn data_path(name: &str) -> PathBuf {
+    [env!("CARGO_MANIFEST_DIR"), "tests", "data", name]
+        .iter()
+        .collect()
+}
+
 fn golden_path() -> PathBuf {
-    [
-        env!("CARGO_MANIFEST_DIR"),
-        "tests",
-        "data",
-        "record-fixture.json",
-    ]
-    .iter()
-    .collect()
+    data_path("record-fixture.json")
+}
+
+/// The golden file of schema `netbisect.run/1`, as written before 1.1.
+fn golden_1_0_path() -> PathBuf {
+    data_path("record-fixture-1.0.json")
 }
 
 fn host_env(name: &str, governor: &str) -> HostEnv {
@@ -354,7 +365,7 @@ fn fixture_id_and_config_key_are_pinned() {
     let record = fixture();
     assert_eq!(record.id, FIXTURE_ID);
     assert_eq!(record.config_key, FIXTURE_CONFIG_KEY);
-    assert_eq!(record.schema, "netbisect.run/1");
+    assert_eq!(record.schema, "netbisect.run/1.1");
     // The id is the blake3 hash of the canonical bytes without `id`.
     let mut tree: Value = serde_json::from_slice(&record.to_canonical_bytes().unwrap()).unwrap();
     tree.as_object_mut().unwrap().remove("id");
@@ -433,17 +444,17 @@ fn schema_problems_are_reported() {
     tree.as_object_mut().unwrap().remove("schema");
     assert_eq!(
         tree_error(&tree),
-        "missing \"schema\" field (expected \"netbisect.run/1\")"
+        "missing \"schema\" field (expected \"netbisect.run/1.1\")"
     );
     tree["schema"] = "netbisect.run/2".into();
     assert_eq!(
         tree_error(&tree),
-        "unsupported schema \"netbisect.run/2\": this netbisect reads netbisect.run/1"
+        "unsupported schema \"netbisect.run/2\": this netbisect reads netbisect.run/1.x"
     );
     tree["schema"] = "iperf3".into();
     assert_eq!(
         tree_error(&tree),
-        "unsupported schema \"iperf3\": this netbisect reads netbisect.run/1"
+        "unsupported schema \"iperf3\": this netbisect reads netbisect.run/1.x"
     );
     assert_eq!(
         read_error(b"[1, 2]"),
@@ -501,7 +512,7 @@ fn tampered_content_is_refused() {
     assert_eq!(
         err,
         format!(
-            "id does not match the content: stated {FIXTURE_ID}, computed 56710388ea5ff7636bd7b67e425f33c7e01e34a2d39539f0532acb6fb8cdd37e"
+            "id does not match the content: stated {FIXTURE_ID}, computed aaa03a8f6c7c548bc80f83b42a08bee43f58bf740aa7eb1f9449f70c9d23dab5"
         )
     );
     let mut tree = golden_tree();
@@ -577,12 +588,78 @@ fn schema_versions_are_read_strictly() {
             "{schema}: {err}"
         );
     }
-    // A newer minor revision of the same major version is read; the
+    // Every minor revision of the same major version is read; the
     // changed schema then no longer matches the id.
+    for schema in [
+        "netbisect.run/1",
+        "netbisect.run/1.0",
+        "netbisect.run/1.2",
+        "netbisect.run/1.99999999999",
+    ] {
+        let mut tree = golden_tree();
+        tree["schema"] = schema.into();
+        let err = RunRecord::from_slice(&serde_json::to_vec(&tree).unwrap()).unwrap_err();
+        assert!(matches!(err, RecordError::IdMismatch { .. }), "{err}");
+    }
+}
+
+#[test]
+fn records_of_schema_1_0_read_back_with_their_ids() {
+    // New reader, old data: a record written before 1.1 is read, keeps
+    // its schema and id, and writes back to the same bytes.
+    let golden = std::fs::read(golden_1_0_path()).unwrap();
+    let record = RunRecord::from_slice(&golden).unwrap();
+    assert_eq!(record.schema, "netbisect.run/1");
+    assert_eq!(record.id, FIXTURE_1_0_ID);
+    assert_eq!(record.to_canonical_bytes().unwrap(), golden);
+    // Its config_key is what 1.1 computes for the same spec with no burst,
+    // so old and new runs of one test still pair.
+    assert_eq!(record.config_key, FIXTURE_1_0_CONFIG_KEY);
+    let mut resealed = record.clone();
+    resealed.seal().unwrap();
+    assert_eq!(resealed.schema, "netbisect.run/1.1");
+    assert_eq!(resealed.config_key, FIXTURE_1_0_CONFIG_KEY);
+    assert_ne!(resealed.id, FIXTURE_1_0_ID);
+    // A 1.0 record is held to exact read-back like a 1.1 one.
+    let mut tree: Value = serde_json::from_slice(&golden).unwrap();
+    tree["summary"]["new_figure"] = 1.into();
+    assert_eq!(
+        read_error(&reseal(tree)),
+        "invalid record: unknown member $.summary.new_figure"
+    );
+}
+
+#[test]
+fn newer_minor_revisions_may_add_members() {
+    // Old reader, new data, as this reader treats a revision newer than
+    // its own: unknown members are accepted and the id covers them.
     let mut tree = golden_tree();
-    tree["schema"] = "netbisect.run/1.1".into();
-    let err = RunRecord::from_slice(&serde_json::to_vec(&tree).unwrap()).unwrap_err();
-    assert!(matches!(err, RecordError::IdMismatch { .. }), "{err}");
+    tree["schema"] = "netbisect.run/1.2".into();
+    tree["summary"]["new_figure"] = 1.into();
+    tree["iterations"][0]["ends"]["local"]["new_count"] = 7.into();
+    let bytes = reseal(tree);
+    let record = RunRecord::from_slice(&bytes).unwrap();
+    assert_eq!(record.schema, "netbisect.run/1.2");
+    let stated: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(record.id, stated["id"].as_str().unwrap());
+    // A member added to the spec enters the config_key as written: a
+    // document whose key was computed without it is refused.
+    let mut tree = golden_tree();
+    tree["schema"] = "netbisect.run/1.2".into();
+    tree["spec"]["new_knob"] = 3.into();
+    let err = RunRecord::from_slice(&reseal(tree)).unwrap_err();
+    assert!(
+        matches!(err, RecordError::ConfigKeyMismatch { .. }),
+        "{err}"
+    );
+    // The same member in a record of a revision this reader knows is an
+    // error, not something to drop.
+    let mut tree = golden_tree();
+    tree["spec"]["new_knob"] = 3.into();
+    assert_eq!(
+        read_error(&reseal(tree)),
+        "invalid record: unknown member $.spec.new_knob"
+    );
 }
 
 #[test]
@@ -642,7 +719,7 @@ fn records_read_back_as_written() {
     );
     // A newer minor revision may carry members this reader does not know.
     let mut tree = golden_tree();
-    tree["schema"] = "netbisect.run/1.1".into();
+    tree["schema"] = "netbisect.run/1.2".into();
     tree["summary"]["new_figure"] = 1.into();
     assert!(RunRecord::from_slice(&reseal(tree)).is_ok());
 }

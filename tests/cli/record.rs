@@ -15,7 +15,7 @@ fn fixture_path() -> PathBuf {
     .collect()
 }
 
-const FIXTURE_ID: &str = "aaaa9541da83110b5ebb2efd7f214effe502ca971f4e8317dd977869c2bd3391";
+const FIXTURE_ID: &str = "5380f6730db58a1bd1cf434073ab3a622a72cbe34ed329be4085be0b13968a80";
 const FIXTURE_CONFIG_KEY: &str = "89f2dc6b658f529c204f7b12e3f4080b0daab6162560fe5f1e4c3f046c24cfea";
 
 use crate::netbisect;
@@ -134,16 +134,16 @@ fn non_utf8_is_an_input_error() {
 #[test]
 fn wrong_schema_is_an_input_error() {
     let dir = tempfile::tempdir().unwrap();
-    let text = fixture_text().replace("netbisect.run/1", "netbisect.run/2");
+    let text = fixture_text().replace("netbisect.run/1.1", "netbisect.run/2");
     let path = write(dir.path(), "v2.json", text.as_bytes());
     assert_rejected(
         &path,
-        "unsupported schema \"netbisect.run/2\": this netbisect reads netbisect.run/1",
+        "unsupported schema \"netbisect.run/2\": this netbisect reads netbisect.run/1.x",
     );
     let path = write(dir.path(), "other.json", b"{\"start\": {}, \"end\": {}}");
     assert_rejected(
         &path,
-        "missing \"schema\" field (expected \"netbisect.run/1\")",
+        "missing \"schema\" field (expected \"netbisect.run/1.1\")",
     );
 }
 
@@ -156,7 +156,7 @@ fn tampered_record_is_an_input_error() {
         &path,
         &format!(
             "id does not match the content: stated {FIXTURE_ID}, computed \
-             56710388ea5ff7636bd7b67e425f33c7e01e34a2d39539f0532acb6fb8cdd37e"
+             aaa03a8f6c7c548bc80f83b42a08bee43f58bf740aa7eb1f9449f70c9d23dab5"
         ),
     );
 }
