@@ -480,6 +480,7 @@ pub fn combine(spec: &RunSpec, local: EndReport, remote: EndReport) -> Iteration
             }
         }
     }
+    iteration.send_errors = send_errors_of(spec.test, &local, &remote);
     iteration.ends = Some(EndsReport { local, remote });
     iteration
 }
@@ -497,8 +498,23 @@ fn sum_ends(reports: &[EndReport]) -> EndReport {
         sum.messages_received += report.messages_received;
         sum.transactions = add_options(sum.transactions, report.transactions);
         sum.timeouts = add_options(sum.timeouts, report.timeouts);
+        for (name, count) in &report.send_errors {
+            *sum.send_errors.entry(name.clone()).or_insert(0) += count;
+        }
     }
     sum
+}
+
+/// Failed sends of both ends, for UDP tests (the only ones that count
+/// them).
+fn send_errors_of(test: TestKind, local: &EndReport, remote: &EndReport) -> Option<u64> {
+    test.is_udp().then(|| {
+        local
+            .send_errors
+            .values()
+            .chain(remote.send_errors.values())
+            .sum()
+    })
 }
 
 fn add_options(first: Option<u64>, second: Option<u64>) -> Option<u64> {

@@ -35,6 +35,7 @@ use crate::sockets::{
 };
 use crate::spec::{RunSpec, TestKind};
 use socket2::{SockRef, Socket, Type};
+use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -138,6 +139,9 @@ struct Counters {
     messages_received: u64,
     transactions: u64,
     timeouts: u64,
+    /// Failed sends by errno name; an entry is made on a kind's first
+    /// failure only, so the hot loop does not allocate.
+    send_errors: BTreeMap<&'static str, u64>,
 }
 
 impl Counters {
@@ -150,10 +154,36 @@ impl Counters {
             messages_received: self.messages_received,
             transactions: test.is_request_response().then_some(self.transactions),
             timeouts: (test == TestKind::UdpRr).then_some(self.timeouts),
+            send_errors: self
+                .send_errors
+                .into_iter()
+                .map(|(name, count)| (name.to_string(), count))
+                .collect(),
             socket,
             tcp_info: None,
         }
     }
+}
+
+/// Counts a failed UDP send that does not end the test: the kernel
+/// dropped the datagram at the sender (`ENOBUFS`: a device queue was
+/// full; `EAGAIN`: no send buffer within the timeout). netperf counts the
+/// first in its "Errors" column and so do we, by errno. Any other error
+/// is returned.
+fn count_send_error(counters: &mut Counters, err: io::Error) -> Result<(), DataError> {
+    let name = match err.raw_os_error() {
+        Some(libc::ENOBUFS) => "ENOBUFS",
+        Some(libc::EAGAIN) => "EAGAIN",
+        _ if err.kind() == io::ErrorKind::Interrupted => return Ok(()),
+        _ => return Err(io_error("send")(err)),
+    };
+    match counters.send_errors.get_mut(name) {
+        Some(count) => *count += 1,
+        None => {
+            counters.send_errors.insert(name, 1);
+        }
+    }
+    Ok(())
 }
 
 fn duration_of(spec: &RunSpec) -> Duration {
@@ -434,6 +464,13 @@ fn connect_udp(
             .set_read_timeout(Some(plan.udp_rr_timeout))
             .map_err(io_error("SO_RCVTIMEO"))?;
     }
+    if spec.test == TestKind::UdpStream {
+        // Without IP_RECVERR Linux hides ENOBUFS from a UDP sender (the
+        // datagram is dropped, send() succeeds and only the host-wide
+        // SndbufErrors counter moves), so failed sends could not be
+        // counted per test.
+        sockets::set_recverr(&socket, server.ip()).map_err(io_error("IP_RECVERR"))?;
+    }
     let peer = socket.peer_addr().ok().and_then(|addr| addr.as_socket());
     check_peer(server, peer)?;
     let mut truth = truth;
@@ -567,10 +604,8 @@ impl ClientFlow {
                         counters.messages_sent += 1;
                     }
                     // A full device queue drops the datagram at the sender;
-                    // that is loss, not failure.
-                    Err(err) if err.raw_os_error() == Some(libc::ENOBUFS) => {}
-                    Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
-                    Err(err) => return Err(io_error("send")(err)),
+                    // that is loss, counted, not failure.
+                    Err(err) => count_send_error(counters, err)?,
                 }
                 Ok(Step::Done)
             }
@@ -580,8 +615,7 @@ impl ClientFlow {
                         counters.bytes_sent += sent as u64;
                         counters.messages_sent += 1;
                     }
-                    Err(err) if err.raw_os_error() == Some(libc::ENOBUFS) => {}
-                    Err(err) => return Err(io_error("send")(err)),
+                    Err(err) => count_send_error(counters, err)?,
                 }
                 match udp.recv(&mut self.receive) {
                     Ok(got) => {
@@ -1386,8 +1420,7 @@ fn server_udp(
                             meter.counters.messages_sent += 1;
                             meter.counters.transactions += 1;
                         }
-                        Err(err) if err.raw_os_error() == Some(libc::ENOBUFS) => {}
-                        Err(err) => return Err(io_error("send")(err)),
+                        Err(err) => count_send_error(&mut meter.counters, err)?,
                     }
                 }
                 last_datagram = Instant::now();

@@ -264,6 +264,11 @@ pub struct Iteration {
     /// Transactions given up after a lost datagram (UDP_RR).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lost_transactions: Option<u64>,
+    /// Send calls that failed (UDP tests; netperf's "Errors"): the sum of
+    /// both ends' `send_errors`. Absent when not counted (records before
+    /// 1.1, imports whose text has no such column).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_errors: Option<u64>,
     /// What each end counted and which sockets it used. With several
     /// flows: counts summed over the flows, the time of the longest flow,
     /// and the first flow's socket.
@@ -432,6 +437,11 @@ pub struct EndReport {
     /// Receive timeouts taken as lost datagrams (UDP_RR client).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeouts: Option<u64>,
+    /// Send calls that failed and were counted rather than ending the
+    /// test (UDP: `ENOBUFS` when a device queue is full, `EAGAIN`), by
+    /// errno name; left out when none failed. Since 1.1.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub send_errors: BTreeMap<String, u64>,
     /// The data socket (for TCP_CRR, the last connection's).
     pub socket: SocketTruth,
     /// `TCP_INFO` of the data socket when the test ended (TCP tests but
@@ -535,6 +545,10 @@ pub struct UdpFigures {
     pub messages_received: u64,
     /// Lost datagrams as percent of those sent.
     pub loss_pct: f64,
+    /// Send calls that failed, all iterations together; absent when not
+    /// counted. Since 1.1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_errors: Option<u64>,
 }
 
 /// The summary of a run over its iterations.

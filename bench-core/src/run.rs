@@ -148,7 +148,9 @@ pub fn summarize(spec: &RunSpec, iterations: &[Iteration]) -> Summary {
         let sent: u64 = iterations.iter().map(|i| i.messages_sent).sum();
         let received: u64 = iterations.iter().map(|i| i.messages_received).sum();
         let lost = sent.saturating_sub(received);
+        let counted: Vec<u64> = iterations.iter().filter_map(|i| i.send_errors).collect();
         UdpFigures {
+            send_errors: (!counted.is_empty()).then(|| counted.iter().sum()),
             messages_sent: sent,
             messages_received: received,
             loss_pct: if sent > 0 {

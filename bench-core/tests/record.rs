@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// The id of the fixture record.
-const FIXTURE_ID: &str = "5380f6730db58a1bd1cf434073ab3a622a72cbe34ed329be4085be0b13968a80";
+const FIXTURE_ID: &str = "6343a63d59e7d02e1c17249d7c936907d79a41a065cc996201f917122a73066d";
 /// The config_key of the fixture record.
 const FIXTURE_CONFIG_KEY: &str = "89f2dc6b658f529c204f7b12e3f4080b0daab6162560fe5f1e4c3f046c24cfea";
 
@@ -139,6 +139,7 @@ fn iteration(transactions: u64) -> Iteration {
         latency: Some(latency(1.0)),
         reported_latency: Some(reported_latency()),
         lost_transactions: Some(0),
+        send_errors: Some(4),
         ends: Some(EndsReport {
             local: end_report(transactions, "[::1]:40000", "[::1]:40001"),
             remote: end_report(transactions, "[::1]:40001", "[::1]:40000"),
@@ -218,6 +219,7 @@ fn end_report(transactions: u64, local_address: &str, peer_address: &str) -> End
         messages_received: transactions,
         transactions: Some(transactions),
         timeouts: Some(0),
+        send_errors: BTreeMap::from([("EAGAIN".to_string(), 1), ("ENOBUFS".to_string(), 1)]),
         socket: SocketTruth {
             local_address: local_address.to_string(),
             peer_address: peer_address.to_string(),
@@ -319,6 +321,7 @@ fn fixture() -> RunRecord {
                 messages_sent: 1000,
                 messages_received: 990,
                 loss_pct: 1.0,
+                send_errors: Some(12),
             }),
             latency_histogram: Some(histogram(1_200_000)),
             cpu_confidence: Some(CpuConfidence {
@@ -512,7 +515,7 @@ fn tampered_content_is_refused() {
     assert_eq!(
         err,
         format!(
-            "id does not match the content: stated {FIXTURE_ID}, computed aaa03a8f6c7c548bc80f83b42a08bee43f58bf740aa7eb1f9449f70c9d23dab5"
+            "id does not match the content: stated {FIXTURE_ID}, computed ea098bfe35021915fe609c2d7d25da2ae9a45f87015996ba06068e40e89a9987"
         )
     );
     let mut tree = golden_tree();

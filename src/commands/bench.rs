@@ -336,6 +336,7 @@ mod render_tests {
             messages_received,
             transactions: (transactions > 0).then_some(transactions),
             timeouts: None,
+            send_errors: Default::default(),
             tcp_info: None,
             socket: SocketTruth {
                 local_address: local.to_string(),

@@ -7,6 +7,7 @@ mod compare;
 mod env;
 mod help;
 mod history;
+mod netns;
 mod record;
 mod sweep;
 mod templates;

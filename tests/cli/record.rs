@@ -15,7 +15,7 @@ fn fixture_path() -> PathBuf {
     .collect()
 }
 
-const FIXTURE_ID: &str = "5380f6730db58a1bd1cf434073ab3a622a72cbe34ed329be4085be0b13968a80";
+const FIXTURE_ID: &str = "6343a63d59e7d02e1c17249d7c936907d79a41a065cc996201f917122a73066d";
 const FIXTURE_CONFIG_KEY: &str = "89f2dc6b658f529c204f7b12e3f4080b0daab6162560fe5f1e4c3f046c24cfea";
 
 use crate::netbisect;
@@ -156,7 +156,7 @@ fn tampered_record_is_an_input_error() {
         &path,
         &format!(
             "id does not match the content: stated {FIXTURE_ID}, computed \
-             aaa03a8f6c7c548bc80f83b42a08bee43f58bf740aa7eb1f9449f70c9d23dab5"
+             ea098bfe35021915fe609c2d7d25da2ae9a45f87015996ba06068e40e89a9987"
         ),
     );
 }

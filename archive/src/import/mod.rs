@@ -191,6 +191,8 @@ pub(crate) struct PeerFigures {
     pub latency: LatencyReport,
     /// Datagrams lost, percent of those sent, when reported.
     pub loss_pct: Option<f64>,
+    /// Failed sends (netperf's UDP_STREAM "Errors"), when reported.
+    pub send_errors: Option<u64>,
 }
 
 /// What a peer-tool run says about itself besides its figures.
@@ -251,6 +253,7 @@ pub(crate) fn build_record(
         elapsed_s,
         cpu: cpu.clone(),
         reported_latency: reported_latency.clone(),
+        send_errors: figures.send_errors,
         ..Iteration::default()
     };
     if spec.test.is_request_response() {
@@ -302,6 +305,7 @@ pub(crate) fn build_record(
             messages_sent: sent,
             messages_received: received,
             loss_pct,
+            send_errors: figures.send_errors,
         }
     });
 

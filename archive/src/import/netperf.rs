@@ -756,6 +756,8 @@ fn classic_figures(
                 find(local, Field::MessagesOkay).and_then(|v| size(v).map(u64::from));
             figures.messages_received =
                 find(remote, Field::MessagesOkay).and_then(|v| size(v).map(u64::from));
+            figures.send_errors =
+                find(local, Field::MessageErrors).and_then(|v| size(v).map(u64::from));
             spec.local_socket_buffer_bytes = find(local, Field::Socket).and_then(size);
             spec.remote_socket_buffer_bytes = find(remote, Field::Socket).and_then(size);
         }
