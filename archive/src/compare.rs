@@ -187,6 +187,8 @@ pub struct SpecSummary {
     pub flows: u32,
     /// TCP_NODELAY set.
     pub nodelay: bool,
+    /// First burst (`-b`), when there is one.
+    pub first_burst: Option<u32>,
     /// Length of one iteration, seconds.
     pub duration_s: f64,
 }
@@ -213,6 +215,7 @@ impl SpecSummary {
             remote_socket_buffer_bytes: spec.remote_socket_buffer_bytes,
             flows: spec.flows,
             nodelay: spec.nodelay,
+            first_burst: (spec.first_burst > 0).then_some(spec.first_burst),
             duration_s: spec.duration_s,
         }
     }

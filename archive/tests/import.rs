@@ -321,3 +321,25 @@ fn malformed_inputs_name_the_line() {
     let err = import::parse(b"\n\n", &options()).unwrap_err();
     assert_eq!(err, ImportError::Empty);
 }
+
+#[test]
+fn netperf_banner_notes_keep_the_first_burst_and_nodelay() {
+    let text = String::from_utf8(data("peer-outputs/netperf-TCP_RR-l10-plain.txt")).unwrap();
+    assert!(text.contains(": demo : first burst 0"));
+    let plain = import::parse(text.as_bytes(), &options()).unwrap();
+    let plain = plain.runs[0].record().clone();
+    assert_eq!(plain.spec.first_burst, 0);
+    assert!(!plain.spec.nodelay);
+
+    let burst_text = text.replace(": first burst 0", ": first burst 16 : nodelay");
+    let burst = import::parse(burst_text.as_bytes(), &options()).unwrap();
+    let burst = burst.runs[0].record().clone();
+    assert_eq!(burst.spec.first_burst, 16);
+    assert!(burst.spec.nodelay);
+    // Different bursts never share a configuration.
+    assert_ne!(burst.config_key, plain.config_key);
+
+    let bad = text.replace(": first burst 0", ": first burst many");
+    let err = import::parse(bad.as_bytes(), &options()).unwrap_err();
+    assert_eq!(err.to_string(), "line 1: invalid first burst \"many\"");
+}

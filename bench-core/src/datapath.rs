@@ -35,7 +35,7 @@ use crate::sockets::{
 };
 use crate::spec::{RunSpec, TestKind};
 use socket2::{SockRef, Socket, Type};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -500,6 +500,16 @@ struct ClientFlow {
     /// The peer has closed (TCP_MAERTS).
     finished: bool,
     elapsed: Duration,
+    /// First burst (TCP_RR `-b`): transactions that may be outstanding
+    /// now, growing by one per response up to `first_burst + 1`.
+    window: u32,
+    /// Requests sent and not yet answered.
+    outstanding: u32,
+    /// When each outstanding request was sent, oldest first (burst only;
+    /// sized for the whole window up front, so it never allocates).
+    sent_at: VecDeque<Instant>,
+    /// When the request the last step completed was sent (burst only).
+    started: Option<Instant>,
 }
 
 /// What one step of a flow did.
@@ -543,6 +553,10 @@ impl ClientFlow {
             latency: spec.test.is_request_response().then(Histogram::new),
             finished: false,
             elapsed: Duration::ZERO,
+            window: 1,
+            outstanding: 0,
+            sent_at: VecDeque::with_capacity(spec.first_burst as usize + 1),
+            started: None,
         })
     }
 
@@ -571,6 +585,26 @@ impl ClientFlow {
                 Err(err) if err.kind() == io::ErrorKind::Interrupted => Ok(Step::Done),
                 Err(err) => Err(io_error("receive")(err)),
             },
+            (Link::Tcp(stream), _) if plan.spec.first_burst > 0 => {
+                // netperf's first burst: fill the window, then take one
+                // response, which opens the window by one more until it
+                // holds the first request and the whole burst.
+                while self.outstanding < self.window {
+                    stream.write_all(&self.send).map_err(io_error("send"))?;
+                    self.sent_at.push_back(Instant::now());
+                    self.outstanding += 1;
+                }
+                if !read_message(stream, &mut self.receive)? {
+                    return Err(DataError::PeerClosed);
+                }
+                self.outstanding -= 1;
+                self.started = self.sent_at.pop_front();
+                if self.window <= plan.spec.first_burst {
+                    self.window += 1;
+                }
+                counters.transactions += 1;
+                Ok(Step::Done)
+            }
             (Link::Tcp(stream), _) => {
                 stream.write_all(&self.send).map_err(io_error("send"))?;
                 if !read_message(stream, &mut self.receive)? {
@@ -653,8 +687,16 @@ impl ClientFlow {
     /// Ends the flow after the window and reports it.
     fn finish(mut self, test: TestKind) -> Result<(EndReport, Option<Histogram>), DataError> {
         let mut tcp_info = None;
-        match &self.link {
+        match &mut self.link {
             Link::Tcp(stream) => {
+                // Responses to a burst's requests still in flight are
+                // taken, not counted, so that the server can answer all
+                // it was asked before the connection closes.
+                for _ in 0..self.outstanding {
+                    if !read_message(stream, &mut self.receive)? {
+                        return Err(DataError::PeerClosed);
+                    }
+                }
                 if test != TestKind::TcpMaerts {
                     stream
                         .shutdown(Shutdown::Write)
@@ -731,8 +773,11 @@ fn client_thread(
             let after = Instant::now();
             match step {
                 Step::Done => {
+                    // With a burst, a transaction's time runs from when
+                    // its own request was sent.
+                    let started = flow.started.take().unwrap_or(now);
                     if let Some(histogram) = &mut flow.latency {
-                        histogram.record(after - now);
+                        histogram.record(after - started);
                     }
                 }
                 Step::Lost => {}

@@ -16,9 +16,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// The id of the fixture record.
-const FIXTURE_ID: &str = "6343a63d59e7d02e1c17249d7c936907d79a41a065cc996201f917122a73066d";
+const FIXTURE_ID: &str = "c63b9e12f749bc6e75dc95deece76e3e607ae9dbef37e88c6e6698a23bee8c92";
 /// The config_key of the fixture record.
-const FIXTURE_CONFIG_KEY: &str = "89f2dc6b658f529c204f7b12e3f4080b0daab6162560fe5f1e4c3f046c24cfea";
+const FIXTURE_CONFIG_KEY: &str = "c1ab09600994976f931d9518e621659c1b4ab371177346bc1db109bf22705e41";
 
 /// The id of the same record as netbisect 0.1 wrote it, schema
 /// `netbisect.run/1`.
@@ -268,6 +268,7 @@ fn fixture() -> RunRecord {
         flows: 2,
         warmup_s: 1.5,
         threads: Some(1),
+        first_burst: 4,
     };
     let iterations = vec![iteration(400_000), iteration(401_234), iteration(398_765)];
     let rates: Vec<f64> = iterations
@@ -515,7 +516,7 @@ fn tampered_content_is_refused() {
     assert_eq!(
         err,
         format!(
-            "id does not match the content: stated {FIXTURE_ID}, computed ea098bfe35021915fe609c2d7d25da2ae9a45f87015996ba06068e40e89a9987"
+            "id does not match the content: stated {FIXTURE_ID}, computed 097aedcfa9b82fd7880fba8925326491d76042cb5518cc7f8133ca23c4192e8b"
         )
     );
     let mut tree = golden_tree();
@@ -524,7 +525,7 @@ fn tampered_content_is_refused() {
         tree_error(&tree),
         format!(
             "config_key does not match the content: stated {FIXTURE_CONFIG_KEY}, \
-             computed 65e80e0dc1eb7a02fe4bd771c5f3997c0fba0f5fd3dba54e86fb77e1efdc489b"
+             computed 8336eaa8e278b97b9ded278c0027fb4b477ae26e130f187f1e7014cdc9e5a8bd"
         )
     );
 }
@@ -630,6 +631,19 @@ fn records_of_schema_1_0_read_back_with_their_ids() {
         read_error(&reseal(tree)),
         "invalid record: unknown member $.summary.new_figure"
     );
+}
+
+#[test]
+fn a_burst_enters_the_config_key_only_when_set() {
+    let burst = fixture();
+    let mut no_burst = fixture();
+    no_burst.spec.first_burst = 0;
+    no_burst.seal().unwrap();
+    // Without a burst, the key is the one 1.0 computed for the same run.
+    assert_eq!(no_burst.config_key, FIXTURE_1_0_CONFIG_KEY);
+    assert_ne!(burst.config_key, no_burst.config_key);
+    let text = String::from_utf8(no_burst.to_canonical_bytes().unwrap()).unwrap();
+    assert!(!text.contains("first_burst"), "{text}");
 }
 
 #[test]

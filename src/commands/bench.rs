@@ -106,6 +106,9 @@ pub fn request_from_args(args: &BenchArgs) -> anyhow::Result<BenchRequest> {
         }
     }
     spec.nodelay = args.nodelay;
+    if let Some(burst) = args.first_burst {
+        spec.first_burst = burst;
+    }
     if let Some(text) = &args.cpus {
         let (local, remote) = if text.contains(',') {
             split_pair(text)

@@ -8,6 +8,7 @@ mod env;
 mod help;
 mod history;
 mod netns;
+mod parity;
 mod record;
 mod sweep;
 mod templates;

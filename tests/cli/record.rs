@@ -15,8 +15,8 @@ fn fixture_path() -> PathBuf {
     .collect()
 }
 
-const FIXTURE_ID: &str = "6343a63d59e7d02e1c17249d7c936907d79a41a065cc996201f917122a73066d";
-const FIXTURE_CONFIG_KEY: &str = "89f2dc6b658f529c204f7b12e3f4080b0daab6162560fe5f1e4c3f046c24cfea";
+const FIXTURE_ID: &str = "c63b9e12f749bc6e75dc95deece76e3e607ae9dbef37e88c6e6698a23bee8c92";
+const FIXTURE_CONFIG_KEY: &str = "c1ab09600994976f931d9518e621659c1b4ab371177346bc1db109bf22705e41";
 
 use crate::netbisect;
 
@@ -156,7 +156,7 @@ fn tampered_record_is_an_input_error() {
         &path,
         &format!(
             "id does not match the content: stated {FIXTURE_ID}, computed \
-             ea098bfe35021915fe609c2d7d25da2ae9a45f87015996ba06068e40e89a9987"
+             097aedcfa9b82fd7880fba8925326491d76042cb5518cc7f8133ca23c4192e8b"
         ),
     );
 }

@@ -52,6 +52,28 @@ struct Banner {
     host: String,
     family: AddressFamily,
     confidence: Option<ConfidenceSpec>,
+    /// `: first burst N` (`-b`).
+    first_burst: u32,
+    /// `: nodelay` (`-- -D`).
+    nodelay: bool,
+}
+
+/// The banner's `: ...` notes that change what was measured: the first
+/// burst and TCP_NODELAY. Others (`: demo`, `: cpu bind`, the confidence
+/// request) change nothing the record keys on.
+fn banner_notes(line: &str, line_no: usize) -> Result<(u32, bool), ImportError> {
+    let mut first_burst = 0;
+    let mut nodelay = false;
+    for note in line.split(" : ").skip(1).map(str::trim) {
+        if let Some(count) = note.strip_prefix("first burst") {
+            first_burst = count.trim().parse().map_err(|_| {
+                ImportError::parse(line_no, format!("invalid first burst \"{}\"", count.trim()))
+            })?;
+        } else if note == "nodelay" {
+            nodelay = true;
+        }
+    }
+    Ok((first_burst, nodelay))
 }
 
 fn parse_banner(line: &str, line_no: usize) -> Result<Banner, ImportError> {
@@ -87,11 +109,14 @@ fn parse_banner(line: &str, line_no: usize) -> Result<Banner, ImportError> {
     } else {
         AddressFamily::Ipv4
     };
+    let (first_burst, nodelay) = banner_notes(line, line_no)?;
     Ok(Banner {
         test,
         host,
         family,
         confidence: parse_confidence_request(line),
+        first_burst,
+        nodelay,
     })
 }
 
@@ -144,6 +169,8 @@ pub fn parse(text: &str, options: &ImportOptions) -> Result<(Format, RunRecord),
     let mut spec = RunSpec::defaults(banner.test);
     spec.family = banner.family;
     spec.confidence = banner.confidence.clone();
+    spec.first_burst = banner.first_burst;
+    spec.nodelay = banner.nodelay;
     let (format, figures) = if is_keyval_line(first_body) {
         let values = parse_keyval(&lines, line_idx)?;
         (
