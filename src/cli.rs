@@ -240,6 +240,14 @@ pub struct BenchArgs {
     /// Print interim results on stderr every SECS seconds
     #[arg(short = 'D', value_name = "SECS")]
     pub interim: Option<f64>,
+    /// Show (1) or leave out (0) the test banner, as netperf's -P
+    #[arg(short = 'P', value_name = "0|1", value_parser = clap::value_parser!(u8).range(0..=1))]
+    pub banner: Option<u8>,
+    /// netperf's test-specific options, after "--": -m -M (stream), -r
+    /// and -b (RR), -s -S, -D (TCP_NODELAY), -P ,RPORT, -4 -6. With "--",
+    /// give -s, -S and -r after it, as netperf reads them.
+    #[arg(last = true, value_name = "TEST OPTIONS")]
+    pub test_options: Vec<String>,
 }
 
 /// `netbisect serve`.

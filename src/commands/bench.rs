@@ -1,6 +1,7 @@
 //! `netbisect bench`: one socket test, netperf's flags, a netperf-like
 //! table (or the canonical record with `--json`).
 
+use super::test_options;
 use crate::cli::{BenchArgs, GlobalArgs};
 use crate::exit::{Code, InputError};
 use crate::render::Renderer;
@@ -35,8 +36,12 @@ pub fn run(global: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<Code> {
         bytes.push(b'\n');
         bytes
     } else {
+        let banner = args.banner != Some(0);
         Renderer::new(global.template_dir.as_deref())
-            .render("run", &serde_json::json!({ "record": record }))
+            .render(
+                "run",
+                &serde_json::json!({ "record": record, "banner": banner }),
+            )
             .context("failed to render the run")?
             .into_bytes()
     };
@@ -147,6 +152,9 @@ pub fn request_from_args(args: &BenchArgs) -> anyhow::Result<BenchRequest> {
     if let Some(warmup) = args.warmup {
         spec.warmup_s = warmup;
     }
+    test_options::refuse_clashing_globals(args)?;
+    let test_options = test_options::parse(test, &args.test_options)?;
+    test_options.apply(&mut spec);
     spec.validate().map_err(|err| InputError(err.to_string()))?;
     let interim = match args.interim {
         None => None,
@@ -181,7 +189,7 @@ pub fn request_from_args(args: &BenchArgs) -> anyhow::Result<BenchRequest> {
         None => None,
         Some(host) => {
             let mut options = ClientOptions::new(host, args.port);
-            options.data_ports = args.data_port;
+            options.data_ports = test_options.data_port.or(args.data_port);
             if let Some(path) = &args.token_file {
                 options.token =
                     Some(Token::from_file(path).map_err(|err| InputError(err.to_string()))?);
