@@ -319,7 +319,7 @@ pub enum ArchiveAction {
 /// `netbisect archive import`.
 #[derive(Debug, Args)]
 pub struct ImportArgs {
-    /// Files to import
+    /// Files to import ("-" for standard input)
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Commit id of the code the runs measured
@@ -334,6 +334,13 @@ pub struct ImportArgs {
     /// Testbed name [default: default]
     #[arg(long, value_name = "NAME")]
     pub testbed: Option<String>,
+    /// Label the runs of rows beginning with the side name NAME (as in
+    /// "current", "patched", "Org") LABEL instead [repeatable]
+    #[arg(long, value_name = "NAME=LABEL")]
+    pub side_label: Vec<String>,
+    /// Put PREFIX before the label taken from a row's side name
+    #[arg(long, value_name = "PREFIX")]
+    pub label_prefix: Option<String>,
 }
 
 /// Filters selecting archived runs; all given must match.

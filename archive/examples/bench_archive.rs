@@ -69,6 +69,7 @@ fn record(seed: u64) -> RunRecord {
         source: Source {
             tool: "netbisect".to_string(),
             version: Some("0.1.0".to_string()),
+            undated: false,
         },
         started_at: bench_core::time::rfc3339_utc(
             std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000 + seed * 11),

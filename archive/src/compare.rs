@@ -708,6 +708,7 @@ pub(crate) mod tests {
             source: Source {
                 tool: "netbisect".into(),
                 version: None,
+                undated: false,
             },
             started_at: started_at.into(),
             finished_at: started_at.into(),

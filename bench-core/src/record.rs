@@ -22,7 +22,10 @@
 //!   the count of failed sends by errno (`send_errors`) of UDP tests.
 //! - `id`: blake3 of the canonical bytes of the record without `id`, as 64
 //!   hex digits. Identical content gives an identical id, which makes
-//!   storing, importing and merging idempotent.
+//!   storing, importing and merging idempotent. For an imported run whose
+//!   text carried no time (`source.undated`, since 1.1), `started_at` and
+//!   `finished_at` are the import time and are left out too, so its id
+//!   depends on the text's content only.
 //! - `config_key`: blake3 of the canonical bytes of the resolved `spec`,
 //!   the `testbed` and the comparable knobs of both ends' environments
 //!   ([`HostEnv::comparable_knobs`]); never the commit or a time. Two runs
@@ -121,6 +124,12 @@ pub struct Source {
     /// Version of that tool, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
+    /// The tool's output said nothing of when the run took place (netperf
+    /// prints no time): `started_at` and `finished_at` hold when it was
+    /// imported, for ordering, and are left out of the id, so the same
+    /// output imported twice is one run. Since 1.1.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub undated: bool,
 }
 
 /// Where the remote end was.
@@ -779,6 +788,14 @@ impl RunRecord {
 fn id_of_tree(mut tree: Value) -> Result<String, RecordError> {
     if let Value::Object(members) = &mut tree {
         members.remove("id");
+        let undated = members
+            .get("source")
+            .and_then(|source| source.get("undated"))
+            .is_some_and(|undated| *undated == Value::Bool(true));
+        if undated {
+            members.remove("started_at");
+            members.remove("finished_at");
+        }
     }
     Ok(canonical::hash_hex(&canonical::to_canonical_bytes(&tree)?))
 }
@@ -1041,6 +1058,7 @@ mod tests {
             source: Source {
                 tool: "netbisect".into(),
                 version: None,
+                undated: false,
             },
             started_at: "2024-01-22T10:00:00Z".into(),
             finished_at: "2024-01-22T10:00:10Z".into(),

@@ -119,6 +119,7 @@ fn assemble(
         source: Source {
             tool: "netbisect".to_string(),
             version: Some(env!("CARGO_PKG_VERSION").to_string()),
+            undated: false,
         },
         started_at,
         finished_at,

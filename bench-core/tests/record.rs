@@ -283,6 +283,7 @@ fn fixture() -> RunRecord {
         source: Source {
             tool: "netbisect".into(),
             version: Some("0.1.0".into()),
+            undated: false,
         },
         started_at: "2026-01-15T09:30:00.000000Z".into(),
         finished_at: "2026-01-15T09:30:36.250000Z".into(),

@@ -398,6 +398,7 @@ mod render_tests {
             source: Source {
                 tool: "netbisect".to_string(),
                 version: None,
+                undated: false,
             },
             started_at: "2024-01-01T00:00:00Z".to_string(),
             finished_at: "2024-01-01T00:00:10Z".to_string(),

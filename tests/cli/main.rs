@@ -7,6 +7,7 @@ mod compare;
 mod env;
 mod help;
 mod history;
+mod imports;
 mod netns;
 mod parity;
 mod record;
