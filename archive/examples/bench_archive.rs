@@ -38,10 +38,10 @@ fn record(seed: u64) -> RunRecord {
         .map(|idx| Iteration {
             elapsed_s: 10.0,
             throughput_bps: base + f64::from(idx) * 1e6,
-            bytes_sent: 11_250_000_000,
-            bytes_received: 11_250_000_000,
-            messages_sent: 686_645,
-            messages_received: 686_645,
+            bytes_sent: Some(11_250_000_000),
+            bytes_received: Some(11_250_000_000),
+            messages_sent: Some(686_645),
+            messages_received: Some(686_645),
             ..Iteration::default()
         })
         .collect();

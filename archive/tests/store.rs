@@ -16,10 +16,10 @@ fn record(commit: &str, label: &str, throughput_bps: f64, test: TestKind) -> Run
             transaction_rate: test
                 .is_request_response()
                 .then_some(throughput_bps * factor / 16.0),
-            bytes_sent: 1000,
-            bytes_received: 1000,
-            messages_sent: 10,
-            messages_received: 10,
+            bytes_sent: Some(1000),
+            bytes_received: Some(1000),
+            messages_sent: Some(10),
+            messages_received: Some(10),
             ..Iteration::default()
         })
         .collect();

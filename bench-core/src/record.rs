@@ -256,14 +256,20 @@ pub struct Iteration {
     /// Completed transactions (request/response tests).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transactions: Option<u64>,
-    /// Payload bytes sent by the sending end(s).
-    pub bytes_sent: u64,
-    /// Payload bytes received by the receiving end(s).
-    pub bytes_received: u64,
-    /// Messages (send calls, datagrams) sent.
-    pub messages_sent: u64,
-    /// Messages received.
-    pub messages_received: u64,
+    /// Payload bytes sent by the sending end(s). Absent only in an
+    /// imported run whose tool did not print it (since 1.1: a count is
+    /// never derived from a rate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_sent: Option<u64>,
+    /// Payload bytes received by the receiving end(s); absent as above.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_received: Option<u64>,
+    /// Messages (send calls, datagrams) sent; absent as above.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages_sent: Option<u64>,
+    /// Messages received; absent as above.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages_received: Option<u64>,
     /// CPU figures, when measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu: Option<CpuFigures>,

@@ -146,8 +146,8 @@ pub fn summarize(spec: &RunSpec, iterations: &[Iteration]) -> Summary {
         .filter_map(|i| i.transaction_rate)
         .collect();
     let udp = (spec.test == TestKind::UdpStream).then(|| {
-        let sent: u64 = iterations.iter().map(|i| i.messages_sent).sum();
-        let received: u64 = iterations.iter().map(|i| i.messages_received).sum();
+        let sent: u64 = iterations.iter().filter_map(|i| i.messages_sent).sum();
+        let received: u64 = iterations.iter().filter_map(|i| i.messages_received).sum();
         let lost = sent.saturating_sub(received);
         let counted: Vec<u64> = iterations.iter().filter_map(|i| i.send_errors).collect();
         UdpFigures {

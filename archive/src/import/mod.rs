@@ -330,15 +330,6 @@ fn nonnegative(value: Option<f64>) -> Option<f64> {
     value.filter(|v| v.is_finite() && *v >= 0.0)
 }
 
-fn round_count(value: f64) -> u64 {
-    if value.is_finite() && value > 0.0 {
-        // Counts derived from rates stay far below 2^53.
-        value.round() as u64
-    } else {
-        0
-    }
-}
-
 /// Why a peer-tool run could not become a record.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum BuildError {
@@ -383,8 +374,7 @@ fn check_plausible(run: &PeerRun, options: &ImportOptions) -> Result<(), BuildEr
 }
 
 /// Builds and seals the record of one peer-tool run: one iteration with
-/// the figures; byte and message counts the tool did not print are derived
-/// from the rates and sizes it did.
+/// the figures the tool printed; what it did not print stays absent.
 pub(crate) fn build_record(run: PeerRun, options: &ImportOptions) -> Result<RunRecord, BuildError> {
     check_plausible(&run, options)?;
     let PeerRun {
@@ -415,58 +405,41 @@ pub(crate) fn build_record(run: PeerRun, options: &ImportOptions) -> Result<RunR
         send_errors: figures.send_errors,
         ..Iteration::default()
     };
+    // Counts are kept as the tool printed them; none is derived from a
+    // rate, which would make up a figure the tool never measured.
+    iteration.bytes_sent = figures.bytes_sent;
+    iteration.bytes_received = figures.bytes_received;
+    iteration.messages_sent = figures.messages_sent;
+    iteration.messages_received = figures.messages_received;
     if spec.test.is_request_response() {
         let rate = figures.transaction_rate.unwrap_or(0.0);
-        let transactions = round_count(rate * elapsed_s);
         let bytes_per_transaction =
             f64::from(spec.request_size_bytes) + f64::from(spec.response_size_bytes);
         iteration.transaction_rate = Some(rate);
-        iteration.transactions = Some(transactions);
+        // netbisect's throughput of an RR test is defined from the rate
+        // and the sizes, so it is the same figure, not an estimate.
         iteration.throughput_bps = figures
             .throughput_bps
             .unwrap_or(rate * bytes_per_transaction * 8.0);
-        iteration.bytes_sent = transactions * u64::from(spec.request_size_bytes);
-        iteration.bytes_received = transactions * u64::from(spec.response_size_bytes);
-        iteration.messages_sent = transactions;
-        iteration.messages_received = transactions;
     } else {
-        let throughput_bps = figures.throughput_bps.unwrap_or(0.0);
-        let message_size = f64::from(spec.send_size_bytes.max(1));
-        let derived_bytes = round_count(throughput_bps * elapsed_s / 8.0);
-        iteration.throughput_bps = throughput_bps;
-        iteration.bytes_received =
-            figures
-                .bytes_received
-                .unwrap_or(match figures.messages_received {
-                    Some(messages) => messages * u64::from(spec.send_size_bytes),
-                    None => derived_bytes,
-                });
-        iteration.bytes_sent = figures.bytes_sent.unwrap_or(match figures.messages_sent {
-            Some(messages) => messages * u64::from(spec.send_size_bytes),
-            None => iteration.bytes_received,
-        });
-        iteration.messages_sent = figures
-            .messages_sent
-            .unwrap_or_else(|| round_count(iteration.bytes_sent as f64 / message_size));
-        iteration.messages_received = figures
-            .messages_received
-            .unwrap_or_else(|| round_count(iteration.bytes_received as f64 / message_size));
+        iteration.throughput_bps = figures.throughput_bps.unwrap_or(0.0);
     }
-    let udp = (spec.test == bench_core::spec::TestKind::UdpStream).then(|| {
-        let sent = iteration.messages_sent;
-        let received = iteration.messages_received;
-        let loss_pct = figures.loss_pct.unwrap_or(if sent > 0 {
-            100.0 * sent.saturating_sub(received) as f64 / sent as f64
-        } else {
-            0.0
-        });
-        UdpFigures {
-            messages_sent: sent,
-            messages_received: received,
-            loss_pct,
-            send_errors: figures.send_errors,
+    let udp = match (spec.test, figures.messages_sent, figures.messages_received) {
+        (bench_core::spec::TestKind::UdpStream, Some(sent), Some(received)) => {
+            let loss_pct = figures.loss_pct.unwrap_or(if sent > 0 {
+                100.0 * sent.saturating_sub(received) as f64 / sent as f64
+            } else {
+                0.0
+            });
+            Some(UdpFigures {
+                messages_sent: sent,
+                messages_received: received,
+                loss_pct,
+                send_errors: figures.send_errors,
+            })
         }
-    });
+        _ => None,
+    };
 
     let mut source = source;
     source.undated = started_at.is_none();
