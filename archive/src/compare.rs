@@ -365,6 +365,10 @@ pub struct UnmatchedGroup {
     pub spec: SpecSummary,
     /// Number of runs.
     pub n_runs: usize,
+    /// The testbed of the other side's runs when they measured the same
+    /// test but on another testbed (an import without `--testbed` beside
+    /// a local run, say): the reason they are not compared.
+    pub other_testbed: Option<String>,
 }
 
 /// One of the two sides of a comparison.
@@ -464,12 +468,34 @@ pub fn compare(
                     spec_key,
                     spec: SpecSummary::of(representative),
                     n_runs: runs.first.len() + runs.second.len(),
+                    other_testbed: None,
                 });
             }
             (None, None) => {}
         }
     }
     groups.sort_by(|a, b| group_order(&a.spec, &a.spec_key, &b.spec, &b.spec_key));
+    // Runs that differ only in their testbed do not pair; say so, since
+    // it is easy to miss (an import names its testbed "default").
+    let other_testbeds: Vec<Option<String>> = unmatched
+        .iter()
+        .map(|group| {
+            unmatched
+                .iter()
+                .find(|other| {
+                    other.side != group.side
+                        && other.spec.testbed != group.spec.testbed
+                        && SpecSummary {
+                            testbed: group.spec.testbed.clone(),
+                            ..other.spec.clone()
+                        } == group.spec
+                })
+                .map(|other| other.spec.testbed.clone())
+        })
+        .collect();
+    for (group, other_testbed) in unmatched.iter_mut().zip(other_testbeds) {
+        group.other_testbed = other_testbed;
+    }
     unmatched.sort_by(|a, b| {
         a.side
             .cmp(&b.side)

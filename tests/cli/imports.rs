@@ -203,3 +203,31 @@ fn a_100_mb_line_or_document_is_refused_early() {
     );
     assert!(runs(&archive).is_empty());
 }
+
+#[test]
+fn compare_says_when_runs_differ_only_in_their_testbed() {
+    use crate::compare::{RunOf, import as import_records, stdout_of};
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("a.db");
+    let samples = [9.4e9, 9.5e9, 9.3e9, 9.4e9];
+    let imported = RunOf::stream("aaaa1111", "2026-01-01T00:00:00Z", &samples).record();
+    let mut local = RunOf::stream("bbbb2222", "2026-01-02T00:00:00Z", &samples).record();
+    local.testbed = "loopback".to_string();
+    local.seal().unwrap();
+    import_records(&archive, &[imported, local]);
+    let text =
+        stdout_of(netbisect_with(&archive).args(["compare", "commit:aaaa1111", "commit:bbbb2222"]));
+    crate::check_mailing_list_rules(&text);
+    assert!(
+        text.contains("No test configuration was run on both sides."),
+        "{text}"
+    );
+    let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        joined.contains(
+            "not compared with the other side's runs of this test: they are on testbed loopback"
+        ),
+        "{text}"
+    );
+    assert!(joined.contains("they are on testbed lab"), "{text}");
+}
