@@ -280,6 +280,18 @@ mod tests {
     }
 
     #[test]
+    fn a_bench_spec_of_bisect_takes_test_options_too() {
+        use clap::Parser;
+        let line = crate::cli::BenchSpecLine::try_parse_from([
+            "-t", "TCP_RR", "-l", "0.1", "--", "-r", "64,64", "-D",
+        ])
+        .unwrap();
+        let request = crate::commands::bench::request_from_args(&line.args).unwrap();
+        assert_eq!(request.spec.request_size_bytes, 64);
+        assert!(request.spec.nodelay);
+    }
+
+    #[test]
     fn options_a_test_does_not_take_are_named() {
         assert_eq!(
             error(TestKind::TcpStream, "-r 64,64"),
