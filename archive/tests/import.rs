@@ -580,3 +580,18 @@ fn an_output_cut_anywhere_gives_all_its_runs_or_an_error() {
         }
     }
 }
+
+#[test]
+fn prose_around_an_output_is_not_read() {
+    let stream = String::from_utf8(data("peer-outputs/netperf-TCP_STREAM-l10-plain.txt")).unwrap();
+    let email = format!(
+        "Hi,\n\nWe ran the TEST to see whether it helps, netperf to the \
+         peer:\n\n{stream}\nThe TEST from yesterday agrees.\n"
+    );
+    let imported = import::parse(email.as_bytes(), &options()).unwrap();
+    assert_eq!(imported.runs.len(), 1);
+    close(
+        imported.runs[0].record().iterations[0].throughput_bps,
+        11967.53e6,
+    );
+}

@@ -5,7 +5,22 @@
 //! remote host, the address family and, with `-I`, the requested
 //! confidence interval (`: +/-2.500% @ 99% conf.`). A `!!!` warning block
 //! (confidence not reached) may follow; its throughput interval becomes
-//! the record's confidence outcome.
+//! the record's confidence outcome. Older netperfs' banners (`UDP
+//! UNIDIRECTIONAL SEND TEST`, `TCP STREAM TEST ... : +/-2.500% @ 95%
+//! conf.  : demo`) read the same; the notes `: first burst N` and `:
+//! nodelay` enter the spec.
+//!
+//! An input may hold several outputs (a log appended to, an email): each
+//! runs from its banner to the next. Text before the first banner, and
+//! after a table's block of results, is not read, except that a line of
+//! numbers there is refused rather than dropped. A table whose rows begin
+//! with a word (`current`, `patched`, `Org:`) gives one run per such row,
+//! labelled by the word; an unlabelled line under one is its second line.
+//!
+//! Nothing is guessed: the first line of a run needs a figure for every
+//! column, a run needs all its lines (request/response rows given by side
+//! name may leave out the second, which holds only socket sizes), and an
+//! input whose last line lacks its end was cut and is refused.
 //!
 //! Classic tables are read by their headers, not by counting: the header
 //! row with the most words defines the columns, every other header word
@@ -40,10 +55,22 @@ fn is_netbisect_trailer(line: &str) -> bool {
             .is_some_and(|(_, id)| !id.is_empty() && id.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
-/// True when `line` is a netperf test banner.
+/// True when `line` is a netperf test banner: a test name that starts as
+/// netperf's do (`MIGRATED TCP STREAM`, `UDP UNIDIRECTIONAL SEND`, `TCP
+/// Connect/Request/Response`, netbisect's `TCP_RR`), then ` TEST`, and
+/// where from or to. The name keeps an email's prose ("we TEST it to
+/// see") from starting an output.
 pub fn is_banner(line: &str) -> bool {
     let line = line.trim();
-    line.contains(" TEST from ") || (line.contains(" TEST") && line.contains(" to "))
+    let Some(at) = line.find(" TEST") else {
+        return false;
+    };
+    let first_word = line[..at].split(' ').next().unwrap_or("");
+    let named = matches!(first_word, "MIGRATED" | "OMNI")
+        || ["TCP", "UDP", "SCTP"]
+            .iter()
+            .any(|protocol| first_word.starts_with(protocol));
+    named && (line[at..].starts_with(" TEST from ") || line.contains(" to "))
 }
 
 /// What the banner says.
