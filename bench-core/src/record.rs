@@ -18,8 +18,13 @@
 //!   checked over its `spec` as written.
 //!
 //!   Revision 1.1 added the spec's `first_burst` (left out when 0, so the
-//!   `config_key` of every run without a burst is what 1.0 computed) and
-//!   the count of failed sends by errno (`send_errors`) of UDP tests.
+//!   `config_key` of every run without a burst is what 1.0 computed), the
+//!   count of failed sends by errno (`send_errors`) of UDP tests and
+//!   `source.undated`, and made an iteration's byte and message counts
+//!   optional (an import keeps only what its tool printed). A 1.0 reader
+//!   reads a 1.1 record that uses none of these; it refuses one with a
+//!   burst (its config_key), an undated one (its id) and one without
+//!   counts (a missing field), rather than misread them.
 //! - `id`: blake3 of the canonical bytes of the record without `id`, as 64
 //!   hex digits. Identical content gives an identical id, which makes
 //!   storing, importing and merging idempotent. For an imported run whose
