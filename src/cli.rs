@@ -183,8 +183,9 @@ pub struct BenchArgs {
     /// Set TCP_NODELAY on the data connections
     #[arg(long)]
     pub nodelay: bool,
-    /// First burst of TCP_RR: N requests beyond the first outstanding
-    /// before a response is awaited, as netperf's -b [default: 0]
+    /// First burst of TCP_RR and UDP_RR: N requests beyond the first
+    /// outstanding before a response is awaited, as netperf's -b
+    /// [default: 0]
     #[arg(short = 'b', value_name = "N")]
     pub first_burst: Option<u32>,
     /// Pin the local and remote end to CPUs ("N" both, "N," local only,

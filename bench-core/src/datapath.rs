@@ -644,18 +644,40 @@ impl ClientFlow {
                 Ok(Step::Done)
             }
             (Link::Udp(udp, _), _) => {
-                match udp.send(&self.send) {
-                    Ok(sent) => {
-                        counters.bytes_sent += sent as u64;
-                        counters.messages_sent += 1;
+                // One request outstanding, or with a first burst the
+                // window, which opens one request per response as on TCP.
+                let burst = plan.spec.first_burst;
+                while self.outstanding < self.window {
+                    match udp.send(&self.send) {
+                        Ok(sent) => {
+                            counters.bytes_sent += sent as u64;
+                            counters.messages_sent += 1;
+                        }
+                        Err(err) => count_send_error(counters, err)?,
                     }
-                    Err(err) => count_send_error(counters, err)?,
+                    if burst > 0 {
+                        self.sent_at.push_back(Instant::now());
+                    }
+                    self.outstanding += 1;
                 }
-                match udp.recv(&mut self.receive) {
+                let received = udp.recv(&mut self.receive);
+                // Answered or given up, the oldest request is no longer
+                // outstanding.
+                self.outstanding -= 1;
+                let oldest = if burst > 0 {
+                    self.sent_at.pop_front()
+                } else {
+                    None
+                };
+                match received {
                     Ok(got) => {
                         counters.bytes_received += got as u64;
                         counters.messages_received += 1;
                         counters.transactions += 1;
+                        self.started = oldest;
+                        if self.window <= burst {
+                            self.window += 1;
+                        }
                         Ok(Step::Done)
                     }
                     // A lost request or response: count it and go on. A

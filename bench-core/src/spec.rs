@@ -168,7 +168,7 @@ pub struct RunSpec {
     /// absent: one thread per flow.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threads: Option<u32>,
-    /// netperf's first burst (`-b`, TCP_RR): requests sent beyond the
+    /// netperf's first burst (`-b`, TCP_RR and UDP_RR): requests sent beyond the
     /// first before waiting for a response, so that up to `first_burst +
     /// 1` transactions are outstanding. The window opens one transaction
     /// per response, as netperf's does, so that slow start does not batch
@@ -423,11 +423,11 @@ impl RunSpec {
         }
         if self.first_burst > 0 {
             match self.test {
-                TestKind::TcpRr => {}
-                TestKind::TcpCrr | TestKind::UdpRr => {
-                    return Err(SpecError::Unsupported(
-                        "a first burst (-b) other than on TCP_RR",
-                    ));
+                TestKind::TcpRr | TestKind::UdpRr => {}
+                // A connection per transaction leaves nothing to keep
+                // outstanding on it; netperf has no burst there either.
+                TestKind::TcpCrr => {
+                    return Err(SpecError::Unsupported("a first burst (-b) on TCP_CRR"));
                 }
                 stream => return Err(SpecError::BurstOnStream(stream)),
             }

@@ -6,7 +6,7 @@
 //! `-m`/`-M` send and receive size (stream tests), `-r req,resp` (RR
 //! tests), `-s`/`-S` local and remote socket buffer, `-D` TCP_NODELAY,
 //! `-P lport,rport` data ports (only the remote one is supported: it
-//! becomes `--data-port`), `-b` first burst (TCP_RR), `-4`/`-6`. An
+//! becomes `--data-port`), `-b` first burst (TCP_RR, UDP_RR), `-4`/`-6`. An
 //! option the test does not take, or one netbisect does not know, is a
 //! usage error naming it, never ignored.
 //!

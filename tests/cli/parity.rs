@@ -65,6 +65,28 @@ fn a_first_burst_raises_the_rate_and_is_recorded() {
     assert!(four > 1.3 * none, "-b 4: {four} vs -b 0: {none}");
     assert!(sixteen > 2.0 * none, "-b 16: {sixteen} vs -b 0: {none}");
     assert_eq!(stored_runs(&archive), 9);
+
+    // UDP_RR keeps its burst outstanding the same way.
+    let mut best = [0.0f64; 2];
+    for _ in 0..3 {
+        for (idx, burst) in ["0", "16"].into_iter().enumerate() {
+            let record = bench_json(
+                &archive,
+                &["-t", "UDP_RR", "-l", "0.2", "-T", "0,1", "-b", burst],
+            );
+            let recorded = record["spec"]["first_burst"].as_u64().unwrap_or(0);
+            assert_eq!(recorded.to_string(), burst);
+            let rate = record["summary"]["transaction_rate"]["mean"]
+                .as_f64()
+                .unwrap();
+            best[idx] = best[idx].max(rate);
+        }
+    }
+    let [none, sixteen] = best;
+    assert!(
+        sixteen > 2.0 * none,
+        "UDP_RR -b 16: {sixteen} vs -b 0: {none}"
+    );
 }
 
 #[test]
@@ -80,9 +102,9 @@ fn a_burst_where_there_is_nothing_to_burst_is_refused() {
             "{stderr}"
         );
     }
-    let stderr = refused(&archive, &["-t", "UDP_RR", "-b", "4", "-l", "0.1"]);
+    let stderr = refused(&archive, &["-t", "TCP_CRR", "-b", "4", "-l", "0.1"]);
     assert!(
-        stderr.contains("a first burst (-b) other than on TCP_RR is not supported yet"),
+        stderr.contains("a first burst (-b) on TCP_CRR is not supported yet"),
         "{stderr}"
     );
     assert!(!archive.exists() || stored_runs(&archive) == 0);
