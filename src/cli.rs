@@ -183,6 +183,11 @@ pub struct BenchArgs {
     /// Set TCP_NODELAY on the data connections
     #[arg(long)]
     pub nodelay: bool,
+    /// First burst of TCP_RR and UDP_RR: N requests beyond the first
+    /// outstanding before a response is awaited, as netperf's -b
+    /// [default: 0]
+    #[arg(short = 'b', value_name = "N")]
+    pub first_burst: Option<u32>,
     /// Pin the local and remote end to CPUs ("N" both, "N," local only,
     /// ",N" remote only)
     #[arg(short = 'T', value_name = "LCPU,RCPU")]
@@ -238,6 +243,14 @@ pub struct BenchArgs {
     pub interim: Option<f64>,
     #[command(flatten)]
     pub units: UnitsArg,
+    /// Show (1) or leave out (0) the test banner, as netperf's -P
+    #[arg(short = 'P', value_name = "0|1", value_parser = clap::value_parser!(u8).range(0..=1))]
+    pub banner: Option<u8>,
+    /// netperf's test-specific options, after "--": -m -M (stream), -r
+    /// and -b (RR), -s -S, -D (TCP_NODELAY), -P ,RPORT, -4 -6. With "--",
+    /// give -s, -S and -r after it, as netperf reads them.
+    #[arg(last = true, value_name = "TEST OPTIONS")]
+    pub test_options: Vec<String>,
 }
 
 /// `netbisect serve`.
@@ -311,7 +324,7 @@ pub enum ArchiveAction {
 /// `netbisect archive import`.
 #[derive(Debug, Args)]
 pub struct ImportArgs {
-    /// Files to import
+    /// Files to import ("-" for standard input)
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Commit id of the code the runs measured
@@ -326,6 +339,13 @@ pub struct ImportArgs {
     /// Testbed name [default: default]
     #[arg(long, value_name = "NAME")]
     pub testbed: Option<String>,
+    /// Label the runs of rows beginning with the side name NAME (as in
+    /// "current", "patched", "Org") LABEL instead [repeatable]
+    #[arg(long, value_name = "NAME=LABEL")]
+    pub side_label: Vec<String>,
+    /// Put PREFIX before the label taken from a row's side name
+    #[arg(long, value_name = "PREFIX")]
+    pub label_prefix: Option<String>,
 }
 
 /// Filters selecting archived runs; all given must match.

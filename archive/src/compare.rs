@@ -213,6 +213,8 @@ pub struct SpecSummary {
     pub flows: u32,
     /// TCP_NODELAY set.
     pub nodelay: bool,
+    /// First burst (`-b`), when there is one.
+    pub first_burst: Option<u32>,
     /// Length of one iteration, seconds.
     pub duration_s: f64,
 }
@@ -239,6 +241,7 @@ impl SpecSummary {
             remote_socket_buffer_bytes: spec.remote_socket_buffer_bytes,
             flows: spec.flows,
             nodelay: spec.nodelay,
+            first_burst: (spec.first_burst > 0).then_some(spec.first_burst),
             duration_s: spec.duration_s,
         }
     }
@@ -399,6 +402,10 @@ pub struct UnmatchedGroup {
     pub title_options: Vec<String>,
     /// Number of runs.
     pub n_runs: usize,
+    /// The testbed of the other side's runs when they measured the same
+    /// test but on another testbed (an import without `--testbed` beside
+    /// a local run, say): the reason they are not compared.
+    pub other_testbed: Option<String>,
 }
 
 /// One of the two sides of a comparison.
@@ -503,12 +510,34 @@ pub fn compare(
                         .map(|option| option.title)
                         .collect(),
                     n_runs: runs.first.len() + runs.second.len(),
+                    other_testbed: None,
                 });
             }
             (None, None) => {}
         }
     }
     groups.sort_by(|a, b| group_order(&a.spec, &a.spec_key, &b.spec, &b.spec_key));
+    // Runs that differ only in their testbed do not pair; say so, since
+    // it is easy to miss (an import names its testbed "default").
+    let other_testbeds: Vec<Option<String>> = unmatched
+        .iter()
+        .map(|group| {
+            unmatched
+                .iter()
+                .find(|other| {
+                    other.side != group.side
+                        && other.spec.testbed != group.spec.testbed
+                        && SpecSummary {
+                            testbed: group.spec.testbed.clone(),
+                            ..other.spec.clone()
+                        } == group.spec
+                })
+                .map(|other| other.spec.testbed.clone())
+        })
+        .collect();
+    for (group, other_testbed) in unmatched.iter_mut().zip(other_testbeds) {
+        group.other_testbed = other_testbed;
+    }
     unmatched.sort_by(|a, b| {
         a.side
             .cmp(&b.side)
@@ -771,6 +800,7 @@ pub(crate) mod tests {
             source: Source {
                 tool: "netbisect".into(),
                 version: None,
+                undated: false,
             },
             started_at: started_at.into(),
             finished_at: started_at.into(),

@@ -48,6 +48,7 @@ pub fn spec_options(spec: &RunSpec) -> Vec<SpecOption> {
         local_socket_buffer_bytes,
         remote_socket_buffer_bytes,
         nodelay,
+        first_burst,
         cpu_pinning,
         local_cpu,
         remote_cpu,
@@ -109,6 +110,9 @@ pub fn spec_options(spec: &RunSpec) -> Vec<SpecOption> {
             "-r",
             format!("{request_size_bytes},{response_size_bytes}"),
         ));
+    }
+    if *first_burst != defaults.first_burst {
+        options.push(both("-b", first_burst.to_string()));
     }
     if *nodelay {
         options.push(option("nodelay".to_string(), "--nodelay".to_string()));

@@ -708,9 +708,10 @@ fn prepare_insert<'conn>(
         .map(|m| schema::metric_column(*m))
         .collect();
     let sql = format!(
-        "INSERT INTO runs ({RUN_COLUMNS}, record, {}) VALUES ({}) ON CONFLICT (id) DO NOTHING",
+        "INSERT INTO runs ({RUN_COLUMNS}, record, {}, imported_at) VALUES ({}) \
+         ON CONFLICT (id) DO NOTHING",
         metric_columns.join(", "),
-        (1..=13 + metric_columns.len())
+        (1..=14 + metric_columns.len())
             .map(|idx| format!("?{idx}"))
             .collect::<Vec<_>>()
             .join(", ")
@@ -748,6 +749,7 @@ fn insert_run(
         metrics[6],
         metrics[7],
         metrics[8],
+        record.source.undated.then_some(&record.started_at),
     ])?;
     Ok(changed == 1)
 }
@@ -905,6 +907,7 @@ mod tests {
             source: Source {
                 tool: "netbisect".to_string(),
                 version: None,
+                undated: false,
             },
             started_at: "2026-01-01T00:00:00.000000Z".to_string(),
             finished_at: "2026-01-01T00:00:10.000000Z".to_string(),

@@ -35,6 +35,7 @@ use crate::sockets::{
 };
 use crate::spec::{RunSpec, TestKind};
 use socket2::{SockRef, Socket, Type};
+use std::collections::{BTreeMap, VecDeque};
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -138,6 +139,9 @@ struct Counters {
     messages_received: u64,
     transactions: u64,
     timeouts: u64,
+    /// Failed sends by errno name; an entry is made on a kind's first
+    /// failure only, so the hot loop does not allocate.
+    send_errors: BTreeMap<&'static str, u64>,
 }
 
 impl Counters {
@@ -150,10 +154,36 @@ impl Counters {
             messages_received: self.messages_received,
             transactions: test.is_request_response().then_some(self.transactions),
             timeouts: (test == TestKind::UdpRr).then_some(self.timeouts),
+            send_errors: self
+                .send_errors
+                .into_iter()
+                .map(|(name, count)| (name.to_string(), count))
+                .collect(),
             socket,
             tcp_info: None,
         }
     }
+}
+
+/// Counts a failed UDP send that does not end the test: the kernel
+/// dropped the datagram at the sender (`ENOBUFS`: a device queue was
+/// full; `EAGAIN`: no send buffer within the timeout). netperf counts the
+/// first in its "Errors" column and so do we, by errno. Any other error
+/// is returned.
+fn count_send_error(counters: &mut Counters, err: io::Error) -> Result<(), DataError> {
+    let name = match err.raw_os_error() {
+        Some(libc::ENOBUFS) => "ENOBUFS",
+        Some(libc::EAGAIN) => "EAGAIN",
+        _ if err.kind() == io::ErrorKind::Interrupted => return Ok(()),
+        _ => return Err(io_error("send")(err)),
+    };
+    match counters.send_errors.get_mut(name) {
+        Some(count) => *count += 1,
+        None => {
+            counters.send_errors.insert(name, 1);
+        }
+    }
+    Ok(())
 }
 
 fn duration_of(spec: &RunSpec) -> Duration {
@@ -434,6 +464,13 @@ fn connect_udp(
             .set_read_timeout(Some(plan.udp_rr_timeout))
             .map_err(io_error("SO_RCVTIMEO"))?;
     }
+    if spec.test == TestKind::UdpStream {
+        // Without IP_RECVERR Linux hides ENOBUFS from a UDP sender (the
+        // datagram is dropped, send() succeeds and only the host-wide
+        // SndbufErrors counter moves), so failed sends could not be
+        // counted per test.
+        sockets::set_recverr(&socket, server.ip()).map_err(io_error("IP_RECVERR"))?;
+    }
     let peer = socket.peer_addr().ok().and_then(|addr| addr.as_socket());
     check_peer(server, peer)?;
     let mut truth = truth;
@@ -463,6 +500,16 @@ struct ClientFlow {
     /// The peer has closed (TCP_MAERTS).
     finished: bool,
     elapsed: Duration,
+    /// First burst (TCP_RR `-b`): transactions that may be outstanding
+    /// now, growing by one per response up to `first_burst + 1`.
+    window: u32,
+    /// Requests sent and not yet answered.
+    outstanding: u32,
+    /// When each outstanding request was sent, oldest first (burst only;
+    /// sized for the whole window up front, so it never allocates).
+    sent_at: VecDeque<Instant>,
+    /// When the request the last step completed was sent (burst only).
+    started: Option<Instant>,
 }
 
 /// What one step of a flow did.
@@ -506,6 +553,10 @@ impl ClientFlow {
             latency: spec.test.is_request_response().then(Histogram::new),
             finished: false,
             elapsed: Duration::ZERO,
+            window: 1,
+            outstanding: 0,
+            sent_at: VecDeque::with_capacity(spec.first_burst as usize + 1),
+            started: None,
         })
     }
 
@@ -534,6 +585,26 @@ impl ClientFlow {
                 Err(err) if err.kind() == io::ErrorKind::Interrupted => Ok(Step::Done),
                 Err(err) => Err(io_error("receive")(err)),
             },
+            (Link::Tcp(stream), _) if plan.spec.first_burst > 0 => {
+                // netperf's first burst: fill the window, then take one
+                // response, which opens the window by one more until it
+                // holds the first request and the whole burst.
+                while self.outstanding < self.window {
+                    stream.write_all(&self.send).map_err(io_error("send"))?;
+                    self.sent_at.push_back(Instant::now());
+                    self.outstanding += 1;
+                }
+                if !read_message(stream, &mut self.receive)? {
+                    return Err(DataError::PeerClosed);
+                }
+                self.outstanding -= 1;
+                self.started = self.sent_at.pop_front();
+                if self.window <= plan.spec.first_burst {
+                    self.window += 1;
+                }
+                counters.transactions += 1;
+                Ok(Step::Done)
+            }
             (Link::Tcp(stream), _) => {
                 stream.write_all(&self.send).map_err(io_error("send"))?;
                 if !read_message(stream, &mut self.receive)? {
@@ -567,27 +638,46 @@ impl ClientFlow {
                         counters.messages_sent += 1;
                     }
                     // A full device queue drops the datagram at the sender;
-                    // that is loss, not failure.
-                    Err(err) if err.raw_os_error() == Some(libc::ENOBUFS) => {}
-                    Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
-                    Err(err) => return Err(io_error("send")(err)),
+                    // that is loss, counted, not failure.
+                    Err(err) => count_send_error(counters, err)?,
                 }
                 Ok(Step::Done)
             }
             (Link::Udp(udp, _), _) => {
-                match udp.send(&self.send) {
-                    Ok(sent) => {
-                        counters.bytes_sent += sent as u64;
-                        counters.messages_sent += 1;
+                // One request outstanding, or with a first burst the
+                // window, which opens one request per response as on TCP.
+                let burst = plan.spec.first_burst;
+                while self.outstanding < self.window {
+                    match udp.send(&self.send) {
+                        Ok(sent) => {
+                            counters.bytes_sent += sent as u64;
+                            counters.messages_sent += 1;
+                        }
+                        Err(err) => count_send_error(counters, err)?,
                     }
-                    Err(err) if err.raw_os_error() == Some(libc::ENOBUFS) => {}
-                    Err(err) => return Err(io_error("send")(err)),
+                    if burst > 0 {
+                        self.sent_at.push_back(Instant::now());
+                    }
+                    self.outstanding += 1;
                 }
-                match udp.recv(&mut self.receive) {
+                let received = udp.recv(&mut self.receive);
+                // Answered or given up, the oldest request is no longer
+                // outstanding.
+                self.outstanding -= 1;
+                let oldest = if burst > 0 {
+                    self.sent_at.pop_front()
+                } else {
+                    None
+                };
+                match received {
                     Ok(got) => {
                         counters.bytes_received += got as u64;
                         counters.messages_received += 1;
                         counters.transactions += 1;
+                        self.started = oldest;
+                        if self.window <= burst {
+                            self.window += 1;
+                        }
                         Ok(Step::Done)
                     }
                     // A lost request or response: count it and go on. A
@@ -619,8 +709,16 @@ impl ClientFlow {
     /// Ends the flow after the window and reports it.
     fn finish(mut self, test: TestKind) -> Result<(EndReport, Option<Histogram>), DataError> {
         let mut tcp_info = None;
-        match &self.link {
+        match &mut self.link {
             Link::Tcp(stream) => {
+                // Responses to a burst's requests still in flight are
+                // taken, not counted, so that the server can answer all
+                // it was asked before the connection closes.
+                for _ in 0..self.outstanding {
+                    if !read_message(stream, &mut self.receive)? {
+                        return Err(DataError::PeerClosed);
+                    }
+                }
                 if test != TestKind::TcpMaerts {
                     stream
                         .shutdown(Shutdown::Write)
@@ -697,8 +795,11 @@ fn client_thread(
             let after = Instant::now();
             match step {
                 Step::Done => {
+                    // With a burst, a transaction's time runs from when
+                    // its own request was sent.
+                    let started = flow.started.take().unwrap_or(now);
                     if let Some(histogram) = &mut flow.latency {
-                        histogram.record(after - now);
+                        histogram.record(after - started);
                     }
                 }
                 Step::Lost => {}
@@ -1386,8 +1487,7 @@ fn server_udp(
                             meter.counters.messages_sent += 1;
                             meter.counters.transactions += 1;
                         }
-                        Err(err) if err.raw_os_error() == Some(libc::ENOBUFS) => {}
-                        Err(err) => return Err(io_error("send")(err)),
+                        Err(err) => count_send_error(&mut meter.counters, err)?,
                     }
                 }
                 last_datagram = Instant::now();

@@ -119,6 +119,7 @@ fn assemble(
         source: Source {
             tool: "netbisect".to_string(),
             version: Some(env!("CARGO_PKG_VERSION").to_string()),
+            undated: false,
         },
         started_at,
         finished_at,
@@ -145,10 +146,12 @@ pub fn summarize(spec: &RunSpec, iterations: &[Iteration]) -> Summary {
         .filter_map(|i| i.transaction_rate)
         .collect();
     let udp = (spec.test == TestKind::UdpStream).then(|| {
-        let sent: u64 = iterations.iter().map(|i| i.messages_sent).sum();
-        let received: u64 = iterations.iter().map(|i| i.messages_received).sum();
+        let sent: u64 = iterations.iter().filter_map(|i| i.messages_sent).sum();
+        let received: u64 = iterations.iter().filter_map(|i| i.messages_received).sum();
         let lost = sent.saturating_sub(received);
+        let counted: Vec<u64> = iterations.iter().filter_map(|i| i.send_errors).collect();
         UdpFigures {
+            send_errors: (!counted.is_empty()).then(|| counted.iter().sum()),
             messages_sent: sent,
             messages_received: received,
             loss_pct: if sent > 0 {

@@ -54,7 +54,7 @@ fn aggregate_is_the_sum_of_the_flows() {
     let sum: f64 = iteration.flows.iter().map(|f| f.throughput_bps).sum();
     assert!(close(iteration.throughput_bps, sum));
     let bytes: u64 = iteration.flows.iter().map(|f| f.bytes_received).sum();
-    assert_eq!(iteration.bytes_received, bytes);
+    assert_eq!(iteration.bytes_received, Some(bytes));
     let ends = iteration.ends.as_ref().unwrap();
     assert_eq!(ends.remote.bytes_received, bytes);
     // Each flow had its own connection, and every one of them moved data
@@ -148,7 +148,7 @@ fn service_demand_follows_the_recorded_utilisation_and_work() {
     });
     // Stream tests: microseconds per KB of payload.
     check_cpu(&record, |iteration| {
-        iteration.bytes_received as f64 / 1024.0 / iteration.elapsed_s
+        iteration.bytes_received.unwrap() as f64 / 1024.0 / iteration.elapsed_s
     });
     // Several flows: once for all of them, over the aggregate.
     let record = run(TestKind::TcpStream, |spec| {

@@ -53,6 +53,7 @@ fn write_records(dir: &Path) {
                 source: Source {
                     tool: "netbisect".into(),
                     version: None,
+                    undated: false,
                 },
                 started_at: "2025-01-01T00:00:00Z".into(),
                 finished_at: "2025-01-01T00:00:01Z".into(),

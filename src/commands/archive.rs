@@ -168,16 +168,31 @@ fn import_file(
         file: file.display().to_string(),
         message,
     };
-    let bytes = std::fs::read(file).map_err(|err| file_error(format!("cannot read: {err}")))?;
-    // netperf prints no time; the file's modification time is when the
-    // output was written, so it stands for the end of the run.
-    let finished_at = std::fs::metadata(file)
-        .and_then(|metadata| metadata.modified())
-        .ok();
+    let read = if file.as_os_str() == "-" {
+        import::read_input(std::io::stdin().lock())
+    } else {
+        std::fs::File::open(file)
+            .map_err(import::ReadError::from)
+            .and_then(import::read_input)
+    };
+    let bytes = read.map_err(|err| file_error(err.to_string()))?;
+    let mut side_labels = std::collections::BTreeMap::new();
+    for mapping in &args.side_label {
+        let (name, label) = mapping.split_once('=').ok_or_else(|| {
+            InputError(format!(
+                "invalid --side-label '{mapping}' (expected NAME=LABEL)"
+            ))
+        })?;
+        side_labels.insert(name.to_string(), label.to_string());
+    }
+    // A run whose text has no time starts when it is imported, which
+    // orders it but does not enter its id.
     let options = ImportOptions {
         subject: subject.clone(),
         testbed: args.testbed.clone(),
-        finished_at,
+        imported_at: Some(std::time::SystemTime::now()),
+        side_labels,
+        label_prefix: args.label_prefix.clone(),
     };
     let imported = import::parse(&bytes, &options).map_err(|err| file_error(err.to_string()))?;
     let counts = archive

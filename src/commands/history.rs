@@ -225,8 +225,13 @@ fn spec_label(spec: &SpecSummary) -> String {
     if let Some(bytes) = spec.remote_socket_buffer_bytes {
         label.push_str(&format!(" -S {bytes}"));
     }
+    if let Some(burst) = spec.first_burst {
+        label.push_str(&format!(" -b {burst}"));
+    }
+    // "nodelay", not netperf's test-specific -D, which before "--" reads
+    // as the interim-report option.
     if spec.nodelay {
-        label.push_str(" -D");
+        label.push_str(" nodelay");
     }
     if spec.family == "ipv6" {
         label.push_str(" -6");

@@ -12,6 +12,7 @@ mod selector;
 mod serve;
 mod sweep;
 mod templates;
+mod test_options;
 mod verdict;
 
 use crate::cli::{Cli, Command};

@@ -89,6 +89,7 @@ impl<'a> RunOf<'a> {
             source: Source {
                 tool: "netbisect".to_string(),
                 version: None,
+                undated: false,
             },
             started_at: self.started_at.to_string(),
             finished_at: self.started_at.to_string(),

@@ -15,8 +15,8 @@ fn fixture_path() -> PathBuf {
     .collect()
 }
 
-const FIXTURE_ID: &str = "aaaa9541da83110b5ebb2efd7f214effe502ca971f4e8317dd977869c2bd3391";
-const FIXTURE_CONFIG_KEY: &str = "89f2dc6b658f529c204f7b12e3f4080b0daab6162560fe5f1e4c3f046c24cfea";
+const FIXTURE_ID: &str = "c63b9e12f749bc6e75dc95deece76e3e607ae9dbef37e88c6e6698a23bee8c92";
+const FIXTURE_CONFIG_KEY: &str = "c1ab09600994976f931d9518e621659c1b4ab371177346bc1db109bf22705e41";
 
 use crate::netbisect;
 
@@ -134,16 +134,16 @@ fn non_utf8_is_an_input_error() {
 #[test]
 fn wrong_schema_is_an_input_error() {
     let dir = tempfile::tempdir().unwrap();
-    let text = fixture_text().replace("netbisect.run/1", "netbisect.run/2");
+    let text = fixture_text().replace("netbisect.run/1.1", "netbisect.run/2");
     let path = write(dir.path(), "v2.json", text.as_bytes());
     assert_rejected(
         &path,
-        "unsupported schema \"netbisect.run/2\": this netbisect reads netbisect.run/1",
+        "unsupported schema \"netbisect.run/2\": this netbisect reads netbisect.run/1.x",
     );
     let path = write(dir.path(), "other.json", b"{\"start\": {}, \"end\": {}}");
     assert_rejected(
         &path,
-        "missing \"schema\" field (expected \"netbisect.run/1\")",
+        "missing \"schema\" field (expected \"netbisect.run/1.1\")",
     );
 }
 
@@ -156,7 +156,7 @@ fn tampered_record_is_an_input_error() {
         &path,
         &format!(
             "id does not match the content: stated {FIXTURE_ID}, computed \
-             56710388ea5ff7636bd7b67e425f33c7e01e34a2d39539f0532acb6fb8cdd37e"
+             097aedcfa9b82fd7880fba8925326491d76042cb5518cc7f8133ca23c4192e8b"
         ),
     );
 }

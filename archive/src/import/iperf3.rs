@@ -176,6 +176,7 @@ pub fn parse(text: &str, options: &ImportOptions) -> Result<RunRecord, ImportErr
         source: Source {
             tool: String::from("iperf3"),
             version,
+            undated: false,
         },
         spec,
         endpoint,
