@@ -466,6 +466,11 @@ pub struct BisectStartArgs {
     /// Most repeats of one commit (an undecided commit is skipped)
     #[arg(long, value_name = "N", default_value_t = 100)]
     pub max_repeats: u32,
+    /// How to walk the range: posterior (every sample updates one
+    /// posterior over the culprit; the next goes where it tells the most)
+    /// or sequential (one commit at a time until it is classified)
+    #[arg(long, value_enum, value_name = "METHOD", default_value = "posterior")]
+    pub method: MethodArg,
     /// Seconds a measure command may run before it is killed (a skip)
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<f64>,
@@ -484,6 +489,15 @@ pub enum DirectionArg {
 }
 
 /// `netbisect verdict`.
+/// How a bisection walks the range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum MethodArg {
+    /// Probabilistic bisection over one posterior
+    Posterior,
+    /// A sequential test per commit, as git bisect with repeats
+    Sequential,
+}
+
 #[derive(Debug, Args)]
 pub struct VerdictArgs {
     /// The good baseline: an archived run id (prefix), whose commit's runs

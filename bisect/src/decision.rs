@@ -104,6 +104,32 @@ pub struct DecisionConfig {
     pub min_effect_pct: f64,
     /// Repeats added to the culprit and its parent to confirm the answer.
     pub confirm_repeats: u32,
+    /// How the range is walked. Journals written before there was a
+    /// choice walked it sequentially.
+    #[serde(default)]
+    pub method: Method,
+    /// Posterior probability at which the probabilistic method names the
+    /// culprit.
+    #[serde(default = "default_culprit_confidence")]
+    pub culprit_confidence: f64,
+}
+
+/// How a bisection walks the range.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Method {
+    /// One commit at a time, repeated until the sequential test
+    /// classifies it (see [`classify`]); then the next, as `git bisect`.
+    #[default]
+    Sequential,
+    /// Probabilistic bisection: every sample of every commit updates one
+    /// posterior over the culprit, and the next sample goes where it tells
+    /// the most (see [`crate::posterior`]).
+    Posterior,
+}
+
+fn default_culprit_confidence() -> f64 {
+    0.995
 }
 
 impl Default for DecisionConfig {
@@ -115,6 +141,8 @@ impl Default for DecisionConfig {
             min_end_repeats: 5,
             min_effect_pct: 1.0,
             confirm_repeats: 5,
+            method: Method::Posterior,
+            culprit_confidence: default_culprit_confidence(),
         }
     }
 }
@@ -235,15 +263,8 @@ impl Model {
         if samples.is_empty() {
             return 0.0;
         }
-        let delta = self.new_mean - self.old_mean;
-        let midpoint = (self.old_mean + self.new_mean) / 2.0;
-        let bound = delta.abs() / 2.0 + CLIP_SIGMAS * self.sigma;
         let n_samples = samples.len() as f64;
-        let clipped_mean = samples
-            .iter()
-            .map(|&x| midpoint + (x - midpoint).clamp(-bound, bound))
-            .sum::<f64>()
-            / n_samples;
+        let clipped_mean = samples.iter().map(|&x| self.clip(x)).sum::<f64>() / n_samples;
         let sigma2 = self.sigma * self.sigma;
         // The means are estimates: the commit's mean is compared with each
         // through the variance of the difference, so that the evidence
@@ -255,6 +276,21 @@ impl Model {
         dist_old * dist_old / (2.0 * var_old)
             - dist_new * dist_new / (2.0 * var_new)
             - 0.5 * (var_new / var_old).ln()
+    }
+
+    /// `value` clipped to at most [`CLIP_SIGMAS`] noise scales beyond the
+    /// farther of the two means, so that one wild sample weighs no more
+    /// than a sample that far out.
+    pub fn clip(&self, value: f64) -> f64 {
+        self.clip_at(value, CLIP_SIGMAS)
+    }
+
+    /// `value` clipped to at most `sigmas` noise scales beyond the farther
+    /// of the two means.
+    pub fn clip_at(&self, value: f64, sigmas: f64) -> f64 {
+        let midpoint = (self.old_mean + self.new_mean) / 2.0;
+        let bound = (self.new_mean - self.old_mean).abs() / 2.0 + sigmas * self.sigma;
+        midpoint + (value - midpoint).clamp(-bound, bound)
     }
 
     /// The step in units of noise: |new - old| / sigma.
@@ -450,7 +486,10 @@ pub fn compare_ends(good: &[f64], bad: &[f64], config: &DecisionConfig) -> EndsD
             model.sigma / 2.0 * (1.0 / good.len() as f64 + 1.0 / bad.len() as f64).sqrt();
         let precise =
             midpoint_se <= END_MIDPOINT_PRECISION * (model.new_mean - model.old_mean).abs();
-        if precise || at_cap {
+        // The sequential test compares each commit with the midpoint of
+        // the ends, so it needs that midpoint first; the probabilistic
+        // method learns both means from every sample as it goes.
+        if precise || at_cap || config.method == Method::Posterior {
             return EndsDecision::Differ;
         }
         return EndsDecision::NeedMore;

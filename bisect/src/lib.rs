@@ -4,6 +4,9 @@
 //!   commit, independent of git itself.
 //! - [`decision`]: the sequential good/bad test at each step (the method
 //!   is cited there).
+//! - [`posterior`]: the probabilistic bisection's posterior over the
+//!   culprit and its choice of the next commit (the method is cited
+//!   there).
 //! - [`engine`]: the state machine; it measures through [`Measurer`] and
 //!   keeps its journal through [`Journal`], so the same engine runs
 //!   against real commits and against simulated histories.
@@ -27,6 +30,7 @@ pub mod engine;
 pub mod graph;
 pub mod journal;
 pub mod measure;
+pub mod posterior;
 pub mod range;
 pub mod report;
 pub mod runner;

@@ -20,7 +20,9 @@
 mod progress;
 pub mod wiring;
 
-use crate::cli::{BisectAction, BisectArgs, BisectRepoArgs, BisectStartArgs, DirectionArg};
+use crate::cli::{
+    BisectAction, BisectArgs, BisectRepoArgs, BisectStartArgs, DirectionArg, MethodArg,
+};
 use crate::cli::{GlobalArgs, MeasureArgs};
 use crate::exit::{Code, InputError};
 use crate::render::Renderer;
@@ -28,7 +30,7 @@ use anyhow::Context;
 use archive::journal::BisectSession;
 use archive::{Archive, RunQuery};
 use bench_core::record::{Metric, RunRecord};
-use bisect::decision::DecisionConfig;
+use bisect::decision::{DecisionConfig, Method as WalkMethod};
 use bisect::engine::{self, BisectConfig, Direction, Outcome, Phase, Status};
 use bisect::graph::{CommitGraph, CommitInfo};
 use bisect::measure::{CommandMeasurer, CommandStep};
@@ -246,6 +248,10 @@ fn start(global: &GlobalArgs, args: &BisectStartArgs) -> anyhow::Result<Code> {
             decision: DecisionConfig {
                 min_effect_pct: args.min_effect,
                 max_repeats: args.max_repeats,
+                method: match args.method {
+                    MethodArg::Posterior => WalkMethod::Posterior,
+                    MethodArg::Sequential => WalkMethod::Sequential,
+                },
                 ..defaults
             },
         },
