@@ -5,7 +5,7 @@
 //! Usage: simulate N_COMMITS STEP_PCT CV_PCT SHAPE TRIALS SEED [REPEATS,...]
 //! [MAX_REPEATS]. SHAPE is normal, heavy, outliers, bimodal or drift; REPEATS are the
 //! naive method's fixed repeat counts (default 3,10); MAX_REPEATS is the
-//! sequential method's cap per commit. Run it through
+//! both methods' cap per commit. Run it through
 //! scripts/bench-bisect-sim.sh.
 
 use bisect::decision::{DecisionConfig, Method};
