@@ -8,6 +8,7 @@ mod env;
 mod help;
 mod history;
 mod record;
+mod signals;
 mod sweep;
 mod templates;
 
