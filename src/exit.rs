@@ -78,6 +78,7 @@ fn is_input_archive_error(err: &archive::ArchiveError) -> bool {
     matches!(
         err,
         ArchiveError::NotAnArchive { .. }
+            | ArchiveError::NoArchive { .. }
             | ArchiveError::NewerSchema { .. }
             | ArchiveError::NoSuchRun(_)
             | ArchiveError::AmbiguousId { .. }

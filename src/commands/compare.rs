@@ -5,7 +5,7 @@
 //! compare reports and does not judge: it exits with 0 whatever the
 //! verdicts are, 2 when a selector or an option is wrong.
 
-use super::archive::open_archive;
+use super::archive::open_archive_read;
 use super::selector::{self, Selector};
 use crate::cli::{CompareArgs, GlobalArgs};
 use crate::exit::{Code, InputError};
@@ -31,7 +31,7 @@ pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<Code> {
     // Options are checked before the archive is read.
     compare(&[], &[], &options).map_err(input_error_of)?;
 
-    let archive = open_archive(global)?;
+    let archive = open_archive_read(global)?;
     let first = selector::resolve(&archive, &first, &filters)?;
     let second = selector::resolve(&archive, &second, &filters)?;
     for ambiguity in [&first.ambiguity, &second.ambiguity].into_iter().flatten() {
