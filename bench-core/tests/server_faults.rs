@@ -301,8 +301,10 @@ fn many_concurrent_clients_are_served_independently() {
 }
 
 fn write_token(dir: &tempfile::TempDir, name: &str, text: &str) -> Token {
+    use std::os::unix::fs::PermissionsExt;
     let path = dir.path().join(name);
     std::fs::write(&path, text).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
     Token::from_file(&path).unwrap()
 }
 
