@@ -266,6 +266,12 @@ pub struct ServeArgs {
     /// Seconds to wait for a client's next control frame
     #[arg(long, value_name = "SECS", default_value_t = 30.0)]
     pub timeout: f64,
+    /// Most MiB of message buffers one test may ask for
+    #[arg(long, value_name = "MIB", default_value_t = bench_core::server::DEFAULT_MAX_TEST_MEMORY >> 20)]
+    pub max_test_memory: u64,
+    /// Most MiB of message buffers all running tests may hold together
+    #[arg(long, value_name = "MIB", default_value_t = bench_core::server::DEFAULT_MAX_TOTAL_MEMORY >> 20)]
+    pub max_total_memory: u64,
 }
 
 /// `netbisect archive`.

@@ -37,7 +37,7 @@ use crate::spec::{RunSpec, TestKind};
 use socket2::{SockRef, Socket, Type};
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpStream, UdpSocket};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -178,6 +178,35 @@ fn read_message(stream: &mut TcpStream, buffer: &mut [u8]) -> Result<bool, DataE
         }
     }
     Ok(true)
+}
+
+/// [`read_message`] that gives up at `hard`, however the bytes trickle
+/// in: a peer sending one byte per read timeout cannot hold the server.
+fn read_message_by(
+    stream: &mut TcpStream,
+    buffer: &mut [u8],
+    hard: Instant,
+) -> Result<bool, DataError> {
+    let mut filled = 0;
+    while filled < buffer.len() {
+        if Instant::now() >= hard {
+            return Err(DataError::Overrun);
+        }
+        match stream.read(&mut buffer[filled..]) {
+            Ok(0) if filled == 0 => return Ok(false),
+            Ok(0) => return Err(DataError::PeerClosed),
+            Ok(got) => filled += got,
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            Err(err) => return Err(io_error("receive")(err)),
+        }
+    }
+    Ok(true)
+}
+
+/// Reads until the peer's end of file, giving up at `hard`.
+fn drain_until_closed(stream: &mut TcpStream, hard: Instant) {
+    let mut scratch = [0u8; 64];
+    while Instant::now() < hard && matches!(stream.read(&mut scratch), Ok(got) if got > 0) {}
 }
 
 // ---------------------------------------------------------------- window
@@ -951,7 +980,16 @@ pub struct ServerPlan<'a> {
     pub stop: &'a AtomicBool,
     /// Longest wait for any one socket operation.
     pub io_timeout: Duration,
+    /// Set to [`FLOWS_STARTED`] once every flow's thread runs, or to
+    /// [`FLOWS_FAILED`] when one could not be started, so that the caller
+    /// answers `ready` only when the server can carry the test.
+    pub flows_started: &'a AtomicU8,
 }
+
+/// [`ServerPlan::flows_started`]: every flow's thread runs.
+pub const FLOWS_STARTED: u8 = 1;
+/// [`ServerPlan::flows_started`]: a flow's thread could not be started.
+pub const FLOWS_FAILED: u8 = 2;
 
 /// The server's side of one iteration.
 #[derive(Debug, Default)]
@@ -1029,13 +1067,37 @@ pub fn run_server(plan: &ServerPlan<'_>, prepared: Vec<Prepared>) -> Result<Serv
     };
     let gate = Gate::new(n_flows + 1);
     let (coordinated, outcomes) = std::thread::scope(|scope| {
-        let handles: Vec<_> = prepared
-            .into_iter()
-            .map(|prepared| {
-                let gate = &gate;
-                scope.spawn(move || server_flow(plan, prepared, gate))
-            })
-            .collect();
+        // A thread that cannot be started (a process or cgroup limit)
+        // fails the test, never the server.
+        let mut handles = Vec::with_capacity(n_flows);
+        let mut spawn_error = None;
+        for (flow_idx, prepared) in prepared.into_iter().enumerate() {
+            let gate = &gate;
+            match std::thread::Builder::new()
+                .name(format!("flow {flow_idx}"))
+                .spawn_scoped(scope, move || server_flow(plan, prepared, gate))
+            {
+                Ok(handle) => handles.push(handle),
+                Err(err) => {
+                    gate.fail();
+                    spawn_error = Some(DataError::Thread(format!(
+                        "cannot start a thread for flow {} of {n_flows}: {err} (the process \
+                         or cgroup thread limit, ulimit -u or pids.max, is reached)",
+                        flow_idx + 1
+                    )));
+                    break;
+                }
+            }
+        }
+        if let Some(err) = spawn_error {
+            plan.flows_started.store(FLOWS_FAILED, Ordering::SeqCst);
+            plan.stop.store(true, Ordering::Relaxed);
+            for handle in handles {
+                let _ = handle.join();
+            }
+            return (Err(err), Vec::new());
+        }
+        plan.flows_started.store(FLOWS_STARTED, Ordering::SeqCst);
         let coordinated = gated(&gate, || {
             let window = gate.arrive(spec, plan.io_timeout)?;
             sleep_until(window.measure_start);
@@ -1220,9 +1282,9 @@ fn server_tcp_maerts(
     finish_tcp(&stream, &mut truth)?;
     let (counters, elapsed, usage) = meter.finish(end);
     // Wait for the client's end of file, so that closing does not reset
-    // a connection whose last bytes are still in flight.
-    let mut scratch = [0u8; 64];
-    while matches!(stream.read(&mut scratch), Ok(got) if got > 0) {}
+    // a connection whose last bytes are still in flight; a client that
+    // trickles instead is cut off at the hard deadline.
+    drain_until_closed(&mut stream, hard_deadline(&window, plan.io_timeout));
     let mut report = counters.report(plan.spec.test, elapsed, truth);
     report.tcp_info = tcp_info;
     Ok((report, usage))
@@ -1238,7 +1300,7 @@ fn server_tcp_rr(
     let response = vec![0u8; plan.spec.response_size_bytes as usize];
     let mut meter = Meter::new(&window);
     let hard = hard_deadline(&window, plan.io_timeout);
-    while read_message(&mut stream, &mut request)? {
+    while read_message_by(&mut stream, &mut request, hard)? {
         stream.write_all(&response).map_err(io_error("send"))?;
         meter.counters.transactions += 1;
         let now = Instant::now();
@@ -1278,14 +1340,13 @@ fn server_tcp_crr(
     let mut meter = Meter::new(&window);
     let hard = hard_deadline(&window, plan.io_timeout);
     let mut last = None;
-    let mut scratch = [0u8; 64];
     while let Some(mut stream) = accept_client(plan, &prepared.socket, plan.io_timeout)? {
-        if read_message(&mut stream, &mut request)? {
+        if read_message_by(&mut stream, &mut request, hard)? {
             stream.write_all(&response).map_err(io_error("send"))?;
             meter.counters.transactions += 1;
             // The client closes first, after reading the response; this
-            // read returns at its end of file.
-            while matches!(stream.read(&mut scratch), Ok(got) if got > 0) {}
+            // read returns at its end of file (or the hard deadline).
+            drain_until_closed(&mut stream, hard);
         }
         if last.is_none() {
             record_addresses(&mut truth, &SockRef::from(&stream), None)

@@ -30,6 +30,7 @@ fn start(config: ServerConfig) -> (ServerHandle, Events) {
 fn loopback_config() -> ServerConfig {
     let mut config = ServerConfig::loopback(AddressFamily::Ipv4);
     config.control_timeout = CONTROL_TIMEOUT;
+    config.pre_auth_timeout = CONTROL_TIMEOUT;
     config.io_timeout = Duration::from_secs(2);
     config
 }

@@ -9,6 +9,7 @@ mod env;
 mod help;
 mod history;
 mod record;
+mod serve_limits;
 mod signals;
 mod sweep;
 mod templates;
