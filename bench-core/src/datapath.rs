@@ -371,6 +371,8 @@ pub struct ClientPlan<'a> {
     pub udp_rr_timeout: Duration,
     /// Interim reports, if any.
     pub interim: Option<Interim<'a>>,
+    /// The test's secret, the first bytes of every data connection.
+    pub data_secret: &'a [u8],
 }
 
 /// The client's side of one iteration.
@@ -421,7 +423,14 @@ fn connect_tcp(
         .map_err(io_error("connect"))?;
     let mut truth = truth;
     record_addresses(&mut truth, &socket, None).map_err(io_error("getsockname"))?;
-    Ok((TcpStream::from(socket), truth))
+    let mut stream = TcpStream::from(socket);
+    // TCP_CRR sends the secret with each request, in one segment.
+    if spec.test != TestKind::TcpCrr {
+        stream
+            .write_all(plan.data_secret)
+            .map_err(io_error("send"))?;
+    }
+    Ok((stream, truth))
 }
 
 /// Reads the buffers and `TCP_INFO` of a TCP socket at the end of a test.
@@ -468,6 +477,11 @@ fn connect_udp(
     let mut truth = truth;
     record_addresses(&mut truth, &socket, None).map_err(io_error("getsockname"))?;
     let clone = socket.try_clone().map_err(io_error("dup"))?;
+    // The flow opens with the secret, twice in case one is lost; the
+    // server counts neither.
+    for _ in 0..2 {
+        socket.send(plan.data_secret).map_err(io_error("send"))?;
+    }
     Ok((UdpSocket::from(socket), clone, truth))
 }
 
@@ -486,6 +500,8 @@ struct ClientFlow {
     link: Link,
     truth: SocketTruth,
     send: Vec<u8>,
+    /// TCP_CRR: the secret, then the request.
+    opening: Vec<u8>,
     receive: Vec<u8>,
     counters: Counters,
     latency: Option<Histogram>,
@@ -525,10 +541,18 @@ impl ClientFlow {
                 (Link::Udp(udp, socket), truth)
             }
         };
+        let opening = if spec.test == TestKind::TcpCrr {
+            let mut opening = plan.data_secret.to_vec();
+            opening.resize(plan.data_secret.len() + send_size as usize, 0);
+            opening
+        } else {
+            Vec::new()
+        };
         Ok(ClientFlow {
             server,
             link,
             truth,
+            opening,
             send: vec![0u8; send_size as usize],
             receive: vec![0u8; receive_size as usize],
             counters: Counters::default(),
@@ -580,7 +604,7 @@ impl ClientFlow {
                 if first {
                     check_peer(self.server, stream.peer_addr().ok())?;
                 }
-                stream.write_all(&self.send).map_err(io_error("send"))?;
+                stream.write_all(&self.opening).map_err(io_error("send"))?;
                 if !read_message(&mut stream, &mut self.receive)? {
                     return Err(DataError::PeerClosed);
                 }
@@ -980,6 +1004,9 @@ pub struct ServerPlan<'a> {
     pub stop: &'a AtomicBool,
     /// Longest wait for any one socket operation.
     pub io_timeout: Duration,
+    /// The test's secret: a data connection or an opening datagram
+    /// without it is dropped.
+    pub data_secret: &'a [u8],
     /// Set to [`FLOWS_STARTED`] once every flow's thread runs, or to
     /// [`FLOWS_FAILED`] when one could not be started, so that the caller
     /// answers `ready` only when the server can carry the test.
@@ -1021,10 +1048,6 @@ impl Meter {
             usage_start: Rusage::thread().unwrap_or_default(),
             counters: Counters::default(),
         }
-    }
-
-    fn counting(&self) -> bool {
-        self.counting_since.is_some()
     }
 
     /// Called after every message with the time read after it.
@@ -1166,7 +1189,8 @@ fn server_flow(
 }
 
 /// Waits for a data connection from the client. Connections from other
-/// addresses are closed and ignored.
+/// addresses, or that do not open with the test's secret, are closed and
+/// ignored.
 fn accept_client(
     plan: &ServerPlan<'_>,
     listener: &Socket,
@@ -1185,7 +1209,13 @@ fn accept_client(
                 socket
                     .set_write_timeout(Some(plan.io_timeout))
                     .map_err(io_error("SO_SNDTIMEO"))?;
-                return Ok(Some(TcpStream::from(socket)));
+                let mut stream = TcpStream::from(socket);
+                let mut secret = vec![0u8; plan.data_secret.len()];
+                let deadline = Instant::now() + plan.io_timeout;
+                match read_message_by(&mut stream, &mut secret, deadline) {
+                    Ok(true) if secret == plan.data_secret => return Ok(Some(stream)),
+                    _ => continue,
+                }
             }
             Err(err) if is_timeout(&err) || err.kind() == io::ErrorKind::Interrupted => {
                 if plan.stop.load(Ordering::Relaxed) {
@@ -1384,17 +1414,23 @@ fn server_udp(
     } else {
         spec.send_size_bytes.max(spec.recv_size_bytes)
     };
-    let mut buffer = vec![0u8; size as usize];
+    let secret = plan.data_secret;
+    // Room for the secret that opens the flow, whatever the message size.
+    let mut buffer = vec![0u8; (size as usize).max(secret.len())];
     let response = vec![0u8; spec.response_size_bytes as usize];
-    let (udp, first) = gated(gate, || {
+    let udp = gated(gate, || {
         let udp = UdpSocket::from(socket.try_clone().map_err(io_error("dup"))?);
         let wait_for_client = Instant::now() + plan.io_timeout;
         // The first datagram from the client's address names its port;
         // the socket is then connected to it, so strangers are filtered
         // by the kernel.
-        let (got_first, peer) = loop {
+        let peer = loop {
             match udp.recv_from(&mut buffer) {
-                Ok((got, peer)) if peer.ip() == plan.client_ip => break (got, peer),
+                Ok((got, peer))
+                    if peer.ip() == plan.client_ip && buffer.get(..got) == Some(secret) =>
+                {
+                    break peer;
+                }
                 Ok(_) => {}
                 Err(err) if is_timeout(&err) || err.kind() == io::ErrorKind::Interrupted => {
                     if plan.stop.load(Ordering::Relaxed) || Instant::now() >= wait_for_client {
@@ -1406,25 +1442,10 @@ fn server_udp(
         };
         udp.connect(peer).map_err(io_error("connect"))?;
         record_addresses(&mut truth, &socket, Some(peer)).map_err(io_error("getsockname"))?;
-        let mut first = Counters {
-            bytes_received: got_first as u64,
-            messages_received: 1,
-            ..Counters::default()
-        };
-        if answer {
-            udp.send(&response).map_err(io_error("send"))?;
-            first.bytes_sent = response.len() as u64;
-            first.messages_sent = 1;
-            first.transactions = 1;
-        }
-        Ok((udp, first))
+        Ok(udp)
     })?;
     let window = gate.arrive(spec, plan.io_timeout)?;
     let mut meter = Meter::new(&window);
-    if meter.counting() {
-        // No warm-up: the datagram that opened the flow counts.
-        meter.counters = first;
-    }
     let mut last_datagram = Instant::now();
     let hard = hard_deadline(&window, plan.io_timeout);
     let spin = if answer { 0 } else { UDP_SPIN_POLLS };
@@ -1436,6 +1457,8 @@ fn server_udp(
             udp.recv(&mut buffer)
         };
         match received {
+            // The second copy of the secret that opened the flow.
+            Ok(got) if got == secret.len() && buffer.get(..got) == Some(secret) => {}
             Ok(got) => {
                 empty_polls = 0;
                 meter.counters.bytes_received += got as u64;

@@ -835,6 +835,10 @@ fn run_one(
         Err(err) => return reject(stream, format!("cannot open a data socket: {err}")),
     };
     let ports: Vec<u16> = prepared.iter().map(|flow| flow.port).collect();
+    let data_secret = match auth::new_challenge() {
+        Ok(secret) => secret,
+        Err(err) => return reject(stream, err.to_string()),
+    };
     let stop = AtomicBool::new(false);
     let data_done = AtomicBool::new(false);
     let flows_started = AtomicU8::new(0);
@@ -843,6 +847,7 @@ fn run_one(
         client_ip: peer.ip(),
         stop: &stop,
         io_timeout: config.io_timeout,
+        data_secret: data_secret.as_bytes(),
         flows_started: &flows_started,
     };
     let wait = Duration::from_secs_f64(spec.warmup_s + spec.duration_s)
@@ -876,7 +881,11 @@ fn run_one(
                 _ => format!("server side of {} could not start", spec.test),
             });
         }
-        let control = match write_frame(stream, &Frame::Ready { data_ports: ports }) {
+        let ready = Frame::Ready {
+            data_ports: ports,
+            data_secret: data_secret.clone(),
+        };
+        let control = match write_frame(stream, &ready) {
             Ok(()) => {
                 (shared.events)(&ServerEvent::Started {
                     peer,

@@ -156,7 +156,7 @@ fn version_mismatch_names_both_versions() {
     };
     assert_eq!(
         message,
-        "protocol version mismatch: client speaks 99, server speaks 2"
+        "protocol version mismatch: client speaks 99, server speaks 3"
     );
     assert!(has_event(&events, |event| matches!(
         event,
@@ -186,7 +186,7 @@ fn client_names_both_versions_when_the_server_differs() {
     let message = err.to_string();
     assert!(matches!(err, ClientError::VersionMismatch { .. }));
     assert!(
-        message.contains("client speaks 2") && message.contains("speaks 7"),
+        message.contains("client speaks 3") && message.contains("speaks 7"),
         "{message}"
     );
 }
@@ -247,12 +247,16 @@ fn client_vanishing_mid_test_is_dropped() {
         },
     )
     .unwrap();
-    let Frame::Ready { data_ports } = read_frame(&mut stream, Duration::from_secs(2)).unwrap()
+    let Frame::Ready {
+        data_ports,
+        data_secret,
+    } = read_frame(&mut stream, Duration::from_secs(2)).unwrap()
     else {
         panic!("expected ready");
     };
     let data_port = data_ports[0];
     let mut data = TcpStream::connect(("127.0.0.1", data_port)).unwrap();
+    data.write_all(data_secret.as_bytes()).unwrap();
     data.write_all(&[0u8; 65_536]).unwrap();
     drop(data);
     drop(stream);

@@ -87,6 +87,13 @@ fn time_until_closed(stream: &mut TcpStream, started: Instant) -> Duration {
     started.elapsed()
 }
 
+/// A data connection that opens with the test's secret.
+fn data_connection(port: u16, secret: &str) -> TcpStream {
+    let mut data = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    data.write_all(secret.as_bytes()).unwrap();
+    data
+}
+
 /// Sends a byte every 200 ms on `data` until `stop` (at most 15 s).
 fn trickle(mut data: TcpStream, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
@@ -111,11 +118,14 @@ fn a_trickler_after_tcp_maerts_ends_does_not_hold_its_slot() {
     let server = start(config);
     let started = Instant::now();
     let mut control = session(server.address());
-    let Frame::Ready { data_ports } = ask(&mut control, quick_spec(TestKind::TcpMaerts), None)
+    let Frame::Ready {
+        data_ports,
+        data_secret,
+    } = ask(&mut control, quick_spec(TestKind::TcpMaerts), None)
     else {
         panic!("expected ready");
     };
-    let mut data = TcpStream::connect(("127.0.0.1", data_ports[0])).unwrap();
+    let mut data = data_connection(data_ports[0], &data_secret);
     data.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let mut sink = vec![0u8; 1 << 16];
     while matches!(data.read(&mut sink), Ok(got) if got > 0) {}
@@ -137,10 +147,14 @@ fn a_trickler_inside_a_tcp_rr_request_does_not_hold_its_slot() {
     let mut control = session(server.address());
     let mut spec = quick_spec(TestKind::TcpRr);
     spec.request_size_bytes = 1000;
-    let Frame::Ready { data_ports } = ask(&mut control, spec, None) else {
+    let Frame::Ready {
+        data_ports,
+        data_secret,
+    } = ask(&mut control, spec, None)
+    else {
         panic!("expected ready");
     };
-    let data = TcpStream::connect(("127.0.0.1", data_ports[0])).unwrap();
+    let data = data_connection(data_ports[0], &data_secret);
     let stop = Arc::new(AtomicBool::new(false));
     let trickler = trickle(data, Arc::clone(&stop));
     let waited = time_until_closed(&mut control, started);
@@ -157,11 +171,18 @@ fn a_trickler_after_a_tcp_crr_transaction_does_not_hold_its_slot() {
     let server = start(config);
     let started = Instant::now();
     let mut control = session(server.address());
-    let Frame::Ready { data_ports } = ask(&mut control, quick_spec(TestKind::TcpCrr), None) else {
+    let Frame::Ready {
+        data_ports,
+        data_secret,
+    } = ask(&mut control, quick_spec(TestKind::TcpCrr), None)
+    else {
         panic!("expected ready");
     };
     let mut data = TcpStream::connect(("127.0.0.1", data_ports[0])).unwrap();
-    data.write_all(&[0]).unwrap();
+    // TCP_CRR: the secret and the request in one write.
+    let mut opening = data_secret.as_bytes().to_vec();
+    opening.push(0);
+    data.write_all(&opening).unwrap();
     let mut response = [0u8; 1];
     data.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     data.read_exact(&mut response).unwrap();
@@ -332,4 +353,73 @@ fn a_client_cannot_ask_for_data_port_zero() {
     // The session goes on.
     let frame = ask(&mut control, quick_spec(TestKind::TcpStream), None);
     assert!(matches!(frame, Frame::Ready { .. }), "{frame:?}");
+}
+
+#[test]
+fn a_stranger_on_the_data_port_cannot_take_a_flow() {
+    // One data port, known in advance, as a firewall would have it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut config = config();
+    config.io_timeout = Duration::from_secs(2);
+    config.data_ports = Some(PortRange {
+        low: port,
+        high: port,
+    });
+    let server = start(config);
+    // A local process that connects to the data port (TCP) and sends
+    // datagrams to it (UDP) as fast as it can, for at most 10 s.
+    let stop = Arc::new(AtomicBool::new(false));
+    let stranger = std::thread::spawn({
+        let stop = Arc::clone(&stop);
+        move || {
+            let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+            let give_up = Instant::now() + Duration::from_secs(10);
+            let mut held = std::collections::VecDeque::new();
+            let mut n_tries = 0u64;
+            while !stop.load(Ordering::Relaxed) && Instant::now() < give_up {
+                n_tries += 1;
+                if let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) {
+                    let _ = stream.write_all(&[0x5a; 64]);
+                    held.push_back(stream);
+                    if held.len() > 4 {
+                        held.pop_front();
+                    }
+                }
+                let _ = udp.send_to(&[0x5a; 64], ("127.0.0.1", port));
+            }
+            n_tries
+        }
+    });
+    for test in [
+        TestKind::TcpStream,
+        TestKind::TcpRr,
+        TestKind::TcpCrr,
+        TestKind::UdpStream,
+        TestKind::UdpRr,
+    ] {
+        let mut options = options_for(server.address(), None);
+        options.data_ports = Some(PortRange {
+            low: port,
+            high: port,
+        });
+        let outcome = run_test(&quick_spec(test), &options);
+        let outcome = match outcome {
+            Ok(outcome) => outcome,
+            Err(err) => {
+                stop.store(true, Ordering::Relaxed);
+                panic!("{test}: {err}");
+            }
+        };
+        let iteration = &outcome.iterations[0];
+        assert!(
+            iteration.bytes_received > 0 || iteration.bytes_sent > 0,
+            "{test}: {iteration:?}"
+        );
+    }
+    stop.store(true, Ordering::Relaxed);
+    assert!(stranger.join().unwrap() > 10);
 }
