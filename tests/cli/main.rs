@@ -11,6 +11,7 @@ mod history;
 mod record;
 mod serve_limits;
 mod signals;
+mod soak;
 mod sweep;
 mod templates;
 
