@@ -14,10 +14,11 @@
 //!   demanded) it is "unauthenticated": it has [`ServerConfig::pre_auth_timeout`]
 //!   for the whole handshake, at most [`ServerConfig::max_pre_auth_per_ip`]
 //!   such connections per source address (more wait, without a thread,
-//!   until one is done, and are refused after the handshake time), and at
+//!   until one is done, and are refused after four handshake times), and at
 //!   most [`ServerConfig::max_pre_auth`] in all; when they are full, the
-//!   oldest connection of the address holding the most is closed to make
-//!   room.
+//!   oldest connection that has had a quarter of its handshake time, of
+//!   the address holding the most, is closed to make room (a newcomer
+//!   waits while all are younger).
 //!   The [`ServerConfig::max_clients`] slots count authenticated sessions
 //!   only, so a flood of hello-only connections never takes them.
 //! - Every wait of a test has a deadline: the data connections must come
@@ -239,6 +240,7 @@ struct PreAuth {
     id: u64,
     ip: IpAddr,
     stream: TcpStream,
+    since: Instant,
 }
 
 /// A message that names the thread limit, for a thread that could not be
@@ -338,7 +340,12 @@ impl Server {
             let Some(entry) = waiting.pop_front() else {
                 break;
             };
-            if entry.since.elapsed() >= self.shared.config.pre_auth_timeout {
+            // A connection waits for a place of its address at most four
+            // handshake times (at least 2 s): long enough for clients of
+            // one host started together, short enough to bound a flood.
+            let longest_wait =
+                (self.shared.config.pre_auth_timeout * 4).max(Duration::from_secs(2));
+            if entry.since.elapsed() >= longest_wait {
                 let reason = format!(
                     "busy: too many connections from {} in their handshake",
                     entry.peer.ip()
@@ -362,13 +369,13 @@ impl Server {
             for entry in waiting.iter() {
                 *counts.entry(entry.peer.ip()).or_default() += 1;
             }
-            let busiest = counts
+            // The oldest of the address with the most waiting.
+            let victim = waiting
                 .iter()
-                .max_by_key(|(_, count)| **count)
-                .map(|(ip, _)| *ip);
-            if let Some(position) = waiting
-                .iter()
-                .position(|entry| Some(entry.peer.ip()) == busiest)
+                .enumerate()
+                .max_by_key(|(position, entry)| (counts[&entry.peer.ip()], usize::MAX - position))
+                .map(|(position, _)| position);
+            if let Some(position) = victim
                 && let Some(entry) = waiting.remove(position)
             {
                 let reason = format!(
@@ -528,8 +535,10 @@ fn refuse(shared: &Shared, mut stream: TcpStream, peer: SocketAddr, reason: Stri
 }
 
 /// Admits a new connection to the handshake, or says to wait (its
-/// address holds all its places). When all places are taken, the oldest
-/// connection of the address that holds the most is closed for it.
+/// address holds all its places, or all places are taken by connections
+/// still young). When all places are taken, the oldest connection that
+/// has had a quarter of its handshake time, of the address that holds the
+/// most, is closed for it.
 fn admit(shared: &Shared, id: u64, ip: IpAddr, stream: &TcpStream) -> Admission {
     let config = &shared.config;
     let handle = match stream.try_clone() {
@@ -544,23 +553,32 @@ fn admit(shared: &Shared, id: u64, ip: IpAddr, stream: &TcpStream) -> Admission 
         return Admission::Wait;
     }
     if pending.len() >= config.max_pre_auth.max(1) {
+        // Only a connection that has had a fair part of its handshake time
+        // makes room, so that closing one never just makes room for the
+        // next reconnection; among those, the oldest of the address that
+        // holds the most.
+        let stale_after = config.pre_auth_timeout / 4;
         let mut counts: HashMap<IpAddr, usize> = HashMap::new();
         for entry in pending.iter() {
             *counts.entry(entry.ip).or_default() += 1;
         }
-        let busiest = counts
+        let victim = pending
             .iter()
-            .max_by_key(|(_, count)| **count)
-            .map(|(ip, _)| *ip);
-        if let Some(position) = pending.iter().position(|entry| Some(entry.ip) == busiest) {
-            let evicted = pending.remove(position);
-            let _ = evicted.stream.shutdown(Shutdown::Both);
-        }
+            .enumerate()
+            .filter(|(_, entry)| entry.since.elapsed() >= stale_after)
+            .max_by_key(|(position, entry)| (counts[&entry.ip], usize::MAX - position))
+            .map(|(position, _)| position);
+        let Some(position) = victim else {
+            return Admission::Wait;
+        };
+        let evicted = pending.remove(position);
+        let _ = evicted.stream.shutdown(Shutdown::Both);
     }
     pending.push(PreAuth {
         id,
         ip,
         stream: handle,
+        since: Instant::now(),
     });
     Admission::Admitted
 }

@@ -245,31 +245,39 @@ fn hello_only_floods_do_not_starve_authenticated_clients() {
     let server = start(config);
     let address = server.address();
 
-    // Hello-only clients from 127.0.0.2-21: each says hello and never
-    // authenticates, and reconnects when dropped. At most 60 open, for
-    // at most 6 s.
+    // 70 hello-only clients from 127.0.0.2-21, as in the attack that used
+    // to hold every slot: each says hello, never authenticates, waits
+    // until the server drops it and reconnects at once; for at most 6 s.
     let stop = Arc::new(AtomicBool::new(false));
-    let flood = std::thread::spawn({
-        let stop = Arc::clone(&stop);
-        move || {
-            let mut open: std::collections::VecDeque<TcpStream> = Default::default();
-            let give_up = Instant::now() + Duration::from_secs(6);
-            let mut n_connects = 0u32;
-            while !stop.load(Ordering::Relaxed) && Instant::now() < give_up {
-                let source = Ipv4Addr::new(127, 0, 0, 2 + (n_connects % 20) as u8);
-                n_connects += 1;
-                if let Some(mut stream) = connect_from(source, address) {
+    let flood: Vec<_> = (0..70u32)
+        .map(|client_idx| {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let source = Ipv4Addr::new(127, 0, 0, 2 + (client_idx % 20) as u8);
+                let give_up = Instant::now() + Duration::from_secs(6);
+                let mut n_connects = 0u32;
+                while !stop.load(Ordering::Relaxed) && Instant::now() < give_up {
+                    let Some(mut stream) = connect_from(source, address) else {
+                        std::thread::sleep(Duration::from_millis(10));
+                        continue;
+                    };
+                    n_connects += 1;
                     let _ = write_frame(&mut stream, &hello_frame());
-                    open.push_back(stream);
+                    let _ = stream.set_read_timeout(Some(Duration::from_millis(100)));
+                    let mut sink = [0u8; 256];
+                    while !stop.load(Ordering::Relaxed) && Instant::now() < give_up {
+                        match stream.read(&mut sink) {
+                            Ok(0) => break,
+                            Ok(_) => {}
+                            Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => {}
+                            Err(_) => break,
+                        }
+                    }
                 }
-                if open.len() > 60 {
-                    open.pop_front();
-                }
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            n_connects
-        }
-    });
+                n_connects
+            })
+        })
+        .collect();
     std::thread::sleep(Duration::from_millis(500));
     for _ in 0..3 {
         let outcome = run_test(
@@ -285,8 +293,8 @@ fn hello_only_floods_do_not_starve_authenticated_clients() {
         }
     }
     stop.store(true, Ordering::Relaxed);
-    let n_connects = flood.join().unwrap();
-    assert!(n_connects > 20, "{n_connects}");
+    let n_connects: u32 = flood.into_iter().map(|client| client.join().unwrap()).sum();
+    assert!(n_connects >= 70, "{n_connects}");
 }
 
 #[test]
