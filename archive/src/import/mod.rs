@@ -263,8 +263,9 @@ pub(crate) fn build_record(
         iteration.throughput_bps = figures
             .throughput_bps
             .unwrap_or(rate * bytes_per_transaction * 8.0);
-        iteration.bytes_sent = transactions * u64::from(spec.request_size_bytes);
-        iteration.bytes_received = transactions * u64::from(spec.response_size_bytes);
+        // Counts come from the input: saturate rather than overflow.
+        iteration.bytes_sent = transactions.saturating_mul(u64::from(spec.request_size_bytes));
+        iteration.bytes_received = transactions.saturating_mul(u64::from(spec.response_size_bytes));
         iteration.messages_sent = transactions;
         iteration.messages_received = transactions;
     } else {
@@ -276,11 +277,11 @@ pub(crate) fn build_record(
             figures
                 .bytes_received
                 .unwrap_or(match figures.messages_received {
-                    Some(messages) => messages * u64::from(spec.send_size_bytes),
+                    Some(messages) => messages.saturating_mul(u64::from(spec.send_size_bytes)),
                     None => derived_bytes,
                 });
         iteration.bytes_sent = figures.bytes_sent.unwrap_or(match figures.messages_sent {
-            Some(messages) => messages * u64::from(spec.send_size_bytes),
+            Some(messages) => messages.saturating_mul(u64::from(spec.send_size_bytes)),
             None => iteration.bytes_received,
         });
         iteration.messages_sent = figures
@@ -306,13 +307,17 @@ pub(crate) fn build_record(
     });
 
     let finished_at = match (started_at, options.finished_at) {
-        (Some(start), _) => start + Duration::from_secs_f64(elapsed_s.max(0.0)),
+        (Some(start), _) => Duration::try_from_secs_f64(elapsed_s.max(0.0))
+            .ok()
+            .and_then(|elapsed| start.checked_add(elapsed))
+            .unwrap_or(start),
         (None, Some(end)) => end,
         (None, None) => UNIX_EPOCH,
     };
     let started_at = started_at.unwrap_or_else(|| {
-        finished_at
-            .checked_sub(Duration::from_secs_f64(elapsed_s.max(0.0)))
+        Duration::try_from_secs_f64(elapsed_s.max(0.0))
+            .ok()
+            .and_then(|elapsed| finished_at.checked_sub(elapsed))
             .unwrap_or(UNIX_EPOCH)
     });
     let summary = Summary {
