@@ -278,3 +278,32 @@ fn a_full_file_system_is_reported_as_full() {
     let full_reports = stderr.matches("database or disk is full").count();
     assert!(full_reports >= 2, "{stderr}");
 }
+
+#[test]
+fn another_users_archive_is_read_while_its_owner_writes() {
+    let (_dir, db) = archive_with_runs();
+    set_mode(&db, 0o644);
+    // The owner has it open and has written since: the newest run is in
+    // the -wal file, not yet in the database file.
+    let mut owner = archive::Archive::open(&db).unwrap();
+    let json = ok(
+        &db,
+        &[
+            "bench",
+            "-t",
+            "TCP_RR",
+            "-l",
+            "0.1",
+            "--json",
+            "--no-archive",
+        ],
+        None,
+    );
+    let run = archive::CanonicalRun::from_json(json.trim().as_bytes()).unwrap();
+    owner.store(&run).unwrap();
+    assert!(!side_files(&db).is_empty(), "the owner's -wal is there");
+    let export = ok(&db, &["archive", "export"], Some(NOBODY));
+    assert_eq!(export.lines().count(), 5, "{export}");
+    assert!(export.contains(&run.record().id));
+    drop(owner);
+}
