@@ -39,3 +39,16 @@ fn iperf3_counts_that_overflow_u64_do_not_panic() {
     }
     let _ = parse(&bytes, &ImportOptions::default());
 }
+
+#[test]
+fn an_iperf3_start_past_the_year_9999_is_refused() {
+    // timesecs of 1.1e17 gave a started_at of year 3535055380, which the
+    // record reader (rightly) refuses: the importer must not write it.
+    let bytes = input("iperf3-start-past-9999.json");
+    let text = String::from_utf8_lossy(&bytes);
+    let err = iperf3::parse(&text, &ImportOptions::default()).unwrap_err();
+    assert!(err.to_string().contains("past the year 9999"), "{err}");
+    if let Ok(imported) = parse(&bytes, &ImportOptions::default()) {
+        panic!("imported: {imported:?}");
+    }
+}

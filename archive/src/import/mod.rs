@@ -320,6 +320,14 @@ pub(crate) fn build_record(
             .and_then(|elapsed| finished_at.checked_sub(elapsed))
             .unwrap_or(UNIX_EPOCH)
     });
+    // Record times have four-digit years (RFC 3339): refuse what lies
+    // beyond rather than write a record no reader takes.
+    let last_second = UNIX_EPOCH + Duration::from_secs(253_402_300_799);
+    if started_at > last_second || finished_at > last_second {
+        return Err(bench_core::record::RecordError::Invalid(
+            "the run's times lie past the year 9999".to_string(),
+        ));
+    }
     let summary = Summary {
         n_iterations: 1,
         throughput_bps: Spread::of(&[iteration.throughput_bps]).unwrap_or_default(),
