@@ -11,7 +11,9 @@ Exit codes:
   2    usage or input error
   3    runtime failure (network, file system, a failed command)
   4    bisect refused: the good and bad ends do not differ enough
-  125  cannot tell (read by `git bisect run` as skip)";
+  125  cannot tell (read by `git bisect run` as skip)
+  128  verdict: a usage or configuration error (aborts `git bisect run`)
+  130  interrupted by SIGINT or SIGTERM";
 
 /// Network benchmark, archive and bisection for Linux networking.
 #[derive(Debug, Parser)]
@@ -76,7 +78,8 @@ pub enum Command {
     /// Bisect a git range to the commit that changed a metric
     Bisect(BisectArgs),
     /// Measure the current tree against archived good and bad runs (for
-    /// `git bisect run`): exit 0 old, 1 new, 125 cannot tell
+    /// `git bisect run`): exit 0 old, 1 new, 125 cannot tell, 128 bad
+    /// configuration
     Verdict(VerdictArgs),
     /// Compare the runs of two commits, labels or run ids
     Compare(CompareArgs),
@@ -278,6 +281,12 @@ pub struct ServeArgs {
     /// Seconds to wait for a client's next control frame
     #[arg(long, value_name = "SECS", default_value_t = 30.0)]
     pub timeout: f64,
+    /// Most MiB of message buffers one test may ask for
+    #[arg(long, value_name = "MIB", default_value_t = bench_core::server::DEFAULT_MAX_TEST_MEMORY >> 20)]
+    pub max_test_memory: u64,
+    /// Most MiB of message buffers all running tests may hold together
+    #[arg(long, value_name = "MIB", default_value_t = bench_core::server::DEFAULT_MAX_TOTAL_MEMORY >> 20)]
+    pub max_total_memory: u64,
 }
 
 /// `netbisect archive`.

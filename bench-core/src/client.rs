@@ -331,8 +331,11 @@ impl Session {
             spec: spec.clone(),
             data_ports: self.options.data_ports,
         })?;
-        let data_ports = match self.receive(self.options.io_timeout)? {
-            Frame::Ready { data_ports } => data_ports,
+        let (data_ports, data_secret) = match self.receive(self.options.io_timeout)? {
+            Frame::Ready {
+                data_ports,
+                data_secret,
+            } => (data_ports, data_secret),
             other => return Err(self.unexpected(&other)),
         };
         if data_ports.len() != spec.flows as usize {
@@ -355,6 +358,7 @@ impl Session {
             io_timeout: self.options.io_timeout,
             udp_rr_timeout: self.options.udp_rr_timeout,
             interim,
+            data_secret: data_secret.as_bytes(),
         };
         // The data phase runs on threads of its own so that CPU pinning
         // does not outlive it.

@@ -38,7 +38,7 @@ use socket2::{SockRef, Socket, Type};
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpStream, UdpSocket};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -210,6 +210,35 @@ fn read_message(stream: &mut TcpStream, buffer: &mut [u8]) -> Result<bool, DataE
     Ok(true)
 }
 
+/// [`read_message`] that gives up at `hard`, however the bytes trickle
+/// in: a peer sending one byte per read timeout cannot hold the server.
+fn read_message_by(
+    stream: &mut TcpStream,
+    buffer: &mut [u8],
+    hard: Instant,
+) -> Result<bool, DataError> {
+    let mut filled = 0;
+    while filled < buffer.len() {
+        if Instant::now() >= hard {
+            return Err(DataError::Overrun);
+        }
+        match stream.read(&mut buffer[filled..]) {
+            Ok(0) if filled == 0 => return Ok(false),
+            Ok(0) => return Err(DataError::PeerClosed),
+            Ok(got) => filled += got,
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            Err(err) => return Err(io_error("receive")(err)),
+        }
+    }
+    Ok(true)
+}
+
+/// Reads until the peer's end of file, giving up at `hard`.
+fn drain_until_closed(stream: &mut TcpStream, hard: Instant) {
+    let mut scratch = [0u8; 64];
+    while Instant::now() < hard && matches!(stream.read(&mut scratch), Ok(got) if got > 0) {}
+}
+
 // ---------------------------------------------------------------- window
 
 /// The common window of all flows of one end.
@@ -372,6 +401,8 @@ pub struct ClientPlan<'a> {
     pub udp_rr_timeout: Duration,
     /// Interim reports, if any.
     pub interim: Option<Interim<'a>>,
+    /// The test's secret, the first bytes of every data connection.
+    pub data_secret: &'a [u8],
 }
 
 /// The client's side of one iteration.
@@ -422,7 +453,14 @@ fn connect_tcp(
         .map_err(io_error("connect"))?;
     let mut truth = truth;
     record_addresses(&mut truth, &socket, None).map_err(io_error("getsockname"))?;
-    Ok((TcpStream::from(socket), truth))
+    let mut stream = TcpStream::from(socket);
+    // TCP_CRR sends the secret with each request, in one segment.
+    if spec.test != TestKind::TcpCrr {
+        stream
+            .write_all(plan.data_secret)
+            .map_err(io_error("send"))?;
+    }
+    Ok((stream, truth))
 }
 
 /// Reads the buffers and `TCP_INFO` of a TCP socket at the end of a test.
@@ -476,6 +514,11 @@ fn connect_udp(
     let mut truth = truth;
     record_addresses(&mut truth, &socket, None).map_err(io_error("getsockname"))?;
     let clone = socket.try_clone().map_err(io_error("dup"))?;
+    // The flow opens with the secret, twice in case one is lost; the
+    // server counts neither.
+    for _ in 0..2 {
+        socket.send(plan.data_secret).map_err(io_error("send"))?;
+    }
     Ok((UdpSocket::from(socket), clone, truth))
 }
 
@@ -494,6 +537,8 @@ struct ClientFlow {
     link: Link,
     truth: SocketTruth,
     send: Vec<u8>,
+    /// TCP_CRR: the secret, then the request.
+    opening: Vec<u8>,
     receive: Vec<u8>,
     counters: Counters,
     latency: Option<Histogram>,
@@ -543,10 +588,18 @@ impl ClientFlow {
                 (Link::Udp(udp, socket), truth)
             }
         };
+        let opening = if spec.test == TestKind::TcpCrr {
+            let mut opening = plan.data_secret.to_vec();
+            opening.resize(plan.data_secret.len() + send_size as usize, 0);
+            opening
+        } else {
+            Vec::new()
+        };
         Ok(ClientFlow {
             server,
             link,
             truth,
+            opening,
             send: vec![0u8; send_size as usize],
             receive: vec![0u8; receive_size as usize],
             counters: Counters::default(),
@@ -622,7 +675,7 @@ impl ClientFlow {
                 if first {
                     check_peer(self.server, stream.peer_addr().ok())?;
                 }
-                stream.write_all(&self.send).map_err(io_error("send"))?;
+                stream.write_all(&self.opening).map_err(io_error("send"))?;
                 if !read_message(&mut stream, &mut self.receive)? {
                     return Err(DataError::PeerClosed);
                 }
@@ -1052,7 +1105,19 @@ pub struct ServerPlan<'a> {
     pub stop: &'a AtomicBool,
     /// Longest wait for any one socket operation.
     pub io_timeout: Duration,
+    /// The test's secret: a data connection or an opening datagram
+    /// without it is dropped.
+    pub data_secret: &'a [u8],
+    /// Set to [`FLOWS_STARTED`] once every flow's thread runs, or to
+    /// [`FLOWS_FAILED`] when one could not be started, so that the caller
+    /// answers `ready` only when the server can carry the test.
+    pub flows_started: &'a AtomicU8,
 }
+
+/// [`ServerPlan::flows_started`]: every flow's thread runs.
+pub const FLOWS_STARTED: u8 = 1;
+/// [`ServerPlan::flows_started`]: a flow's thread could not be started.
+pub const FLOWS_FAILED: u8 = 2;
 
 /// The server's side of one iteration.
 #[derive(Debug, Default)]
@@ -1084,10 +1149,6 @@ impl Meter {
             usage_start: Rusage::thread().unwrap_or_default(),
             counters: Counters::default(),
         }
-    }
-
-    fn counting(&self) -> bool {
-        self.counting_since.is_some()
     }
 
     /// Called after every message with the time read after it.
@@ -1130,13 +1191,37 @@ pub fn run_server(plan: &ServerPlan<'_>, prepared: Vec<Prepared>) -> Result<Serv
     };
     let gate = Gate::new(n_flows + 1);
     let (coordinated, outcomes) = std::thread::scope(|scope| {
-        let handles: Vec<_> = prepared
-            .into_iter()
-            .map(|prepared| {
-                let gate = &gate;
-                scope.spawn(move || server_flow(plan, prepared, gate))
-            })
-            .collect();
+        // A thread that cannot be started (a process or cgroup limit)
+        // fails the test, never the server.
+        let mut handles = Vec::with_capacity(n_flows);
+        let mut spawn_error = None;
+        for (flow_idx, prepared) in prepared.into_iter().enumerate() {
+            let gate = &gate;
+            match std::thread::Builder::new()
+                .name(format!("flow {flow_idx}"))
+                .spawn_scoped(scope, move || server_flow(plan, prepared, gate))
+            {
+                Ok(handle) => handles.push(handle),
+                Err(err) => {
+                    gate.fail();
+                    spawn_error = Some(DataError::Thread(format!(
+                        "cannot start a thread for flow {} of {n_flows}: {err} (the process \
+                         or cgroup thread limit, ulimit -u or pids.max, is reached)",
+                        flow_idx + 1
+                    )));
+                    break;
+                }
+            }
+        }
+        if let Some(err) = spawn_error {
+            plan.flows_started.store(FLOWS_FAILED, Ordering::SeqCst);
+            plan.stop.store(true, Ordering::Relaxed);
+            for handle in handles {
+                let _ = handle.join();
+            }
+            return (Err(err), Vec::new());
+        }
+        plan.flows_started.store(FLOWS_STARTED, Ordering::SeqCst);
         let coordinated = gated(&gate, || {
             let window = gate.arrive(spec, plan.io_timeout)?;
             sleep_until(window.measure_start);
@@ -1205,7 +1290,8 @@ fn server_flow(
 }
 
 /// Waits for a data connection from the client. Connections from other
-/// addresses are closed and ignored.
+/// addresses, or that do not open with the test's secret, are closed and
+/// ignored.
 fn accept_client(
     plan: &ServerPlan<'_>,
     listener: &Socket,
@@ -1224,7 +1310,13 @@ fn accept_client(
                 socket
                     .set_write_timeout(Some(plan.io_timeout))
                     .map_err(io_error("SO_SNDTIMEO"))?;
-                return Ok(Some(TcpStream::from(socket)));
+                let mut stream = TcpStream::from(socket);
+                let mut secret = vec![0u8; plan.data_secret.len()];
+                let deadline = Instant::now() + plan.io_timeout;
+                match read_message_by(&mut stream, &mut secret, deadline) {
+                    Ok(true) if secret == plan.data_secret => return Ok(Some(stream)),
+                    _ => continue,
+                }
             }
             Err(err) if is_timeout(&err) || err.kind() == io::ErrorKind::Interrupted => {
                 if plan.stop.load(Ordering::Relaxed) {
@@ -1321,9 +1413,9 @@ fn server_tcp_maerts(
     finish_tcp(&stream, &mut truth)?;
     let (counters, elapsed, usage) = meter.finish(end);
     // Wait for the client's end of file, so that closing does not reset
-    // a connection whose last bytes are still in flight.
-    let mut scratch = [0u8; 64];
-    while matches!(stream.read(&mut scratch), Ok(got) if got > 0) {}
+    // a connection whose last bytes are still in flight; a client that
+    // trickles instead is cut off at the hard deadline.
+    drain_until_closed(&mut stream, hard_deadline(&window, plan.io_timeout));
     let mut report = counters.report(plan.spec.test, elapsed, truth);
     report.tcp_info = tcp_info;
     Ok((report, usage))
@@ -1339,7 +1431,7 @@ fn server_tcp_rr(
     let response = vec![0u8; plan.spec.response_size_bytes as usize];
     let mut meter = Meter::new(&window);
     let hard = hard_deadline(&window, plan.io_timeout);
-    while read_message(&mut stream, &mut request)? {
+    while read_message_by(&mut stream, &mut request, hard)? {
         stream.write_all(&response).map_err(io_error("send"))?;
         meter.counters.transactions += 1;
         let now = Instant::now();
@@ -1379,14 +1471,13 @@ fn server_tcp_crr(
     let mut meter = Meter::new(&window);
     let hard = hard_deadline(&window, plan.io_timeout);
     let mut last = None;
-    let mut scratch = [0u8; 64];
     while let Some(mut stream) = accept_client(plan, &prepared.socket, plan.io_timeout)? {
-        if read_message(&mut stream, &mut request)? {
+        if read_message_by(&mut stream, &mut request, hard)? {
             stream.write_all(&response).map_err(io_error("send"))?;
             meter.counters.transactions += 1;
             // The client closes first, after reading the response; this
-            // read returns at its end of file.
-            while matches!(stream.read(&mut scratch), Ok(got) if got > 0) {}
+            // read returns at its end of file (or the hard deadline).
+            drain_until_closed(&mut stream, hard);
         }
         if last.is_none() {
             record_addresses(&mut truth, &SockRef::from(&stream), None)
@@ -1424,17 +1515,23 @@ fn server_udp(
     } else {
         spec.send_size_bytes.max(spec.recv_size_bytes)
     };
-    let mut buffer = vec![0u8; size as usize];
+    let secret = plan.data_secret;
+    // Room for the secret that opens the flow, whatever the message size.
+    let mut buffer = vec![0u8; (size as usize).max(secret.len())];
     let response = vec![0u8; spec.response_size_bytes as usize];
-    let (udp, first) = gated(gate, || {
+    let udp = gated(gate, || {
         let udp = UdpSocket::from(socket.try_clone().map_err(io_error("dup"))?);
         let wait_for_client = Instant::now() + plan.io_timeout;
         // The first datagram from the client's address names its port;
         // the socket is then connected to it, so strangers are filtered
         // by the kernel.
-        let (got_first, peer) = loop {
+        let peer = loop {
             match udp.recv_from(&mut buffer) {
-                Ok((got, peer)) if peer.ip() == plan.client_ip => break (got, peer),
+                Ok((got, peer))
+                    if peer.ip() == plan.client_ip && buffer.get(..got) == Some(secret) =>
+                {
+                    break peer;
+                }
                 Ok(_) => {}
                 Err(err) if is_timeout(&err) || err.kind() == io::ErrorKind::Interrupted => {
                     if plan.stop.load(Ordering::Relaxed) || Instant::now() >= wait_for_client {
@@ -1446,25 +1543,10 @@ fn server_udp(
         };
         udp.connect(peer).map_err(io_error("connect"))?;
         record_addresses(&mut truth, &socket, Some(peer)).map_err(io_error("getsockname"))?;
-        let mut first = Counters {
-            bytes_received: got_first as u64,
-            messages_received: 1,
-            ..Counters::default()
-        };
-        if answer {
-            udp.send(&response).map_err(io_error("send"))?;
-            first.bytes_sent = response.len() as u64;
-            first.messages_sent = 1;
-            first.transactions = 1;
-        }
-        Ok((udp, first))
+        Ok(udp)
     })?;
     let window = gate.arrive(spec, plan.io_timeout)?;
     let mut meter = Meter::new(&window);
-    if meter.counting() {
-        // No warm-up: the datagram that opened the flow counts.
-        meter.counters = first;
-    }
     let mut last_datagram = Instant::now();
     let hard = hard_deadline(&window, plan.io_timeout);
     let spin = if answer { 0 } else { UDP_SPIN_POLLS };
@@ -1476,6 +1558,8 @@ fn server_udp(
             udp.recv(&mut buffer)
         };
         match received {
+            // The second copy of the secret that opened the flow.
+            Ok(got) if got == secret.len() && buffer.get(..got) == Some(secret) => {}
             Ok(got) => {
                 empty_polls = 0;
                 meter.counters.bytes_received += got as u64;

@@ -740,6 +740,17 @@ impl RunRecord {
         canonical::check_integers(&tree, &mut String::from("$"))?;
         let record: RunRecord = serde_json::from_value(tree.clone())
             .map_err(|err| RecordError::Invalid(err.to_string()))?;
+        for (name, time) in [
+            ("started_at", &record.started_at),
+            ("finished_at", &record.finished_at),
+        ] {
+            if !crate::time::is_rfc3339_utc(time) {
+                return Err(RecordError::Invalid(format!(
+                    "{name} \"{time}\" is not an RFC 3339 UTC time \
+                     (YYYY-MM-DDTHH:MM:SS[.frac]Z)"
+                )));
+            }
+        }
         // A record of a revision this crate knows must be what the typed
         // record writes back, or storing `to_canonical_bytes` of what was
         // read would change its id. Newer minor revisions may add members,

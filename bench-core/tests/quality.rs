@@ -303,6 +303,7 @@ fn a_flow_failing_mid_test_fails_the_measurement() {
         io_timeout: Duration::from_secs(1),
         udp_rr_timeout: Duration::from_millis(5),
         interim: None,
+        data_secret: b"0123456789abcdef",
     };
     let err = run_client(&plan).unwrap_err();
     good_thread.join().unwrap();

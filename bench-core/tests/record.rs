@@ -741,3 +741,24 @@ fn records_read_back_as_written() {
     tree["summary"]["new_figure"] = 1.into();
     assert!(RunRecord::from_slice(&reseal(tree)).is_ok());
 }
+
+#[test]
+fn times_must_be_utc_with_valid_fields() {
+    // Runs are ordered by these strings: a time in another offset, a
+    // word or an impossible date would sort wrongly, so even a record
+    // whose id matches its content is refused.
+    for (member, time) in [
+        ("started_at", "yesterday"),
+        ("started_at", "2026-13-01T00:00:00Z"),
+        ("finished_at", "2026-11-30T07:04:23+01:00"),
+        ("finished_at", "2026-02-30T07:04:23Z"),
+    ] {
+        let mut tree = golden_tree();
+        tree[member] = time.into();
+        let message = read_error(&reseal(tree));
+        assert!(
+            message.contains(member) && message.contains("RFC 3339 UTC"),
+            "{time}: {message}"
+        );
+    }
+}

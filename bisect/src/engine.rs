@@ -182,6 +182,15 @@ pub enum EngineError {
         #[source]
         source: BoxError,
     },
+    /// A signal stopped the bisection (journaled).
+    #[error("stopped while measuring {commit}")]
+    Interrupted {
+        /// The commit being measured.
+        commit: String,
+        /// The signal.
+        #[source]
+        source: crate::interrupt::Interrupted,
+    },
     /// Reading or writing the journal failed.
     #[error("journal failed")]
     Journal(#[source] BoxError),
@@ -980,6 +989,7 @@ impl Replay {
                     commit, verdict, ..
                 } => replay.verdicts.push((commit.clone(), *verdict)),
                 JournalEvent::Finished { .. } => replay.finished = true,
+                JournalEvent::Interrupted { .. } => {}
             }
         }
         Ok(replay)
@@ -1126,12 +1136,30 @@ pub fn run(
             continue;
         }
         progress(&machine.progress(target));
-        let measurement = measurer
-            .measure(info)
-            .map_err(|source| EngineError::Measure {
-                commit: info.id.clone(),
-                source,
-            })?;
+        let measured = crate::interrupt::check()
+            .map_err(|interrupted| Box::new(interrupted) as BoxError)
+            .and_then(|()| measurer.measure(info));
+        let measurement = match (measured, crate::interrupt::check()) {
+            (Ok(measurement), Ok(())) => measurement,
+            (_, Err(interrupted)) => {
+                journal
+                    .append(&JournalEvent::Interrupted {
+                        commit: info.id.clone(),
+                        signal: crate::interrupt::signal_name(interrupted.signal),
+                    })
+                    .map_err(EngineError::Journal)?;
+                return Err(EngineError::Interrupted {
+                    commit: info.id.clone(),
+                    source: interrupted,
+                });
+            }
+            (Err(source), Ok(())) => {
+                return Err(EngineError::Measure {
+                    commit: info.id.clone(),
+                    source,
+                });
+            }
+        };
         let event = match &measurement {
             Measurement::Sample(sample) => JournalEvent::Sample {
                 commit: info.id.clone(),

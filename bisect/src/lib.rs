@@ -19,6 +19,7 @@
 //! - [`runner`]: build and measure commands with a timeout that kills the
 //!   whole process group.
 //! - [`measure`]: a [`Measurer`] from those commands and run records.
+//! - [`interrupt`]: SIGINT and SIGTERM kill the running command's group.
 //!
 //! Architecture invariant: bisect knows nothing of the archive, SQLite,
 //! the command line or templates. It takes measurements and keeps its
@@ -28,6 +29,7 @@
 pub mod decision;
 pub mod engine;
 pub mod graph;
+pub mod interrupt;
 pub mod journal;
 pub mod measure;
 pub mod posterior;

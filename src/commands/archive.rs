@@ -50,6 +50,14 @@ pub fn open_archive(global: &GlobalArgs) -> anyhow::Result<Archive> {
     Archive::open(&path).context("failed to open the archive")
 }
 
+/// Opens the archive for a command that only reads: a missing file is an
+/// error ("no archive at PATH"), never a new empty archive, and an archive
+/// the user may only read is read without writing beside it.
+pub fn open_archive_read(global: &GlobalArgs) -> anyhow::Result<Archive> {
+    let path = archive_path(global)?;
+    Archive::open_read_only(&path).context("failed to open the archive")
+}
+
 pub fn run(global: &GlobalArgs, args: &ArchiveArgs) -> anyhow::Result<Code> {
     match &args.action {
         ArchiveAction::Import(import_args) => run_import(global, import_args),
@@ -209,7 +217,7 @@ fn import_file(
 }
 
 fn run_list(global: &GlobalArgs, filters: &RunFilterArgs) -> anyhow::Result<Code> {
-    let archive = open_archive(global)?;
+    let archive = open_archive_read(global)?;
     let runs = archive
         .runs(&query_of(filters))
         .context("failed to read the archive")?;
@@ -227,10 +235,13 @@ fn run_list(global: &GlobalArgs, filters: &RunFilterArgs) -> anyhow::Result<Code
 }
 
 fn run_show(global: &GlobalArgs, id: &str, units: &str) -> anyhow::Result<Code> {
-    let archive = open_archive(global)?;
-    let (_, bytes) = archive
+    let archive = open_archive_read(global)?;
+    let (run, bytes) = archive
         .find(id)
         .with_context(|| format!("failed to find run '{id}'"))?;
+    Archive::verify_stored(&run, &bytes).context(
+        "the stored run does not match its id; `netbisect archive check` lists every such run",
+    )?;
     let text = if global.json {
         let mut text = String::from_utf8(bytes).context("stored run is not UTF-8")?;
         text.push('\n');
@@ -249,16 +260,30 @@ fn run_show(global: &GlobalArgs, id: &str, units: &str) -> anyhow::Result<Code> 
 }
 
 fn run_export(global: &GlobalArgs, filters: &RunFilterArgs) -> anyhow::Result<Code> {
-    let archive = open_archive(global)?;
+    let archive = open_archive_read(global)?;
     let stdout = std::io::stdout().lock();
     let mut writer = std::io::BufWriter::new(stdout);
-    archive.for_each_record(&query_of(filters), |_, bytes| {
+    // A run whose bytes do not match its id is left out (a re-import of
+    // the export would refuse it) and named; the export then fails.
+    let mut n_damaged = 0u64;
+    archive.for_each_record(&query_of(filters), |run, bytes| {
+        if let Err(err) = Archive::verify_stored(run, bytes) {
+            n_damaged += 1;
+            eprintln!("netbisect: warning: left out: {err}");
+            return Ok(());
+        }
         writer
             .write_all(bytes)
             .and_then(|()| writer.write_all(b"\n"))
             .map_err(crate::exit::stdout_error)
     })?;
     writer.flush().map_err(crate::exit::stdout_error)?;
+    if n_damaged > 0 {
+        anyhow::bail!(
+            "{n_damaged} damaged runs were left out of the export; \
+             run `netbisect archive check`"
+        );
+    }
     Ok(Code::Ok)
 }
 
@@ -283,7 +308,7 @@ fn run_merge(global: &GlobalArgs, other: &Path) -> anyhow::Result<Code> {
 }
 
 fn run_check(global: &GlobalArgs) -> anyhow::Result<Code> {
-    let archive = open_archive(global)?;
+    let archive = open_archive_read(global)?;
     let report = archive.check().context("failed to check the archive")?;
     if global.json {
         let mut text = serde_json::to_string_pretty(&report).context("failed to format")?;

@@ -5,7 +5,7 @@
 //! compare reports and does not judge: it exits with 0 whatever the
 //! verdicts are, 2 when a selector or an option is wrong.
 
-use super::archive::open_archive;
+use super::archive::open_archive_read;
 use super::selector::{self, Selector};
 use crate::cli::{CompareArgs, CompareLayout, GlobalArgs};
 use crate::exit::{Code, InputError};
@@ -56,7 +56,7 @@ pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<Code> {
     // Options are checked before the archive is read.
     compare(&[], &[], &base_options).map_err(input_error_of)?;
 
-    let archive = open_archive(global)?;
+    let archive = open_archive_read(global)?;
     let mut pairs = Vec::new();
     let mut side_records: [Vec<bench_core::record::RunRecord>; 2] = [Vec::new(), Vec::new()];
     for (first, second) in &selectors {

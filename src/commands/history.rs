@@ -9,7 +9,7 @@
 //! selected runs span several, the command lists them and exits with 2
 //! rather than mix configurations in one series or print several.
 
-use super::archive::open_archive;
+use super::archive::open_archive_read;
 use crate::cli::{GlobalArgs, HistoryArgs};
 use crate::exit::{Code, InputError};
 use crate::render::Renderer;
@@ -50,7 +50,7 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<Code> {
         source_tool: args.tool.clone(),
         ..RunQuery::default()
     };
-    let archive = open_archive(global)?;
+    let archive = open_archive_read(global)?;
     let records = archive
         .records(&query)
         .context("failed to read the archive")?;

@@ -1,9 +1,11 @@
 //! `netbisect verdict`: measure the current tree, compare with archived
 //! good and bad baselines, and answer as `git bisect run` expects: exit 0
 //! when the tree is like the good side (old), 1 when it is like the bad
-//! side (new), 125 when it cannot tell or could not measure. Every
-//! failure, whatever its cause, is 125, so that `git bisect run` skips the
-//! commit instead of calling it bad.
+//! side (new), 125 when it cannot tell or could not measure. A failure to
+//! measure is 125, so that `git bisect run` skips the commit instead of
+//! calling it bad; a usage or configuration error (a misspelled baseline,
+//! a bad option, a missing program) is 128, on which `git bisect run`
+//! aborts, since it would be the same at every commit.
 //!
 //! The decision is bisect's sequential test: the fresh repeats are
 //! classified against a model of the two baselines, one repeat at a time,
@@ -52,20 +54,42 @@ struct VerdictDoc {
 }
 
 pub fn run(global: &GlobalArgs, args: &VerdictArgs) -> anyhow::Result<Code> {
+    bisect::interrupt::install(bisect::interrupt::Mode::ExitNow);
     match decide(global, args) {
         Ok(code) => Ok(code),
         Err(err) => {
             if crate::exit::is_broken_pipe(&err) {
                 return Ok(Code::Ok);
             }
+            let code = match crate::exit::classify(&err) {
+                Code::Interrupted => Code::Interrupted,
+                _ if is_configuration_error(&err) => Code::Abort,
+                _ => Code::CannotTell,
+            };
             let mut stderr = std::io::stderr().lock();
-            let _ = writeln!(stderr, "netbisect: cannot tell: {err}");
+            let what = match code {
+                Code::CannotTell => "cannot tell",
+                _ => "error",
+            };
+            let _ = writeln!(stderr, "netbisect: {what}: {err}");
             for cause in err.chain().skip(1) {
                 let _ = writeln!(stderr, "  caused by: {cause}");
             }
-            Ok(Code::CannotTell)
+            Ok(code)
         }
     }
+}
+
+/// Errors that would be the same at every commit: the user's input, the
+/// archive, a measure program that is not there.
+fn is_configuration_error(err: &anyhow::Error) -> bool {
+    crate::exit::classify(err) == Code::Input
+        || err.chain().any(|cause| {
+            matches!(
+                cause.downcast_ref::<runner::RunnerError>(),
+                Some(runner::RunnerError::NotFound { .. })
+            )
+        })
 }
 
 /// The archived runs a `--good-run`/`--bad-run` argument names.
@@ -222,7 +246,7 @@ fn decide(global: &GlobalArgs, args: &VerdictArgs) -> anyhow::Result<Code> {
             runner::check_command(command, &dir)?;
             None
         }
-        _ => anyhow::bail!("give --bench SPEC or --measure CMD"),
+        _ => return Err(InputError("give --bench SPEC or --measure CMD".to_string()).into()),
     };
     // The baselines are the runs of the spec measured: a bench spec says
     // it up front; a measure command's first run says it.

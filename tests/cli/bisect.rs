@@ -17,13 +17,13 @@ const BINARY: &str = env!("CARGO_BIN_EXE_netbisect");
 const BUILD_SCRIPT: &str =
     "mkdir -p out && test ! -f broken && cp config/send_size out/send_size\n";
 
-struct Fixture {
+pub struct Fixture {
     _dir: tempfile::TempDir,
-    repo: PathBuf,
-    archive: PathBuf,
+    pub repo: PathBuf,
+    pub archive: PathBuf,
 }
 
-fn fixture() -> Fixture {
+pub fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let repo = dir.path().join("repo");
     let archive = dir.path().join("archive.db");
@@ -36,14 +36,14 @@ fn fixture() -> Fixture {
 }
 
 impl Fixture {
-    fn netbisect(&self) -> Command {
+    pub fn netbisect(&self) -> Command {
         let mut command = crate::netbisect_with(&self.archive);
         command.current_dir(&self.repo);
         command
     }
 
     /// Runs netbisect with `args`; returns (exit code, stdout, stderr).
-    fn run(&self, args: &[&str]) -> (i32, String, String) {
+    pub fn run(&self, args: &[&str]) -> (i32, String, String) {
         let output = self.netbisect().args(args).output().unwrap();
         (
             output.status.code().unwrap_or(-1),
@@ -95,7 +95,7 @@ impl Fixture {
 
 /// A TCP_STREAM test of a tenth of a second with the built send size;
 /// `prefix` runs first (shell).
-fn measure_command(prefix: &str) -> String {
+pub fn measure_command(prefix: &str) -> String {
     format!(
         "{prefix}'{BINARY}' bench -t TCP_STREAM -l 0.1 -m \"$(cat out/send_size)\" --json \
          --no-archive --commit \"$NETBISECT_COMMIT\""
@@ -163,7 +163,7 @@ fn send_size(slow: bool) -> &'static str {
 
 /// A line of `n` commits; from `culprit` on the send size is 64 bytes.
 /// `extra(idx)` adds files to commit `idx`.
-fn linear(
+pub fn linear(
     repo: &Repository,
     n: usize,
     culprit: usize,
@@ -794,10 +794,11 @@ fn verdict_answers_as_git_bisect_run_expects() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(125), "{stderr}");
     assert!(stderr.contains("9 TCP_RR"), "{stderr}");
-    // A failing measurement, or baselines that do not exist: 125, skip.
+    // A failing measurement: 125, skip.
     let (code, stderr) = verdict("x");
     assert_eq!(code, 125, "{stderr}");
     assert!(stderr.contains("cannot tell"), "{stderr}");
+    // Baselines that do not exist: 128, abort the whole bisection.
     let output = fixture
         .netbisect()
         .current_dir(&dir)
@@ -812,7 +813,7 @@ fn verdict_answers_as_git_bisect_run_expects() {
         ])
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(125));
+    assert_eq!(output.status.code(), Some(128));
 }
 
 #[test]

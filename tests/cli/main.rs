@@ -1,6 +1,7 @@
 //! End-to-end tests of the `netbisect` binary, one module per area.
 
 mod archive;
+mod archive_safety;
 mod bench;
 mod bisect;
 mod compare;
@@ -12,6 +13,9 @@ mod netns;
 mod netperf_layout;
 mod parity;
 mod record;
+mod serve_limits;
+mod signals;
+mod soak;
 mod sweep;
 mod templates;
 

@@ -444,7 +444,18 @@ pub(crate) fn build_record(run: PeerRun, options: &ImportOptions) -> Result<RunR
     let mut source = source;
     source.undated = started_at.is_none();
     let started_at = started_at.or(options.imported_at).unwrap_or(UNIX_EPOCH);
-    let finished_at = started_at + Duration::from_secs_f64(elapsed_s.max(0.0));
+    let finished_at = Duration::try_from_secs_f64(elapsed_s.max(0.0))
+        .ok()
+        .and_then(|elapsed| started_at.checked_add(elapsed))
+        .unwrap_or(started_at);
+    // Record times have four-digit years (RFC 3339): refuse what lies
+    // beyond rather than write a record no reader takes.
+    let last_second = UNIX_EPOCH + Duration::from_secs(253_402_300_799);
+    if started_at > last_second || finished_at > last_second {
+        return Err(BuildError::Implausible(
+            "the run's times lie past the year 9999".to_string(),
+        ));
+    }
     let summary = Summary {
         n_iterations: 1,
         throughput_bps: Spread::of(&[iteration.throughput_bps]).unwrap_or_default(),

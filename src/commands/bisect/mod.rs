@@ -343,6 +343,9 @@ fn run_session(global: &GlobalArgs, args: &BisectRepoArgs) -> anyhow::Result<Cod
     let spec = &loaded.spec;
     let dir = state_dir(&loaded.repo);
     let _lock = lock_state(&dir)?;
+    // A signal kills the running command's group; the engine journals the
+    // interruption and the command exits 130.
+    bisect::interrupt::install(bisect::interrupt::Mode::Journal);
     let bad_oid = range::resolve(&loaded.repo, &spec.bad).map_err(input)?;
     let worktree = BisectWorktree::open_or_create(&loaded.repo, &dir, WORKTREE_NAME, bad_oid)
         .context("failed to prepare the bisect worktree")?;
