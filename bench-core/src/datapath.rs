@@ -38,6 +38,7 @@ use socket2::{SockRef, Socket, Type};
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpStream, UdpSocket};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -530,6 +531,8 @@ struct ClientFlow {
     sent_at: VecDeque<u64>,
     /// When the request the last step completed was sent (burst only).
     started: Option<u64>,
+    /// The socket is nonblocking, driven by an epoll loop.
+    polled: bool,
 }
 
 /// What one step of a flow did.
@@ -541,6 +544,8 @@ enum Step {
     Lost,
     /// The peer closed (TCP_MAERTS): the flow is over.
     End,
+    /// A nonblocking socket would block: nothing moved.
+    Blocked,
 }
 
 impl ClientFlow {
@@ -577,6 +582,7 @@ impl ClientFlow {
             outstanding: 0,
             sent_at: VecDeque::with_capacity(spec.first_burst as usize + 1),
             started: None,
+            polled: false,
         })
     }
 
@@ -593,6 +599,9 @@ impl ClientFlow {
                     Ok(Step::Done)
                 }
                 Err(err) if err.kind() == io::ErrorKind::Interrupted => Ok(Step::Done),
+                Err(err) if self.polled && err.kind() == io::ErrorKind::WouldBlock => {
+                    Ok(Step::Blocked)
+                }
                 Err(err) => Err(io_error("send")(err)),
             },
             (Link::Tcp(stream), TestKind::TcpMaerts) => match stream.read(&mut self.receive) {
@@ -603,6 +612,9 @@ impl ClientFlow {
                     Ok(Step::Done)
                 }
                 Err(err) if err.kind() == io::ErrorKind::Interrupted => Ok(Step::Done),
+                Err(err) if self.polled && err.kind() == io::ErrorKind::WouldBlock => {
+                    Ok(Step::Blocked)
+                }
                 Err(err) => Err(io_error("receive")(err)),
             },
             (Link::Tcp(stream), _) if plan.spec.first_burst > 0 => {
@@ -768,6 +780,127 @@ impl ClientFlow {
     }
 }
 
+/// Steps a flow is given per readiness event of its socket before the
+/// thread turns to the others.
+const POLL_BATCH: u32 = 16;
+
+/// The epoll set of one thread's TCP stream flows, whose sockets it makes
+/// nonblocking: a thread driving several flows sends on whichever can
+/// take data instead of blocking on one while the others could.
+struct Poller {
+    epoll: OwnedFd,
+    events: Vec<libc::epoll_event>,
+}
+
+impl Poller {
+    fn new(flows: &mut [ClientFlow]) -> Result<Poller, DataError> {
+        // SAFETY: a plain system call; the descriptor returned is owned
+        // by nobody else.
+        let raw = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if raw < 0 {
+            return Err(io_error("epoll_create1")(io::Error::last_os_error()));
+        }
+        // SAFETY: `raw` is a new, open descriptor that only this owns.
+        let epoll = unsafe { OwnedFd::from_raw_fd(raw) };
+        for (idx, flow) in flows.iter_mut().enumerate() {
+            let Link::Tcp(stream) = &flow.link else {
+                continue;
+            };
+            stream
+                .set_nonblocking(true)
+                .map_err(io_error("setting O_NONBLOCK"))?;
+            let interest = if flow.send.is_empty() {
+                libc::EPOLLIN
+            } else {
+                libc::EPOLLOUT
+            };
+            let mut event = libc::epoll_event {
+                events: interest as u32,
+                u64: idx as u64,
+            };
+            // SAFETY: both descriptors are open; `event` is valid.
+            let done = unsafe {
+                libc::epoll_ctl(
+                    epoll.as_raw_fd(),
+                    libc::EPOLL_CTL_ADD,
+                    stream.as_raw_fd(),
+                    &mut event,
+                )
+            };
+            if done < 0 {
+                return Err(io_error("epoll_ctl")(io::Error::last_os_error()));
+            }
+            flow.polled = true;
+        }
+        Ok(Poller {
+            epoll,
+            events: vec![libc::epoll_event { events: 0, u64: 0 }; flows.len().max(1)],
+        })
+    }
+
+    /// Waits up to `timeout_ms` for flows to be ready; their indices are
+    /// then `self.ready(0..n)`.
+    fn wait(&mut self, timeout_ms: i32) -> Result<usize, DataError> {
+        // SAFETY: `events` has room for the count passed.
+        let n = unsafe {
+            libc::epoll_wait(
+                self.epoll.as_raw_fd(),
+                self.events.as_mut_ptr(),
+                self.events.len() as i32,
+                timeout_ms,
+            )
+        };
+        if n < 0 {
+            let err = io::Error::last_os_error();
+            if err.kind() == io::ErrorKind::Interrupted {
+                return Ok(0);
+            }
+            return Err(io_error("epoll_wait")(err));
+        }
+        Ok(n as usize)
+    }
+
+    fn ready(&self, k: usize) -> usize {
+        let data = self.events[k].u64;
+        data as usize
+    }
+
+    /// Stops watching a flow whose peer has closed.
+    fn remove(&self, flow: &ClientFlow) {
+        if let Link::Tcp(stream) = &flow.link {
+            // SAFETY: both descriptors are open. A failure leaves the
+            // flow watched; it is marked finished and skipped anyway.
+            unsafe {
+                libc::epoll_ctl(
+                    self.epoll.as_raw_fd(),
+                    libc::EPOLL_CTL_DEL,
+                    stream.as_raw_fd(),
+                    std::ptr::null_mut(),
+                )
+            };
+        }
+    }
+}
+
+/// Milliseconds to wait for readiness before looking at the clock again.
+fn poll_timeout_ms(now_ns: u64, until_ns: u64) -> i32 {
+    (until_ns.saturating_sub(now_ns) / 1_000_000).clamp(1, 100) as i32
+}
+
+impl ClientFlow {
+    /// Up to `POLL_BATCH` steps of a polled flow, until its socket would
+    /// block or its peer has closed.
+    fn step_batch(&mut self, plan: &ClientPlan<'_>) -> Result<Step, DataError> {
+        for _ in 0..POLL_BATCH {
+            match self.step(plan)? {
+                Step::Done => {}
+                other => return Ok(other),
+            }
+        }
+        Ok(Step::Done)
+    }
+}
+
 /// What one client thread returns: its flows' indices, reports and
 /// histograms, and its CPU time over the counted window.
 type ThreadOutcome = (Vec<(usize, EndReport, Option<Histogram>)>, Rusage);
@@ -789,10 +922,37 @@ fn client_thread(
     let window = gate.arrive(spec, plan.io_timeout)?;
     let hard = window.deadline + plan.io_timeout;
     let maerts = spec.test == TestKind::TcpMaerts;
+    let n_flows = plan.servers.len();
+    // A failure in a thread of several flows names its own flow.
+    let failed = |idx: usize| move |err| flow_error(Some(flow_indices[idx]), n_flows, err);
+    let mut poller =
+        if flows.len() > 1 && matches!(spec.test, TestKind::TcpStream | TestKind::TcpMaerts) {
+            Some(Poller::new(&mut flows)?)
+        } else {
+            None
+        };
 
     // Warm-up: traffic, not counted.
+    if let Some(poller) = &mut poller {
+        let mut now_ns = clock_ns();
+        let until_ns = now_ns
+            + nanos(
+                window
+                    .measure_start
+                    .saturating_duration_since(Instant::now()),
+            );
+        while now_ns < until_ns {
+            for k in 0..poller.wait(poll_timeout_ms(now_ns, until_ns))? {
+                let idx = poller.ready(k);
+                if flows[idx].step_batch(plan).map_err(failed(idx))? == Step::End {
+                    return Err(failed(idx)(DataError::PeerClosed));
+                }
+            }
+            now_ns = clock_ns();
+        }
+    }
     let mut now = Instant::now();
-    while now < window.measure_start {
+    while poller.is_none() && now < window.measure_start {
         for flow in flows.iter_mut().filter(|flow| !flow.finished) {
             if flow.step(plan)? == Step::End {
                 return Err(DataError::PeerClosed);
@@ -812,7 +972,38 @@ fn client_thread(
     let hard_ns = start_ns + nanos(hard.saturating_duration_since(counting_start));
     let mut now_ns = start_ns;
     let mut n_open = flows.len();
-    loop {
+    while let Some(poller) = &mut poller {
+        let until_ns = if maerts { hard_ns } else { deadline_ns };
+        for k in 0..poller.wait(poll_timeout_ms(now_ns, until_ns))? {
+            let idx = poller.ready(k);
+            let flow = &mut flows[idx];
+            if flow.finished {
+                continue;
+            }
+            if flow.step_batch(plan).map_err(failed(idx))? == Step::End {
+                flow.finished = true;
+                flow.elapsed = Duration::from_nanos(clock_ns().saturating_sub(start_ns));
+                n_open -= 1;
+                poller.remove(flow);
+            }
+        }
+        now_ns = clock_ns();
+        progress.bytes.store(
+            flows.iter().map(ClientFlow::bytes_moved).sum(),
+            Ordering::Relaxed,
+        );
+        if maerts {
+            if n_open == 0 {
+                break;
+            }
+            if now_ns >= hard_ns {
+                return Err(DataError::Overrun);
+            }
+        } else if now_ns >= deadline_ns {
+            break;
+        }
+    }
+    while poller.is_none() {
         let mut moved = 0u64;
         let mut transactions = 0u64;
         for flow in flows.iter_mut().filter(|flow| !flow.finished) {
@@ -827,7 +1018,7 @@ fn client_thread(
                         histogram.record_ns(after_ns.saturating_sub(started));
                     }
                 }
-                Step::Lost => {}
+                Step::Lost | Step::Blocked => {}
                 Step::End => {
                     flow.finished = true;
                     flow.elapsed = Duration::from_nanos(after_ns.saturating_sub(start_ns));
@@ -946,6 +1137,9 @@ pub fn run_client(plan: &ClientPlan<'_>) -> Result<ClientSide, DataError> {
 }
 
 fn flow_error(flow_idx: Option<usize>, n_flows: usize, source: DataError) -> DataError {
+    if matches!(source, DataError::Flow { .. }) {
+        return source;
+    }
     match flow_idx {
         Some(flow_idx) if n_flows > 1 => DataError::Flow {
             flow: flow_idx + 1,
