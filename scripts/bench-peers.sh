@@ -28,7 +28,10 @@
 #               both ends, and the CPU of netbisect's own data threads next
 #               to iperf3's own CPU figure (-J cpu_utilization_percent,
 #               its process's CPU time), both also per KB moved
-#   flows       TCP_STREAM --flows 8 aggregate vs iperf3 -P 8
+#   flows       TCP_STREAM --flows 8 aggregate (a thread per flow, and all
+#               flows in one epoll thread: --threads 1) vs iperf3 -P 8,
+#               which runs all its streams in one thread (3.12); all pinned
+#               to the same CPUs (-T / -A)
 #
 # Peers: apt-get install iperf3 sockperf jq
 # Usage: scripts/bench-peers.sh   (env: RUNS, LENGTH, CI_LENGTH, LOCAL_CPU,
@@ -191,9 +194,11 @@ ip_cpu=$(jq -r '.end as $e | ($e.sum_received.bits_per_second / 8 / 1024) as $kb
 
 # ------------------------------------------------------------ 8 flows
 echo >&2 "bench-peers: 8-flow runs"
-nb_flows=() ; ip_flows=()
+nb_flows=() ; nb_flows1=() ; ip_flows=()
 for run in $(seq 1 "$RUNS"); do
     nb_flows+=("$(netbisect_json -t TCP_STREAM -m 128K --flows 8 \
+        | jq '.summary.throughput_bps.mean')")
+    nb_flows1+=("$(netbisect_json -t TCP_STREAM -m 128K --flows 8 --threads 1 \
         | jq '.summary.throughput_bps.mean')")
     ip_flows+=("$(iperf3 -c 127.0.0.1 -p "$IPERF_PORT" -t "$LENGTH" -l 128K -P 8 \
         -A "$pin" -J | jq '.end.sum_received.bits_per_second')")
@@ -201,6 +206,7 @@ done
 
 echo
 row "8 flows" 1e6 Mb/s "$(median "${nb_flows[@]}")" "iperf3-P8" "$(median "${ip_flows[@]}")"
+row "8 flows T1" 1e6 Mb/s "$(median "${nb_flows1[@]}")" "iperf3-P8" "$(median "${ip_flows[@]}")"
 echo
 echo "TCP_STREAM to +-2.5% at 95%: $ci_wall s wall; $ci_line"
 echo
@@ -209,4 +215,5 @@ echo "  netbisect -c -C: $nb_cpu"
 echo "  iperf3 -J:       $ip_cpu"
 echo
 echo "runs: netbisect 8-flow bits/s:     ${nb_flows[*]}"
+echo "runs: netbisect 8 flows --threads 1: ${nb_flows1[*]}"
 echo "runs: iperf3 -P 8 bits/s:          ${ip_flows[*]}"
