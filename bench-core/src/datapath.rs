@@ -38,6 +38,7 @@ use socket2::{SockRef, Socket, Type};
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpStream, UdpSocket};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -184,6 +185,26 @@ fn count_send_error(counters: &mut Counters, err: io::Error) -> Result<(), DataE
         }
     }
     Ok(())
+}
+
+/// The monotonic clock (the one `Instant` reads), nanoseconds: read
+/// once per transaction, so without `Instant`'s checked arithmetic.
+#[inline]
+fn clock_ns() -> u64 {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `now` is a valid timespec for the call to fill;
+    // CLOCK_MONOTONIC exists on every Linux, so the call cannot fail.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    (now.tv_sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(now.tv_nsec as u64)
+}
+
+fn nanos(duration: Duration) -> u64 {
+    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX / 2)
 }
 
 fn duration_of(spec: &RunSpec) -> Duration {
@@ -552,9 +573,11 @@ struct ClientFlow {
     outstanding: u32,
     /// When each outstanding request was sent, oldest first (burst only;
     /// sized for the whole window up front, so it never allocates).
-    sent_at: VecDeque<Instant>,
+    sent_at: VecDeque<u64>,
     /// When the request the last step completed was sent (burst only).
-    started: Option<Instant>,
+    started: Option<u64>,
+    /// The socket is nonblocking, driven by an epoll loop.
+    polled: bool,
 }
 
 /// What one step of a flow did.
@@ -566,6 +589,8 @@ enum Step {
     Lost,
     /// The peer closed (TCP_MAERTS): the flow is over.
     End,
+    /// A nonblocking socket would block: nothing moved.
+    Blocked,
 }
 
 impl ClientFlow {
@@ -610,6 +635,7 @@ impl ClientFlow {
             outstanding: 0,
             sent_at: VecDeque::with_capacity(spec.first_burst as usize + 1),
             started: None,
+            polled: false,
         })
     }
 
@@ -626,6 +652,9 @@ impl ClientFlow {
                     Ok(Step::Done)
                 }
                 Err(err) if err.kind() == io::ErrorKind::Interrupted => Ok(Step::Done),
+                Err(err) if self.polled && err.kind() == io::ErrorKind::WouldBlock => {
+                    Ok(Step::Blocked)
+                }
                 Err(err) => Err(io_error("send")(err)),
             },
             (Link::Tcp(stream), TestKind::TcpMaerts) => match stream.read(&mut self.receive) {
@@ -636,6 +665,9 @@ impl ClientFlow {
                     Ok(Step::Done)
                 }
                 Err(err) if err.kind() == io::ErrorKind::Interrupted => Ok(Step::Done),
+                Err(err) if self.polled && err.kind() == io::ErrorKind::WouldBlock => {
+                    Ok(Step::Blocked)
+                }
                 Err(err) => Err(io_error("receive")(err)),
             },
             (Link::Tcp(stream), _) if plan.spec.first_burst > 0 => {
@@ -644,7 +676,7 @@ impl ClientFlow {
                 // holds the first request and the whole burst.
                 while self.outstanding < self.window {
                     stream.write_all(&self.send).map_err(io_error("send"))?;
-                    self.sent_at.push_back(Instant::now());
+                    self.sent_at.push_back(clock_ns());
                     self.outstanding += 1;
                 }
                 if !read_message(stream, &mut self.receive)? {
@@ -709,7 +741,7 @@ impl ClientFlow {
                         Err(err) => count_send_error(counters, err)?,
                     }
                     if burst > 0 {
-                        self.sent_at.push_back(Instant::now());
+                        self.sent_at.push_back(clock_ns());
                     }
                     self.outstanding += 1;
                 }
@@ -801,6 +833,127 @@ impl ClientFlow {
     }
 }
 
+/// Steps a flow is given per readiness event of its socket before the
+/// thread turns to the others.
+const POLL_BATCH: u32 = 16;
+
+/// The epoll set of one thread's TCP stream flows, whose sockets it makes
+/// nonblocking: a thread driving several flows sends on whichever can
+/// take data instead of blocking on one while the others could.
+struct Poller {
+    epoll: OwnedFd,
+    events: Vec<libc::epoll_event>,
+}
+
+impl Poller {
+    fn new(flows: &mut [ClientFlow]) -> Result<Poller, DataError> {
+        // SAFETY: a plain system call; the descriptor returned is owned
+        // by nobody else.
+        let raw = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if raw < 0 {
+            return Err(io_error("epoll_create1")(io::Error::last_os_error()));
+        }
+        // SAFETY: `raw` is a new, open descriptor that only this owns.
+        let epoll = unsafe { OwnedFd::from_raw_fd(raw) };
+        for (idx, flow) in flows.iter_mut().enumerate() {
+            let Link::Tcp(stream) = &flow.link else {
+                continue;
+            };
+            stream
+                .set_nonblocking(true)
+                .map_err(io_error("setting O_NONBLOCK"))?;
+            let interest = if flow.send.is_empty() {
+                libc::EPOLLIN
+            } else {
+                libc::EPOLLOUT
+            };
+            let mut event = libc::epoll_event {
+                events: interest as u32,
+                u64: idx as u64,
+            };
+            // SAFETY: both descriptors are open; `event` is valid.
+            let done = unsafe {
+                libc::epoll_ctl(
+                    epoll.as_raw_fd(),
+                    libc::EPOLL_CTL_ADD,
+                    stream.as_raw_fd(),
+                    &mut event,
+                )
+            };
+            if done < 0 {
+                return Err(io_error("epoll_ctl")(io::Error::last_os_error()));
+            }
+            flow.polled = true;
+        }
+        Ok(Poller {
+            epoll,
+            events: vec![libc::epoll_event { events: 0, u64: 0 }; flows.len().max(1)],
+        })
+    }
+
+    /// Waits up to `timeout_ms` for flows to be ready; their indices are
+    /// then `self.ready(0..n)`.
+    fn wait(&mut self, timeout_ms: i32) -> Result<usize, DataError> {
+        // SAFETY: `events` has room for the count passed.
+        let n = unsafe {
+            libc::epoll_wait(
+                self.epoll.as_raw_fd(),
+                self.events.as_mut_ptr(),
+                self.events.len() as i32,
+                timeout_ms,
+            )
+        };
+        if n < 0 {
+            let err = io::Error::last_os_error();
+            if err.kind() == io::ErrorKind::Interrupted {
+                return Ok(0);
+            }
+            return Err(io_error("epoll_wait")(err));
+        }
+        Ok(n as usize)
+    }
+
+    fn ready(&self, k: usize) -> usize {
+        let data = self.events[k].u64;
+        data as usize
+    }
+
+    /// Stops watching a flow whose peer has closed.
+    fn remove(&self, flow: &ClientFlow) {
+        if let Link::Tcp(stream) = &flow.link {
+            // SAFETY: both descriptors are open. A failure leaves the
+            // flow watched; it is marked finished and skipped anyway.
+            unsafe {
+                libc::epoll_ctl(
+                    self.epoll.as_raw_fd(),
+                    libc::EPOLL_CTL_DEL,
+                    stream.as_raw_fd(),
+                    std::ptr::null_mut(),
+                )
+            };
+        }
+    }
+}
+
+/// Milliseconds to wait for readiness before looking at the clock again.
+fn poll_timeout_ms(now_ns: u64, until_ns: u64) -> i32 {
+    (until_ns.saturating_sub(now_ns) / 1_000_000).clamp(1, 100) as i32
+}
+
+impl ClientFlow {
+    /// Up to `POLL_BATCH` steps of a polled flow, until its socket would
+    /// block or its peer has closed.
+    fn step_batch(&mut self, plan: &ClientPlan<'_>) -> Result<Step, DataError> {
+        for _ in 0..POLL_BATCH {
+            match self.step(plan)? {
+                Step::Done => {}
+                other => return Ok(other),
+            }
+        }
+        Ok(Step::Done)
+    }
+}
+
 /// What one client thread returns: its flows' indices, reports and
 /// histograms, and its CPU time over the counted window.
 type ThreadOutcome = (Vec<(usize, EndReport, Option<Histogram>)>, Rusage);
@@ -822,10 +975,37 @@ fn client_thread(
     let window = gate.arrive(spec, plan.io_timeout)?;
     let hard = window.deadline + plan.io_timeout;
     let maerts = spec.test == TestKind::TcpMaerts;
+    let n_flows = plan.servers.len();
+    // A failure in a thread of several flows names its own flow.
+    let failed = |idx: usize| move |err| flow_error(Some(flow_indices[idx]), n_flows, err);
+    let mut poller =
+        if flows.len() > 1 && matches!(spec.test, TestKind::TcpStream | TestKind::TcpMaerts) {
+            Some(Poller::new(&mut flows)?)
+        } else {
+            None
+        };
 
     // Warm-up: traffic, not counted.
+    if let Some(poller) = &mut poller {
+        let mut now_ns = clock_ns();
+        let until_ns = now_ns
+            + nanos(
+                window
+                    .measure_start
+                    .saturating_duration_since(Instant::now()),
+            );
+        while now_ns < until_ns {
+            for k in 0..poller.wait(poll_timeout_ms(now_ns, until_ns))? {
+                let idx = poller.ready(k);
+                if flows[idx].step_batch(plan).map_err(failed(idx))? == Step::End {
+                    return Err(failed(idx)(DataError::PeerClosed));
+                }
+            }
+            now_ns = clock_ns();
+        }
+    }
     let mut now = Instant::now();
-    while now < window.measure_start {
+    while poller.is_none() && now < window.measure_start {
         for flow in flows.iter_mut().filter(|flow| !flow.finished) {
             if flow.step(plan)? == Step::End {
                 return Err(DataError::PeerClosed);
@@ -838,31 +1018,67 @@ fn client_thread(
     }
     let usage_start = Rusage::thread()?;
     let counting_start = Instant::now();
-    now = counting_start;
+    // The loop keeps time in nanoseconds of the same clock: one read per
+    // step, plain integer arithmetic after it.
+    let start_ns = clock_ns();
+    let deadline_ns = start_ns + nanos(window.deadline.saturating_duration_since(counting_start));
+    let hard_ns = start_ns + nanos(hard.saturating_duration_since(counting_start));
+    let mut now_ns = start_ns;
     let mut n_open = flows.len();
-    loop {
+    while let Some(poller) = &mut poller {
+        let until_ns = if maerts { hard_ns } else { deadline_ns };
+        for k in 0..poller.wait(poll_timeout_ms(now_ns, until_ns))? {
+            let idx = poller.ready(k);
+            let flow = &mut flows[idx];
+            if flow.finished {
+                continue;
+            }
+            if flow.step_batch(plan).map_err(failed(idx))? == Step::End {
+                flow.finished = true;
+                flow.elapsed = Duration::from_nanos(clock_ns().saturating_sub(start_ns));
+                n_open -= 1;
+                poller.remove(flow);
+            }
+        }
+        now_ns = clock_ns();
+        progress.bytes.store(
+            flows.iter().map(ClientFlow::bytes_moved).sum(),
+            Ordering::Relaxed,
+        );
+        if maerts {
+            if n_open == 0 {
+                break;
+            }
+            if now_ns >= hard_ns {
+                return Err(DataError::Overrun);
+            }
+        } else if now_ns >= deadline_ns {
+            break;
+        }
+    }
+    while poller.is_none() {
         let mut moved = 0u64;
         let mut transactions = 0u64;
         for flow in flows.iter_mut().filter(|flow| !flow.finished) {
             let step = flow.step(plan)?;
-            let after = Instant::now();
+            let after_ns = clock_ns();
             match step {
                 Step::Done => {
                     // With a burst, a transaction's time runs from when
                     // its own request was sent.
-                    let started = flow.started.take().unwrap_or(now);
+                    let started = flow.started.take().unwrap_or(now_ns);
                     if let Some(histogram) = &mut flow.latency {
-                        histogram.record(after - started);
+                        histogram.record_ns(after_ns.saturating_sub(started));
                     }
                 }
-                Step::Lost => {}
+                Step::Lost | Step::Blocked => {}
                 Step::End => {
                     flow.finished = true;
-                    flow.elapsed = after - counting_start;
+                    flow.elapsed = Duration::from_nanos(after_ns.saturating_sub(start_ns));
                     n_open -= 1;
                 }
             }
-            now = after;
+            now_ns = after_ns;
             moved += flow.bytes_moved();
             transactions += flow.counters.transactions;
         }
@@ -873,10 +1089,10 @@ fn client_thread(
             if n_open == 0 {
                 break;
             }
-            if now >= hard {
+            if now_ns >= hard_ns {
                 return Err(DataError::Overrun);
             }
-        } else if now >= window.deadline {
+        } else if now_ns >= deadline_ns {
             break;
         }
     }
@@ -974,6 +1190,9 @@ pub fn run_client(plan: &ClientPlan<'_>) -> Result<ClientSide, DataError> {
 }
 
 fn flow_error(flow_idx: Option<usize>, n_flows: usize, source: DataError) -> DataError {
+    if matches!(source, DataError::Flow { .. }) {
+        return source;
+    }
     match flow_idx {
         Some(flow_idx) if n_flows > 1 => DataError::Flow {
             flow: flow_idx + 1,
@@ -1135,7 +1354,14 @@ struct Meter {
     counting_since: Option<Instant>,
     usage_start: Rusage,
     counters: Counters,
+    /// Messages since the clock was last read (counting only).
+    unclocked: u32,
 }
+
+/// Once counting, the server reads the clock every this many
+/// transactions: only the hard deadline needs it, and a clock read per
+/// transaction costs a measurable part of a loopback round trip.
+const CLOCK_EVERY: u32 = 16;
 
 impl Meter {
     /// Without a warm-up, counting starts at once and nothing is
@@ -1148,7 +1374,28 @@ impl Meter {
             counting_since,
             usage_start: Rusage::thread().unwrap_or_default(),
             counters: Counters::default(),
+            unclocked: 0,
         }
+    }
+
+    /// Whether to read the clock after this message: always in the
+    /// warm-up, whose end must be seen at once; then every
+    /// `CLOCK_EVERY` messages.
+    #[inline]
+    fn clock_due(&mut self) -> bool {
+        if self.counting_since.is_none() {
+            return true;
+        }
+        self.unclocked += 1;
+        if self.unclocked < CLOCK_EVERY {
+            return false;
+        }
+        self.unclocked = 0;
+        true
+    }
+
+    fn counting(&self) -> bool {
+        self.counting_since.is_some()
     }
 
     /// Called after every message with the time read after it.
@@ -1434,10 +1681,12 @@ fn server_tcp_rr(
     while read_message_by(&mut stream, &mut request, hard)? {
         stream.write_all(&response).map_err(io_error("send"))?;
         meter.counters.transactions += 1;
-        let now = Instant::now();
-        meter.tick(now);
-        if now >= hard {
-            return Err(DataError::Overrun);
+        if meter.clock_due() {
+            let now = Instant::now();
+            meter.tick(now);
+            if now >= hard {
+                return Err(DataError::Overrun);
+            }
         }
     }
     let end = Instant::now();
@@ -1574,10 +1823,14 @@ fn server_udp(
                         Err(err) => count_send_error(&mut meter.counters, err)?,
                     }
                 }
-                last_datagram = Instant::now();
-                meter.tick(last_datagram);
-                if last_datagram >= hard {
-                    return Err(DataError::Overrun);
+                // UDP_STREAM's receiver needs the time of its last
+                // datagram; UDP_RR's counted time is the client's.
+                if !answer || meter.clock_due() {
+                    last_datagram = Instant::now();
+                    meter.tick(last_datagram);
+                    if last_datagram >= hard {
+                        return Err(DataError::Overrun);
+                    }
                 }
             }
             Err(err) if is_timeout(&err) || err.kind() == io::ErrorKind::Interrupted => {

@@ -91,6 +91,32 @@ fn aggregate_is_the_sum_of_the_flows() {
     );
 }
 
+#[test]
+fn one_thread_drives_every_flow_of_a_stream_test() {
+    for test in [TestKind::TcpStream, TestKind::TcpMaerts] {
+        let record = run(test, |spec| {
+            spec.flows = 3;
+            spec.threads = Some(1);
+        });
+        let iteration = &record.iterations[0];
+        assert_eq!(iteration.flows.len(), 3, "{test:?}");
+        let sum: f64 = iteration.flows.iter().map(|f| f.throughput_bps).sum();
+        assert!(close(iteration.throughput_bps, sum), "{test:?}");
+        for flow in &iteration.flows {
+            // Every flow carried traffic, and what one end sent the other
+            // received.
+            assert!(flow.bytes_received > 0, "{test:?} {flow:?}");
+            let (sender, receiver) = if test == TestKind::TcpStream {
+                (&flow.ends.local, &flow.ends.remote)
+            } else {
+                (&flow.ends.remote, &flow.ends.local)
+            };
+            assert_eq!(sender.bytes_sent, receiver.bytes_received, "{test:?}");
+            assert!(flow.elapsed_s > 0.2 && flow.elapsed_s < 0.6, "{flow:?}");
+        }
+    }
+}
+
 fn service_demand_by_formula(host: &HostCpu, units_per_s: f64) -> f64 {
     host.util_pct / 100.0 * f64::from(host.n_cpus) * 1e6 / units_per_s
 }
@@ -274,6 +300,17 @@ fn iterations_follow_the_confidence_request() {
 
 #[test]
 fn a_flow_failing_mid_test_fails_the_measurement() {
+    flow_failing_mid_test(None);
+}
+
+#[test]
+fn a_flow_failing_in_a_shared_thread_fails_the_measurement_and_is_named() {
+    // One thread drives both flows through epoll: the error still names
+    // the flow that failed, not the thread's first.
+    flow_failing_mid_test(Some(1));
+}
+
+fn flow_failing_mid_test(threads: Option<u32>) {
     // Two stream receivers: one reads to the end, the other closes after
     // its first bytes, which the sender sees as a reset.
     let good = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -297,6 +334,7 @@ fn a_flow_failing_mid_test_fails_the_measurement() {
     let mut spec = RunSpec::defaults(TestKind::TcpStream);
     spec.duration_s = 0.3;
     spec.flows = 2;
+    spec.threads = threads;
     let plan = ClientPlan {
         spec: &spec,
         servers: &servers,
