@@ -52,7 +52,7 @@ pub struct PlanInput {
 }
 
 impl PlanInput {
-    /// An input with 300 trials, at least 50, within two seconds.
+    /// An input with 300 trials, at least 10, within two seconds.
     pub fn new(n_commits: usize, step_pct: f64, cv_pct: f64, seconds_per_run: f64) -> PlanInput {
         PlanInput {
             n_commits,
@@ -61,7 +61,7 @@ impl PlanInput {
             seconds_per_run,
             decision: DecisionConfig::default(),
             max_trials: 300,
-            min_trials: 50,
+            min_trials: 10,
             time_budget: Duration::from_secs(2),
             seed: 0x706c_616e,
         }
