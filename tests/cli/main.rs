@@ -11,6 +11,7 @@ mod imports;
 mod netns;
 mod netperf_layout;
 mod parity;
+mod plan;
 mod record;
 mod sweep;
 mod templates;
