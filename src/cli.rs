@@ -85,6 +85,8 @@ pub enum Command {
     Compare(CompareArgs),
     /// A metric across commits (git order) or runs (time order)
     History(HistoryArgs),
+    /// Estimate how many measurements and how long a bisection will take
+    Plan(PlanArgs),
 }
 
 /// `netbisect record`.
@@ -628,6 +630,38 @@ A history follows one test configuration (test spec and testbed). When
 the selected runs span several, the command lists them and exits with
 2: narrow the selection with --spec-key (or --test, --testbed, --label,
 --config-key).";
+
+const PLAN_AFTER_HELP: &str = "\
+The noise (coefficient of variation of one run's figure) and the seconds
+per run come from the archived runs of the same bench spec and testbed,
+unless --cv and --seconds give them. The estimate bisects a few hundred
+simulated ranges of that length with that step and normal noise, as
+`bisect start` would, and prints the mean and 95th percentile of the
+measurements (ends and confirmation included) and of the time, builds
+excluded. Heavier tails or drift than normal noise cost more.";
+
+/// `netbisect plan`.
+#[derive(Debug, Args)]
+#[command(after_help = PLAN_AFTER_HELP)]
+pub struct PlanArgs {
+    /// The test, with `netbisect bench` flags, as `bisect start --bench`,
+    /// for example "-t TCP_RR -l 5"
+    #[arg(long, value_name = "SPEC", allow_hyphen_values = true)]
+    pub test: String,
+    /// Size of the change to find, percent
+    #[arg(long, value_name = "PCT")]
+    pub effect: f64,
+    /// Commits in the range
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    pub commits: usize,
+    /// Noise of one run, percent [default: from archived runs]
+    #[arg(long, value_name = "PCT")]
+    pub cv: Option<f64>,
+    /// Seconds per run [default: from archived runs, else the spec's
+    /// length times its iterations]
+    #[arg(long, value_name = "SECS")]
+    pub seconds: Option<f64>,
+}
 
 /// `netbisect history`.
 #[derive(Debug, Args)]

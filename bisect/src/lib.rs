@@ -13,6 +13,8 @@
 //! - [`journal`]: the events that make a bisection resumable.
 //! - [`report`]: the end of a bisection as serialisable data.
 //! - [`sim`]: simulated noisy histories and a naive bisection to compare.
+//! - [`plan`]: how many measurements and how much time a bisection will
+//!   take, from the simulator, before it runs.
 //! - [`range`]: the git side: open the repository, resolve revisions, load
 //!   the range (git2).
 //! - [`worktree`]: the linked worktree steps are built and measured in.
@@ -32,6 +34,7 @@ pub mod graph;
 pub mod interrupt;
 pub mod journal;
 pub mod measure;
+pub mod plan;
 pub mod posterior;
 pub mod range;
 pub mod report;

@@ -24,6 +24,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../templates/compare-stats.j2"),
     ),
     ("history", include_str!("../../templates/history.j2")),
+    ("plan", include_str!("../../templates/plan.j2")),
     ("run", include_str!("../../templates/run.j2")),
     (
         "archive-list",

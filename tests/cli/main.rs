@@ -12,6 +12,7 @@ mod imports;
 mod netns;
 mod netperf_layout;
 mod parity;
+mod plan;
 mod record;
 mod serve_limits;
 mod signals;
