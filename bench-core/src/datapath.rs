@@ -1394,10 +1394,6 @@ impl Meter {
         true
     }
 
-    fn counting(&self) -> bool {
-        self.counting_since.is_some()
-    }
-
     /// Called after every message with the time read after it.
     #[inline]
     fn tick(&mut self, now: Instant) {
