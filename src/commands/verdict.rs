@@ -248,6 +248,9 @@ fn decide(global: &GlobalArgs, args: &VerdictArgs) -> anyhow::Result<Code> {
         }
         _ => return Err(InputError("give --bench SPEC or --measure CMD".to_string()).into()),
     };
+    // A misspelled metric is the same mistake at every commit: said
+    // before anything is measured.
+    let named_metric: Option<Metric> = args.metric.as_deref().map(str::parse).transpose()?;
     // The baselines are the runs of the spec measured: a bench spec says
     // it up front; a measure command's first run says it.
     let mut first_run = None;
@@ -262,8 +265,8 @@ fn decide(global: &GlobalArgs, args: &VerdictArgs) -> anyhow::Result<Code> {
     };
     let good = runs_of_spec(good, &args.good_run, &spec, &testbed).context("the good baseline")?;
     let bad = runs_of_spec(bad, &args.bad_run, &spec, &testbed).context("the bad baseline")?;
-    let metric: Metric = match &args.metric {
-        Some(name) => name.parse()?,
+    let metric: Metric = match named_metric {
+        Some(metric) => metric,
         None => good
             .first()
             .map_or(Metric::ThroughputBps, RunRecord::primary_metric),

@@ -776,7 +776,8 @@ fn verdict_answers_as_git_bisect_run_expects() {
     let low = doc["change_low_pct"].as_f64().unwrap();
     let high = doc["change_high_pct"].as_f64().unwrap();
     assert!(low > -100.0 && low < high && high < 0.0, "{doc}");
-    // A spec neither baseline has: cannot tell, saying what they have.
+    // A spec neither baseline has: the same at every commit, so an
+    // abort, saying what they have.
     let output = fixture
         .netbisect()
         .current_dir(&dir)
@@ -792,7 +793,7 @@ fn verdict_answers_as_git_bisect_run_expects() {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(125), "{stderr}");
+    assert_eq!(output.status.code(), Some(128), "{stderr}");
     assert!(stderr.contains("9 TCP_RR"), "{stderr}");
     // A failing measurement: 125, skip.
     let (code, stderr) = verdict("x");
