@@ -34,7 +34,7 @@ use crate::sockets::{
     self, complete_truth, is_timeout, new_socket, record_addresses, recv_nowait, truth_after_setup,
 };
 use crate::spec::{RunSpec, TestKind};
-use crate::watchdog::{Fired, Watchdog};
+use crate::watchdog::{Fired, Nudge, Watchdog, current_thread};
 use socket2::{SockRef, Socket, Type};
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{self, Read, Write};
@@ -523,11 +523,6 @@ fn connect_udp(
     socket
         .set_write_timeout(Some(plan.io_timeout))
         .map_err(io_error("SO_SNDTIMEO"))?;
-    if spec.test == TestKind::UdpRr {
-        socket
-            .set_read_timeout(Some(plan.udp_rr_timeout))
-            .map_err(io_error("SO_RCVTIMEO"))?;
-    }
     if spec.test == TestKind::UdpStream {
         // Without IP_RECVERR Linux hides ENOBUFS from a UDP sender (the
         // datagram is dropped, send() succeeds and only the host-wide
@@ -772,12 +767,13 @@ impl ClientFlow {
                     }
                     // A lost request or response: count it and go on. A
                     // late response will then answer the next request,
-                    // which keeps the count of transactions right.
-                    Err(err) if is_timeout(&err) => {
+                    // which keeps the count of transactions right. The
+                    // receive has no timeout: the watchdog interrupts it
+                    // when nothing has moved for the loss timeout.
+                    Err(err) if is_timeout(&err) || err.kind() == io::ErrorKind::Interrupted => {
                         counters.timeouts += 1;
                         Ok(Step::Lost)
                     }
-                    Err(err) if err.kind() == io::ErrorKind::Interrupted => Ok(Step::Lost),
                     Err(err) => Err(io_error("receive")(err)),
                 }
             }
@@ -969,16 +965,20 @@ fn client_thread(
     gate: &Gate,
     progress: &Progress,
 ) -> Result<ThreadOutcome, DataError> {
-    std::thread::scope(|scope| client_flows(scope, plan, flow_indices, gate, progress))
+    let alive = AtomicU64::new(0);
+    std::thread::scope(|scope| client_flows(scope, plan, flow_indices, gate, progress, &alive))
 }
 
 /// [`client_thread`]'s work, in a scope for its watchdog's thread.
-fn client_flows<'scope>(
-    scope: &'scope std::thread::Scope<'scope, '_>,
+/// `alive` is raised as the thread's flows move data, for the watchdog
+/// to see a UDP_RR receive that waits for a lost datagram.
+fn client_flows<'scope, 'env>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
     plan: &ClientPlan<'_>,
     flow_indices: &[usize],
     gate: &Gate,
     progress: &Progress,
+    alive: &'env AtomicU64,
 ) -> Result<ThreadOutcome, DataError> {
     let spec = plan.spec;
     let mut flows = gated(gate, || {
@@ -990,15 +990,24 @@ fn client_flows<'scope>(
     })?;
     let window = gate.arrive(spec, plan.io_timeout)?;
     let hard = window.deadline + plan.io_timeout;
-    let watchdog = if spec.test == TestKind::TcpRr {
+    // TCP_RR and UDP_RR receive without a timeout: the watchdog ends
+    // them at the hard deadline, and wakes a UDP_RR receive that waits
+    // for a lost datagram (which then counts as lost).
+    let watchdog = if matches!(spec.test, TestKind::TcpRr | TestKind::UdpRr) {
         let sockets: Vec<_> = flows
             .iter()
             .filter_map(|flow| match &flow.link {
                 Link::Tcp(stream) => Some(stream.as_fd()),
-                _ => None,
+                Link::Udp(udp, _) => Some(udp.as_fd()),
+                Link::PerTransaction(_) => None,
             })
             .collect();
-        let watchdog = Watchdog::arm(scope, &sockets, hard, None);
+        let nudge = (spec.test == TestKind::UdpRr).then(|| Nudge {
+            every: plan.udp_rr_timeout,
+            progress: alive,
+            thread: current_thread(),
+        });
+        let watchdog = Watchdog::arm_nudging(scope, &sockets, hard, None, nudge);
         Some(watchdog.map_err(io_error("starting the watchdog"))?)
     } else {
         None
@@ -1046,6 +1055,10 @@ fn client_flows<'scope>(
                 return Err(DataError::PeerClosed);
             }
         }
+        alive.store(
+            flows.iter().map(ClientFlow::bytes_moved).sum(),
+            Ordering::Relaxed,
+        );
         now = Instant::now();
     }
     for flow in &mut flows {
@@ -1119,6 +1132,7 @@ fn client_flows<'scope>(
         }
         progress.bytes.store(moved, Ordering::Relaxed);
         progress.transactions.store(transactions, Ordering::Relaxed);
+        alive.store(moved, Ordering::Relaxed);
         if maerts {
             // The receiver counts until every sender has closed.
             if n_open == 0 {

@@ -11,8 +11,8 @@
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::thread::{Scope, ScopedJoinHandle};
 use std::time::{Duration, Instant};
 
@@ -51,6 +51,52 @@ pub(crate) struct Watchdog<'scope> {
     thread: Option<ScopedJoinHandle<'scope, ()>>,
 }
 
+/// Wakes a thread blocked in a receive that makes no progress: the
+/// receive returns `EINTR`, which the thread takes as a timeout. This is
+/// UDP_RR's loss timer without a receive timeout: the receive is woken
+/// once the thread's progress has not moved for one to two `every`.
+pub(crate) struct Nudge<'env> {
+    /// How often progress is looked at.
+    pub every: Duration,
+    /// A count the thread raises as it works.
+    pub progress: &'env AtomicU64,
+    /// The thread to wake, [`current_thread`] called on it.
+    pub thread: libc::pthread_t,
+}
+
+/// The signal a [`Nudge`] sends. Ignored by default, so one sent from
+/// elsewhere before the handler is installed does no harm.
+const NUDGE_SIGNAL: libc::c_int = libc::SIGURG;
+
+extern "C" fn on_nudge(_: libc::c_int) {}
+
+/// Installs the handler that lets [`NUDGE_SIGNAL`] interrupt a blocked
+/// receive (no `SA_RESTART`); once per process.
+fn install_nudge_handler() -> io::Result<()> {
+    static INSTALLED: OnceLock<Result<(), i32>> = OnceLock::new();
+    let done = INSTALLED.get_or_init(|| {
+        // SAFETY: a zeroed sigaction is valid; the handler does nothing,
+        // which is async-signal-safe.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_nudge as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            action.sa_flags = 0;
+            libc::sigemptyset(&mut action.sa_mask);
+            if libc::sigaction(NUDGE_SIGNAL, &action, std::ptr::null_mut()) != 0 {
+                return Err(io::Error::last_os_error().raw_os_error().unwrap_or(0));
+            }
+        }
+        Ok(())
+    });
+    done.map_err(io::Error::from_raw_os_error)
+}
+
+/// The calling thread, for [`Nudge::thread`].
+pub(crate) fn current_thread() -> libc::pthread_t {
+    // SAFETY: always valid to call.
+    unsafe { libc::pthread_self() }
+}
+
 impl<'scope> Watchdog<'scope> {
     /// Watches `sockets` until `deadline` or until `stop` is set.
     pub(crate) fn arm<'env>(
@@ -59,6 +105,21 @@ impl<'scope> Watchdog<'scope> {
         deadline: Instant,
         stop: Option<&'env AtomicBool>,
     ) -> io::Result<Watchdog<'scope>> {
+        Watchdog::arm_nudging(scope, sockets, deadline, stop, None)
+    }
+
+    /// [`Watchdog::arm`] that also nudges a thread whose progress stalls.
+    /// The thread must outlive the watchdog (drop it first).
+    pub(crate) fn arm_nudging<'env>(
+        scope: &'scope Scope<'scope, 'env>,
+        sockets: &[BorrowedFd<'_>],
+        deadline: Instant,
+        stop: Option<&'env AtomicBool>,
+        nudge: Option<Nudge<'env>>,
+    ) -> io::Result<Watchdog<'scope>> {
+        if nudge.is_some() {
+            install_nudge_handler()?;
+        }
         let fds = sockets
             .iter()
             .map(BorrowedFd::try_clone_to_owned)
@@ -71,7 +132,7 @@ impl<'scope> Watchdog<'scope> {
         let theirs = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name("watchdog".into())
-            .spawn_scoped(scope, move || watch(&theirs, &fds, deadline, stop))?;
+            .spawn_scoped(scope, move || watch(&theirs, &fds, deadline, stop, nudge))?;
         Ok(Watchdog {
             shared,
             thread: Some(thread),
@@ -94,10 +155,20 @@ impl<'scope> Watchdog<'scope> {
     }
 }
 
-fn watch(shared: &Shared, fds: &[OwnedFd], deadline: Instant, stop: Option<&AtomicBool>) {
+fn watch(
+    shared: &Shared,
+    fds: &[OwnedFd],
+    deadline: Instant,
+    stop: Option<&AtomicBool>,
+    nudge: Option<Nudge<'_>>,
+) {
     let Ok(mut disarmed) = shared.disarmed.lock() else {
         return;
     };
+    let mut next_nudge = nudge.as_ref().map(|nudge| Instant::now() + nudge.every);
+    let mut last_progress = nudge
+        .as_ref()
+        .map(|nudge| nudge.progress.load(Ordering::Relaxed));
     let why = loop {
         if *disarmed {
             return;
@@ -109,9 +180,24 @@ fn watch(shared: &Shared, fds: &[OwnedFd], deadline: Instant, stop: Option<&Atom
         if now >= deadline {
             break FIRED_DEADLINE;
         }
+        if let (Some(nudge), Some(due)) = (&nudge, next_nudge)
+            && now >= due
+        {
+            let progress = nudge.progress.load(Ordering::Relaxed);
+            if last_progress == Some(progress) {
+                // SAFETY: the thread outlives the watchdog (its owner
+                // drops the watchdog first, which joins this thread).
+                unsafe { libc::pthread_kill(nudge.thread, NUDGE_SIGNAL) };
+            }
+            last_progress = Some(progress);
+            next_nudge = Some(now + nudge.every);
+        }
         let mut wait = deadline - now;
         if stop.is_some() {
             wait = wait.min(STOP_POLL);
+        }
+        if let Some(due) = next_nudge {
+            wait = wait.min(due.saturating_duration_since(now));
         }
         disarmed = match shared.wake.wait_timeout(disarmed, wait) {
             Ok((guard, _)) => guard,
@@ -187,6 +273,37 @@ mod tests {
             assert_eq!(watchdog.fired(), Some(Fired::Stop));
             assert!(!watchdog.overran());
         });
+    }
+
+    #[test]
+    fn a_nudge_interrupts_a_receive_that_makes_no_progress() {
+        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let peer = UdpSocket::bind("127.0.0.1:0").unwrap();
+        socket.connect(peer.local_addr().unwrap()).unwrap();
+        let progress = AtomicU64::new(0);
+        let started = Instant::now();
+        std::thread::scope(|scope| {
+            let nudge = Nudge {
+                every: Duration::from_millis(20),
+                progress: &progress,
+                thread: current_thread(),
+            };
+            let deadline = started + Duration::from_secs(30);
+            let watchdog =
+                Watchdog::arm_nudging(scope, &[socket.as_fd()], deadline, None, Some(nudge))
+                    .unwrap();
+            let mut byte = [0u8; 1];
+            // Nothing comes and nothing moves: the receive is woken with
+            // EINTR, the socket left open.
+            let err = socket.recv(&mut byte).unwrap_err();
+            assert_eq!(err.kind(), io::ErrorKind::Interrupted);
+            assert_eq!(watchdog.fired(), None);
+            peer.send_to(b"x", socket.local_addr().unwrap()).unwrap();
+            progress.store(1, Ordering::Relaxed);
+            assert_eq!(socket.recv(&mut byte).unwrap(), 1);
+            drop(watchdog);
+        });
+        assert!(started.elapsed() < Duration::from_secs(20));
     }
 
     #[test]
