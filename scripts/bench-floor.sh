@@ -13,7 +13,9 @@
 # floor's whole process; netbisect's data threads, -c -C), and the
 # floor's over the tool's: on a loaded machine, where the rate follows
 # whatever else runs, this is the steadier measure of what the tool
-# adds to a round trip.
+# adds to a round trip. On a shared host, running the whole script
+# under `chrt -f 1` (root) keeps other work off the pinned CPU, so the
+# rates are the ping-pong's and not the scheduler's share of the CPU.
 #
 # Usage: scripts/bench-floor.sh   (env: RUNS, LENGTH, PINS, TESTS,
 #        NETBISECT, BEFORE)
