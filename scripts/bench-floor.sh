@@ -9,6 +9,14 @@
 # of RUNS rounds of LENGTH s and the ratios to the floor are printed. The
 # bar is >= 0.99 pinned; "-1,-1" (unpinned) is reported, not targeted.
 #
+# Beside the rates, the CPU time of both ends per transaction (the
+# floor's whole process; netbisect's data threads, -c -C), and the
+# floor's over the tool's: on a loaded machine, where the rate follows
+# whatever else runs, this is the steadier measure of what the tool
+# adds to a round trip. On a shared host, running the whole script
+# under `chrt -f 1` (root) keeps other work off the pinned CPU, so the
+# rates are the ping-pong's and not the scheduler's share of the CPU.
+#
 # Usage: scripts/bench-floor.sh   (env: RUNS, LENGTH, PINS, TESTS,
 #        NETBISECT, BEFORE)
 set -euo pipefail
@@ -33,29 +41,38 @@ cc -O2 -pthread -o "$build/rr-floor" "$HERE/scripts/rr-floor.c"
 floor() {
     local proto=tcp cpus=(${2/,/ })
     [ "$1" = UDP_RR ] && proto=udp
-    "$build/rr-floor" "$proto" 1 1 "$LENGTH" "${cpus[0]}" "${cpus[1]}"
+    RR_FLOOR_CPU=1 "$build/rr-floor" "$proto" 1 1 "$LENGTH" "${cpus[0]}" "${cpus[1]}"
 }
-# nb BINARY TEST PIN -> tr/s
+# nb BINARY TEST PIN -> "tr/s cpu_us_per_transaction"
 nb() {
     local pin=()
     [ "$3" != "-1,-1" ] && pin=(-T "$3")
-    "$1" --json bench -l "$LENGTH" "${pin[@]}" --no-archive -t "$2" -- -r 1,1 \
-        | jq '.summary.transaction_rate.mean'
+    "$1" --json bench -l "$LENGTH" "${pin[@]}" -c -C --no-archive -t "$2" -- -r 1,1 \
+        | jq -r '.iterations[0] as $i | $i.cpu_detail as $c
+            | "\(.summary.transaction_rate.mean) \(($c.local.process_user_s
+                + $c.local.process_system_s + $c.remote.process_user_s
+                + $c.remote.process_system_s) * 1e6 / $i.transactions)"'
 }
 median() {
     printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 }
         END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
-declare -A runs
+declare -A runs cpu
+# keep KEY "RATE CPU"
+keep() {
+    local figures=($2)
+    runs[$1]+="${figures[0]} "
+    cpu[$1]+="${figures[1]} "
+}
 for run in $(seq 1 "$RUNS"); do
     echo "bench-floor: round $run of $RUNS" >&2
     for pin in $PINS; do
         for test in $TESTS; do
-            runs[$test/$pin/floor]+="$(floor "$test" "$pin") "
-            runs[$test/$pin/after]+="$(nb "$NETBISECT" "$test" "$pin") "
+            keep "$test/$pin/floor" "$(floor "$test" "$pin")"
+            keep "$test/$pin/after" "$(nb "$NETBISECT" "$test" "$pin")"
             if [ -n "$BEFORE" ]; then
-                runs[$test/$pin/before]+="$(nb "$BEFORE" "$test" "$pin") "
+                keep "$test/$pin/before" "$(nb "$BEFORE" "$test" "$pin")"
             fi
         done
     done
@@ -64,20 +81,34 @@ done
 echo
 echo "RR against the C floor: medians of $RUNS interleaved rounds of $LENGTH s," \
      "-r 1,1"
+echo "rate: tr/s and its ratio to the floor's; cpu: us of CPU (both ends) per"
+echo "transaction and the floor's over it (1.000: the tool adds nothing)"
 echo
-printf '%-7s %-6s %12s %12s %7s %12s %7s\n' Test CPUs "floor tr/s" netbisect ratio \
-    before ratio
+printf '%-7s %-6s %9s %9s %6s %9s %6s  %6s %6s %6s %6s %6s\n' Test CPUs floor after ratio \
+    before ratio "cpu fl" after ratio before ratio
 for pin in $PINS; do
     for test in $TESTS; do
         f=$(median ${runs[$test/$pin/floor]})
         a=$(median ${runs[$test/$pin/after]})
-        b=""
-        [ -n "$BEFORE" ] && b=$(median ${runs[$test/$pin/before]})
-        awk -v t="$test" -v p="$pin" -v f="$f" -v a="$a" -v b="$b" 'BEGIN {
-            printf "%-7s %-6s %12.0f %12.0f %7.3f", t, p, f, a, a / f
-            if (b != "") printf " %12.0f %7.3f", b, b / f
+        fc=$(median ${cpu[$test/$pin/floor]})
+        ac=$(median ${cpu[$test/$pin/after]})
+        b="" bc=""
+        if [ -n "$BEFORE" ]; then
+            b=$(median ${runs[$test/$pin/before]})
+            bc=$(median ${cpu[$test/$pin/before]})
+        fi
+        awk -v t="$test" -v p="$pin" -v f="$f" -v a="$a" -v b="$b" \
+            -v fc="$fc" -v ac="$ac" -v bc="$bc" 'BEGIN {
+            printf "%-7s %-6s %9.0f %9.0f %6.3f", t, p, f, a, a / f
+            if (b != "") printf " %9.0f %6.3f", b, b / f
+            else printf " %9s %6s", "-", "-"
+            printf "  %6.2f %6.2f %6.3f", fc, ac, fc / ac
+            if (bc != "") printf " %6.2f %6.3f", bc, fc / bc
             printf "\n" }'
     done
 done
 echo
-for key in "${!runs[@]}"; do echo "runs: $key: ${runs[$key]}"; done | sort
+for key in "${!runs[@]}"; do
+    echo "runs: $key: ${runs[$key]}"
+    echo "cpu:  $key: ${cpu[$key]}"
+done | sort -k2

@@ -10,6 +10,10 @@
  * prints: bits per second sent by a blocking TCP send loop, the floor of
  * TCP_STREAM.
  * Like netperf and netbisect by default, TCP_NODELAY is left off.
+ *
+ * With RR_FLOOR_CPU=1 in the environment, a second figure follows: the
+ * CPU time of both ends (user and system) per transaction (or per byte,
+ * for stream) in microseconds, over the timed loop.
  */
 #define _GNU_SOURCE
 #include <netinet/in.h>
@@ -18,6 +22,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -108,8 +113,10 @@ int main(int argc, char **argv)
 	struct sigaction sa = { .sa_handler = stop };
 	sigaction(SIGALRM, &sa, 0); /* no SA_RESTART: a blocked recv returns */
 	struct timespec t0, t1;
+	struct rusage u0, u1;
 	unsigned long n = 0;
 	alarm((unsigned)seconds);
+	getrusage(RUSAGE_SELF, &u0);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (stream) {
 		ssize_t sent;
@@ -118,7 +125,16 @@ int main(int argc, char **argv)
 		while (!done && send(fd, buf, req, 0) > 0 && full(fd, buf, resp, udp)) n++;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
+	getrusage(RUSAGE_SELF, &u1);
 	double s = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
-	printf("%.2f\n", (stream ? 8.0 : 1.0) * n / s);
+	printf("%.2f", (stream ? 8.0 : 1.0) * n / s);
+	if (getenv("RR_FLOOR_CPU")) {
+		double us = (u1.ru_utime.tv_sec - u0.ru_utime.tv_sec +
+			     u1.ru_stime.tv_sec - u0.ru_stime.tv_sec) * 1e6 +
+			    (u1.ru_utime.tv_usec - u0.ru_utime.tv_usec +
+			     u1.ru_stime.tv_usec - u0.ru_stime.tv_usec);
+		printf(" %.4f", n ? us / n : 0.0);
+	}
+	printf("\n");
 	return 0; /* exit ends the server thread */
 }

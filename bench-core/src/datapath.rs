@@ -34,11 +34,12 @@ use crate::sockets::{
     self, complete_truth, is_timeout, new_socket, record_addresses, recv_nowait, truth_after_setup,
 };
 use crate::spec::{RunSpec, TestKind};
+use crate::watchdog::{Fired, Nudge, Watchdog, current_thread};
 use socket2::{SockRef, Socket, Type};
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpStream, UdpSocket};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -466,9 +467,13 @@ fn connect_tcp(
     socket
         .set_write_timeout(Some(plan.io_timeout))
         .map_err(io_error("SO_SNDTIMEO"))?;
-    socket
-        .set_read_timeout(Some(plan.io_timeout))
-        .map_err(io_error("SO_RCVTIMEO"))?;
+    // TCP_RR receives without a timeout (a watchdog keeps its deadline):
+    // a receive timeout costs a kernel timer per round trip.
+    if spec.test != TestKind::TcpRr {
+        socket
+            .set_read_timeout(Some(plan.io_timeout))
+            .map_err(io_error("SO_RCVTIMEO"))?;
+    }
     socket
         .connect(&server.into())
         .map_err(io_error("connect"))?;
@@ -518,11 +523,6 @@ fn connect_udp(
     socket
         .set_write_timeout(Some(plan.io_timeout))
         .map_err(io_error("SO_SNDTIMEO"))?;
-    if spec.test == TestKind::UdpRr {
-        socket
-            .set_read_timeout(Some(plan.udp_rr_timeout))
-            .map_err(io_error("SO_RCVTIMEO"))?;
-    }
     if spec.test == TestKind::UdpStream {
         // Without IP_RECVERR Linux hides ENOBUFS from a UDP sender (the
         // datagram is dropped, send() succeeds and only the host-wide
@@ -767,12 +767,13 @@ impl ClientFlow {
                     }
                     // A lost request or response: count it and go on. A
                     // late response will then answer the next request,
-                    // which keeps the count of transactions right.
-                    Err(err) if is_timeout(&err) => {
+                    // which keeps the count of transactions right. The
+                    // receive has no timeout: the watchdog interrupts it
+                    // when nothing has moved for the loss timeout.
+                    Err(err) if is_timeout(&err) || err.kind() == io::ErrorKind::Interrupted => {
                         counters.timeouts += 1;
                         Ok(Step::Lost)
                     }
-                    Err(err) if err.kind() == io::ErrorKind::Interrupted => Ok(Step::Lost),
                     Err(err) => Err(io_error("receive")(err)),
                 }
             }
@@ -964,6 +965,21 @@ fn client_thread(
     gate: &Gate,
     progress: &Progress,
 ) -> Result<ThreadOutcome, DataError> {
+    let alive = AtomicU64::new(0);
+    std::thread::scope(|scope| client_flows(scope, plan, flow_indices, gate, progress, &alive))
+}
+
+/// [`client_thread`]'s work, in a scope for its watchdog's thread.
+/// `alive` is raised as the thread's flows move data, for the watchdog
+/// to see a UDP_RR receive that waits for a lost datagram.
+fn client_flows<'scope, 'env>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    plan: &ClientPlan<'_>,
+    flow_indices: &[usize],
+    gate: &Gate,
+    progress: &Progress,
+    alive: &'env AtomicU64,
+) -> Result<ThreadOutcome, DataError> {
     let spec = plan.spec;
     let mut flows = gated(gate, || {
         pin(spec.cpu_pinning.local)?;
@@ -974,6 +990,34 @@ fn client_thread(
     })?;
     let window = gate.arrive(spec, plan.io_timeout)?;
     let hard = window.deadline + plan.io_timeout;
+    // TCP_RR and UDP_RR receive without a timeout: the watchdog ends
+    // them at the hard deadline, and wakes a UDP_RR receive that waits
+    // for a lost datagram (which then counts as lost).
+    let watchdog = if matches!(spec.test, TestKind::TcpRr | TestKind::UdpRr) {
+        let sockets: Vec<_> = flows
+            .iter()
+            .filter_map(|flow| match &flow.link {
+                Link::Tcp(stream) => Some(stream.as_fd()),
+                Link::Udp(udp, _) => Some(udp.as_fd()),
+                Link::PerTransaction(_) => None,
+            })
+            .collect();
+        let nudge = (spec.test == TestKind::UdpRr).then(|| Nudge {
+            every: plan.udp_rr_timeout,
+            progress: alive,
+            thread: current_thread(),
+        });
+        let watchdog = Watchdog::arm_nudging(scope, &sockets, hard, None, nudge);
+        Some(watchdog.map_err(io_error("starting the watchdog"))?)
+    } else {
+        None
+    };
+    // An end of file or error once the watchdog has shut the sockets
+    // down means the test ran past its hard deadline.
+    let overrun = |err: DataError| match &watchdog {
+        Some(watchdog) if watchdog.overran() => DataError::Overrun,
+        _ => err,
+    };
     let maerts = spec.test == TestKind::TcpMaerts;
     let n_flows = plan.servers.len();
     // A failure in a thread of several flows names its own flow.
@@ -1007,10 +1051,14 @@ fn client_thread(
     let mut now = Instant::now();
     while poller.is_none() && now < window.measure_start {
         for flow in flows.iter_mut().filter(|flow| !flow.finished) {
-            if flow.step(plan)? == Step::End {
+            if flow.step(plan).map_err(overrun)? == Step::End {
                 return Err(DataError::PeerClosed);
             }
         }
+        alive.store(
+            flows.iter().map(ClientFlow::bytes_moved).sum(),
+            Ordering::Relaxed,
+        );
         now = Instant::now();
     }
     for flow in &mut flows {
@@ -1060,7 +1108,7 @@ fn client_thread(
         let mut moved = 0u64;
         let mut transactions = 0u64;
         for flow in flows.iter_mut().filter(|flow| !flow.finished) {
-            let step = flow.step(plan)?;
+            let step = flow.step(plan).map_err(overrun)?;
             let after_ns = clock_ns();
             match step {
                 Step::Done => {
@@ -1084,6 +1132,7 @@ fn client_thread(
         }
         progress.bytes.store(moved, Ordering::Relaxed);
         progress.transactions.store(transactions, Ordering::Relaxed);
+        alive.store(moved, Ordering::Relaxed);
         if maerts {
             // The receiver counts until every sender has closed.
             if n_open == 0 {
@@ -1103,7 +1152,7 @@ fn client_thread(
         if !maerts {
             flow.elapsed = elapsed;
         }
-        let (report, histogram) = flow.finish(spec.test)?;
+        let (report, histogram) = flow.finish(spec.test).map_err(overrun)?;
         reports.push((flow_idx, report, histogram));
     }
     Ok((reports, usage))
@@ -1669,13 +1718,40 @@ fn server_tcp_rr(
     prepared: Prepared,
     gate: &Gate,
 ) -> Result<(EndReport, Rusage), DataError> {
+    std::thread::scope(|scope| server_tcp_rr_in(scope, plan, prepared, gate))
+}
+
+/// [`server_tcp_rr`]'s work, in a scope for its watchdog's thread.
+fn server_tcp_rr_in<'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    plan: &ServerPlan<'_>,
+    prepared: Prepared,
+    gate: &Gate,
+) -> Result<(EndReport, Rusage), DataError> {
     let (mut stream, mut truth, window) = accept_first(plan, prepared, gate)?;
     let mut request = vec![0u8; plan.spec.request_size_bytes as usize];
     let response = vec![0u8; plan.spec.response_size_bytes as usize];
     let mut meter = Meter::new(&window);
     let hard = hard_deadline(&window, plan.io_timeout);
-    while read_message_by(&mut stream, &mut request, hard)? {
-        stream.write_all(&response).map_err(io_error("send"))?;
+    // No receive timeout and no clock read per message: the watchdog
+    // ends a read blocked (or a request trickling in) at the hard
+    // deadline.
+    stream
+        .set_read_timeout(None)
+        .map_err(io_error("SO_RCVTIMEO"))?;
+    let watchdog = Watchdog::arm(scope, &[stream.as_fd()], hard, None)
+        .map_err(io_error("starting the watchdog"))?;
+    let overrun = |err: DataError| {
+        if watchdog.overran() {
+            DataError::Overrun
+        } else {
+            err
+        }
+    };
+    while read_message(&mut stream, &mut request).map_err(overrun)? {
+        stream
+            .write_all(&response)
+            .map_err(|err| overrun(io_error("send")(err)))?;
         meter.counters.transactions += 1;
         if meter.clock_due() {
             let now = Instant::now();
@@ -1684,6 +1760,9 @@ fn server_tcp_rr(
                 return Err(DataError::Overrun);
             }
         }
+    }
+    if watchdog.overran() {
+        return Err(DataError::Overrun);
     }
     let end = Instant::now();
     let tcp_info = tcp_info_of(&stream);
@@ -1750,6 +1829,16 @@ fn server_udp(
     prepared: Prepared,
     gate: &Gate,
 ) -> Result<(EndReport, Rusage), DataError> {
+    std::thread::scope(|scope| server_udp_in(scope, plan, prepared, gate))
+}
+
+/// [`server_udp`]'s work, in a scope for its watchdog's thread.
+fn server_udp_in<'scope, 'env>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    plan: &ServerPlan<'env>,
+    prepared: Prepared,
+    gate: &Gate,
+) -> Result<(EndReport, Rusage), DataError> {
     let spec = plan.spec;
     let Prepared {
         socket, mut truth, ..
@@ -1794,6 +1883,24 @@ fn server_udp(
     let mut meter = Meter::new(&window);
     let mut last_datagram = Instant::now();
     let hard = hard_deadline(&window, plan.io_timeout);
+    // UDP_RR receives without a timeout, which would cost a kernel timer
+    // per request: a watchdog ends the blocked receive when the client
+    // is done (the stop flag) or at the hard deadline.
+    let watchdog = if answer {
+        udp.set_read_timeout(None)
+            .map_err(io_error("SO_RCVTIMEO"))?;
+        let watchdog = Watchdog::arm(scope, &[udp.as_fd()], hard, Some(plan.stop));
+        Some(watchdog.map_err(io_error("starting the watchdog"))?)
+    } else {
+        None
+    };
+    // Once the watchdog has shut the socket down, what receive and send
+    // return is its doing: the end (told to stop) or an overrun.
+    let ended = || match watchdog.as_ref().and_then(Watchdog::fired) {
+        Some(Fired::Stop) => Some(Ok(())),
+        Some(Fired::Deadline) => Some(Err(DataError::Overrun)),
+        None => None,
+    };
     let spin = if answer { 0 } else { UDP_SPIN_POLLS };
     let mut empty_polls = 0u32;
     loop {
@@ -1802,6 +1909,10 @@ fn server_udp(
         } else {
             udp.recv(&mut buffer)
         };
+        if let Some(end) = matches!(received, Ok(0) | Err(_)).then(ended).flatten() {
+            end?;
+            break;
+        }
         match received {
             // The second copy of the secret that opened the flow.
             Ok(got) if got == secret.len() && buffer.get(..got) == Some(secret) => {}
@@ -1816,7 +1927,13 @@ fn server_udp(
                             meter.counters.messages_sent += 1;
                             meter.counters.transactions += 1;
                         }
-                        Err(err) => count_send_error(&mut meter.counters, err)?,
+                        Err(err) => {
+                            if let Some(end) = ended() {
+                                end?;
+                                break;
+                            }
+                            count_send_error(&mut meter.counters, err)?;
+                        }
                     }
                 }
                 // UDP_STREAM's receiver needs the time of its last

@@ -44,3 +44,4 @@ pub mod protocol;
 pub mod run;
 pub mod server;
 pub mod sockets;
+mod watchdog;

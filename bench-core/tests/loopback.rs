@@ -271,3 +271,54 @@ fn udp_rr_counts_lost_datagrams_instead_of_stalling() {
     assert_eq!(end.messages_sent, transactions + timeouts);
     assert_elapsed_close(end.elapsed_s);
 }
+
+/// A TCP_RR server that answers a few requests, then holds the connection
+/// open and says nothing: the client, which receives without a timeout,
+/// still stops at its hard deadline (the test's end plus the I/O timeout).
+#[test]
+fn tcp_rr_client_stops_at_its_hard_deadline_when_the_server_goes_silent() {
+    use bench_core::datapath::{ClientPlan, DataError, run_client};
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+    use std::time::{Duration, Instant};
+
+    const SECRET: &[u8] = b"0123456789abcdef";
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let server = listener.local_addr().unwrap();
+    let server_thread = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut secret = [0u8; SECRET.len()];
+        stream.read_exact(&mut secret).unwrap();
+        let mut request = [0u8; 1];
+        for _ in 0..5 {
+            stream.read_exact(&mut request).unwrap();
+            stream.write_all(b"r").unwrap();
+        }
+        // Silent, connection open, until the client gives up.
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        let mut rest = [0u8; 64];
+        while matches!(stream.read(&mut rest), Ok(got) if got > 0) {}
+    });
+    let mut spec = RunSpec::defaults(TestKind::TcpRr);
+    spec.duration_s = DURATION_S;
+    let servers = [server];
+    let io_timeout = Duration::from_millis(300);
+    let plan = ClientPlan {
+        spec: &spec,
+        servers: &servers,
+        io_timeout,
+        udp_rr_timeout: Duration::from_millis(5),
+        interim: None,
+        data_secret: SECRET,
+    };
+    let started = Instant::now();
+    let err = run_client(&plan).unwrap_err();
+    let took = started.elapsed();
+    server_thread.join().unwrap();
+    assert!(matches!(err, DataError::Overrun), "{err}");
+    // Bounded: the window and the I/O timeout, with room for a loaded
+    // machine, never the server's five seconds.
+    assert!(took < Duration::from_secs(4), "{took:?}");
+}

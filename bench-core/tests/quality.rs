@@ -117,6 +117,36 @@ fn one_thread_drives_every_flow_of_a_stream_test() {
     }
 }
 
+#[test]
+fn many_flows_on_few_threads_move_every_flows_data() {
+    // Stream flows through each thread's epoll set; request/response
+    // flows in turn on a thread, their receives watched by one watchdog
+    // per thread.
+    for (test, flows, threads) in [
+        (TestKind::TcpStream, 12, 3),
+        (TestKind::TcpRr, 4, 2),
+        (TestKind::UdpRr, 4, 2),
+    ] {
+        let record = run(test, |spec| {
+            spec.flows = flows;
+            spec.threads = Some(threads);
+        });
+        let iteration = &record.iterations[0];
+        assert_eq!(iteration.flows.len(), flows as usize, "{test:?}");
+        for flow in &iteration.flows {
+            assert!(flow.bytes_received > 0, "{test:?} {flow:?}");
+            if test.is_request_response() {
+                assert!(flow.transactions.unwrap() > 0, "{test:?} {flow:?}");
+            } else {
+                assert_eq!(
+                    flow.ends.local.bytes_sent, flow.ends.remote.bytes_received,
+                    "{test:?}"
+                );
+            }
+        }
+    }
+}
+
 fn service_demand_by_formula(host: &HostCpu, units_per_s: f64) -> f64 {
     host.util_pct / 100.0 * f64::from(host.n_cpus) * 1e6 / units_per_s
 }

@@ -165,6 +165,60 @@ fn a_trickler_inside_a_tcp_rr_request_does_not_hold_its_slot() {
 }
 
 #[test]
+fn a_silent_tcp_rr_data_connection_does_not_hold_its_slot() {
+    let mut config = config();
+    config.max_clients = 1;
+    let server = start(config);
+    let started = Instant::now();
+    let mut control = session(server.address());
+    let Frame::Ready {
+        data_ports,
+        data_secret,
+    } = ask(&mut control, quick_spec(TestKind::TcpRr), None)
+    else {
+        panic!("expected ready");
+    };
+    // The secret, then nothing at all: the server's receive, which has
+    // no timeout, still ends at the hard deadline.
+    let data = data_connection(data_ports[0], &data_secret);
+    let waited = time_until_closed(&mut control, started);
+    drop(data);
+    assert!(waited < BOUND, "the session held its slot for {waited:?}");
+    normal_test(server.address());
+}
+
+#[test]
+fn a_udp_rr_client_that_goes_silent_does_not_hold_its_slot() {
+    let mut config = config();
+    config.max_clients = 1;
+    let server = start(config);
+    let started = Instant::now();
+    let mut control = session(server.address());
+    let Frame::Ready {
+        data_ports,
+        data_secret,
+    } = ask(&mut control, quick_spec(TestKind::UdpRr), None)
+    else {
+        panic!("expected ready");
+    };
+    let data = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    data.connect(("127.0.0.1", data_ports[0])).unwrap();
+    data.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    data.send(data_secret.as_bytes()).unwrap();
+    // A few transactions, answered, then silence, and no word on the
+    // control connection: the server's receive, which has no timeout,
+    // ends at the hard deadline.
+    let mut response = [0u8; 16];
+    for _ in 0..3 {
+        data.send(&[0]).unwrap();
+        assert_eq!(data.recv(&mut response).unwrap(), 1);
+    }
+    let waited = time_until_closed(&mut control, started);
+    assert!(waited < BOUND, "the session held its slot for {waited:?}");
+    normal_test(server.address());
+}
+
+#[test]
 fn a_trickler_after_a_tcp_crr_transaction_does_not_hold_its_slot() {
     let mut config = config();
     config.max_clients = 1;
