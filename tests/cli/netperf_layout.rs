@@ -728,3 +728,52 @@ fn udp_datagrams_are_per_iteration_as_bench_prints_them() {
     );
     assert_eq!(rows[side + 1][2], received, "{printed}\n{text}");
 }
+
+#[test]
+fn a_sweep_names_the_side_and_size_that_missed_its_interval() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("archive.db");
+    let sizes = ["1", "64", "512"];
+    for label in ["current", "patched"] {
+        for size in sizes {
+            let sizes = format!("{size},{size}");
+            bench(
+                &db,
+                label,
+                &["-t", "TCP_RR", "-I", "99,1", "-i", "2,2", "-r", &sizes],
+            );
+        }
+    }
+    let text = stdout_of(netbisect(&db).args(["compare", "current", "patched"]));
+    check_rules(&text, 80);
+    // Which side missed at which size, as the records say.
+    let exported = stdout_of(netbisect(&db).args(["archive", "export"]));
+    let mut missed: [Vec<String>; 2] = [Vec::new(), Vec::new()];
+    for size in sizes {
+        for line in exported.lines() {
+            let record: serde_json::Value = serde_json::from_str(line).unwrap();
+            let side = usize::from(record["subject"]["label"] == "patched");
+            let this_size = record["spec"]["request_size_bytes"]
+                .as_u64()
+                .unwrap()
+                .to_string();
+            if this_size == size && record["summary"]["confidence"]["met"] == false {
+                missed[side].push(format!("-r {size},{size}"));
+            }
+        }
+    }
+    let mut sides = Vec::new();
+    for (name, sizes) in ["current", "patched"].iter().zip(&missed) {
+        if !sizes.is_empty() {
+            sides.push(format!("{name} at {}", sizes.join(", ")));
+        }
+    }
+    let flowing = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if sides.is_empty() {
+        assert!(!flowing.contains("interval missed by"), "{text}");
+    } else {
+        let note = format!("!!! -I interval missed by {}.", sides.join("; "));
+        assert!(flowing.contains(&note), "{note}\n{text}");
+    }
+    eprintln!("sweep: missed {missed:?}");
+}
