@@ -1,7 +1,8 @@
 //! `netbisect bisect` and `netbisect verdict` end to end: real git
 //! repositories built in temp dirs, a build step that turns a file of the
-//! commit into the send size of a TCP_STREAM test, and real sockets over
-//! loopback that run a hundred times slower from the culprit on.
+//! commit into the remote socket size of a TCP_STREAM test, and real
+//! sockets over loopback that run some fifty times slower from the
+//! culprit on.
 
 use assert_cmd::Command;
 use bench_core::record::RunRecord;
@@ -13,10 +14,10 @@ use std::time::{Duration, Instant};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_netbisect");
 
-/// Copies `config/send_size` to the build output; fails where the commit
+/// Copies `config/socket_size` to the build output; fails where the commit
 /// has a file named `broken`.
 const BUILD_SCRIPT: &str =
-    "mkdir -p out && test ! -f broken && cp config/send_size out/send_size\n";
+    "mkdir -p out && test ! -f broken && cp config/socket_size out/socket_size\n";
 
 pub struct Fixture {
     _dir: tempfile::TempDir,
@@ -94,11 +95,12 @@ impl Fixture {
     }
 }
 
-/// A TCP_STREAM test of a tenth of a second with the built send size;
+/// A TCP_STREAM test of a tenth of a second with the built remote socket
+/// size;
 /// `prefix` runs first (shell).
 pub fn measure_command(prefix: &str) -> String {
     format!(
-        "{prefix}'{BINARY}' bench -t TCP_STREAM -l 0.1 -m \"$(cat out/send_size)\" --json \
+        "{prefix}'{BINARY}' bench -t TCP_STREAM -l 0.1 -S \"$(cat out/socket_size)\" --json \
          --no-archive --commit \"$NETBISECT_COMMIT\""
     )
 }
@@ -158,11 +160,17 @@ fn set_head(repo: &Repository, oid: Oid) {
         .unwrap();
 }
 
-fn send_size(slow: bool) -> &'static str {
-    if slow { "64\n" } else { "65536\n" }
+/// The receive socket size asked of the far end: a 2280-byte window
+/// caps loopback TCP some fifty-fold below a 1 MB one. Unlike a slow send
+/// size (64-byte writes), it leaves nothing to pile up in the buffers
+/// that a receiver which starts late on a loaded machine would then
+/// count in a short time, reading twenty times as fast.
+fn socket_size(slow: bool) -> &'static str {
+    if slow { "2280\n" } else { "1048576\n" }
 }
 
-/// A line of `n` commits; from `culprit` on the send size is 64 bytes.
+/// A line of `n` commits; from `culprit` on the remote socket is 2280
+/// bytes.
 /// `extra(idx)` adds files to commit `idx`.
 pub fn linear(
     repo: &Repository,
@@ -173,7 +181,7 @@ pub fn linear(
     let mut ids: Vec<Oid> = Vec::new();
     for idx in 0..n {
         let mut files = vec![
-            ("config/send_size", send_size(idx >= culprit)),
+            ("config/socket_size", socket_size(idx >= culprit)),
             ("build.sh", BUILD_SCRIPT),
             (".gitignore", "out\n"),
             ("counter", if idx % 2 == 0 { "even\n" } else { "odd\n" }),
@@ -301,7 +309,7 @@ fn a_linear_history_is_bisected_to_the_commit_that_slowed_loopback() {
     assert!(repo.statuses(None).unwrap().is_empty());
     assert!(!fixture.repo.join("out").exists());
     let worktree = fixture.repo.join(".git/netbisect/netbisect");
-    assert!(worktree.join("out/send_size").exists());
+    assert!(worktree.join("out/socket_size").exists());
     let n_runs: u32 = fixture.runs_per_commit().values().sum();
     assert_eq!(n_runs, report["n_measurements"].as_u64().unwrap() as u32);
 
@@ -328,7 +336,7 @@ fn a_merge_heavy_history_is_bisected_into_a_side_branch() {
     let base = commit(
         &repo,
         &[
-            ("config/send_size", send_size(false)),
+            ("config/socket_size", socket_size(false)),
             ("build.sh", BUILD_SCRIPT),
             (".gitignore", "out\n"),
         ],
@@ -344,7 +352,7 @@ fn a_merge_heavy_history_is_bisected_into_a_side_branch() {
             let is_culprit = topic == 2 && idx == 1;
             let mut files = vec![(name.as_str(), "x")];
             if is_culprit {
-                files.push(("config/send_size", send_size(true)));
+                files.push(("config/socket_size", socket_size(true)));
             }
             side = commit(
                 &repo,
@@ -366,7 +374,7 @@ fn a_merge_heavy_history_is_bisected_into_a_side_branch() {
         let slow = culprit.is_some();
         main = commit(
             &repo,
-            &[("config/send_size", send_size(slow))],
+            &[("config/socket_size", socket_size(slow))],
             &[main, side],
             &format!("merge topic {topic}"),
         );
@@ -650,11 +658,11 @@ fn bad_input_is_refused_before_anything_runs() {
         );
     }
     // Dirty and bare repositories.
-    std::fs::write(fixture.repo.join("config/send_size"), "1\n").unwrap();
+    std::fs::write(fixture.repo.join("config/socket_size"), "1\n").unwrap();
     let (code, _, stderr) = start(&good, &bad, "sh build.sh", &["--measure", &command]);
     assert_eq!(code, 2);
     assert!(
-        stderr.contains("uncommitted changes (config/send_size)"),
+        stderr.contains("uncommitted changes (config/socket_size)"),
         "{stderr}"
     );
     let bare = fixture.repo.parent().unwrap().join("bare.git");
