@@ -194,10 +194,13 @@ pub struct SideFigures {
     pub local_service_demand: Option<f64>,
     /// Remote service demand.
     pub remote_service_demand: Option<f64>,
-    /// Datagrams sent per run (UDP_STREAM), mean.
+    /// Datagrams sent per iteration (UDP_STREAM), mean.
     pub messages_sent: Option<f64>,
-    /// Datagrams received per run (UDP_STREAM), mean.
+    /// Datagrams received per iteration (UDP_STREAM), mean.
     pub messages_received: Option<f64>,
+    /// Sends the kernel failed per iteration (UDP_STREAM), mean; absent
+    /// unless every iteration of the side counted them.
+    pub send_errors: Option<f64>,
     /// Confidence level asked for with `-I`, percent.
     pub confidence_level_pct: Option<u32>,
     /// Half width of the widest interval reached by a run of the side,
@@ -263,24 +266,34 @@ impl SideFigures {
             figures.send_socket_bytes = Some(sender.send_buffer.at_end_bytes);
             figures.recv_socket_bytes = Some(receiver.recv_buffer.at_end_bytes);
         }
-        figures.sent_throughput_bps = mean_of(runs.iter().flat_map(|run| {
-            run.iterations.iter().filter_map(|iteration| {
-                let ends = iteration.ends.as_ref()?;
-                (ends.local.elapsed_s > 0.0)
-                    .then(|| ends.local.bytes_sent as f64 * 8.0 / ends.local.elapsed_s)
-            })
-        }))
-        .filter(|_| runs.iter().any(|run| run.summary.udp.is_some()));
-        figures.messages_sent = mean_of(
+        let udp_iterations = || {
             runs.iter()
-                .filter_map(|run| run.summary.udp.as_ref())
-                .map(|udp| udp.messages_sent as f64),
-        );
-        figures.messages_received = mean_of(
-            runs.iter()
-                .filter_map(|run| run.summary.udp.as_ref())
-                .map(|udp| udp.messages_received as f64),
-        );
+                .filter(|run| run.summary.udp.is_some())
+                .flat_map(|run| run.iterations.iter().map(move |iteration| (run, iteration)))
+        };
+        // What the sender put on the wire: its bytes over its own time, or
+        // for a run without ends (an import) its datagrams of the send size.
+        figures.sent_throughput_bps = mean_of(udp_iterations().filter_map(|(run, iteration)| {
+            match &iteration.ends {
+                Some(ends) => (ends.local.elapsed_s > 0.0)
+                    .then(|| ends.local.bytes_sent as f64 * 8.0 / ends.local.elapsed_s),
+                None => {
+                    let sent = iteration.messages_sent? as f64;
+                    (iteration.elapsed_s > 0.0).then(|| {
+                        sent * f64::from(run.spec.send_size_bytes) * 8.0 / iteration.elapsed_s
+                    })
+                }
+            }
+        }));
+        let per_iteration = |count: fn(&bench_core::record::Iteration) -> Option<u64>| {
+            let counts: Option<Vec<f64>> = udp_iterations()
+                .map(|(_, iteration)| count(iteration).map(|value| value as f64))
+                .collect();
+            counts.and_then(|counts| mean_of(counts.into_iter()))
+        };
+        figures.messages_sent = per_iteration(|iteration| iteration.messages_sent);
+        figures.messages_received = per_iteration(|iteration| iteration.messages_received);
+        figures.send_errors = per_iteration(|iteration| iteration.send_errors);
         for run in runs {
             if let Some(confidence) = &run.summary.confidence {
                 figures.confidence_level_pct = Some(confidence.level_pct);

@@ -5,22 +5,20 @@
 
 use crate::interrupt::{self, Interrupted};
 use std::io::Read;
+use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// How often a running command is polled.
 const POLL_INTERVAL: Duration = Duration::from_millis(20);
-/// How long to wait for the output pipes to close after the command
-/// ended. A daemon the command left behind may hold them open for ever:
-/// then what the command itself printed (all in the pipe once it exited)
-/// is taken without waiting for the end of the file.
+/// How long the output of a command that ended may take to read when a
+/// process it left behind keeps writing to the pipe. Reading stops at the
+/// first empty pipe, so this bounds only a writer that never pauses.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
-/// Once the command ended, how long its output may stay quiet before it
-/// counts as all read.
-const DRAIN_QUIET: Duration = Duration::from_millis(200);
 /// How long a command left running by a killed netbisect may take to end
 /// before a new one is refused.
 const STALE_GRACE: Duration = Duration::from_secs(10);
@@ -191,10 +189,9 @@ fn supervise(
         return Ok(CommandOutcome::TimedOut);
     };
     // A child that left the group may hold the pipes open; do not wait for
-    // it forever, and keep what the command printed before it ended.
-    let deadline = Instant::now() + DRAIN_TIMEOUT;
-    let stdout = stdout.collect(deadline);
-    let stderr = stderr.collect(deadline);
+    // it, and keep what the command printed before it ended.
+    let stdout = stdout.collect();
+    let stderr = stderr.collect();
     let tail_start = stderr.len().saturating_sub(STDERR_TAIL_BYTES);
     Ok(CommandOutcome::Exited {
         code: status.code(),
@@ -229,63 +226,112 @@ fn check_marker(marker: &Path) -> Result<(), RunnerError> {
     Ok(())
 }
 
-/// What a drain thread has read of a pipe so far, and whether it reached
-/// the end.
+/// A pipe read by a thread of its own while the command runs, so that a
+/// command printing more than the pipe holds is never blocked.
 struct Drained {
-    bytes: Arc<Mutex<(Vec<u8>, Instant)>>,
-    done: mpsc::Receiver<()>,
+    bytes: Arc<Mutex<Vec<u8>>>,
+    /// Set once the command ended: the thread then takes what is in the
+    /// pipe and stops.
+    ended: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Drained {
-    /// Everything read by the end of the pipe or, when the pipe stays open
-    /// (a daemon holds it), by the moment it has been quiet for
-    /// [`DRAIN_QUIET`] or `deadline` passed.
-    fn collect(self, deadline: Instant) -> Vec<u8> {
-        let ended = Instant::now();
-        loop {
-            let now = Instant::now();
-            let wait = POLL_INTERVAL.min(deadline.saturating_duration_since(now));
-            match self.done.recv_timeout(wait) {
-                Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-            }
-            let last_read = self.bytes.lock().map(|guard| guard.1).unwrap_or(now);
-            let quiet_since = last_read.max(ended);
-            if Instant::now() >= deadline || quiet_since.elapsed() >= DRAIN_QUIET {
-                break;
-            }
+    /// Everything the command wrote before it ended. Whatever it wrote is
+    /// in the pipe by then, so the thread reads until the end of the pipe
+    /// or, when a process the command left behind holds it open, until
+    /// the pipe is empty: no wait for the daemon, and nothing lost however
+    /// late a loaded machine runs the thread.
+    fn collect(mut self) -> Vec<u8> {
+        self.ended.store(true, Ordering::Release);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
         }
         match self.bytes.lock() {
-            Ok(guard) => guard.0.clone(),
-            Err(poisoned) => poisoned.into_inner().0.clone(),
+            Ok(guard) => guard.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
         }
     }
 }
 
-fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> Drained {
-    let bytes = Arc::new(Mutex::new((Vec::new(), Instant::now())));
-    let (sender, done) = mpsc::channel();
-    let shared = Arc::clone(&bytes);
-    std::thread::spawn(move || {
-        if let Some(mut pipe) = pipe {
-            let mut buffer = [0u8; 8192];
-            loop {
-                match pipe.read(&mut buffer) {
-                    Ok(0) => break,
-                    Ok(n_read) => {
-                        if let Ok(mut guard) = shared.lock() {
-                            guard.0.extend_from_slice(&buffer[..n_read]);
-                            guard.1 = Instant::now();
-                        }
-                    }
-                    Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(_) => break,
+impl Drop for Drained {
+    /// A command killed at its timeout is not read to the end: its thread
+    /// stops at once.
+    fn drop(&mut self) {
+        self.ended.store(true, Ordering::Release);
+    }
+}
+
+fn drain<R: Read + AsRawFd + Send + 'static>(pipe: Option<R>) -> Drained {
+    let bytes = Arc::new(Mutex::new(Vec::new()));
+    let ended = Arc::new(AtomicBool::new(false));
+    let thread = pipe.map(|pipe| {
+        let (bytes, ended) = (Arc::clone(&bytes), Arc::clone(&ended));
+        std::thread::spawn(move || read_pipe(pipe, &bytes, &ended))
+    });
+    Drained {
+        bytes,
+        ended,
+        thread,
+    }
+}
+
+/// Reads `pipe` into `bytes` to its end, or once `ended` is set until it
+/// is empty (or [`DRAIN_TIMEOUT`] has passed with a writer that never
+/// pauses).
+fn read_pipe(mut pipe: impl Read + AsRawFd, bytes: &Mutex<Vec<u8>>, ended: &AtomicBool) {
+    let fd = pipe.as_raw_fd();
+    let mut buffer = [0u8; 8192];
+    let mut give_up = None;
+    loop {
+        let emptying = ended.load(Ordering::Acquire);
+        if emptying && give_up.is_none() {
+            // From now on a read that would wait returns at once: the pipe
+            // is empty.
+            // SAFETY: fcntl on a descriptor this thread owns through
+            // `pipe`, which lives as long as the loop.
+            unsafe {
+                let flags = libc::fcntl(fd, libc::F_GETFL);
+                if flags < 0 || libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) < 0 {
+                    return;
                 }
             }
+            give_up = Some(Instant::now() + DRAIN_TIMEOUT);
         }
-        let _ = sender.send(());
-    });
-    Drained { bytes, done }
+        if give_up.is_some_and(|limit| Instant::now() >= limit) {
+            return;
+        }
+        if !emptying {
+            // Wait for data, and now and then look whether the command
+            // ended.
+            let mut poll_fd = libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            let timeout_ms = i32::try_from(POLL_INTERVAL.as_millis()).unwrap_or(20);
+            // SAFETY: one pollfd, valid for the call.
+            let ready = unsafe { libc::poll(&mut poll_fd, 1, timeout_ms) };
+            if ready == 0 {
+                continue;
+            }
+            if ready < 0 {
+                if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return;
+            }
+        }
+        match pipe.read(&mut buffer) {
+            Ok(0) => return,
+            Ok(n_read) => match bytes.lock() {
+                Ok(mut guard) => guard.extend_from_slice(&buffer[..n_read]),
+                Err(_) => return,
+            },
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return,
+        }
+    }
 }
 
 fn kill_group(child: &mut Child) {
@@ -407,6 +453,42 @@ mod tests {
         assert_eq!(code, Some(0));
         assert_eq!(stdout, b"{\"record\": 1}\n");
         assert_eq!(stderr_tail, "done\n");
+    }
+
+    #[test]
+    fn a_reader_that_first_runs_after_the_command_ended_takes_everything() {
+        // The command wrote more than one read takes and ended; a process
+        // it left behind holds the pipe open. The reading thread of a
+        // loaded machine may first run only now: it still takes all of
+        // it, and returns without waiting for the daemon.
+        let (reader, mut writer) = std::io::pipe().unwrap();
+        let printed: Vec<u8> = (0..40_000u32).map(|idx| (idx % 251) as u8).collect();
+        std::io::Write::write_all(&mut writer, &printed).unwrap();
+        let bytes = Mutex::new(Vec::new());
+        let ended = AtomicBool::new(true);
+        read_pipe(reader, &bytes, &ended);
+        assert_eq!(bytes.into_inner().unwrap(), printed);
+        drop(writer);
+    }
+
+    #[test]
+    fn output_larger_than_the_pipe_is_read_while_the_command_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        // 300 kB does not fit a pipe: a command whose output were read
+        // only at its end would never end.
+        let outcome = run_command(
+            "sleep 8 & head -c 300000 /dev/zero | tr '\\0' x",
+            dir.path(),
+            &[],
+            Some(Duration::from_secs(30)),
+        )
+        .unwrap();
+        let CommandOutcome::Exited { code, stdout, .. } = outcome else {
+            panic!("timed out");
+        };
+        assert_eq!(code, Some(0));
+        assert_eq!(stdout.len(), 300_000);
+        assert!(stdout.iter().all(|byte| *byte == b'x'));
     }
 
     #[test]

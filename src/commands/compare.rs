@@ -237,7 +237,8 @@ fn short_name(value: &str) -> String {
 struct Family {
     /// The title: the test and the parameters every member shares.
     title: String,
-    /// `send_size` or `request_response`: what the rows are named by.
+    /// `send_size`, `datagram` or `request_response`: what the rows are
+    /// named by ([`swept_parameter`]).
     parameter: &'static str,
     /// Indices of the members in `groups`, in order.
     groups: Vec<usize>,
@@ -555,10 +556,14 @@ fn matrices(groups: &[ComparisonGroup], settings: &[String]) -> Vec<Matrix> {
     matrices
 }
 
-/// The parameter a family of `test` is swept over.
+/// What the rows of a family of `test` are: `request_response` sizes,
+/// `datagram` sizes (UDP_STREAM, a send and a receive line each) or
+/// `send_size`s.
 fn swept_parameter(test: TestKind) -> &'static str {
     if test.is_request_response() {
         "request_response"
+    } else if test == TestKind::UdpStream {
+        "datagram"
     } else {
         "send_size"
     }
@@ -578,18 +583,15 @@ fn without_size(spec: &RunSpec) -> RunSpec {
 }
 
 /// Families of groups: with the netperf layout, size sweeps of three
-/// sizes or more (everything else equal), for stream tests other than
-/// UDP_STREAM, whose send and receive lines do not fit a sweep row, and
-/// for request/response tests.
+/// sizes or more (everything else equal), of every test. A UDP_STREAM
+/// sweep gives each size a send and a receive line, as netperf's table
+/// does.
 fn families(groups: &[ComparisonGroup], layout: CompareLayout) -> Vec<Family> {
     if layout != CompareLayout::Netperf {
         return Vec::new();
     }
     let mut by_shared: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (idx, group) in groups.iter().enumerate() {
-        if group.run_spec.test == TestKind::UdpStream {
-            continue;
-        }
         let shared = without_size(&group.run_spec);
         let key = format!(
             "{}\u{0}{}",
@@ -605,7 +607,11 @@ fn families(groups: &[ComparisonGroup], layout: CompareLayout) -> Vec<Family> {
             let first = &groups[members[0]];
             let test = first.run_spec.test;
             let parameter = swept_parameter(test);
-            let swept_flag = if parameter == "send_size" { "-m" } else { "-r" };
+            let swept_flag = if parameter == "request_response" {
+                "-r"
+            } else {
+                "-m"
+            };
             let mut words = vec![test.name().to_string()];
             words.extend(
                 spec_options(&first.run_spec)

@@ -1,6 +1,7 @@
 //! `netbisect compare` in netperf's layouts: tables pinned over real
 //! loopback runs committed in `tests/data/compare-loopback.jsonl` (made
-//! with `bench -l 0.05 -i 4,4`, labelled current and patched), and the
+//! with `bench -l 0.05 -i 4,4`, labelled current and patched; UDP_STREAM
+//! sweeps in `compare-udp-sweep.jsonl`), and the
 //! tables of fresh loopback runs checked for their shape.
 
 use crate::compare::{stderr_of_failure, stdout_of};
@@ -530,4 +531,249 @@ fn a_sweep_flags_the_sizes_that_missed_their_interval() {
         n_missed += usize::from(!met);
     }
     eprintln!("sweep: {n_missed} of 2 sizes missed +/-0.5% @ 99%");
+}
+
+/// Real loopback runs of UDP_STREAM at three sizes a side, with and
+/// without `-c -C` (`bench -l 0.05 -i 4,4`), labelled current and patched.
+fn committed_udp_sweep() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/compare-udp-sweep.jsonl")
+}
+
+/// The rows of a UDP_STREAM sweep table: the size of each send line, and
+/// the words of its send and receive lines.
+fn udp_sweep_rows<'t>(table: &[&'t str]) -> Vec<(u32, Vec<&'t str>, Vec<&'t str>)> {
+    let mut rows = Vec::new();
+    let mut lines = table.iter();
+    while let Some(line) = lines.next() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if words.get(1) == Some(&"send") {
+            let size = words[0].parse().unwrap();
+            let recv: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+            assert_eq!(recv[0], "recv", "{table:?}");
+            rows.push((size, words[2..].to_vec(), recv[1..].to_vec()));
+        }
+    }
+    rows
+}
+
+#[test]
+fn a_udp_sweep_is_one_table_with_a_send_and_receive_line_per_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("archive.db");
+    stdout_of(
+        netbisect(&db)
+            .args(["archive", "import"])
+            .arg(committed_udp_sweep()),
+    );
+    for (name, extra, width) in [("netperf", &[][..], 80), ("email", &["--email"][..], 72)] {
+        let text = stdout_of(
+            netbisect(&db)
+                .args(["compare", "current", "patched"])
+                .args(extra),
+        );
+        check_rules(&text, width);
+        insta::assert_snapshot!(format!("compare_udp_sweep_{name}"), text);
+        // Two sweeps (with and without CPU), no table per size.
+        let titles: Vec<&str> = text
+            .lines()
+            .filter(|line| line.starts_with("UDP_STREAM"))
+            .collect();
+        assert_eq!(
+            titles,
+            [
+                "UDP_STREAM -l 0.05 -c -C -i 4,4 over -m sizes (testbed loopback)",
+                "UDP_STREAM -l 0.05 -i 4,4 over -m sizes (testbed loopback)"
+            ],
+            "{text}"
+        );
+        // Per side, words on the send and on the receive line.
+        for (title, (n_send, n_recv)) in titles.iter().zip([(3, 3), (3, 2)]) {
+            let table = table_after(&text, title);
+            let rows = udp_sweep_rows(&table);
+            let sizes: Vec<u32> = rows.iter().map(|(size, _, _)| *size).collect();
+            assert_eq!(sizes, [1024, 1472, 8192], "{text}");
+            for (_, send, recv) in &rows {
+                // Okay, (errors,) throughput (, S.dem) of each side on the
+                // send line; the receive line ends with change and mark.
+                assert_eq!(send.len(), 2 * n_send, "{send:?}");
+                assert_eq!(recv.len(), 2 * n_recv + 2, "{recv:?}");
+                assert!(recv[2 * n_recv].ends_with('%'), "{recv:?}");
+                assert!(["+", "!", "~", "?"].contains(&recv[2 * n_recv + 1]));
+            }
+        }
+    }
+}
+
+/// netperf's UDP_STREAM output at `size` bytes a message, 10 seconds,
+/// `sent` datagrams of which `errors` failed and `received` arrived; with
+/// `cpu`, its `-c -C` columns.
+fn netperf_udp(size: u32, sent: u64, errors: u64, received: u64, cpu: bool) -> String {
+    let mbits = |count: u64| count as f64 * f64::from(size) * 8.0 / 10.0 / 1e6;
+    let banner = "MIGRATED UDP STREAM TEST from 0.0.0.0 (0.0.0.0) port 0 AF_INET \
+                  to 127.0.0.1 () port 0 AF_INET : demo";
+    if cpu {
+        format!(
+            "{banner}
+Socket  Message  Elapsed      Messages                   CPU      Service
+Size    Size     Time         Okay Errors   Throughput   Util     Demand
+bytes   bytes    secs            #      #   10^6bits/sec % SS     us/KB
+
+212992  {size:6}   10.00  {sent:10} {errors:6} {:10.1}     72.21    6.129
+212992           10.00  {received:10}        {:10.1}     72.21    6.129
+
+",
+            mbits(sent),
+            mbits(received)
+        )
+    } else {
+        format!(
+            "{banner}
+Socket  Message  Elapsed      Messages
+Size    Size     Time         Okay Errors   Throughput
+bytes   bytes    secs            #      #   10^6bits/sec
+
+212992  {size:6}   10.00  {sent:10} {errors:6} {:10.1}
+212992           10.00  {received:10}        {:10.1}
+
+",
+            mbits(sent),
+            mbits(received)
+        )
+    }
+}
+
+#[test]
+fn a_udp_sweep_shows_the_failed_sends_of_each_side() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("archive.db");
+    let sizes = [1024u32, 1472, 8192];
+    for cpu in [false, true] {
+        for (label, errors) in [("current", 0), ("patched", 37)] {
+            let text: String = sizes
+                .iter()
+                .map(|size| netperf_udp(*size, 1_000_000, errors, 900_000, cpu))
+                .collect();
+            let mut import = netbisect(&db);
+            import
+                .args(["archive", "import", "-", "--label", label])
+                .write_stdin(text);
+            stdout_of(&mut import);
+        }
+    }
+    let text = stdout_of(netbisect(&db).args(["compare", "current", "patched"]));
+    check_rules(&text, 80);
+    insta::assert_snapshot!("compare_udp_sweep_failed_sends", text);
+    // Without CPU: an Errors column per side, the counts netperf printed.
+    let title = "UDP_STREAM -l 10 -s 212992 -S 212992 over -m sizes (testbed default)";
+    let rows = udp_sweep_rows(&table_after(&text, title));
+    assert_eq!(rows.len(), 3, "{text}");
+    for (size, send, recv) in rows {
+        let sent = format!("{:.2}", 1e6 * f64::from(size) * 8.0 / 10.0 / 1e6);
+        assert_eq!(send, ["1000000", "0", &sent, "1000000", "37", &sent]);
+        assert_eq!(recv[0], "900000", "{text}");
+    }
+    // With CPU the columns hold service demand; the failed sends follow
+    // the table.
+    assert!(
+        text.contains(
+            "Failed sends per iteration (current/patched): -m 1024: 0/37, -m 1472:\n  0/37, \
+             -m 8192: 0/37."
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn udp_datagrams_are_per_iteration_as_bench_prints_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("archive.db");
+    let printed = stdout_of(netbisect(&db).args([
+        "bench",
+        "-t",
+        "UDP_STREAM",
+        "-l",
+        "0.05",
+        "-i",
+        "3,3",
+        "-m",
+        "1472",
+        "--label",
+        "u",
+    ]));
+    // The run table's send and receive lines: okay and errors per
+    // iteration.
+    let lines: Vec<Vec<&str>> = printed
+        .lines()
+        .map(|line| line.split_whitespace().collect::<Vec<_>>())
+        .filter(|words| words.first() == Some(&"212992") || words.first() == Some(&"425984"))
+        .collect();
+    assert!(lines.len() >= 2, "{printed}");
+    let (sent, errors, received) = (lines[0][3], lines[0][4], lines[1][2]);
+    let text = stdout_of(netbisect(&db).args(["compare", "label:u", "label:u"]));
+    let rows: Vec<Vec<&str>> = table_after(
+        &text,
+        "UDP_STREAM -l 0.05 -i 3,3 -m 1472 (testbed loopback)",
+    )
+    .iter()
+    .map(|line| line.split_whitespace().collect::<Vec<_>>())
+    .collect();
+    let side = rows
+        .iter()
+        .position(|words| words.first() == Some(&"u"))
+        .unwrap();
+    assert_eq!(
+        (rows[side][4], rows[side][5]),
+        (sent, errors),
+        "{printed}\n{text}"
+    );
+    assert_eq!(rows[side + 1][2], received, "{printed}\n{text}");
+}
+
+#[test]
+fn a_sweep_names_the_side_and_size_that_missed_its_interval() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("archive.db");
+    let sizes = ["1", "64", "512"];
+    for label in ["current", "patched"] {
+        for size in sizes {
+            let sizes = format!("{size},{size}");
+            bench(
+                &db,
+                label,
+                &["-t", "TCP_RR", "-I", "99,1", "-i", "2,2", "-r", &sizes],
+            );
+        }
+    }
+    let text = stdout_of(netbisect(&db).args(["compare", "current", "patched"]));
+    check_rules(&text, 80);
+    // Which side missed at which size, as the records say.
+    let exported = stdout_of(netbisect(&db).args(["archive", "export"]));
+    let mut missed: [Vec<String>; 2] = [Vec::new(), Vec::new()];
+    for size in sizes {
+        for line in exported.lines() {
+            let record: serde_json::Value = serde_json::from_str(line).unwrap();
+            let side = usize::from(record["subject"]["label"] == "patched");
+            let this_size = record["spec"]["request_size_bytes"]
+                .as_u64()
+                .unwrap()
+                .to_string();
+            if this_size == size && record["summary"]["confidence"]["met"] == false {
+                missed[side].push(format!("-r {size},{size}"));
+            }
+        }
+    }
+    let mut sides = Vec::new();
+    for (name, sizes) in ["current", "patched"].iter().zip(&missed) {
+        if !sizes.is_empty() {
+            sides.push(format!("{name} at {}", sizes.join(", ")));
+        }
+    }
+    let flowing = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if sides.is_empty() {
+        assert!(!flowing.contains("interval missed by"), "{text}");
+    } else {
+        let note = format!("!!! -I interval missed by {}.", sides.join("; "));
+        assert!(flowing.contains(&note), "{note}\n{text}");
+    }
+    eprintln!("sweep: missed {missed:?}");
 }
