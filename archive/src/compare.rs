@@ -301,6 +301,19 @@ pub struct ComparisonRow {
     /// Whether the change of the means is for the better or the worse;
     /// `null` when the means are equal or a side is missing.
     pub direction: Option<Direction>,
+    /// For a row not called significant (`?` or `~`): the samples per
+    /// side at which the Mann-Whitney test would reach alpha with
+    /// [`DECIDE_POWER`] for a change of [`ComparisonRow::effect_pct`], at
+    /// the noise observed (the pooled standard deviation of the sides;
+    /// see `bench_core::stats::power`); `null` when the sides show no
+    /// noise or the row is decided.
+    pub samples_to_decide: Option<usize>,
+    /// The change `samples_to_decide` is for, percent: `--min-effect`,
+    /// or the observed change when that is 0.
+    pub effect_pct: Option<f64>,
+    /// `samples_to_decide` in runs: how many more runs each side needs,
+    /// at the samples per run each side has (the larger of the two).
+    pub more_runs_per_side: Option<usize>,
 }
 
 /// Mean, spread and count of one side's samples of a metric.
@@ -624,13 +637,17 @@ fn compare_group(
     for metric in metrics {
         let first = samples_of(&runs.first, metric);
         let second = samples_of(&runs.second, metric);
-        let row = compare_samples(metric, test, &first, &second, options).map_err(|source| {
-            CompareError::Stats {
-                metric,
-                test,
-                source,
-            }
-        })?;
+        let mut row =
+            compare_samples(metric, test, &first, &second, options).map_err(|source| {
+                CompareError::Stats {
+                    metric,
+                    test,
+                    source,
+                }
+            })?;
+        row.more_runs_per_side = row.samples_to_decide.and_then(|samples| {
+            more_runs_per_side(samples, &row, runs.first.len(), runs.second.len())
+        });
         rows.push(row);
     }
     Ok(ComparisonGroup {
@@ -676,6 +693,10 @@ fn host_changes(host: Host, first: &HostEnv, second: &HostEnv) -> Vec<EnvChange>
 /// Confidence level of the interval on each change.
 pub const CHANGE_INTERVAL_LEVEL: f64 = 0.95;
 
+/// Power at which [`ComparisonRow::samples_to_decide`] is reckoned: the
+/// usual 80%, the chance that a change of the size asked is called.
+pub const DECIDE_POWER: f64 = 0.8;
+
 /// Compares the samples of one metric; see the module documentation.
 pub fn compare_samples(
     metric: Metric,
@@ -698,6 +719,9 @@ pub fn compare_samples(
         p_value: None,
         verdict: Verdict::NeedSamples,
         direction: None,
+        samples_to_decide: None,
+        effect_pct: None,
+        more_runs_per_side: None,
     };
     let (Some(first_summary), Some(second_summary)) = (first_summary, second_summary) else {
         return Ok(row);
@@ -723,7 +747,62 @@ pub fn compare_samples(
     } else {
         Verdict::NotSignificant
     };
+    if row.verdict != Verdict::Significant {
+        let effect_pct = if options.min_effect_pct > 0.0 {
+            Some(options.min_effect_pct)
+        } else {
+            row.change_pct.map(f64::abs)
+        };
+        row.samples_to_decide = effect_pct.and_then(|effect_pct| {
+            samples_to_decide(&first_summary, &second_summary, effect_pct, options.alpha)
+        });
+        row.effect_pct = row.samples_to_decide.and(effect_pct);
+    }
     Ok(row)
+}
+
+/// Samples per side for a change of `effect_pct` of the first mean to be
+/// called, at the sides' pooled noise; `None` without noise to go by.
+fn samples_to_decide(
+    first: &SideSummary,
+    second: &SideSummary,
+    effect_pct: f64,
+    alpha: f64,
+) -> Option<usize> {
+    let (first_sd, second_sd) = (first.stddev?, second.stddev?);
+    let (n_first, n_second) = (first.n_samples as f64, second.n_samples as f64);
+    let pooled_variance = ((n_first - 1.0) * first_sd.powi(2)
+        + (n_second - 1.0) * second_sd.powi(2))
+        / (n_first + n_second - 2.0);
+    let effect_size = effect_pct / 100.0 * first.mean.abs() / pooled_variance.sqrt();
+    // No noise, or no change to look for: nothing to reckon.
+    if !(effect_size.is_finite() && effect_size > 0.0) {
+        return None;
+    }
+    stats::mann_whitney_samples_per_side(effect_size, alpha, DECIDE_POWER).ok()
+}
+
+/// More runs per side for `samples_per_side`, at each side's samples per
+/// run; the larger count of the two.
+fn more_runs_per_side(
+    samples_per_side: usize,
+    row: &ComparisonRow,
+    n_runs_first: usize,
+    n_runs_second: usize,
+) -> Option<usize> {
+    let sides = [(&row.first, n_runs_first), (&row.second, n_runs_second)];
+    sides
+        .into_iter()
+        .map(|(side, n_runs)| {
+            let side = side.as_ref()?;
+            let missing = samples_per_side.saturating_sub(side.n_samples);
+            if missing == 0 || n_runs == 0 {
+                return Some(0);
+            }
+            // Whole runs at this side's samples per run, rounded up.
+            Some((missing * n_runs).div_ceil(side.n_samples))
+        })
+        .try_fold(0, |most, runs| runs.map(|runs| most.max(runs)))
 }
 
 #[cfg(test)]
@@ -983,6 +1062,97 @@ pub(crate) mod tests {
             only_group(&comparison).rows[0].verdict,
             Verdict::Significant
         );
+    }
+
+    #[test]
+    fn an_undecided_row_says_how_many_more_runs_would_decide_it() {
+        // One run of three iterations a side, standard deviation 2 on a
+        // mean of 100 both sides.
+        let base = run(
+            TestKind::TcpStream,
+            "aaaaaaa",
+            "2024-01-01T00:00:00Z",
+            &[98.0, 100.0, 102.0],
+            false,
+        );
+        let patched = run(
+            TestKind::TcpStream,
+            "bbbbbbb",
+            "2024-01-02T00:00:00Z",
+            &[99.0, 101.0, 103.0],
+            false,
+        );
+        let options = CompareOptions {
+            min_effect_pct: 2.0,
+            ..CompareOptions::default()
+        };
+        let comparison = compare(
+            std::slice::from_ref(&base),
+            std::slice::from_ref(&patched),
+            &options,
+        )
+        .unwrap();
+        let row = &only_group(&comparison).rows[0];
+        assert_eq!(row.verdict, Verdict::NeedSamples);
+        // 2% of 100 is one deviation: the t test needs 16.66 a side
+        // (normal 15.70 + 1.96^2/4), Mann-Whitney 16.66 / (3/pi) = 17.4,
+        // so 18: 15 more samples, five more runs of three.
+        assert_eq!(row.effect_pct, Some(2.0));
+        assert_eq!(row.samples_to_decide, Some(18));
+        assert_eq!(row.more_runs_per_side, Some(5));
+
+        // Without --min-effect the observed 1% is the change to see: half
+        // a deviation, 67 a side, 64 more samples, 22 runs.
+        let comparison = compare(&[base], &[patched], &CompareOptions::default()).unwrap();
+        let row = &only_group(&comparison).rows[0];
+        assert_eq!(row.effect_pct.map(|pct| (pct * 1e9).round()), Some(1e9));
+        assert_eq!(row.samples_to_decide, Some(67));
+        assert_eq!(row.more_runs_per_side, Some(22));
+    }
+
+    #[test]
+    fn a_decided_or_noiseless_row_has_no_runs_to_go() {
+        let mut noise = Noise(11);
+        let base = run(
+            TestKind::TcpStream,
+            "aaaaaaa",
+            "2024-01-01T00:00:00Z",
+            &noise.around(100.0, 0.01, 8),
+            false,
+        );
+        let patched = run(
+            TestKind::TcpStream,
+            "bbbbbbb",
+            "2024-01-02T00:00:00Z",
+            &noise.around(120.0, 0.01, 8),
+            false,
+        );
+        let comparison = compare(&[base], &[patched], &CompareOptions::default()).unwrap();
+        let row = &only_group(&comparison).rows[0];
+        assert_eq!(row.verdict, Verdict::Significant);
+        assert_eq!(row.samples_to_decide, None);
+        assert_eq!(row.more_runs_per_side, None);
+
+        // One sample a side shows no noise to reckon with.
+        let one = |commit: &str, value: f64| {
+            run(
+                TestKind::TcpStream,
+                commit,
+                "2024-01-01T00:00:00Z",
+                &[value],
+                false,
+            )
+        };
+        let comparison = compare(
+            &[one("aaaaaaa", 100.0)],
+            &[one("bbbbbbb", 101.0)],
+            &CompareOptions::default(),
+        )
+        .unwrap();
+        let row = &only_group(&comparison).rows[0];
+        assert_eq!(row.verdict, Verdict::NeedSamples);
+        assert_eq!(row.samples_to_decide, None);
+        assert_eq!(row.more_runs_per_side, None);
     }
 
     #[test]

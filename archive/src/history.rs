@@ -21,7 +21,8 @@
 //! Values are in `unit` (SI base units, as in the run record).
 
 use crate::compare::{Direction, metric_unit};
-use bench_core::record::{Metric, RunRecord};
+use bench_core::record::{Metric, RecordError, RunRecord};
+use bench_core::spec::TestKind;
 use bench_core::stats::{self, ChangePointOptions, StatsError};
 use serde::Serialize;
 use std::collections::BTreeSet;
@@ -72,13 +73,47 @@ impl HistoryOptions {
     }
 }
 
+/// What a history needs of one run: where it goes in the series, which
+/// configuration it is of, and its values of the history's metric.
+/// [`crate::Archive::series_runs`] reads it from the archive's columns;
+/// [`SeriesRun::of`] takes it from a record.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SeriesRun {
+    /// Run id.
+    pub id: String,
+    /// Commit under test.
+    pub commit: Option<String>,
+    /// Start of the run, RFC 3339.
+    pub started_at: String,
+    /// Test kind.
+    pub test: TestKind,
+    /// The run's spec key ([`RunRecord::compute_spec_key`]).
+    pub spec_key: String,
+    /// The metric's value in each iteration that measured it.
+    pub samples: Vec<f64>,
+}
+
+impl SeriesRun {
+    /// The series run of `record` for `metric`.
+    pub fn of(record: &RunRecord, metric: Metric) -> Result<SeriesRun, RecordError> {
+        Ok(SeriesRun {
+            id: record.id.clone(),
+            commit: record.subject.commit.clone(),
+            started_at: record.started_at.clone(),
+            test: record.spec.test,
+            spec_key: record.compute_spec_key()?,
+            samples: record.samples(metric),
+        })
+    }
+}
+
 /// One point of the series as handed over: a label and its runs.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PointRuns<'a> {
     /// Commit (abbreviated) or time, as it should be printed.
     pub label: String,
-    /// The runs measured at this point.
-    pub runs: Vec<&'a RunRecord>,
+    /// The runs measured at this point, with the history's metric.
+    pub runs: Vec<&'a SeriesRun>,
 }
 
 /// The metric across the points, with change points marked.
@@ -159,10 +194,10 @@ pub fn history(
         let samples: Vec<f64> = point
             .runs
             .iter()
-            .flat_map(|run| run.samples(metric))
+            .flat_map(|run| run.samples.iter().copied())
             .collect();
         for run in &point.runs {
-            tests.insert(run.spec.test);
+            tests.insert(run.test);
         }
         let mean = if samples.is_empty() {
             None
@@ -231,15 +266,14 @@ pub fn history(
 /// length of the shorter one, which lets abbreviated ids of imported
 /// runs match (at least 7 hex digits are needed). Commits without runs
 /// are left out.
-pub fn points_in_commit_order<'a>(commits: &[String], runs: &'a [RunRecord]) -> Vec<PointRuns<'a>> {
+pub fn points_in_commit_order<'a>(commits: &[String], runs: &'a [SeriesRun]) -> Vec<PointRuns<'a>> {
     commits
         .iter()
         .filter_map(|commit| {
-            let matching: Vec<&RunRecord> = runs
+            let matching: Vec<&SeriesRun> = runs
                 .iter()
                 .filter(|run| {
-                    run.subject
-                        .commit
+                    run.commit
                         .as_deref()
                         .is_some_and(|recorded| same_commit(recorded, commit))
                 })
@@ -262,8 +296,8 @@ fn same_commit(recorded: &str, listed: &str) -> bool {
 
 /// The points of a history in time order: one per run, by start time (the
 /// id breaks ties), labelled with the start time.
-pub fn points_in_time_order(runs: &[RunRecord]) -> Vec<PointRuns<'_>> {
-    let mut ordered: Vec<&RunRecord> = runs.iter().collect();
+pub fn points_in_time_order(runs: &[SeriesRun]) -> Vec<PointRuns<'_>> {
+    let mut ordered: Vec<&SeriesRun> = runs.iter().collect();
     ordered.sort_by(|a, b| (&a.started_at, &a.id).cmp(&(&b.started_at, &b.id)));
     ordered
         .into_iter()
@@ -281,7 +315,15 @@ mod tests {
     use bench_core::spec::TestKind;
 
     /// One run of three iterations per commit, at the given levels.
-    fn series(levels: &[f64], seed: u64) -> Vec<RunRecord> {
+    /// The throughput series of [`records`].
+    fn series(levels: &[f64], seed: u64) -> Vec<SeriesRun> {
+        records(levels, seed)
+            .iter()
+            .map(|record| SeriesRun::of(record, Metric::ThroughputBps).unwrap())
+            .collect()
+    }
+
+    fn records(levels: &[f64], seed: u64) -> Vec<RunRecord> {
         let mut noise = Noise(seed);
         levels
             .iter()
@@ -419,6 +461,10 @@ mod tests {
             record.seal().unwrap();
             latency_runs.push(record);
         }
+        let latency_runs: Vec<SeriesRun> = latency_runs
+            .iter()
+            .map(|record| SeriesRun::of(record, Metric::LatencyP99Us).unwrap())
+            .collect();
         let mut points = points_in_time_order(&latency_runs);
         points.insert(
             7,
@@ -460,6 +506,6 @@ mod tests {
         let listed = vec![commits(2)[1].clone(), "f".repeat(40)];
         let points = points_in_commit_order(&listed, &runs);
         assert_eq!(points.len(), 1);
-        assert_eq!(points[0].runs[0].subject.commit, runs[1].subject.commit);
+        assert_eq!(points[0].runs[0].commit, runs[1].commit);
     }
 }

@@ -17,16 +17,30 @@
 //! 3. `bisect_sessions` and `bisect_events`: bisection sessions and their
 //!    journals (see [`crate::journal`]); at most one active session per
 //!    repository.
+//! 4. `imported_at`: when an undated import was imported.
+//! 5. `spec_key` and `series` (every iteration's value of every metric
+//!    the run measured, see [`series_json`]), filled from the stored
+//!    records, so that a history reads neither records nor hashes
+//!    ([`crate::Archive::series_runs`]).
 
 use crate::ArchiveError;
 use bench_core::record::{Metric, RunRecord};
 use rusqlite::{Connection, params};
+use std::collections::BTreeMap;
 
 /// `PRAGMA application_id` of a netbisect archive ("nbis").
 pub const APPLICATION_ID: i32 = 0x6e62_6973;
 
 /// The newest schema version this build writes and reads.
-pub const CURRENT_VERSION: u32 = 4;
+pub const CURRENT_VERSION: u32 = 5;
+
+/// The oldest schema an archive opened read-only (not migrated) may
+/// have: every read but a history's works on it, and a history falls
+/// back to reading the records.
+pub const OLDEST_READABLE_VERSION: u32 = 4;
+
+/// The version since which `spec_key` and `series` are filled.
+pub const SERIES_VERSION: u32 = 5;
 
 /// A data conversion that runs inside a migration's transaction.
 pub type Backfill = fn(&Connection) -> Result<(), ArchiveError>;
@@ -106,6 +120,13 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: "ALTER TABLE runs ADD COLUMN imported_at TEXT;",
         backfill: None,
     },
+    Migration {
+        sql: "
+            ALTER TABLE runs ADD COLUMN spec_key TEXT;
+            ALTER TABLE runs ADD COLUMN series TEXT;
+        ",
+        backfill: Some(backfill_series),
+    },
 ];
 
 /// Metrics stored as columns since version 2, besides the two of version 1.
@@ -147,6 +168,41 @@ fn backfill_metric_columns(transaction: &Connection) -> Result<(), ArchiveError>
             id, values[0], values[1], values[2], values[3], values[4], values[5], values[6],
             values[7], values[8]
         ])?;
+    }
+    Ok(())
+}
+
+/// The `series` column of `record`: a JSON object with, for every metric
+/// the run measured, its value in each iteration, in iteration order
+/// (`{"throughput_bps":[9.4e9,9.41e9]}`); metrics without a value are
+/// left out. Values are finite, as in any valid record.
+pub fn series_json(record: &RunRecord) -> Result<String, serde_json::Error> {
+    let series: BTreeMap<&str, Vec<f64>> = Metric::ALL
+        .iter()
+        .map(|metric| (metric.name(), record.samples(*metric)))
+        .filter(|(_, samples)| !samples.is_empty())
+        .collect();
+    serde_json::to_string(&series)
+}
+
+fn backfill_series(transaction: &Connection) -> Result<(), ArchiveError> {
+    let mut select = transaction.prepare("SELECT id, record FROM runs")?;
+    let mut update =
+        transaction.prepare("UPDATE runs SET spec_key = ?2, series = ?3 WHERE id = ?1")?;
+    let mut rows = select.query([])?;
+    while let Some(row) = rows.next()? {
+        let id: String = row.get(0)?;
+        let bytes: Vec<u8> = row.get(1)?;
+        let damaged = |detail: String| ArchiveError::DamagedRun {
+            id: id.clone(),
+            detail,
+        };
+        let record = RunRecord::from_slice(&bytes).map_err(|err| damaged(err.to_string()))?;
+        let spec_key = record
+            .compute_spec_key()
+            .map_err(|err| damaged(err.to_string()))?;
+        let series = series_json(&record).map_err(|err| damaged(err.to_string()))?;
+        update.execute(params![id, spec_key, series])?;
     }
     Ok(())
 }

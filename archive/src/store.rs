@@ -32,6 +32,7 @@
 //! through the owner's `-wal` when a writer is active.
 
 use crate::ArchiveError;
+use crate::history::SeriesRun;
 use crate::schema::{self, APPLICATION_ID, CURRENT_VERSION, MIGRATIONS, V2_METRICS};
 use bench_core::canonical;
 use bench_core::record::{Metric, RecordError, RunRecord};
@@ -309,7 +310,10 @@ impl Archive {
                 detail: "no archive schema".to_string(),
             });
         }
-        if version < CURRENT_VERSION {
+        // An older schema that has every table and column the reads use
+        // is read as it is; what it lacks ([`Archive::series_runs`]) is
+        // read the long way.
+        if version < schema::OLDEST_READABLE_VERSION {
             return Err(ArchiveError::ReadOnlyOldSchema {
                 path: path.to_path_buf(),
                 found: version,
@@ -653,6 +657,56 @@ impl Archive {
         Ok(found)
     }
 
+    /// What a history of `metric` needs of each selected run, oldest
+    /// first, from the columns filled when the run was stored: no record
+    /// is decoded or verified (`archive check` does that). `None` when
+    /// the archive is older than those columns (one opened read-only at
+    /// an older schema): read the records then
+    /// ([`crate::history::SeriesRun::of`]).
+    pub fn series_runs(
+        &self,
+        query: &RunQuery,
+        metric: Metric,
+    ) -> Result<Option<Vec<SeriesRun>>, ArchiveError> {
+        if self.schema_version()? < schema::SERIES_VERSION {
+            return Ok(None);
+        }
+        // Metric names are plain identifiers, safe inside the path.
+        let columns = format!(
+            "id, commit_id, started_at, test, spec_key, json_extract(series, '$.{}')",
+            metric.name()
+        );
+        let (sql, values) = build_select(&columns, query)?;
+        let mut statement = self.connection.prepare(&sql)?;
+        let mut rows = statement.query(rusqlite::params_from_iter(values.iter()))?;
+        let mut found = Vec::new();
+        while let Some(row) = rows.next()? {
+            let id: String = row.get(0)?;
+            let damaged = |detail: String| ArchiveError::DamagedRun {
+                id: id.clone(),
+                detail,
+            };
+            let test_name: String = row.get(3)?;
+            let test = TestKind::from_str(&test_name).map_err(|err| damaged(err.to_string()))?;
+            let spec_key: Option<String> = row.get(4)?;
+            let spec_key = spec_key.ok_or_else(|| damaged("no spec key stored".to_string()))?;
+            let samples = match row.get::<_, Option<String>>(5)? {
+                Some(text) => serde_json::from_str::<Vec<f64>>(&text)
+                    .map_err(|err| damaged(format!("its stored {metric} values: {err}")))?,
+                None => Vec::new(),
+            };
+            found.push(SeriesRun {
+                commit: row.get(1)?,
+                started_at: row.get(2)?,
+                test,
+                spec_key,
+                samples,
+                id,
+            });
+        }
+        Ok(Some(found))
+    }
+
     /// Copies into this archive every run of the archive at `other` that
     /// it lacks, in one transaction. Each copied run is verified first.
     /// Merging the same archive again adds nothing.
@@ -749,6 +803,9 @@ impl Archive {
             }
             Ok::<(), ArchiveError>(())
         })?;
+        if schema_version >= schema::SERIES_VERSION {
+            self.check_series(&mut damaged_runs)?;
+        }
         Ok(CheckReport {
             schema_version,
             supported_version: CURRENT_VERSION,
@@ -757,6 +814,41 @@ impl Archive {
             n_runs,
             damaged_runs,
         })
+    }
+}
+
+impl Archive {
+    /// Adds to `damaged_runs` every run whose history columns (`spec_key`,
+    /// `series`) disagree with its record; runs whose record does not
+    /// decode are already listed.
+    fn check_series(&self, damaged_runs: &mut Vec<DamagedRun>) -> Result<(), ArchiveError> {
+        let mut statement = self
+            .connection
+            .prepare("SELECT id, spec_key, series, record FROM runs ORDER BY started_at, id")?;
+        let mut rows = statement.query([])?;
+        while let Some(row) = rows.next()? {
+            let id: String = row.get(0)?;
+            let spec_key: Option<String> = row.get(1)?;
+            let series: Option<String> = row.get(2)?;
+            let bytes: Vec<u8> = row.get(3)?;
+            let Ok(record) = RunRecord::from_slice(&bytes) else {
+                continue;
+            };
+            let mut wrong = Vec::new();
+            if record.compute_spec_key().ok() != spec_key {
+                wrong.push("spec_key");
+            }
+            if schema::series_json(&record).ok() != series {
+                wrong.push("series");
+            }
+            if !wrong.is_empty() && !damaged_runs.iter().any(|damaged| damaged.id == id) {
+                damaged_runs.push(DamagedRun {
+                    problem: format!("columns disagree with the record: {}", wrong.join(", ")),
+                    id,
+                });
+            }
+        }
+        Ok(())
     }
 }
 
@@ -962,10 +1054,10 @@ fn prepare_insert<'conn>(
         .map(|m| schema::metric_column(*m))
         .collect();
     let sql = format!(
-        "INSERT INTO runs ({RUN_COLUMNS}, record, {}, imported_at) VALUES ({}) \
-         ON CONFLICT (id) DO NOTHING",
+        "INSERT INTO runs ({RUN_COLUMNS}, record, {}, imported_at, spec_key, series) \
+         VALUES ({}) ON CONFLICT (id) DO NOTHING",
         metric_columns.join(", "),
-        (1..=14 + metric_columns.len())
+        (1..=16 + metric_columns.len())
             .map(|idx| format!("?{idx}"))
             .collect::<Vec<_>>()
             .join(", ")
@@ -980,6 +1072,12 @@ fn insert_run(
 ) -> Result<bool, ArchiveError> {
     let record = &run.record;
     let metrics = V2_METRICS.map(|metric| record.value(metric));
+    let damaged = |detail: String| ArchiveError::DamagedRun {
+        id: record.id.clone(),
+        detail,
+    };
+    let spec_key = record.compute_spec_key()?;
+    let series = schema::series_json(record).map_err(|err| damaged(err.to_string()))?;
     let changed = insert.execute(params![
         record.id,
         record.subject.commit,
@@ -1004,6 +1102,8 @@ fn insert_run(
         metrics[7],
         metrics[8],
         record.source.undated.then_some(&record.started_at),
+        spec_key,
+        series,
     ])?;
     Ok(changed == 1)
 }
@@ -1249,9 +1349,65 @@ mod tests {
             .metric_values(&RunQuery::default(), Metric::LatencyP99Us)
             .unwrap();
         assert!(values.is_empty());
+        // The history columns are filled from the record.
+        for metric in [
+            Metric::ThroughputBps,
+            Metric::LocalCpuPct,
+            Metric::LatencyP99Us,
+        ] {
+            let runs = archive
+                .series_runs(&RunQuery::default(), metric)
+                .unwrap()
+                .unwrap();
+            assert_eq!(runs, vec![SeriesRun::of(&record, metric).unwrap()]);
+        }
         let report = archive.check().unwrap();
         assert!(report.is_clean(), "{report:?}");
         assert_eq!(report.n_runs, 1);
+    }
+
+    #[test]
+    fn a_stored_run_gives_history_what_its_record_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut archive = Archive::open(&dir.path().join("a.db")).unwrap();
+        let record = cpu_record();
+        archive
+            .store(&CanonicalRun::from_record(record.clone()).unwrap())
+            .unwrap();
+        for metric in Metric::ALL {
+            let runs = archive
+                .series_runs(&RunQuery::default(), metric)
+                .unwrap()
+                .unwrap();
+            assert_eq!(
+                runs,
+                vec![SeriesRun::of(&record, metric).unwrap()],
+                "{metric}"
+            );
+        }
+        let none = RunQuery {
+            label: Some("no such label".to_string()),
+            ..RunQuery::default()
+        };
+        assert!(
+            archive
+                .series_runs(&none, Metric::ThroughputBps)
+                .unwrap()
+                .unwrap()
+                .is_empty()
+        );
+        assert!(archive.check().unwrap().is_clean());
+        // A history column changed behind the record's back is caught.
+        archive
+            .connection
+            .execute("UPDATE runs SET series = '{\"throughput_bps\":[1.0]}'", [])
+            .unwrap();
+        let report = archive.check().unwrap();
+        assert_eq!(report.damaged_runs.len(), 1, "{report:?}");
+        assert_eq!(
+            report.damaged_runs[0].problem,
+            "columns disagree with the record: series"
+        );
     }
 
     #[test]

@@ -13,7 +13,10 @@ use crate::decision::{
     self, DecisionConfig, Difference, EndsDecision, Method, Model, StepDecision, Verdict,
 };
 use crate::graph::{self, CommitGraph, CommitInfo, GraphError};
-use crate::journal::{BoxError, JOURNAL_SCHEMA, Journal, JournalEvent, JournalSample};
+use crate::journal::{
+    BoxError, JOURNAL_SCHEMA, JOURNAL_SCHEMAS_READ, Journal, JournalEvent, JournalSample,
+};
+use crate::plan::{self, Estimate, PlanInput};
 use crate::posterior::{self, Ancestry, Moments};
 use crate::report::{self, BisectReport, BisectResult, EndSummary, Refusal, StepReport};
 use serde::{Deserialize, Serialize};
@@ -85,6 +88,14 @@ pub trait Measurer {
 
     /// Measures `commit` once (one repeat: one build if needed, one run).
     fn measure(&mut self, commit: &CommitInfo) -> Result<Measurement, BoxError>;
+
+    /// Wall time of one repeat (build included), seconds, for the
+    /// estimate of the rest that [`run`] journals once the ends are
+    /// measured ([`crate::plan`]). `None`, the default, makes no
+    /// estimate: the simulations the estimate itself runs use it.
+    fn seconds_per_sample(&self) -> Option<f64> {
+        None
+    }
 }
 
 /// Where the bisection is.
@@ -121,6 +132,8 @@ pub struct Progress<'a> {
     pub n_measurements: u32,
     /// Commits that may still be the culprit.
     pub candidates_left: u32,
+    /// What the rest was estimated to take once the ends were measured.
+    pub estimate: Option<&'a Estimate>,
 }
 
 /// How a bisection ended.
@@ -153,6 +166,8 @@ pub struct Status {
     pub est_steps_left: u32,
     /// Samples taken so far.
     pub n_measurements: u32,
+    /// What the rest was estimated to take once the ends were measured.
+    pub estimate: Option<Estimate>,
     /// The outcome, when finished.
     pub outcome: Option<Outcome>,
 }
@@ -251,6 +266,8 @@ struct Machine<'g> {
     candidates_left: u32,
     /// The probabilistic method's state; `None` for the sequential one.
     posterior: Option<PosteriorState>,
+    /// The journaled estimate of the rest, once made.
+    estimate: Option<Estimate>,
 }
 
 /// What the probabilistic method keeps between two of its rounds.
@@ -296,6 +313,7 @@ impl<'g> Machine<'g> {
                 culprit_probability: None,
                 est_samples_left: 0,
             }),
+            estimate: None,
         }
     }
 
@@ -877,7 +895,7 @@ impl<'g> Machine<'g> {
         Outcome::Finished(bisect_report)
     }
 
-    fn progress(&self, target: Target) -> Progress<'g> {
+    fn progress(&self, target: Target) -> Progress<'_> {
         let left = graph::steps_left(self.candidates_left as usize);
         let (step, est_steps_total, est_samples_left) = match (&self.posterior, self.phase) {
             (_, Phase::Ends) => (0, left, None),
@@ -908,6 +926,26 @@ impl<'g> Machine<'g> {
             n_samples: self.samples(target).len() as u32,
             n_measurements: self.n_measurements(),
             candidates_left: self.candidates_left,
+            estimate: self.estimate.as_ref(),
+        }
+    }
+
+    /// The estimate of the rest from the ends' samples, with
+    /// `seconds_per_sample`; `None` when the ends show no usable step.
+    fn estimate_rest(&self, seconds_per_sample: f64) -> Result<Option<Estimate>, EngineError> {
+        let bad = Target::Node(self.graph.bad_idx());
+        let Some((step_pct, cv_pct)) = plan::from_ends(&self.good_samples, self.samples(bad))
+        else {
+            return Ok(None);
+        };
+        let input = PlanInput {
+            decision: self.config.decision.clone(),
+            ..PlanInput::new(self.graph.nodes.len(), step_pct, cv_pct, seconds_per_sample)
+        };
+        match plan::estimate(&input) {
+            Ok(estimate) => Ok(Some(estimate)),
+            Err(plan::PlanError::Invalid(_)) => Ok(None),
+            Err(plan::PlanError::Engine(err)) => Err(err),
         }
     }
 }
@@ -919,6 +957,7 @@ struct Replay {
     verdicts: Vec<(String, Verdict)>,
     verdicts_seen: usize,
     finished: bool,
+    estimate: Option<Estimate>,
 }
 
 impl Replay {
@@ -933,6 +972,7 @@ impl Replay {
             verdicts: Vec::new(),
             verdicts_seen: 0,
             finished: false,
+            estimate: None,
         };
         let bad = &graph.nodes[graph.bad_idx()].info.id;
         for (event_idx, event) in events.iter().enumerate() {
@@ -949,7 +989,7 @@ impl Replay {
                             "a start event in the middle".to_string(),
                         ));
                     }
-                    if schema != JOURNAL_SCHEMA {
+                    if !JOURNAL_SCHEMAS_READ.contains(&schema.as_str()) {
                         return Err(EngineError::JournalMismatch(format!(
                             "schema \"{schema}\", expected \"{JOURNAL_SCHEMA}\""
                         )));
@@ -989,6 +1029,7 @@ impl Replay {
                     commit, verdict, ..
                 } => replay.verdicts.push((commit.clone(), *verdict)),
                 JournalEvent::Finished { .. } => replay.finished = true,
+                JournalEvent::Estimate { estimate } => replay.estimate = Some(estimate.clone()),
                 JournalEvent::Interrupted { .. } => {}
             }
         }
@@ -1091,9 +1132,24 @@ pub fn run(
             .map_err(EngineError::Journal)?;
     }
     let mut machine = Machine::new(graph, config);
+    machine.estimate = replay.estimate.clone();
     loop {
         let action = machine.next()?;
         sync_verdicts(&mut machine, &mut replay, Some(&mut *journal))?;
+        // Once the ends are measured, before the first step: estimate
+        // what the rest takes, once per bisection.
+        if machine.phase != Phase::Ends
+            && machine.estimate.is_none()
+            && let Some(seconds) = measurer.seconds_per_sample()
+            && let Some(estimate) = machine.estimate_rest(seconds)?
+        {
+            journal
+                .append(&JournalEvent::Estimate {
+                    estimate: estimate.clone(),
+                })
+                .map_err(EngineError::Journal)?;
+            machine.estimate = Some(estimate);
+        }
         let target = match action {
             Action::Done(outcome) => {
                 if !replay.finished {
@@ -1197,6 +1253,7 @@ pub fn status(
                     candidates_left: machine.candidates_left,
                     est_steps_left: 0,
                     n_measurements: machine.n_measurements(),
+                    estimate: replay.estimate.clone(),
                     outcome: Some(outcome),
                 });
             }
@@ -1217,6 +1274,7 @@ pub fn status(
                             candidates_left: machine.candidates_left,
                             est_steps_left: graph::steps_left(machine.candidates_left as usize),
                             n_measurements: machine.n_measurements(),
+                            estimate: replay.estimate.clone(),
                             outcome: None,
                         });
                     }

@@ -6,15 +6,21 @@
 //! trait. The command-line tool keeps it in the archive; tests and
 //! simulations keep it in memory ([`MemoryJournal`]). Events serialise as
 //! JSON objects tagged by `"event"` (`start`, `archived`, `sample`,
-//! `skip`, `verdict`, `interrupted`, `finished`); the first event of a journal is a
-//! `start` naming the schema, [`JOURNAL_SCHEMA`].
+//! `skip`, `verdict`, `estimate`, `interrupted`, `finished`); the first
+//! event of a journal is a `start` naming the schema, [`JOURNAL_SCHEMA`].
+//! Version 1.1 added `estimate`; journals of version 1 are read too.
 
 use crate::decision::Verdict;
 use crate::engine::BisectConfig;
+use crate::plan::Estimate;
 use serde::{Deserialize, Serialize};
 
 /// The schema of journal events this crate writes and reads.
-pub const JOURNAL_SCHEMA: &str = "netbisect.bisect-journal/1";
+pub const JOURNAL_SCHEMA: &str = "netbisect.bisect-journal/1.1";
+
+/// Every schema of journal this crate reads: its own, and the older ones
+/// of its major version (which lack only events added since).
+pub const JOURNAL_SCHEMAS_READ: [&str; 2] = ["netbisect.bisect-journal/1", JOURNAL_SCHEMA];
 
 /// An error from a trait implementation supplied by the caller.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -79,6 +85,13 @@ pub enum JournalEvent {
         n_samples: u32,
         /// Log-likelihood ratio of new against old at the decision.
         llr: f64,
+    },
+    /// Once the ends were measured: what the rest of the bisection was
+    /// estimated to take ([`crate::plan::from_ends`]). Written once, for
+    /// `status` and the progress lines; replay does not depend on it.
+    Estimate {
+        /// The estimate.
+        estimate: Estimate,
     },
     /// A signal stopped the bisection while it measured `commit`; the
     /// repeat was thrown away and is taken again on resume.

@@ -9,11 +9,16 @@
 //! confirmation included, and the same times the observed seconds per
 //! measurement. The figures are what this engine needs on such a range,
 //! not a bound: heavier tails or drift than normal noise cost more.
+//!
+//! A bisection makes the same estimate once it has measured its ends
+//! ([`from_ends`]: the step is the ends' difference, the noise their
+//! pooled spread), journals it, and says what the rest (the measurements
+//! after the ends) will take.
 
 use crate::decision::DecisionConfig;
 use crate::engine::EngineError;
 use crate::sim::{History, NoiseShape, Rng, engine_bisect};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 
 /// Why an estimate could not be made.
@@ -68,8 +73,9 @@ impl PlanInput {
     }
 }
 
-/// The estimate, the schema of `plan --json`'s `estimate`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// The estimate, the schema of `plan --json`'s `estimate` and of the
+/// journal's `estimate` event.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Estimate {
     /// Commits in the range.
     pub n_commits: usize,
@@ -91,6 +97,11 @@ pub struct Estimate {
     pub mean_seconds: f64,
     /// `p95_measurements` times `seconds_per_run`.
     pub p95_seconds: f64,
+    /// Mean measurements after the ends (steps and confirmation): what
+    /// is left once the ends are measured.
+    pub mean_after_ends: f64,
+    /// 95th percentile of those (nearest rank).
+    pub p95_after_ends: u32,
 }
 
 /// Estimates the measurements and time a bisection of `input` takes.
@@ -99,6 +110,7 @@ pub fn estimate(input: &PlanInput) -> Result<Estimate, PlanError> {
     let started = Instant::now();
     let mut rng = Rng::new(input.seed);
     let mut counts: Vec<u32> = Vec::with_capacity(input.max_trials as usize);
+    let mut after_ends: Vec<u32> = Vec::with_capacity(input.max_trials as usize);
     let mut n_correct = 0u32;
     while counts.len() < input.max_trials as usize {
         if counts.len() >= input.min_trials as usize && started.elapsed() >= input.time_budget {
@@ -114,13 +126,11 @@ pub fn estimate(input: &PlanInput) -> Result<Estimate, PlanError> {
         let trial = engine_bisect(&history, &input.decision, &mut rng)?;
         n_correct += u32::from(trial.correct);
         counts.push(trial.n_measurements + trial.n_confirm);
+        after_ends.push(trial.n_measurements + trial.n_confirm - trial.n_ends);
     }
     let n_trials = u32::try_from(counts.len()).unwrap_or(u32::MAX);
-    let mean = counts.iter().map(|&n| f64::from(n)).sum::<f64>() / f64::from(n_trials);
-    counts.sort_unstable();
-    // Nearest rank: the smallest count with at least 95% at or below it.
-    let rank = (0.95 * counts.len() as f64).ceil() as usize;
-    let p95 = counts[rank.clamp(1, counts.len()) - 1];
+    let (mean, p95) = mean_and_p95(&mut counts);
+    let (mean_after_ends, p95_after_ends) = mean_and_p95(&mut after_ends);
     Ok(Estimate {
         n_commits: input.n_commits,
         step_pct: input.step_pct,
@@ -132,7 +142,40 @@ pub fn estimate(input: &PlanInput) -> Result<Estimate, PlanError> {
         p95_measurements: p95,
         mean_seconds: mean * input.seconds_per_run,
         p95_seconds: f64::from(p95) * input.seconds_per_run,
+        mean_after_ends,
+        p95_after_ends,
     })
+}
+
+/// The mean and the 95th percentile (nearest rank: the smallest count
+/// with at least 95% at or below it) of `counts`, which is not empty.
+fn mean_and_p95(counts: &mut [u32]) -> (f64, u32) {
+    let mean = counts.iter().map(|&n| f64::from(n)).sum::<f64>() / counts.len() as f64;
+    counts.sort_unstable();
+    let rank = (0.95 * counts.len() as f64).ceil() as usize;
+    (mean, counts[rank.clamp(1, counts.len()) - 1])
+}
+
+/// The step and noise the ends show, as percentages of the larger end's
+/// mean: `(step_pct, cv_pct)`, with the noise the pooled standard
+/// deviation of the two ends. Only their ratio matters to the simulated
+/// normal noise, and this keeps the step below 100% whichever way it
+/// goes. `None` without two samples at each end, or when the ends do not
+/// differ.
+pub fn from_ends(good: &[f64], bad: &[f64]) -> Option<(f64, f64)> {
+    if good.len() < 2 || bad.len() < 2 {
+        return None;
+    }
+    let (good_mean, good_var) = crate::decision::mean_var(good);
+    let (bad_mean, bad_var) = crate::decision::mean_var(bad);
+    let (n_good, n_bad) = (good.len() as f64, bad.len() as f64);
+    let pooled =
+        (((n_good - 1.0) * good_var + (n_bad - 1.0) * bad_var) / (n_good + n_bad - 2.0)).sqrt();
+    let scale = good_mean.abs().max(bad_mean.abs());
+    let step_pct = (bad_mean - good_mean).abs() / scale * 100.0;
+    let cv_pct = pooled / scale * 100.0;
+    let usable = step_pct.is_finite() && step_pct > 0.0 && cv_pct.is_finite() && cv_pct < 100.0;
+    usable.then_some((step_pct, cv_pct))
 }
 
 fn check(input: &PlanInput) -> Result<(), PlanError> {
@@ -210,6 +253,28 @@ mod tests {
             ..PlanInput::new(16, 5.0, 2.0, 1.0)
         };
         assert_eq!(estimate(&input).unwrap().n_trials, 5);
+    }
+
+    #[test]
+    fn the_ends_give_step_and_noise_of_the_larger_end() {
+        // Means 100 and 90, each with a standard deviation of 2.
+        let (step_pct, cv_pct) = from_ends(&[98.0, 100.0, 102.0], &[88.0, 90.0, 92.0]).unwrap();
+        assert!((step_pct - 10.0).abs() < 1e-12, "{step_pct}");
+        assert!((cv_pct - 2.0).abs() < 1e-12, "{cv_pct}");
+        // A latency that triples stays below 100%: 200 of 300.
+        let (step_pct, cv_pct) = from_ends(&[99.0, 101.0], &[297.0, 303.0]).unwrap();
+        assert!((step_pct - 200.0 / 3.0).abs() < 1e-9, "{step_pct}");
+        assert!(cv_pct > 0.0);
+        assert_eq!(from_ends(&[1.0], &[2.0, 3.0]), None);
+        assert_eq!(from_ends(&[1.0, 1.0], &[1.0, 1.0]), None);
+    }
+
+    #[test]
+    fn the_rest_after_the_ends_is_part_of_the_whole() {
+        let estimate = estimate(&quick(64, 5.0, 2.0)).unwrap();
+        assert!(estimate.mean_after_ends > 0.0);
+        assert!(estimate.mean_after_ends < estimate.mean_measurements);
+        assert!(estimate.p95_after_ends <= estimate.p95_measurements);
     }
 
     #[test]

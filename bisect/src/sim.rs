@@ -230,6 +230,9 @@ pub struct TrialResult {
     pub n_measurements: u32,
     /// Repeats of the confirmation pass.
     pub n_confirm: u32,
+    /// Repeats of the ends, before the steps (included in
+    /// `n_measurements`).
+    pub n_ends: u32,
     /// The answer was a range (the culprit hidden among unknown commits).
     pub ended_in_range: bool,
 }
@@ -251,12 +254,13 @@ pub fn engine_bisect(
         rng,
         n_measurements: 0,
     };
+    let mut n_ends = 0;
     let outcome = engine::run(
         &graph,
         &config,
         &mut measurer,
         &mut NullJournal,
-        &mut |_| {},
+        &mut |progress| n_ends += u32::from(progress.phase == engine::Phase::Ends),
     )?;
     let n_total = measurer.n_measurements;
     let n_confirm = 2 * decision.confirm_repeats;
@@ -273,12 +277,14 @@ pub fn engine_bisect(
                 ended_in_range: matches!(bisect_report.result, BisectResult::Range { .. }),
                 n_measurements: n_total.saturating_sub(n_confirm),
                 n_confirm: n_confirm.min(n_total),
+                n_ends,
             }
         }
         Outcome::Refused(_) => TrialResult {
             correct: false,
             n_measurements: n_total,
             n_confirm: 0,
+            n_ends,
             ended_in_range: false,
         },
     })
@@ -313,8 +319,9 @@ pub fn naive_bisect(history: &History, repeats: u32, rng: &mut Rng) -> TrialResu
     }
     TrialResult {
         correct: high as usize == history.culprit_idx,
-        n_measurements,
         n_confirm: 0,
+        n_ends: 2 * repeats,
+        n_measurements,
         ended_in_range: false,
     }
 }

@@ -185,3 +185,117 @@ fn resuming_from_any_journal_prefix_gives_the_same_answer() {
         }
     }
 }
+
+/// A measurer that says how long a repeat takes, so the engine
+/// estimates the rest once the ends are measured.
+struct Timed<'a>(Replayable<'a>);
+
+impl Measurer for Timed<'_> {
+    fn measure(&mut self, commit: &CommitInfo) -> Result<Measurement, BoxError> {
+        self.0.measure(commit)
+    }
+
+    fn seconds_per_sample(&self) -> Option<f64> {
+        Some(2.0)
+    }
+}
+
+fn estimates(events: &[JournalEvent]) -> Vec<usize> {
+    events
+        .iter()
+        .enumerate()
+        .filter(|(_, event)| matches!(event, JournalEvent::Estimate { .. }))
+        .map(|(event_idx, _)| event_idx)
+        .collect()
+}
+
+#[test]
+fn the_rest_is_estimated_once_when_the_ends_are_measured() {
+    let config = BisectConfig {
+        metric: "throughput_bps".to_string(),
+        direction: Direction::HigherIsBetter,
+        decision: DecisionConfig::default(),
+    };
+    let graph = CommitGraph::linear(16);
+    let history = History::random(16, 10.0, 2.0, NoiseShape::Normal, &mut Rng::new(5));
+    let mut journal = MemoryJournal::default();
+    let mut measurer = Timed(Replayable::after(&history, 1, &[]));
+    let mut seen: Vec<(engine::Phase, bool)> = Vec::new();
+    let outcome = engine::run(
+        &graph,
+        &config,
+        &mut measurer,
+        &mut journal,
+        &mut |progress| seen.push((progress.phase, progress.estimate.is_some())),
+    )
+    .unwrap();
+    assert_eq!(culprit_of(&outcome).0, format!("c{}", history.culprit_idx));
+
+    // One estimate, after every sample of the ends and before the first
+    // sample of anything else.
+    let events = &journal.events;
+    let [estimate_idx] = estimates(events)[..] else {
+        panic!("{events:#?}");
+    };
+    let ends = [graph.good.id.clone(), "c15".to_string()];
+    let is_sample_of = |event: &JournalEvent, ends_only: bool| match event {
+        JournalEvent::Sample { commit, .. } => ends.contains(commit) == ends_only,
+        _ => false,
+    };
+    assert!(
+        events[..estimate_idx]
+            .iter()
+            .all(|e| !is_sample_of(e, false))
+    );
+    assert!(
+        events[estimate_idx..]
+            .iter()
+            .any(|e| is_sample_of(e, false))
+    );
+    let JournalEvent::Estimate { estimate } = &events[estimate_idx] else {
+        unreachable!()
+    };
+    assert_eq!(estimate.n_commits, 16);
+    assert_eq!(estimate.seconds_per_run, 2.0);
+    // The ends' 10% step at 2% noise, as percentages of the larger end.
+    assert!(
+        estimate.step_pct > 5.0 && estimate.step_pct < 15.0,
+        "{estimate:?}"
+    );
+    assert!(
+        estimate.cv_pct > 0.5 && estimate.cv_pct < 5.0,
+        "{estimate:?}"
+    );
+    assert!(estimate.mean_after_ends > 0.0);
+    assert!(estimate.mean_after_ends < estimate.mean_measurements);
+    // The progress of the ends has none; every later one has it.
+    assert!(
+        seen.iter()
+            .all(|(phase, has)| *has == (*phase != engine::Phase::Ends))
+    );
+
+    // The status shows it; a resume keeps it and makes no other.
+    let status = engine::status(&graph, &config, events).unwrap();
+    assert_eq!(status.estimate.as_ref(), Some(estimate));
+    let prefix = events[..estimate_idx + 1].to_vec();
+    let mut resumed = MemoryJournal {
+        events: prefix.clone(),
+    };
+    let mut measurer = Timed(Replayable::after(&history, 1, &prefix));
+    engine::run(&graph, &config, &mut measurer, &mut resumed, &mut |_| {}).unwrap();
+    assert_eq!(resumed.events, *events);
+    // A resume from before it makes it then.
+    let prefix = events[..estimate_idx].to_vec();
+    let mut resumed = MemoryJournal {
+        events: prefix.clone(),
+    };
+    let mut measurer = Timed(Replayable::after(&history, 1, &prefix));
+    engine::run(&graph, &config, &mut measurer, &mut resumed, &mut |_| {}).unwrap();
+    assert_eq!(estimates(&resumed.events), vec![estimate_idx]);
+
+    // A measurer that cannot time its repeats gets no estimate.
+    let mut journal = MemoryJournal::default();
+    let mut measurer = Replayable::after(&history, 1, &[]);
+    engine::run(&graph, &config, &mut measurer, &mut journal, &mut |_| {}).unwrap();
+    assert!(estimates(&journal.events).is_empty());
+}

@@ -8,20 +8,27 @@
 //! A history follows one spec key (test spec and testbed): when the
 //! selected runs span several, the command lists them and exits with 2
 //! rather than mix configurations in one series or print several.
+//!
+//! The runs are read from the archive's per-run columns
+//! ([`archive::Archive::series_runs`]), not from their records, so a
+//! history of thousands of runs decodes and hashes nothing; an archive
+//! older than those columns (opened read-only, so not upgraded) is read
+//! record by record.
 
 use super::archive::open_archive_read;
 use crate::cli::{GlobalArgs, HistoryArgs};
 use crate::exit::{Code, InputError};
 use crate::render::Renderer;
 use anyhow::Context;
-use archive::RunQuery;
 use archive::compare::SpecSummary;
+use archive::history::SeriesRun;
 use archive::history::{
     HistoryOptions, PointRuns, SeriesOrder, history, points_in_commit_order, points_in_time_order,
 };
-use bench_core::record::RunRecord;
+use archive::{Archive, RunQuery};
+use bench_core::record::{Metric, RunRecord};
 use bench_core::stats::ChangePointOptions;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::io::Write;
 
 pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<Code> {
@@ -51,41 +58,39 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<Code> {
         ..RunQuery::default()
     };
     let archive = open_archive_read(global)?;
-    let records = archive
-        .records(&query)
-        .context("failed to read the archive")?;
-    if records.is_empty() {
+    let runs = series_runs(&archive, &query, args.metric)?;
+    if runs.is_empty() {
         return Err(InputError("no archived run matches the filters".to_string()).into());
     }
-    let (spec_keys, records) = with_spec_keys(records, args.spec_key.as_deref())?;
+    let runs = with_spec_key(runs, args.spec_key.as_deref())?;
 
     let points = match &args.repo {
         Some(path) => {
             let range = args.range.as_deref().unwrap_or("HEAD");
             let commits = commits_of(path, range, args.first_parent)?;
-            let points = points_in_commit_order(&commits, &records);
+            let points = points_in_commit_order(&commits, &runs);
             let n_in_range: usize = points.iter().map(|point| point.runs.len()).sum();
             if n_in_range == 0 {
                 return Err(InputError(format!(
                     "none of the {} selected runs is of a commit of {range} ({} commit{})",
-                    records.len(),
+                    runs.len(),
                     commits.len(),
                     if commits.len() == 1 { "" } else { "s" }
                 ))
                 .into());
             }
-            if n_in_range < records.len() && global.verbose > 0 {
+            if n_in_range < runs.len() && global.verbose > 0 {
                 eprintln!(
                     "netbisect: {} of the {} selected runs are of commits outside {range}",
-                    records.len() - n_in_range,
-                    records.len()
+                    runs.len() - n_in_range,
+                    runs.len()
                 );
             }
             points
         }
-        None => points_in_time_order(&records),
+        None => points_in_time_order(&runs),
     };
-    check_one_configuration(&points, &spec_keys)?;
+    check_one_configuration(&archive, &points)?;
 
     let history = history(&points, &options).context("failed to compute the history")?;
     if history.points.iter().all(|point| point.n_samples == 0) {
@@ -116,24 +121,40 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<Code> {
     Ok(Code::Ok)
 }
 
-/// The spec key of each record by id, and the records whose key starts
-/// with `prefix` (all of them without one).
-fn with_spec_keys(
-    records: Vec<RunRecord>,
-    prefix: Option<&str>,
-) -> anyhow::Result<(HashMap<String, String>, Vec<RunRecord>)> {
-    let n_selected = records.len();
-    let mut spec_keys = HashMap::with_capacity(n_selected);
-    let mut kept = Vec::with_capacity(n_selected);
-    for record in records {
-        let spec_key = record
-            .compute_spec_key()
-            .with_context(|| format!("failed to compute the spec key of run {}", record.id))?;
-        if prefix.is_none_or(|prefix| spec_key.starts_with(prefix)) {
-            spec_keys.insert(record.id.clone(), spec_key);
-            kept.push(record);
-        }
+/// What the history needs of each selected run: from the archive's
+/// columns, or from the records themselves in an archive older than them
+/// (one this user may only read).
+fn series_runs(
+    archive: &Archive,
+    query: &RunQuery,
+    metric: Metric,
+) -> anyhow::Result<Vec<SeriesRun>> {
+    if let Some(runs) = archive
+        .series_runs(query, metric)
+        .context("failed to read the archive")?
+    {
+        return Ok(runs);
     }
+    let records = archive
+        .records(query)
+        .context("failed to read the archive")?;
+    records
+        .iter()
+        .map(|record| {
+            SeriesRun::of(record, metric)
+                .with_context(|| format!("failed to compute the spec key of run {}", record.id))
+        })
+        .collect()
+}
+
+/// The runs whose spec key starts with `prefix` (all of them without
+/// one).
+fn with_spec_key(runs: Vec<SeriesRun>, prefix: Option<&str>) -> anyhow::Result<Vec<SeriesRun>> {
+    let n_selected = runs.len();
+    let kept: Vec<SeriesRun> = runs
+        .into_iter()
+        .filter(|run| prefix.is_none_or(|prefix| run.spec_key.starts_with(prefix)))
+        .collect();
     if kept.is_empty() {
         return Err(InputError(format!(
             "none of the {n_selected} selected runs has a spec key starting with '{}'",
@@ -141,7 +162,7 @@ fn with_spec_keys(
         ))
         .into());
     }
-    Ok((spec_keys, kept))
+    Ok(kept)
 }
 
 /// The commits of `range` in `path`, oldest first. A path that is not a
@@ -176,17 +197,15 @@ fn commits_of(
     commits_in_order(&repo, range, first_parent).map_err(classify)
 }
 
-/// Fails, listing them, when the points hold runs of several spec keys.
-fn check_one_configuration(
-    points: &[PointRuns<'_>],
-    spec_keys: &HashMap<String, String>,
-) -> anyhow::Result<()> {
-    let mut configurations: BTreeMap<&str, (usize, &RunRecord)> = BTreeMap::new();
+/// Fails, listing them, when the points hold runs of several spec keys;
+/// the configurations are named from a record of each.
+fn check_one_configuration(archive: &Archive, points: &[PointRuns<'_>]) -> anyhow::Result<()> {
+    let mut configurations: BTreeMap<&str, (usize, &str)> = BTreeMap::new();
     for run in points.iter().flat_map(|point| &point.runs) {
-        let Some(spec_key) = spec_keys.get(&run.id) else {
-            continue;
-        };
-        configurations.entry(spec_key).or_insert((0, run)).0 += 1;
+        configurations
+            .entry(&run.spec_key)
+            .or_insert((0, &run.id))
+            .0 += 1;
     }
     if configurations.len() <= 1 {
         return Ok(());
@@ -201,10 +220,15 @@ fn check_one_configuration(
         "runs"
     );
     for (spec_key, (n_runs, representative)) in &configurations {
+        let (_, bytes) = archive
+            .find(representative)
+            .context("failed to read the archive")?;
+        let record = RunRecord::from_slice(&bytes)
+            .with_context(|| format!("run {representative} in the archive is damaged"))?;
         message.push_str(&format!(
             "\n  {:<12}  {n_runs:>5}  {}",
             spec_key.get(..12).unwrap_or(spec_key),
-            spec_label(&SpecSummary::of(representative))
+            spec_label(&SpecSummary::of(&record))
         ));
     }
     Err(InputError(message).into())

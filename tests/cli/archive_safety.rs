@@ -307,3 +307,59 @@ fn another_users_archive_is_read_while_its_owner_writes() {
     assert!(export.contains(&run.record().id));
     drop(owner);
 }
+
+/// Takes an archive back to schema version 4, as a netbisect of that
+/// version left it: without the per-run columns history reads.
+fn as_version_4(db: &Path) {
+    let connection = rusqlite::Connection::open(db).unwrap();
+    connection
+        .execute_batch(
+            "ALTER TABLE runs DROP COLUMN series;
+             ALTER TABLE runs DROP COLUMN spec_key;
+             PRAGMA user_version = 4;",
+        )
+        .unwrap();
+    connection
+        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .unwrap();
+    drop(connection);
+    for side in side_files(db) {
+        std::fs::remove_file(side).unwrap();
+    }
+}
+
+/// The schema version in the file's header (offset 60, big-endian), read
+/// without opening it as a database, which would leave side files.
+fn user_version(db: &Path) -> u32 {
+    let bytes = std::fs::read(db).unwrap();
+    u32::from_be_bytes(bytes[60..64].try_into().unwrap())
+}
+
+#[test]
+fn history_reads_an_older_archive_it_may_not_upgrade() {
+    let (dir, db) = archive_with_runs();
+    let args = [
+        "history",
+        "--json",
+        "--metric",
+        "throughput_bps",
+        "--test",
+        "TCP_STREAM",
+    ];
+    let from_columns = ok(&db, &args, None);
+    as_version_4(&db);
+    assert_eq!(user_version(&db), 4);
+    // Read-only to this reader: history reads the records instead, and
+    // says the same.
+    set_mode(&db, 0o444);
+    set_mode(dir.path(), 0o555);
+    assert_eq!(ok(&db, &args, Some(NOBODY)), from_columns);
+    assert!(side_files(&db).is_empty(), "{:?}", side_files(&db));
+    assert_eq!(user_version(&db), 4);
+    // Its owner upgrades it on the way, filling the columns from the
+    // records.
+    set_mode(dir.path(), 0o755);
+    set_mode(&db, 0o644);
+    assert_eq!(ok(&db, &args, None), from_columns);
+    assert_eq!(user_version(&db), 5);
+}

@@ -949,3 +949,64 @@ fn the_report_of_a_run_names_the_test_bisected_not_another_archived_one() {
     let (_, report, _) = fixture.run(&["bisect", "report"]);
     assert_eq!(text, report);
 }
+
+#[test]
+fn the_rest_is_estimated_once_the_ends_are_measured() {
+    let fixture = fixture();
+    let repo = Repository::open(&fixture.repo).unwrap();
+    let ids = linear(&repo, 12, 7, &|_| Vec::new());
+    fixture.start(ids[0], ids[11], &[]);
+    // Before the ends are measured there is nothing to estimate from.
+    let status = fixture.json(&["bisect", "status", "--json"]);
+    assert_eq!(status["estimate"], Value::Null, "{status}");
+
+    let (code, stdout, stderr) = fixture.run(&["-v", "bisect", "run", "--json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(first_bad(&report), ids[7].to_string());
+    // The progress says it once, after the ends and before the first
+    // step.
+    let lines: Vec<&str> = stderr.lines().collect();
+    let said: Vec<usize> = (0..lines.len())
+        .filter(|&idx| lines[idx].starts_with("netbisect: the ends differ by "))
+        .collect();
+    assert_eq!(said.len(), 1, "{stderr}");
+    let first_step = lines
+        .iter()
+        .position(|line| line.contains(": step 1 of"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(said[0] < first_step, "{stderr}");
+    assert!(
+        lines[..said[0]]
+            .iter()
+            .any(|line| line.contains("measuring the ends")),
+        "{stderr}"
+    );
+    assert!(lines[said[0]].contains("s a measurement"), "{stderr}");
+
+    // The status keeps it, from the journal.
+    let status = fixture.json(&["bisect", "status", "--json"]);
+    let estimate = &status["estimate"];
+    // The range: the eleven commits after the good end.
+    assert_eq!(estimate["n_commits"], 11, "{status}");
+    assert_eq!(estimate["n_commits"], status["n_commits"]);
+    // 64-byte sends against 64 KiB ones: the ends differ by far more
+    // than their noise.
+    assert!(estimate["step_pct"].as_f64().unwrap() > 50.0, "{estimate}");
+    assert!(
+        estimate["seconds_per_run"].as_f64().unwrap() > 0.0,
+        "{estimate}"
+    );
+    let rest = estimate["mean_after_ends"].as_f64().unwrap();
+    assert!(rest > 0.0 && rest < estimate["mean_measurements"].as_f64().unwrap());
+    let said_rest = format!("the rest takes ~{rest:.0} measurements");
+    assert!(lines[said[0]].contains(&said_rest), "{stderr}");
+    let (code, text, stderr) = fixture.run(&["bisect", "status"]);
+    assert_eq!(code, 0, "{stderr}");
+    let flowing = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flowing.contains("Estimate when the ends were measured"),
+        "{text}"
+    );
+    assert!(flowing.contains(&said_rest), "{text}");
+}

@@ -180,6 +180,8 @@ struct Row {
     second: Option<Side>,
     change_pct: Option<f64>,
     verdict: String,
+    samples_to_decide: Option<usize>,
+    more_runs_per_side: Option<usize>,
     direction: Option<String>,
 }
 
@@ -319,6 +321,42 @@ fn two_samples_a_side_are_too_few_and_it_says_so() {
     // A stricter alpha needs more samples.
     let comparison = compare_json(&db, &[BASE_COMMIT, PATCHED_COMMIT, "--alpha", "0.01"]);
     assert_eq!(comparison.min_samples, 5);
+}
+
+#[test]
+fn too_few_samples_says_how_many_more_runs_would_decide() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("archive.db");
+    // One run of two iterations a side, 1.5% apart at about 1.5% noise.
+    import(
+        &db,
+        &[
+            RunOf::stream(BASE_COMMIT, "2026-03-01T09:00:00Z", &[9.3e9, 9.5e9]).record(),
+            RunOf::stream(PATCHED_COMMIT, "2026-03-02T09:00:00Z", &[9.4e9, 9.6e9]).record(),
+        ],
+    );
+    let args = [BASE_COMMIT, PATCHED_COMMIT, "--min-effect", "1"];
+    let comparison = compare_json(&db, &args);
+    let row = &comparison.groups[0].rows[0];
+    assert_eq!(row.verdict, "need_samples");
+    // 1% of 9.4e9 over the pooled 1.414e8 is d = 0.6647; statsmodels'
+    // NormalIndPower().solve_power(0.6647, alpha=0.05, power=0.8) is
+    // 35.53, plus 1.96^2/4 is 36.49 for the t test, over 3/pi is 38.2:
+    // 39 samples a side, 37 more, 19 runs of two.
+    assert_eq!(row.samples_to_decide, Some(39));
+    assert_eq!(row.more_runs_per_side, Some(19));
+    let mut text_args = vec!["compare", "--layout", "stats"];
+    text_args.extend(args);
+    let text = stdout_of(netbisect(&db).args(&text_args));
+    let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        joined.contains(
+            "? too few samples for any verdict: need >= 4 samples per side \
+             at the noise seen, 19 more runs a side would call a change of 1.0% at \
+             alpha 0.05 (with 80% power)"
+        ),
+        "{text}"
+    );
 }
 
 #[test]

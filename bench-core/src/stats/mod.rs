@@ -17,11 +17,14 @@
 //! - [`ratio`]: intervals on the ratio of two means (Fieller's, or on the
 //!   log scale), which give every relative change its bounds.
 //! - [`change_point`]: change points in a metric across commits.
+//! - [`power`]: how many samples a side a two-sample test needs to see
+//!   an effect.
 
 pub mod change_point;
 pub mod describe;
 pub mod distributions;
 pub mod interval;
+pub mod power;
 pub mod ratio;
 pub mod two_sample;
 
@@ -33,6 +36,7 @@ pub use interval::{
     IterationDecision, MeanInterval, confidence_outcome, iteration_decision, level_fraction,
     mean_interval,
 };
+pub use power::{mann_whitney_samples_per_side, normal_samples_per_side, t_samples_per_side};
 pub use ratio::{
     MeanEstimate, RatioInterval, RatioMethod, fieller_interval, log_ratio_interval, ratio_interval,
     ratio_interval_of,

@@ -34,6 +34,7 @@ use bisect::decision::{DecisionConfig, Method as WalkMethod};
 use bisect::engine::{self, BisectConfig, Direction, Outcome, Phase, Status};
 use bisect::graph::{CommitGraph, CommitInfo};
 use bisect::measure::{CommandMeasurer, CommandStep};
+use bisect::plan::Estimate;
 use bisect::range;
 use bisect::report::{BisectResult, StepReport};
 use bisect::runner;
@@ -122,6 +123,9 @@ pub struct StatusDoc {
     pub n_events: u64,
     /// Steps classified so far.
     pub steps: Vec<StepReport>,
+    /// What the rest was estimated to take once the ends were measured
+    /// (`null` before, or when the ends gave no usable step).
+    pub estimate: Option<Estimate>,
 }
 
 pub fn run(global: &GlobalArgs, args: &BisectArgs) -> anyhow::Result<Code> {
@@ -460,6 +464,7 @@ fn print_status(
         n_measurements: status.n_measurements,
         n_events: session.n_events,
         steps: status.steps.clone(),
+        estimate: status.estimate.clone(),
     };
     let text = if global.json {
         let mut text = serde_json::to_string(&doc).context("failed to encode the status")?;

@@ -1,9 +1,12 @@
 //! Progress of a running bisection on stderr: the step and its estimated
 //! total (log2 of what is left), the commit, samples so far, and a rough
 //! estimate of the time left. Shown only when stderr is a terminal (or
-//! with `-v`), never with `-q`.
+//! with `-v`), never with `-q`. Once the ends are measured, one line says
+//! what the rest will take, from the estimate the engine journaled
+//! ([`bisect::plan`], the figures of `netbisect plan`).
 
 use bisect::engine::{Phase, Progress};
+use bisect::plan::Estimate;
 use std::io::{IsTerminal, Write};
 use std::time::Instant;
 
@@ -16,6 +19,7 @@ pub struct ProgressPrinter {
     started: Instant,
     n_fresh: u32,
     confirm_repeats: u32,
+    estimate_shown: bool,
 }
 
 impl ProgressPrinter {
@@ -27,6 +31,7 @@ impl ProgressPrinter {
             started: Instant::now(),
             n_fresh: 0,
             confirm_repeats,
+            estimate_shown: false,
         }
     }
 
@@ -42,6 +47,13 @@ impl ProgressPrinter {
         self.n_fresh += 1;
         if !self.enabled {
             return;
+        }
+        if let Some(estimate) = progress.estimate
+            && !self.estimate_shown
+        {
+            self.estimate_shown = true;
+            let mut stderr = std::io::stderr().lock();
+            let _ = writeln!(stderr, "netbisect: {}", rest_of(estimate));
         }
         let commit = &progress.commit;
         let short = &commit.id[..commit.id.len().min(12)];
@@ -78,5 +90,72 @@ impl ProgressPrinter {
         );
         let mut stderr = std::io::stderr().lock();
         let _ = writeln!(stderr, "{line}");
+    }
+}
+
+/// What the rest of a bisection will take, in words: one line of the
+/// progress, and the status's estimate.
+pub fn rest_of(estimate: &Estimate) -> String {
+    let mut text = format!(
+        "the ends differ by {:.1}% at {:.1}% noise: the rest takes ~{:.0} \
+         measurements (95th pct {})",
+        estimate.step_pct, estimate.cv_pct, estimate.mean_after_ends, estimate.p95_after_ends
+    );
+    if estimate.seconds_per_run > 0.0 {
+        text.push_str(&format!(
+            ", ~{} (95th pct {}) at {:.1} s a measurement",
+            duration(estimate.mean_after_ends * estimate.seconds_per_run),
+            duration(f64::from(estimate.p95_after_ends) * estimate.seconds_per_run),
+            estimate.seconds_per_run
+        ));
+    }
+    text
+}
+
+/// Seconds as `plan` prints them: seconds, minutes from 2 min, hours
+/// from 2 h.
+fn duration(seconds: f64) -> String {
+    if seconds >= 7200.0 {
+        format!("{:.1} h", seconds / 3600.0)
+    } else if seconds >= 120.0 {
+        format!("{:.1} min", seconds / 60.0)
+    } else {
+        format!("{seconds:.1} s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rest_in_words() {
+        let estimate = Estimate {
+            n_commits: 64,
+            step_pct: 5.0,
+            cv_pct: 2.0,
+            seconds_per_run: 30.0,
+            n_trials: 300,
+            correct_pct: 99.0,
+            mean_measurements: 40.0,
+            p95_measurements: 60,
+            mean_seconds: 1200.0,
+            p95_seconds: 1800.0,
+            mean_after_ends: 32.4,
+            p95_after_ends: 50,
+        };
+        assert_eq!(
+            rest_of(&estimate),
+            "the ends differ by 5.0% at 2.0% noise: the rest takes ~32 measurements \
+             (95th pct 50), ~16.2 min (95th pct 25.0 min) at 30.0 s a measurement"
+        );
+        let untimed = Estimate {
+            seconds_per_run: 0.0,
+            ..estimate
+        };
+        assert_eq!(
+            rest_of(&untimed),
+            "the ends differ by 5.0% at 2.0% noise: the rest takes ~32 measurements (95th pct 50)"
+        );
     }
 }

@@ -75,6 +75,10 @@ pub struct SessionMeasurer<'w> {
     archive: Archive,
     session_id: i64,
     config_key: Option<String>,
+    /// Wall time of the fresh repeats so far, builds included, and their
+    /// count: the seconds per repeat of the estimate.
+    seconds_measuring: f64,
+    n_measured: u32,
 }
 
 impl<'w> SessionMeasurer<'w> {
@@ -95,6 +99,8 @@ impl<'w> SessionMeasurer<'w> {
             archive,
             session_id,
             config_key,
+            seconds_measuring: 0.0,
+            n_measured: 0,
         }
     }
 
@@ -191,7 +197,26 @@ impl Measurer for SessionMeasurer<'_> {
     }
 
     fn measure(&mut self, commit: &CommitInfo) -> Result<Measurement, BoxError> {
-        self.take(commit)
+        let started = std::time::Instant::now();
+        let measurement = self.take(commit)?;
+        self.seconds_measuring += started.elapsed().as_secs_f64();
+        self.n_measured += 1;
+        Ok(measurement)
+    }
+
+    /// The mean wall time of this process's repeats; before any, a bench
+    /// test's nominal length (a resumed bisection whose ends were
+    /// journaled); a command's is then unknown.
+    fn seconds_per_sample(&self) -> Option<f64> {
+        if self.n_measured > 0 {
+            return Some(self.seconds_measuring / f64::from(self.n_measured));
+        }
+        match &self.method {
+            Method::Bench(request) => {
+                Some(request.spec.duration_s * f64::from(request.spec.iterations_max.max(1)))
+            }
+            Method::Command => None,
+        }
     }
 }
 
