@@ -129,6 +129,7 @@ fn assemble(
         env: Environments {
             local: env::capture_local(interface.as_deref()),
             remote: Some(outcome.remote_env),
+            vm: None,
         },
         summary: summarize(&request.spec, &outcome.iterations),
         iterations: outcome.iterations,

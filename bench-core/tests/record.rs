@@ -287,6 +287,7 @@ fn fixture() -> RunRecord {
         env: Environments {
             local: host_env("eth0", "performance"),
             remote: Some(host_env("ens1f0", "performance")),
+            vm: None,
         },
         iterations,
         summary: Summary {

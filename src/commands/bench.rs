@@ -19,6 +19,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub fn run(global: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<Code> {
+    if args.vm.kernel.is_some() || args.vm.options.any() {
+        return super::kernel::bench(global, args);
+    }
     if let Some(sweep) = &args.sweep {
         return super::sweep::run(global, args, sweep);
     }
@@ -143,6 +146,14 @@ pub fn request_from_args(args: &BenchArgs) -> anyhow::Result<BenchRequest> {
     spec.threads = args.threads;
     if let Some(warmup) = args.warmup {
         spec.warmup_s = warmup;
+    }
+    if let Some(path) = &args.vm.spec_file {
+        // The host resolved the spec from the user's flags; the guest
+        // runs exactly that.
+        let text = std::fs::read(path)
+            .map_err(|err| InputError(format!("cannot read {}: {err}", path.display())))?;
+        spec = serde_json::from_slice(&text)
+            .map_err(|err| InputError(format!("{} is not a test spec: {err}", path.display())))?;
     }
     spec.validate().map_err(|err| InputError(err.to_string()))?;
     let interim = match args.interim {

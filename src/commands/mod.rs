@@ -7,6 +7,7 @@ mod compare;
 mod env;
 mod help;
 mod history;
+mod kernel;
 mod record;
 mod selector;
 mod serve;
@@ -32,5 +33,6 @@ pub fn run(cli: &Cli) -> anyhow::Result<Code> {
         Command::Verdict(args) => verdict::run(&cli.global, args),
         Command::Compare(args) => compare::run(&cli.global, args),
         Command::History(args) => history::run(&cli.global, args),
+        Command::Ab(args) => kernel::ab(&cli.global, args),
     }
 }
