@@ -170,14 +170,19 @@ pub fn check_guest_bench_args(args: &BenchArgs) -> Result<(), InputError> {
 /// record with its `vm` section. `commit` and `label` are handed to the
 /// guest's bench; without a commit the guest takes it from its kernel's
 /// release. Failed guests leave their console in `console_dir`.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "each is one plain fact of the run; a struct would only rename them"
+)]
 pub fn run_in_vm(
-    global: &GlobalArgs,
     kernel: &KernelUnderTest,
     request: &BenchRequest,
     commit: Option<&str>,
     label: Option<&str>,
     testbed: Option<&str>,
     console_dir: &Path,
+    quiet: bool,
+    verbose: bool,
 ) -> anyhow::Result<RunRecord> {
     let spec = serde_json::to_vec(&request.spec).context("failed to encode the test spec")?;
     let binary = std::env::current_exe().context("cannot find the netbisect binary")?;
@@ -214,7 +219,7 @@ pub fn run_in_vm(
         host_port: host_server.as_ref().map(|(_, port)| *port),
         ipv6: request.spec.family == bench_core::spec::AddressFamily::Ipv6,
     };
-    if global.verbose > 0 {
+    if verbose {
         eprintln!(
             "netbisect: booting {} (release {}, features checked from {})",
             kernel.image.path.display(),
@@ -222,7 +227,6 @@ pub fn run_in_vm(
             kernel.image.features_from
         );
     }
-    let quiet = global.quiet;
     let mut notify = |text: &str| {
         if !quiet {
             eprintln!("netbisect: {text}");
@@ -269,13 +273,14 @@ pub fn bench(global: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<Code> {
     let options = vm_options(&args.vm.options, settings.as_ref())?;
     let kernel = prepare(image, options)?;
     let record = run_in_vm(
-        global,
         &kernel,
         &request,
         args.commit.as_deref(),
         args.label.as_deref(),
         args.testbed.as_deref(),
         &console_dir(),
+        global.quiet,
+        global.verbose > 0,
     )?;
     let stored = hand_over_to_archive(global, &record, args);
     let text = if global.json {
@@ -356,13 +361,14 @@ pub fn ab(global: &GlobalArgs, args: &AbArgs) -> anyhow::Result<Code> {
                 );
             }
             let record = run_in_vm(
-                global,
                 kernel,
                 &request,
                 args.bench.commit.as_deref(),
                 Some(label),
                 args.bench.testbed.as_deref(),
                 &console_dir(),
+                global.quiet,
+                global.verbose > 0,
             )?;
             hand_over_to_archive(global, &record, &args.bench)?;
         }

@@ -391,12 +391,15 @@ fn guest_script(shared: &Path, options: &VmOptions, job: &GuestJob) -> String {
             let family = if job.ipv6 { "-6 " } else { "" };
             let _ = write!(
                 script,
-                "ip netns add nbpeer || fail 'cannot create a network namespace in the guest'\n\
-                 ip link set eth1 netns nbpeer || fail 'the guest has no second NIC (eth1)'\n\
-                 ip {family}addr add {client}/{prefix} dev eth0{nodad} || fail 'cannot address eth0'\n\
-                 ip link set eth0 up\n\
-                 ip -n nbpeer {family}addr add {server}/{prefix} dev eth1{nodad} || fail 'cannot address eth1'\n\
-                 ip -n nbpeer link set eth1 up\n\
+                "set -- $(ls /sys/class/net | grep -vx lo | sort)\n\
+                 [ $# -ge 2 ] || fail 'the guest has no pair of NICs'\n\
+                 near=$1 far=$2\n\
+                 ip netns add nbpeer || fail 'cannot create a network namespace in the guest'\n\
+                 ip link set \"$far\" netns nbpeer || fail \"cannot move $far to a namespace\"\n\
+                 ip {family}addr add {client}/{prefix} dev \"$near\"{nodad} || fail \"cannot address $near\"\n\
+                 ip link set \"$near\" up\n\
+                 ip -n nbpeer {family}addr add {server}/{prefix} dev \"$far\"{nodad} || fail \"cannot address $far\"\n\
+                 ip -n nbpeer link set \"$far\" up\n\
                  ip -n nbpeer link set lo up\n\
                  ip netns exec nbpeer {bin} serve --listen {server} --no-auth -p {PAIR_PORT} \
                  > \"$d/serve.log\" 2>&1 &\n\
@@ -461,8 +464,15 @@ fn boot_once(
     let console = std::fs::File::create(&console_path).map_err(io("create the console log"))?;
     let console_err = console.try_clone().map_err(io("open the console log"))?;
 
-    let mut command = Command::new("vng");
+    // vng runs under a shell that also watches a pipe from this process:
+    // when this process dies, however it dies (kill -9 included), the
+    // pipe closes and the watcher kills the whole group, qemu with it.
+    let mut command = Command::new("sh");
     command
+        .arg("-c")
+        .arg("exec 3<&0; \"$@\" & v=$!; { read _ <&3; kill -9 0; } & wait $v")
+        .arg("sh")
+        .arg("vng")
         .arg("--run")
         .arg(&image.path)
         .arg("--force-9p")
@@ -494,7 +504,7 @@ fn boot_once(
             quote(&dir.join("guest.sh").to_string_lossy())
         ))
         .current_dir(dir)
-        .stdin(Stdio::null())
+        .stdin(Stdio::piped())
         .stdout(console)
         .stderr(console_err)
         .process_group(0);
@@ -506,6 +516,8 @@ fn boot_once(
         })
     })?;
     let group = GroupGuard(i32::try_from(child.id()).unwrap_or(0));
+    // Held until the guest is done; see the watcher above.
+    let _lifeline = child.stdin.take();
     let timeout = Duration::from_secs_f64(options.timeout_s);
     let started_marker = dir.join("started");
     let mut reached_test: Option<Duration> = None;

@@ -10,6 +10,7 @@ mod history;
 mod record;
 mod sweep;
 mod templates;
+mod vm;
 
 use std::path::Path;
 

@@ -1,0 +1,544 @@
+//! Kernels under test: `bench --kernel`, `ab` and `bisect --kernel` boot
+//! real Debian kernels with virtme-ng under qemu (TCG where KVM does not
+//! work) and test inside the guests.
+//!
+//! These tests need vng, qemu-system-x86_64 and the two kernels below.
+//! Without them they say why and pass, unless `NETBISECT_VM_TESTS=slow`
+//! is set, which is how CI runs them: then a missing tool fails the test.
+//! The slowest tests (`ab`, the bisection over VM boots, the KVM probe)
+//! only run with that switch.
+
+use git2::Repository;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+const BINARY: &str = env!("CARGO_BIN_EXE_netbisect");
+/// Two releases of Debian's generic flavour (9p and virtio as modules).
+const KERNEL_OLD: &str = "/boot/vmlinuz-6.1.0-55-amd64";
+const KERNEL_NEW: &str = "/boot/vmlinuz-6.1.0-57-amd64";
+const RELEASE_OLD: &str = "6.1.0-55-amd64";
+const RELEASE_NEW: &str = "6.1.0-57-amd64";
+/// Generous: TCG boots on a loaded two-core host.
+const TIMEOUT: &str = "400";
+
+fn slow_switch_on() -> bool {
+    std::env::var("NETBISECT_VM_TESTS").is_ok_and(|value| value == "slow")
+}
+
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
+}
+
+/// True when guests can be booted here; else says why (and fails when
+/// the slow switch demands the VM tests).
+fn vm_ready(test: &str) -> bool {
+    let mut missing = Vec::new();
+    for program in ["vng", "qemu-system-x86_64"] {
+        if !on_path(program) {
+            missing.push(program.to_string());
+        }
+    }
+    for kernel in [KERNEL_OLD, KERNEL_NEW] {
+        if !Path::new(kernel).exists() {
+            missing.push(kernel.to_string());
+        }
+    }
+    if missing.is_empty() {
+        return true;
+    }
+    assert!(
+        !slow_switch_on(),
+        "NETBISECT_VM_TESTS=slow but missing: {}",
+        missing.join(", ")
+    );
+    eprintln!("{test}: skipped, missing {}", missing.join(", "));
+    false
+}
+
+fn slow(test: &str) -> bool {
+    if !slow_switch_on() {
+        eprintln!("{test}: skipped, set NETBISECT_VM_TESTS=slow to run it");
+        return false;
+    }
+    vm_ready(test)
+}
+
+fn run(archive: &Path, args: &[&str]) -> (i32, String, String) {
+    let output = crate::netbisect_with(archive)
+        .args(args)
+        .env("TMPDIR", archive.parent().unwrap())
+        .output()
+        .unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// No process of this machine has `needle` on its command line.
+fn nothing_left_running(needle: &str) {
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        assert!(!cmdline.contains(needle), "left running: {cmdline}");
+    }
+}
+
+fn fake_kernel(path: &Path) {
+    let mut bytes = vec![0u8; 0x1000];
+    bytes[0x202..0x206].copy_from_slice(b"HdrS");
+    std::fs::write(path, bytes).unwrap();
+}
+
+#[test]
+fn vm_options_need_a_kernel_and_bad_images_are_refused_before_boot() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive.db");
+    let (code, _, stderr) = run(&archive, &["bench", "--vm-cpus", "2"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("need --kernel"), "{stderr}");
+
+    let missing = dir.path().join("no-such-bzImage");
+    let (code, _, stderr) = run(&archive, &["bench", "--kernel", missing.to_str().unwrap()]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("does not exist"), "{stderr}");
+
+    let script = dir.path().join("not-a-kernel");
+    std::fs::write(&script, "#!/bin/sh\necho hi\n").unwrap();
+    let (code, _, stderr) = run(&archive, &["bench", "--kernel", script.to_str().unwrap()]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("not a kernel image"), "{stderr}");
+
+    let image = dir.path().join("bzImage");
+    fake_kernel(&image);
+    let output = crate::netbisect_with(&archive)
+        .args(["bench", "--kernel", image.to_str().unwrap()])
+        .env("PATH", dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("vng not found"), "{stderr}");
+    assert!(stderr.contains("pip install virtme-ng"), "{stderr}");
+
+    for args in [
+        vec!["--vm-sysctl", "tcp_rmem"],
+        vec!["--vm-memory", "lots"],
+        vec!["-H", "127.0.0.1"],
+    ] {
+        let mut full = vec!["bench", "--kernel", image.to_str().unwrap()];
+        full.extend(args.iter().copied());
+        let (code, _, stderr) = run(&archive, &full);
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+    }
+    let (code, _, stderr) = run(
+        &archive,
+        &[
+            "ab",
+            "--kernel-a",
+            image.to_str().unwrap(),
+            "--kernel-b",
+            missing.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("does not exist"), "{stderr}");
+}
+
+/// The record's guest-side facts.
+fn guest_facts(record: &Value) -> (String, String, Value) {
+    (
+        record["subject"]["kernel_release"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        record["env"]["local"]["kernel_release"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        record["env"]["vm"].clone(),
+    )
+}
+
+#[test]
+fn a_kernel_is_booted_and_its_record_comes_back_to_the_archive() {
+    if !vm_ready("a_kernel_is_booted") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive.db");
+    let (code, stdout, stderr) = run(
+        &archive,
+        &[
+            "bench",
+            "--json",
+            "--kernel",
+            KERNEL_OLD,
+            "--vm-accel",
+            "tcg",
+            "--vm-timeout",
+            TIMEOUT,
+            "-l",
+            "0.5",
+            "--label",
+            "old",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let record: Value = serde_json::from_str(stdout.trim()).unwrap();
+    let (subject_release, env_release, vm) = guest_facts(&record);
+    assert_eq!(subject_release, RELEASE_OLD);
+    assert_eq!(env_release, RELEASE_OLD);
+    assert_eq!(vm["runner"], "virtme-ng");
+    assert_eq!(vm["accelerator"], "tcg");
+    assert_eq!(vm["network"], "loopback");
+    assert_eq!(vm["vcpus"], 2);
+    assert!(vm["boot_to_test_s"].as_f64().unwrap() > 0.0);
+    assert_eq!(record["testbed"], "vm-loopback");
+    let mean = &record["summary"]["throughput_bps"]["mean"];
+    assert!(mean.as_f64().unwrap() > 0.0, "{}", record["summary"]);
+    // The record is archived on the host, byte for byte.
+    let id = record["id"].as_str().unwrap();
+    let (code, shown, stderr) = run(&archive, &["--json", "archive", "show", id]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(shown.trim(), stdout.trim());
+    let (code, checked, stderr) = run(&archive, &["archive", "check"]);
+    assert_eq!(code, 0, "{checked}{stderr}");
+}
+
+#[test]
+fn a_nic_pair_in_the_guest_carries_the_test_with_the_guest_sysctls() {
+    if !vm_ready("a_nic_pair") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive.db");
+    let settings = dir.path().join("guest.conf");
+    std::fs::write(&settings, "sysctl net.core.rmem_max=4194304\n").unwrap();
+    let (code, stdout, stderr) = run(
+        &archive,
+        &[
+            "bench",
+            "--json",
+            "--kernel",
+            KERNEL_NEW,
+            "--vm-accel",
+            "tcg",
+            "--vm-timeout",
+            TIMEOUT,
+            "--vm-net",
+            "pair",
+            "--vm-settings",
+            settings.to_str().unwrap(),
+            "--vm-sysctl",
+            "net.ipv4.tcp_wmem=4096 65536 1048576",
+            "--vm-cpus",
+            "1",
+            "-l",
+            "0.5",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let record: Value = serde_json::from_str(stdout.trim()).unwrap();
+    let (release, _, vm) = guest_facts(&record);
+    assert_eq!(release, RELEASE_NEW);
+    assert_eq!(vm["network"], "pair");
+    assert_eq!(vm["vcpus"], 1);
+    assert!(
+        vm["network_backend"]
+            .as_str()
+            .unwrap()
+            .contains("virtio-net")
+    );
+    assert_eq!(vm["sysctls"]["net.core.rmem_max"], "4194304");
+    let local = &record["env"]["local"];
+    assert_eq!(local["sysctls"]["net.ipv4.tcp_wmem"], "4096 65536 1048576");
+    assert_eq!(local["sysctls"]["net.core.rmem_max"], "4194304");
+    assert_eq!(local["interface"]["driver"], "virtio_net", "{local}");
+    assert!(
+        record["endpoint"]["host"]
+            .as_str()
+            .unwrap()
+            .starts_with("10.55.0.")
+    );
+}
+
+#[test]
+fn a_guest_past_its_timeout_is_killed_with_its_console_kept() {
+    if !vm_ready("a_guest_past_its_timeout") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive.db");
+    let started = Instant::now();
+    let (code, _, stderr) = run(
+        &archive,
+        &[
+            "bench",
+            "--kernel",
+            KERNEL_OLD,
+            "--vm-accel",
+            "tcg",
+            "--vm-timeout",
+            "4",
+            "-l",
+            "0.5",
+        ],
+    );
+    assert_eq!(code, 3, "{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(60));
+    assert!(stderr.contains("did not finish within 4 s"), "{stderr}");
+    let path = stderr
+        .split_whitespace()
+        .find(|word| word.contains("netbisect-console-"))
+        .map(|word| PathBuf::from(word.trim_end_matches([';', ')', ','])))
+        .unwrap_or_else(|| panic!("no console path in {stderr}"));
+    let console = std::fs::read_to_string(&path).unwrap();
+    assert!(console.lines().count() <= 40, "{console}");
+    assert!(path.starts_with(dir.path()));
+    nothing_left_running(&format!("{}/netbisect-vm-", dir.path().display()));
+}
+
+#[test]
+fn ab_alternates_two_kernels_and_compares_them() {
+    if !slow("ab_alternates_two_kernels") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive.db");
+    let (code, stdout, stderr) = run(
+        &archive,
+        &[
+            "ab",
+            "--kernel-a",
+            KERNEL_OLD,
+            "--kernel-b",
+            KERNEL_NEW,
+            "-n",
+            "2",
+            "--vm-accel",
+            "tcg",
+            "--vm-timeout",
+            TIMEOUT,
+            "-l",
+            "0.5",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let rounds: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.contains(": round "))
+        .collect();
+    assert_eq!(rounds.len(), 4, "{stderr}");
+    for (idx, label) in ["current", "patched", "current", "patched"]
+        .iter()
+        .enumerate()
+    {
+        assert!(rounds[idx].contains(label), "{stderr}");
+    }
+    assert!(stdout.contains("current"), "{stdout}");
+    assert!(stdout.contains("patched"), "{stdout}");
+    assert!(stdout.contains("throughput"), "{stdout}");
+    crate::check_mailing_list_rules(&stdout);
+    for (label, release) in [("current", RELEASE_OLD), ("patched", RELEASE_NEW)] {
+        let (code, text, stderr) = run(&archive, &["archive", "export", "--label", label]);
+        assert_eq!(code, 0, "{stderr}");
+        let records: Vec<Value> = text
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        assert_eq!(records.len(), 2, "{label}");
+        for record in records {
+            assert_eq!(record["subject"]["kernel_release"], release);
+            assert_eq!(record["env"]["vm"]["accelerator"], "tcg");
+        }
+    }
+}
+
+#[test]
+fn kvm_is_tried_then_tcg_said_and_recorded() {
+    if !slow("kvm_is_tried_then_tcg") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive.db");
+    let (code, stdout, stderr) = run(
+        &archive,
+        &[
+            "bench",
+            "--json",
+            "--kernel",
+            KERNEL_NEW,
+            "--vm-timeout",
+            TIMEOUT,
+            "-l",
+            "0.5",
+            "--no-archive",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let record: Value = serde_json::from_str(stdout.trim()).unwrap();
+    let accelerator = record["env"]["vm"]["accelerator"].as_str().unwrap();
+    match accelerator {
+        "kvm" => assert!(Path::new("/dev/kvm").exists()),
+        "tcg" => assert!(
+            stderr.contains("TCG"),
+            "falling back to TCG must be said: {stderr}"
+        ),
+        other => panic!("accelerator {other}"),
+    }
+}
+
+/// A small history of guest kernels: each commit picks an image and
+/// guest settings; from `culprit` on the guest's TCP buffers are tiny.
+fn kernel_history(repo: &Repository, kernels: &Path, culprit: usize) -> Vec<git2::Oid> {
+    let build = format!("cp {}/\"$(cat pick)\" bzImage\n", kernels.display());
+    let mut ids = Vec::new();
+    for idx in 0..5 {
+        let pick = if idx < 2 { "old\n" } else { "new\n" };
+        let settings = if idx >= culprit {
+            "sysctl net.ipv4.tcp_rmem=4096 4096 4096\nsysctl net.ipv4.tcp_wmem=4096 4096 4096\n"
+        } else {
+            "# defaults\n"
+        };
+        let files = [
+            ("pick", pick),
+            ("guest.conf", settings),
+            ("build.sh", build.as_str()),
+            (".gitignore", "bzImage\n"),
+        ];
+        let parents: Vec<git2::Oid> = ids.last().copied().into_iter().collect();
+        ids.push(crate::bisect::commit(
+            repo,
+            &files,
+            &parents,
+            &format!("guest change {idx}"),
+        ));
+    }
+    crate::bisect::set_head(repo, *ids.last().unwrap());
+    ids
+}
+
+#[test]
+fn a_kernel_range_is_bisected_through_vm_boots_and_resumes_after_kill() {
+    if !slow("a_kernel_range_is_bisected") {
+        return;
+    }
+    let started = Instant::now();
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive.db");
+    let kernels = dir.path().join("kernels");
+    std::fs::create_dir(&kernels).unwrap();
+    std::fs::copy(KERNEL_OLD, kernels.join("old")).unwrap();
+    std::fs::copy(KERNEL_NEW, kernels.join("new")).unwrap();
+    let repo_path = dir.path().join("repo");
+    let repo = Repository::init(&repo_path).unwrap();
+    let ids = kernel_history(&repo, &kernels, 3);
+    let (good, bad) = (ids[0].to_string(), ids[4].to_string());
+    let in_repo = |args: &[&str]| {
+        let output = crate::netbisect_with(&archive)
+            .args(args)
+            .current_dir(&repo_path)
+            .env("TMPDIR", dir.path())
+            .output()
+            .unwrap();
+        (
+            output.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let (code, _, stderr) = in_repo(&[
+        "bisect",
+        "start",
+        "--good",
+        &good,
+        "--bad",
+        &bad,
+        "--build",
+        "sh build.sh",
+        "--kernel",
+        "bzImage",
+        "--bench",
+        "-t TCP_STREAM -l 0.5",
+        "--vm-settings",
+        "guest.conf",
+        "--vm-accel",
+        "tcg",
+        "--vm-timeout",
+        TIMEOUT,
+        "--end-repeats",
+        "3",
+        "--confirm-repeats",
+        "1",
+        "--max-repeats",
+        "6",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+
+    // Killed with -9 once a few runs are archived, then resumed.
+    let mut child = std::process::Command::new(BINARY)
+        .args(["bisect", "run"])
+        .env("NETBISECT_ARCHIVE", &archive)
+        .env("TMPDIR", dir.path())
+        .current_dir(&repo_path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(900);
+    loop {
+        let (_, list, _) = in_repo(&["archive", "list", "--json"]);
+        let n_runs = serde_json::from_str::<Value>(&list)
+            .ok()
+            .and_then(|list| list.as_array().map(Vec::len))
+            .unwrap_or(0);
+        if n_runs >= 3 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no runs archived in time");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "bisect run ended early"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let pid = i32::try_from(child.id()).unwrap();
+    // SAFETY: kill on the id of a child this test started and has not
+    // reaped yet.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    assert!(child.wait().unwrap().code().is_none());
+    // The guest of the killed run goes with it.
+    std::thread::sleep(Duration::from_secs(2));
+    nothing_left_running(&format!("{}/netbisect-vm-", dir.path().display()));
+
+    let (code, stdout, stderr) = in_repo(&["bisect", "run", "--json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["result"]["kind"], "first_bad", "{report}");
+    assert_eq!(
+        report["result"]["commit"]["id"],
+        ids[3].to_string(),
+        "{report}"
+    );
+    // Every run came from a guest of the image its commit picked.
+    let (_, export, _) = in_repo(&["archive", "export"]);
+    for line in export.lines() {
+        let record: Value = serde_json::from_str(line).unwrap();
+        let commit = record["subject"]["commit"].as_str().unwrap();
+        let idx = ids.iter().position(|id| id.to_string() == commit).unwrap();
+        let release = if idx < 2 { RELEASE_OLD } else { RELEASE_NEW };
+        assert_eq!(record["subject"]["kernel_release"], release);
+        assert_eq!(record["env"]["vm"]["network"], "loopback");
+    }
+    eprintln!(
+        "kernel bisection with a kill -9: {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+}
