@@ -38,6 +38,9 @@ pub const CONSOLE_TAIL_LINES: usize = 40;
 pub const KVM_PROBE: Duration = Duration::from_secs(25);
 /// How often the runner is polled.
 const POLL_INTERVAL: Duration = Duration::from_millis(50);
+/// Where the guest sees the shared directory: a fixed place, so that the
+/// guest's command line (which names it) is the same at every boot.
+const GUEST_SHARED_DIR: &str = "/run/netbisect";
 /// The control port of the server in the guest's second namespace.
 const PAIR_PORT: u16 = 12865;
 
@@ -458,7 +461,7 @@ fn boot_once(
     for (name, bytes) in &job.files {
         std::fs::write(dir.join(name), bytes).map_err(io(format!("write {name}")))?;
     }
-    let script = guest_script(dir, options, job);
+    let script = guest_script(Path::new(GUEST_SHARED_DIR), options, job);
     std::fs::write(dir.join("guest.sh"), script).map_err(io("write the guest script"))?;
     let console_path = dir.join("console.log");
     let console = std::fs::File::create(&console_path).map_err(io("create the console log"))?;
@@ -477,7 +480,7 @@ fn boot_once(
         .arg(&image.path)
         .arg("--force-9p")
         .arg("--verbose")
-        .arg(format!("--rwdir={}", dir.display()))
+        .arg(format!("--rwdir={GUEST_SHARED_DIR}={}", dir.display()))
         .arg("--cpus")
         .arg(options.cpus.to_string())
         .arg("--memory")
@@ -499,11 +502,8 @@ fn boot_once(
     }
     command
         .arg("--exec")
-        .arg(format!(
-            "sh {}",
-            quote(&dir.join("guest.sh").to_string_lossy())
-        ))
-        .current_dir(dir)
+        .arg(format!("sh {GUEST_SHARED_DIR}/guest.sh"))
+        .current_dir("/")
         .stdin(Stdio::piped())
         .stdout(console)
         .stderr(console_err)

@@ -695,6 +695,9 @@ fn reproduce(spec: &SessionSpec) -> Vec<String> {
     if let Some(measure) = &spec.measure {
         words.push(format!("--measure {}", quote(measure)));
     }
+    if let Some(kernel) = &spec.kernel {
+        words.extend(kernel_words(kernel));
+    }
     words.push(format!("--metric {}", spec.config.metric));
     let decision = &spec.config.decision;
     let defaults = DecisionConfig::default();
@@ -703,6 +706,12 @@ fn reproduce(spec: &SessionSpec) -> Vec<String> {
     }
     if decision.max_repeats != defaults.max_repeats {
         words.push(format!("--max-repeats {}", decision.max_repeats));
+    }
+    if decision.min_end_repeats != defaults.min_end_repeats {
+        words.push(format!("--end-repeats {}", decision.min_end_repeats));
+    }
+    if decision.confirm_repeats != defaults.confirm_repeats {
+        words.push(format!("--confirm-repeats {}", decision.confirm_repeats));
     }
     if let Some(timeout) = spec.timeout_s {
         words.push(format!("--timeout {timeout}"));
@@ -713,6 +722,40 @@ fn reproduce(spec: &SessionSpec) -> Vec<String> {
     let mut lines = shell_lines(&words);
     lines.push("netbisect bisect run".to_string());
     lines
+}
+
+/// The `--kernel` and `--vm-*` words of a session.
+fn kernel_words(kernel: &wiring::KernelSession) -> Vec<String> {
+    let options = &kernel.options;
+    let defaults = crate::vm::VmOptions::default();
+    let mut words = vec![format!("--kernel {}", quote(&kernel.image))];
+    if options.net != defaults.net {
+        words.push(format!("--vm-net {}", options.net.name()));
+    }
+    if options.cpus != defaults.cpus {
+        words.push(format!("--vm-cpus {}", options.cpus));
+    }
+    if options.memory_mib != defaults.memory_mib {
+        words.push(format!("--vm-memory {}M", options.memory_mib));
+    }
+    for append in &options.append {
+        words.push(format!("--vm-append {}", quote(append)));
+    }
+    for (key, value) in &options.sysctls {
+        words.push(format!("--vm-sysctl {}", quote(&format!("{key}={value}"))));
+    }
+    if let Some(settings) = &kernel.settings {
+        words.push(format!("--vm-settings {}", quote(settings)));
+    }
+    if options.timeout_s != defaults.timeout_s {
+        words.push(format!("--vm-timeout {}", options.timeout_s));
+    }
+    match options.accel {
+        crate::vm::AccelChoice::Auto => {}
+        crate::vm::AccelChoice::Kvm => words.push("--vm-accel kvm".to_string()),
+        crate::vm::AccelChoice::Tcg => words.push("--vm-accel tcg".to_string()),
+    }
+    words
 }
 
 /// The first archived run of `commit` (under `config_key` when given).
