@@ -435,7 +435,7 @@ pub struct BisectStartArgs {
     pub measure: MeasureArgs,
     /// Boot this image (a path in the worktree, as the build leaves it,
     /// e.g. arch/x86/boot/bzImage) in a VM and run --bench inside
-    #[arg(long, value_name = "RELPATH", requires = "bench")]
+    #[arg(long, value_name = "RELPATH")]
     pub kernel: Option<PathBuf>,
     /// How the VM is made (with --kernel).
     #[command(flatten)]

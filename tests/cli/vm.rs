@@ -466,19 +466,21 @@ fn a_kernel_range_is_bisected_through_vm_boots_and_resumes_after_kill() {
         "--kernel",
         "bzImage",
         "--bench",
-        "-t TCP_STREAM -l 0.5",
+        "-t TCP_STREAM -l 0.4 -i 3,3",
         "--vm-settings",
         "guest.conf",
         "--vm-accel",
         "tcg",
+        "--vm-cpus",
+        "1",
         "--vm-timeout",
         TIMEOUT,
         "--end-repeats",
-        "3",
+        "4",
         "--confirm-repeats",
         "1",
         "--max-repeats",
-        "6",
+        "8",
     ]);
     assert_eq!(code, 0, "{stderr}");
 
@@ -519,7 +521,7 @@ fn a_kernel_range_is_bisected_through_vm_boots_and_resumes_after_kill() {
     nothing_left_running(&format!("{}/netbisect-vm-", dir.path().display()));
 
     let (code, stdout, stderr) = in_repo(&["bisect", "run", "--json"]);
-    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(code, 0, "{stdout}{stderr}");
     let report: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(report["result"]["kind"], "first_bad", "{report}");
     assert_eq!(
@@ -541,4 +543,45 @@ fn a_kernel_range_is_bisected_through_vm_boots_and_resumes_after_kill() {
         "kernel bisection with a kill -9: {:.0} s",
         started.elapsed().as_secs_f64()
     );
+}
+
+#[test]
+fn bisect_start_checks_its_kernel_options_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive.db");
+    let repo_path = dir.path().join("repo");
+    let repo = Repository::init(&repo_path).unwrap();
+    let first = crate::bisect::commit(&repo, &[("pick", "old\n")], &[], "first");
+    let second = crate::bisect::commit(&repo, &[("pick", "new\n")], &[first], "second");
+    crate::bisect::set_head(&repo, second);
+    let (good, bad) = (first.to_string(), second.to_string());
+    let start = |extra: &[&str]| {
+        let mut args = vec![
+            "bisect", "start", "--good", &good, "--bad", &bad, "--build", "true",
+        ];
+        args.extend_from_slice(extra);
+        let output = crate::netbisect_with(&archive)
+            .args(&args)
+            .current_dir(&repo_path)
+            .output()
+            .unwrap();
+        (
+            output.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let (code, stderr) = start(&["--bench", "-l 0.1", "--vm-net", "pair"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("need --kernel"), "{stderr}");
+    let (code, stderr) = start(&["--bench", "-l 0.1", "--kernel", "/boot/vmlinuz"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("a path in the worktree"), "{stderr}");
+    let (code, stderr) = start(&["--measure", "true", "--kernel", "bzImage"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("give --bench"), "{stderr}");
+    let (code, stderr) = start(&["--bench", "-l 0.1 --kernel x", "--kernel", "bzImage"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("give them to bisect start"), "{stderr}");
+    let (code, stderr) = start(&["--bench", "-l 0.1 -H 127.0.0.1", "--kernel", "bzImage"]);
+    assert_eq!(code, 2, "{stderr}");
 }

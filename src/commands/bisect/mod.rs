@@ -287,6 +287,11 @@ fn kernel_session(args: &BisectStartArgs) -> anyhow::Result<Option<wiring::Kerne
         }
         return Ok(None);
     };
+    if args.measure.bench.is_none() {
+        return Err(input(
+            "--kernel runs --bench SPEC in the guest: give --bench, not --measure",
+        ));
+    }
     if image.is_absolute() {
         return Err(input(format!(
             "--kernel {} must be a path in the worktree, such as arch/x86/boot/bzImage",
