@@ -2,10 +2,18 @@
 # Compares netbisect with established peers on loopback, in one run:
 #
 #   TCP_STREAM  netbisect -m 128K          vs  iperf3 -l 128K
-#   TCP_RR      netbisect -r 14,14 (tr/s)  vs  sockperf ping-pong -m 14, whose
-#               reported latency is half the round trip: tr/s = 1e6 / (2 x us)
+#   TCP_RR      netbisect -r 14,14 (tr/s)  vs  sockperf ping-pong -m 14: its
+#               messages answered over its valid run time (tr/s); the rate
+#               implied by its mean latency (half a round trip) is printed
+#               beside it, as a check
 #   UDP_STREAM  netbisect -m 1472          vs  iperf3 -u -b 0 -l 1472
 #               (both: throughput at the receiver)
+#
+# and against the floor, scripts/rr-floor.c built here with cc -O2 (a
+# blocking loop in C: ping-pong for TCP_RR, send loop for TCP_STREAM):
+#
+#   TCP_STREAM  netbisect -m 128K          vs  rr-floor stream 128K
+#   TCP_RR      netbisect -r 14,14         vs  rr-floor tcp 14 14
 #
 # Each pair runs RUNS times, interleaved, both ends pinned (-T / -A /
 # taskset) to CPUs LOCAL_CPU and REMOTE_CPU; the medians and the ratios
@@ -20,7 +28,10 @@
 #               both ends, and the CPU of netbisect's own data threads next
 #               to iperf3's own CPU figure (-J cpu_utilization_percent,
 #               its process's CPU time), both also per KB moved
-#   flows       TCP_STREAM --flows 8 aggregate vs iperf3 -P 8
+#   flows       TCP_STREAM --flows 8 aggregate (a thread per flow, and all
+#               flows in one epoll thread: --threads 1) vs iperf3 -P 8,
+#               which runs all its streams in one thread (3.12); all pinned
+#               to the same CPUs (-T / -A)
 #
 # Peers: apt-get install iperf3 sockperf jq
 # Usage: scripts/bench-peers.sh   (env: RUNS, LENGTH, CI_LENGTH, LOCAL_CPU,
@@ -37,7 +48,7 @@ SOCKPERF_PORT=${SOCKPERF_PORT:-15202}
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 NETBISECT=${NETBISECT:-$HERE/target/release/netbisect}
 
-for tool in iperf3 sockperf jq taskset; do
+for tool in iperf3 sockperf jq taskset cc; do
     if ! command -v "$tool" >/dev/null; then
         echo "bench-peers: $tool not found (apt-get install iperf3 sockperf jq)" >&2
         exit 2
@@ -48,12 +59,16 @@ if [ ! -x "$NETBISECT" ]; then
     exit 2
 fi
 
+build=$(mktemp -d)
+cc -O2 -pthread -o "$build/rr-floor" "$HERE/scripts/rr-floor.c"
+
 pids=()
 cleanup() {
     for pid in "${pids[@]}"; do
         kill "$pid" 2>/dev/null || true
         wait "$pid" 2>/dev/null || true
     done
+    rm -rf "$build"
 }
 trap cleanup EXIT
 
@@ -69,7 +84,8 @@ netbisect_json() {
     "$NETBISECT" --json bench -l "$LENGTH" -T "$pin" --no-archive "$@"
 }
 
-nb_stream=() ; ip_stream=() ; nb_rr=() ; sp_rr=() ; nb_udp=() ; ip_udp=()
+nb_stream=() ; ip_stream=() ; nb_rr=() ; sp_rr=() ; sp_lat_rr=() ; nb_udp=() ; ip_udp=()
+fl_stream=() ; fl_rr=()
 for run in $(seq 1 "$RUNS"); do
     echo "bench-peers: run $run of $RUNS" >&2
     nb_stream+=("$(netbisect_json -t TCP_STREAM -m 128K \
@@ -79,14 +95,25 @@ for run in $(seq 1 "$RUNS"); do
 
     nb_rr+=("$(netbisect_json -t TCP_RR -r 14,14 \
         | jq '.summary.transaction_rate.mean')")
-    latency=$(taskset -c "$LOCAL_CPU" sockperf ping-pong --tcp -i 127.0.0.1 \
-        -p "$SOCKPERF_PORT" -m 14 -t "$LENGTH" 2>&1 \
-        | sed -n 's/.*avg-latency=\([0-9.]*\).*/\1/p' | tail -1)
-    if [ -z "$latency" ]; then
-        echo "bench-peers: no avg-latency in sockperf's output" >&2
+    # The rate is read, not derived: "[Valid Duration] RunTime=1.551 sec;
+    # SentMessages=7840; ReceivedMessages=7840", the run after sockperf's
+    # warm-up. Its mean latency is dominated by a few slow round trips
+    # and is only a cross-check.
+    sp_out=$(taskset -c "$LOCAL_CPU" sockperf ping-pong --tcp -i 127.0.0.1 \
+        -p "$SOCKPERF_PORT" -m 14 -t "$LENGTH" --mps=max 2>&1 \
+        | sed 's/\x1b\[[0-9;]*m//g')
+    rate=$(sed -n 's/.*\[Valid Duration\] RunTime=\([0-9.]*\) sec;.*ReceivedMessages=\([0-9]*\).*/\1 \2/p' \
+        <<<"$sp_out" | tail -1 | awk 'NF == 2 && $1 > 0 { printf "%.2f", $2 / $1 }')
+    latency=$(sed -n 's/.*avg-latency=\([0-9.]*\).*/\1/p' <<<"$sp_out" | tail -1)
+    if [ -z "$rate" ] || [ -z "$latency" ]; then
+        echo "bench-peers: no valid run time or avg-latency in sockperf's output" >&2
         exit 3
     fi
-    sp_rr+=("$(awk -v us="$latency" 'BEGIN { printf "%.2f", 1e6 / (2 * us) }')")
+    sp_rr+=("$rate")
+    sp_lat_rr+=("$(awk -v us="$latency" 'BEGIN { printf "%.2f", 1e6 / (2 * us) }')")
+    fl_rr+=("$("$build/rr-floor" tcp 14 14 "$LENGTH" "$LOCAL_CPU" "$REMOTE_CPU")")
+    fl_stream+=("$("$build/rr-floor" stream 131072 131072 "$LENGTH" "$LOCAL_CPU" \
+        "$REMOTE_CPU")")
 
     nb_udp+=("$(netbisect_json -t UDP_STREAM -m 1472 \
         | jq '.summary.throughput_bps.mean')")
@@ -115,11 +142,16 @@ printf '%-11s %19s %-9s %19s %6s\n' "Test" "netbisect" "Peer" "" "Ratio"
 row TCP_STREAM 1e6 Mb/s "$(median "${nb_stream[@]}")" iperf3 "$(median "${ip_stream[@]}")"
 row TCP_RR 1 tr/s "$(median "${nb_rr[@]}")" sockperf "$(median "${sp_rr[@]}")"
 row UDP_STREAM 1e6 Mb/s "$(median "${nb_udp[@]}")" iperf3 "$(median "${ip_udp[@]}")"
+row TCP_STREAM 1e6 Mb/s "$(median "${nb_stream[@]}")" "C floor" "$(median "${fl_stream[@]}")"
+row TCP_RR 1 tr/s "$(median "${nb_rr[@]}")" "C floor" "$(median "${fl_rr[@]}")"
 echo
 echo "runs: netbisect TCP_STREAM bits/s: ${nb_stream[*]}"
 echo "runs: iperf3 TCP bits/s:           ${ip_stream[*]}"
 echo "runs: netbisect TCP_RR tr/s:       ${nb_rr[*]}"
-echo "runs: sockperf implied tr/s:       ${sp_rr[*]}"
+echo "runs: sockperf tr/s:               ${sp_rr[*]}"
+echo "runs: sockperf from mean latency:  ${sp_lat_rr[*]}"
+echo "runs: C floor TCP_STREAM bits/s:   ${fl_stream[*]}"
+echo "runs: C floor TCP_RR tr/s:         ${fl_rr[*]}"
 echo "runs: netbisect UDP_STREAM bits/s: ${nb_udp[*]}"
 echo "runs: iperf3 UDP bits/s:           ${ip_udp[*]}"
 
@@ -162,9 +194,11 @@ ip_cpu=$(jq -r '.end as $e | ($e.sum_received.bits_per_second / 8 / 1024) as $kb
 
 # ------------------------------------------------------------ 8 flows
 echo >&2 "bench-peers: 8-flow runs"
-nb_flows=() ; ip_flows=()
+nb_flows=() ; nb_flows1=() ; ip_flows=()
 for run in $(seq 1 "$RUNS"); do
     nb_flows+=("$(netbisect_json -t TCP_STREAM -m 128K --flows 8 \
+        | jq '.summary.throughput_bps.mean')")
+    nb_flows1+=("$(netbisect_json -t TCP_STREAM -m 128K --flows 8 --threads 1 \
         | jq '.summary.throughput_bps.mean')")
     ip_flows+=("$(iperf3 -c 127.0.0.1 -p "$IPERF_PORT" -t "$LENGTH" -l 128K -P 8 \
         -A "$pin" -J | jq '.end.sum_received.bits_per_second')")
@@ -172,6 +206,7 @@ done
 
 echo
 row "8 flows" 1e6 Mb/s "$(median "${nb_flows[@]}")" "iperf3-P8" "$(median "${ip_flows[@]}")"
+row "8 flows T1" 1e6 Mb/s "$(median "${nb_flows1[@]}")" "iperf3-P8" "$(median "${ip_flows[@]}")"
 echo
 echo "TCP_STREAM to +-2.5% at 95%: $ci_wall s wall; $ci_line"
 echo
@@ -180,4 +215,5 @@ echo "  netbisect -c -C: $nb_cpu"
 echo "  iperf3 -J:       $ip_cpu"
 echo
 echo "runs: netbisect 8-flow bits/s:     ${nb_flows[*]}"
+echo "runs: netbisect 8 flows --threads 1: ${nb_flows1[*]}"
 echo "runs: iperf3 -P 8 bits/s:          ${ip_flows[*]}"

@@ -18,7 +18,7 @@ import sys
 
 import numpy as np
 import scipy
-from scipy import stats
+from scipy import optimize, stats
 from scipy.stats import _mannwhitneyu
 
 
@@ -176,6 +176,55 @@ def percentiles(rng):
     return rows
 
 
+def ratios():
+    """Intervals on mean(second) / mean(first). Fieller's bounds are found
+    by inverting its pivot with a root finder rather than by the closed
+    form the Rust code uses; the log-scale bounds when Fieller's interval
+    is unbounded."""
+    rng = np.random.default_rng(20261201)
+    rows = []
+
+    def add(name, first, second):
+        a, b = np.mean(second), np.mean(first)
+        v_a = np.var(second, ddof=1) / len(second)
+        v_b = np.var(first, ddof=1) / len(first)
+        total = v_a + v_b
+        df = total ** 2 / (v_a ** 2 / (len(second) - 1) + v_b ** 2 / (len(first) - 1))
+        for level in (0.95, 0.99):
+            t = stats.t.ppf(0.5 + level / 2.0, df)
+            row = {"name": name, "first": first, "second": second,
+                   "level": level, "ratio": float(a / b)}
+            if t * t * v_b < b * b:
+                def pivot(r):
+                    return (a - r * b) ** 2 - t * t * (v_a + r * r * v_b)
+                r0 = a / b
+                step = max(abs(r0), 1e-9)
+                high = r0 + step
+                while pivot(high) < 0:
+                    high += step
+                low = r0 - step
+                while pivot(low) < 0:
+                    low -= step
+                row["method"] = "fieller"
+                row["low"] = float(optimize.brentq(pivot, low, r0, xtol=1e-15, rtol=1e-15))
+                row["high"] = float(optimize.brentq(pivot, r0, high, xtol=1e-15, rtol=1e-15))
+            else:
+                half = t * np.sqrt(v_a / a ** 2 + v_b / b ** 2)
+                row["method"] = "log_scale"
+                row["low"] = float(np.exp(np.log(a / b) - half))
+                row["high"] = float(np.exp(np.log(a / b) + half))
+            rows.append(row)
+
+    add("ten percent slower", sample(rng, 10, 100.0, 3.0), sample(rng, 10, 90.0, 3.0))
+    add("hundredfold slower, noisy base",
+        sample(rng, 11, 11.8e9, 5.0e9, decimals=0),
+        sample(rng, 10, 2.1e8, 6.0e7, decimals=0))
+    add("no change", sample(rng, 6, 42.0, 2.0), sample(rng, 9, 42.0, 2.0))
+    add("faster, unequal sizes", sample(rng, 3, 1000.0, 40.0), sample(rng, 12, 1200.0, 10.0))
+    add("base near zero", [0.5, 2.0, 0.2, 3.5], [5.0, 6.0, 5.5, 4.5])
+    return rows
+
+
 def main():
     rng = np.random.default_rng(20240611)
     document = {
@@ -188,6 +237,7 @@ def main():
         "welch": welch(rng),
         "mean_intervals": mean_intervals(rng),
         "percentiles": percentiles(rng),
+        "ratios": ratios(),
     }
     json.dump(document, sys.stdout, indent=1)
     sys.stdout.write("\n")

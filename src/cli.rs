@@ -11,7 +11,9 @@ Exit codes:
   2    usage or input error
   3    runtime failure (network, file system, a failed command)
   4    bisect refused: the good and bad ends do not differ enough
-  125  cannot tell (read by `git bisect run` as skip)";
+  125  cannot tell (read by `git bisect run` as skip)
+  128  verdict: a usage or configuration error (aborts `git bisect run`)
+  130  interrupted by SIGINT or SIGTERM";
 
 /// Network benchmark, archive and bisection for Linux networking.
 #[derive(Debug, Parser)]
@@ -72,7 +74,8 @@ pub enum Command {
     /// Bisect a git range to the commit that changed a metric
     Bisect(BisectArgs),
     /// Measure the current tree against archived good and bad runs (for
-    /// `git bisect run`): exit 0 old, 1 new, 125 cannot tell
+    /// `git bisect run`): exit 0 old, 1 new, 125 cannot tell, 128 bad
+    /// configuration
     Verdict(VerdictArgs),
     /// Compare the runs of two commits, labels or run ids
     Compare(CompareArgs),
@@ -80,6 +83,8 @@ pub enum Command {
     Ab(AbArgs),
     /// A metric across commits (git order) or runs (time order)
     History(HistoryArgs),
+    /// Estimate how many measurements and how long a bisection will take
+    Plan(PlanArgs),
 }
 
 /// `netbisect record`.
@@ -181,6 +186,11 @@ pub struct BenchArgs {
     /// Set TCP_NODELAY on the data connections
     #[arg(long)]
     pub nodelay: bool,
+    /// First burst of TCP_RR and UDP_RR: N requests beyond the first
+    /// outstanding before a response is awaited, as netperf's -b
+    /// [default: 0]
+    #[arg(short = 'b', value_name = "N")]
+    pub first_burst: Option<u32>,
     /// Pin the local and remote end to CPUs ("N" both, "N," local only,
     /// ",N" remote only)
     #[arg(short = 'T', value_name = "LCPU,RCPU")]
@@ -234,6 +244,16 @@ pub struct BenchArgs {
     /// Print interim results on stderr every SECS seconds
     #[arg(short = 'D', value_name = "SECS")]
     pub interim: Option<f64>,
+    #[command(flatten)]
+    pub units: UnitsArg,
+    /// Show (1) or leave out (0) the test banner, as netperf's -P
+    #[arg(short = 'P', value_name = "0|1", value_parser = clap::value_parser!(u8).range(0..=1))]
+    pub banner: Option<u8>,
+    /// netperf's test-specific options, after "--": -m -M (stream), -r
+    /// and -b (RR), -s -S, -D (TCP_NODELAY), -P ,RPORT, -4 -6. With "--",
+    /// give -s, -S and -r after it, as netperf reads them.
+    #[arg(last = true, value_name = "TEST OPTIONS")]
+    pub test_options: Vec<String>,
     /// Kernel under test: boot this image in a VM and run the test there.
     #[command(flatten)]
     pub vm: KernelArgs,
@@ -264,6 +284,12 @@ pub struct ServeArgs {
     /// Seconds to wait for a client's next control frame
     #[arg(long, value_name = "SECS", default_value_t = 30.0)]
     pub timeout: f64,
+    /// Most MiB of message buffers one test may ask for
+    #[arg(long, value_name = "MIB", default_value_t = bench_core::server::DEFAULT_MAX_TEST_MEMORY >> 20)]
+    pub max_test_memory: u64,
+    /// Most MiB of message buffers all running tests may hold together
+    #[arg(long, value_name = "MIB", default_value_t = bench_core::server::DEFAULT_MAX_TOTAL_MEMORY >> 20)]
+    pub max_total_memory: u64,
 }
 
 /// `netbisect archive`.
@@ -289,10 +315,12 @@ pub enum ArchiveAction {
     Import(ImportArgs),
     /// List archived runs, oldest first
     List(RunFilterArgs),
-    /// Print one run record (pretty JSON; canonical bytes with --json)
+    /// Print one run as its netperf table (the record with --json)
     Show {
         /// Run id or a unique prefix of it
         id: String,
+        #[command(flatten)]
+        units: UnitsArg,
     },
     /// Print the selected runs as canonical JSON lines
     Export(RunFilterArgs),
@@ -308,7 +336,7 @@ pub enum ArchiveAction {
 /// `netbisect archive import`.
 #[derive(Debug, Args)]
 pub struct ImportArgs {
-    /// Files to import
+    /// Files to import ("-" for standard input)
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Commit id of the code the runs measured
@@ -323,6 +351,13 @@ pub struct ImportArgs {
     /// Testbed name [default: default]
     #[arg(long, value_name = "NAME")]
     pub testbed: Option<String>,
+    /// Label the runs of rows beginning with the side name NAME (as in
+    /// "current", "patched", "Org") LABEL instead [repeatable]
+    #[arg(long, value_name = "NAME=LABEL")]
+    pub side_label: Vec<String>,
+    /// Put PREFIX before the label taken from a row's side name
+    #[arg(long, value_name = "PREFIX")]
+    pub label_prefix: Option<String>,
 }
 
 /// Filters selecting archived runs; all given must match.
@@ -461,6 +496,11 @@ pub struct BisectStartArgs {
     /// Most repeats of one commit (an undecided commit is skipped)
     #[arg(long, value_name = "N", default_value_t = 100)]
     pub max_repeats: u32,
+    /// How to walk the range: posterior (every sample updates one
+    /// posterior over the culprit; the next goes where it tells the most)
+    /// or sequential (one commit at a time until it is classified)
+    #[arg(long, value_enum, value_name = "METHOD", default_value = "posterior")]
+    pub method: MethodArg,
     /// Seconds a measure command may run before it is killed (a skip)
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<f64>,
@@ -479,10 +519,20 @@ pub enum DirectionArg {
 }
 
 /// `netbisect verdict`.
+/// How a bisection walks the range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum MethodArg {
+    /// Probabilistic bisection over one posterior
+    Posterior,
+    /// A sequential test per commit, as git bisect with repeats
+    Sequential,
+}
+
 #[derive(Debug, Args)]
 pub struct VerdictArgs {
     /// The good baseline: an archived run id (prefix), whose commit's runs
-    /// with the same config_key count, or a commit (prefix)
+    /// with the same config_key count, or a commit (prefix), whose runs of
+    /// the test measured count
     #[arg(long, value_name = "ID|COMMIT")]
     pub good_run: String,
     /// The bad baseline, as --good-run
@@ -549,6 +599,44 @@ pub struct CompareArgs {
     /// Only runs of this testbed, on both sides
     #[arg(long, value_name = "NAME")]
     pub testbed: Option<String>,
+    /// Layout of the tables: netperf's, one table per configuration with
+    /// a row per side (size sweeps as one table); matrix, every
+    /// configuration of a test in one table; stats, the statistics of
+    /// every metric
+    #[arg(long, value_name = "LAYOUT", value_enum, default_value_t = CompareLayout::Netperf)]
+    pub layout: CompareLayout,
+    /// One block to paste in a mail, at most 72 columns: the sides, the
+    /// commands that reproduce each configuration, the environment
+    /// differences, the tables and the statistics used
+    #[arg(long)]
+    pub email: bool,
+    #[command(flatten)]
+    pub units: UnitsArg,
+}
+
+/// How `compare` lays out its tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum CompareLayout {
+    /// netperf's tables, a row per side
+    Netperf,
+    /// One table per test, a row per configuration
+    Matrix,
+    /// Mean, spread, change and p value of every metric
+    Stats,
+}
+
+/// netperf's `-f`: the unit of throughput.
+#[derive(Debug, Args)]
+pub struct UnitsArg {
+    /// Throughput unit, as netperf's -f: k, m, g (10^3, 10^6, 10^9
+    /// bits/s) or K, M, G (2^10, 2^20, 2^30 bytes/s)
+    #[arg(
+        short = 'f',
+        value_name = "UNIT",
+        default_value = "m",
+        value_parser = ["k", "m", "g", "K", "M", "G"]
+    )]
+    pub units: String,
 }
 
 const HISTORY_AFTER_HELP: &str = "\
@@ -561,6 +649,38 @@ A history follows one test configuration (test spec and testbed). When
 the selected runs span several, the command lists them and exits with
 2: narrow the selection with --spec-key (or --test, --testbed, --label,
 --config-key).";
+
+const PLAN_AFTER_HELP: &str = "\
+The noise (coefficient of variation of one run's figure) and the seconds
+per run come from the archived runs of the same bench spec and testbed,
+unless --cv and --seconds give them. The estimate bisects a few hundred
+simulated ranges of that length with that step and normal noise, as
+`bisect start` would, and prints the mean and 95th percentile of the
+measurements (ends and confirmation included) and of the time, builds
+excluded. Heavier tails or drift than normal noise cost more.";
+
+/// `netbisect plan`.
+#[derive(Debug, Args)]
+#[command(after_help = PLAN_AFTER_HELP)]
+pub struct PlanArgs {
+    /// The test, with `netbisect bench` flags, as `bisect start --bench`,
+    /// for example "-t TCP_RR -l 5"
+    #[arg(long, value_name = "SPEC", allow_hyphen_values = true)]
+    pub test: String,
+    /// Size of the change to find, percent
+    #[arg(long, value_name = "PCT")]
+    pub effect: f64,
+    /// Commits in the range
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    pub commits: usize,
+    /// Noise of one run, percent [default: from archived runs]
+    #[arg(long, value_name = "PCT")]
+    pub cv: Option<f64>,
+    /// Seconds per run [default: from archived runs, else the spec's
+    /// length times its iterations]
+    #[arg(long, value_name = "SECS")]
+    pub seconds: Option<f64>,
+}
 
 /// `netbisect history`.
 #[derive(Debug, Args)]
@@ -605,6 +725,8 @@ pub struct HistoryArgs {
     /// Smallest change of level, percent, marked as a change point
     #[arg(long, value_name = "PCT", default_value_t = 0.0)]
     pub min_change: f64,
+    #[command(flatten)]
+    pub units: UnitsArg,
 }
 
 // ---- Kernels under test (the VM runner) ----------------------------------

@@ -8,6 +8,8 @@
 //! | 3    | runtime failure: network, file system, a failed child      |
 //! | 4    | bisect refused: the ends do not differ enough               |
 //! | 125  | cannot tell (as `git bisect run` reads it)                  |
+//! | 128  | verdict: usage or configuration error (aborts git bisect)   |
+//! | 130  | interrupted by SIGINT or SIGTERM                            |
 
 use std::process::ExitCode;
 
@@ -27,6 +29,11 @@ pub enum Code {
     /// A verdict that cannot tell (or a failure to measure): git bisect
     /// run's "skip".
     CannotTell = 125,
+    /// `verdict`'s usage or configuration error: `git bisect run` aborts
+    /// on it, where 2 would mark every commit bad.
+    Abort = 128,
+    /// Interrupted by SIGINT or SIGTERM.
+    Interrupted = 130,
 }
 
 impl From<Code> for ExitCode {
@@ -41,9 +48,17 @@ impl From<Code> for ExitCode {
 #[error("{0}")]
 pub struct InputError(pub String);
 
-/// Picks the exit code for a failure: input errors anywhere in the chain
-/// (including bad run records) are 2, everything else is 3.
+/// Picks the exit code for a failure: an interruption is 130, input
+/// errors anywhere in the chain (including bad run records) are 2,
+/// everything else is 3.
 pub fn classify(err: &anyhow::Error) -> Code {
+    if bisect::interrupt::check().is_err()
+        || err
+            .chain()
+            .any(|cause| cause.is::<bisect::interrupt::Interrupted>())
+    {
+        return Code::Interrupted;
+    }
     let is_input = err.chain().any(|cause| {
         cause.is::<InputError>()
             || cause.is::<bench_core::record::RecordError>()
@@ -66,6 +81,7 @@ fn is_input_archive_error(err: &archive::ArchiveError) -> bool {
     matches!(
         err,
         ArchiveError::NotAnArchive { .. }
+            | ArchiveError::NoArchive { .. }
             | ArchiveError::NewerSchema { .. }
             | ArchiveError::NoSuchRun(_)
             | ArchiveError::AmbiguousId { .. }

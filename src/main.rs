@@ -8,12 +8,15 @@ mod exit;
 mod render;
 mod vm;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use std::io::Write;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let args = cli::Cli::parse();
+    let args = match cli::Cli::try_parse() {
+        Ok(args) => args,
+        Err(err) => return usage_error(&err),
+    };
     let outcome = commands::run(&args);
     match outcome {
         Ok(code) => code.into(),
@@ -29,5 +32,26 @@ fn main() -> ExitCode {
             }
             code.into()
         }
+    }
+}
+
+/// Prints clap's message and exits as clap would (0 for `--help`, 2 for
+/// a usage error), except that `verdict` exits 128 on a usage error: under
+/// `git bisect run`, 2 would mark the commit bad and 125 would skip every
+/// commit, while 128 aborts the bisection.
+fn usage_error(err: &clap::Error) -> ExitCode {
+    let _ = err.print();
+    if !err.use_stderr() {
+        return exit::Code::Ok.into();
+    }
+    let subcommand = cli::Cli::command()
+        .ignore_errors(true)
+        .try_get_matches()
+        .ok()
+        .and_then(|matches| matches.subcommand_name().map(str::to_string));
+    if subcommand.as_deref() == Some("verdict") {
+        exit::Code::Abort.into()
+    } else {
+        exit::Code::Input.into()
     }
 }

@@ -38,10 +38,10 @@ fn record(seed: u64) -> RunRecord {
         .map(|idx| Iteration {
             elapsed_s: 10.0,
             throughput_bps: base + f64::from(idx) * 1e6,
-            bytes_sent: 11_250_000_000,
-            bytes_received: 11_250_000_000,
-            messages_sent: 686_645,
-            messages_received: 686_645,
+            bytes_sent: Some(11_250_000_000),
+            bytes_received: Some(11_250_000_000),
+            messages_sent: Some(686_645),
+            messages_received: Some(686_645),
             ..Iteration::default()
         })
         .collect();
@@ -69,6 +69,7 @@ fn record(seed: u64) -> RunRecord {
         source: Source {
             tool: "netbisect".to_string(),
             version: Some("0.1.0".to_string()),
+            undated: false,
         },
         started_at: bench_core::time::rfc3339_utc(
             std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000 + seed * 11),

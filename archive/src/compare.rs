@@ -20,13 +20,16 @@
 //! - the primary metric of the test ([`Metric::primary_for`]: throughput
 //!   for stream tests, transactions per second for request/response
 //!   tests), always;
+//! - throughput in bits/s for request/response tests, whose main metric
+//!   is the rate, when both sides have it;
 //! - the 99th-percentile latency, when both sides have latency samples
 //!   (request/response tests): the tail is where scheduling and wakeup
 //!   regressions show first, while the mean latency is only the inverse
 //!   of the transaction rate for one flow;
-//! - local and remote service demand, when both sides measured them
-//!   (`-c`, `-C`): CPU cost per unit of work, the figure netdev reviewers
-//!   ask for when throughput is bounded by the link.
+//! - local and remote CPU utilisation and service demand, when both
+//!   sides measured them (`-c`, `-C`): CPU cost per unit of work, the
+//!   figure netdev reviewers ask for when throughput is bounded by the
+//!   link.
 //!
 //! # Verdict
 //!
@@ -58,9 +61,10 @@
 //! `bits/s`, `trans/s`, `us`, `us/KB` or `us/Tran` for service demand,
 //! `%`); percentages carry a `_pct` suffix. Absent values are `null`.
 
+use crate::figures::{SideFigures, spec_command, spec_options, spec_title};
 use bench_core::env::{self, HostEnv};
 use bench_core::record::{RecordError, RunRecord};
-use bench_core::spec::{AddressFamily, TestKind};
+use bench_core::spec::{AddressFamily, RunSpec, TestKind};
 use bench_core::stats::{self, MannWhitneyMethod, StatsError};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -108,6 +112,11 @@ pub struct CompareOptions {
     pub first_label: String,
     /// Name of the second side (default `patched`).
     pub second_label: String,
+    /// Short name of the first side for the rows of a table (a label,
+    /// a short commit id; default `base`).
+    pub first_name: String,
+    /// Short name of the second side (default `patched`).
+    pub second_name: String,
 }
 
 impl Default for CompareOptions {
@@ -117,6 +126,8 @@ impl Default for CompareOptions {
             min_effect_pct: 0.0,
             first_label: "base".to_string(),
             second_label: "patched".to_string(),
+            first_name: "base".to_string(),
+            second_name: "patched".to_string(),
         }
     }
 }
@@ -128,6 +139,10 @@ pub struct Comparison {
     pub first_label: String,
     /// Name of the second side (the patched one).
     pub second_label: String,
+    /// Short name of the first side, for table rows.
+    pub first_name: String,
+    /// Short name of the second side.
+    pub second_name: String,
     /// Significance level used.
     pub alpha: f64,
     /// Minimum effect used, percent.
@@ -148,6 +163,17 @@ pub struct ComparisonGroup {
     pub spec_key: String,
     /// What the runs measured, for the group's heading.
     pub spec: SpecSummary,
+    /// The whole spec of the group.
+    pub run_spec: RunSpec,
+    /// The group's title: the test and every parameter off its default
+    /// ([`crate::figures::spec_title`]); no two groups share one.
+    pub title: String,
+    /// The `netbisect bench` command that runs the configuration again.
+    pub command: String,
+    /// The first side in netperf's columns.
+    pub first_figures: SideFigures,
+    /// The second side in netperf's columns.
+    pub second_figures: SideFigures,
     /// Runs on the first side.
     pub n_runs_first: usize,
     /// Runs on the second side.
@@ -187,6 +213,8 @@ pub struct SpecSummary {
     pub flows: u32,
     /// TCP_NODELAY set.
     pub nodelay: bool,
+    /// First burst (`-b`), when there is one.
+    pub first_burst: Option<u32>,
     /// Length of one iteration, seconds.
     pub duration_s: f64,
 }
@@ -213,6 +241,7 @@ impl SpecSummary {
             remote_socket_buffer_bytes: spec.remote_socket_buffer_bytes,
             flows: spec.flows,
             nodelay: spec.nodelay,
+            first_burst: (spec.first_burst > 0).then_some(spec.first_burst),
             duration_s: spec.duration_s,
         }
     }
@@ -258,6 +287,13 @@ pub struct ComparisonRow {
     /// Change of the means from first to second, percent of the first,
     /// signed; `null` when a side is missing or the first mean is zero.
     pub change_pct: Option<f64>,
+    /// Lower bound of the 95% interval on the change, percent: the
+    /// interval on the ratio of the means (Fieller's, or on the log
+    /// scale; see `bench_core::stats::ratio`); `null` with fewer than two
+    /// samples a side or no bounded interval.
+    pub change_low_pct: Option<f64>,
+    /// Upper bound of that interval, percent.
+    pub change_high_pct: Option<f64>,
     /// Two-sided Mann-Whitney p value; `null` when a side is missing.
     pub p_value: Option<f64>,
     /// What the test says.
@@ -360,8 +396,16 @@ pub struct UnmatchedGroup {
     pub spec_key: String,
     /// What the runs measured.
     pub spec: SpecSummary,
+    /// The group's title, as [`ComparisonGroup::title`].
+    pub title: String,
+    /// The title's parameters one by one (`-S 2280`, `nodelay`).
+    pub title_options: Vec<String>,
     /// Number of runs.
     pub n_runs: usize,
+    /// The testbed of the other side's runs when they measured the same
+    /// test but on another testbed (an import without `--testbed` beside
+    /// a local run, say): the reason they are not compared.
+    pub other_testbed: Option<String>,
 }
 
 /// One of the two sides of a comparison.
@@ -460,13 +504,40 @@ pub fn compare(
                     side,
                     spec_key,
                     spec: SpecSummary::of(representative),
+                    title: spec_title(&representative.spec, &representative.testbed),
+                    title_options: spec_options(&representative.spec)
+                        .into_iter()
+                        .map(|option| option.title)
+                        .collect(),
                     n_runs: runs.first.len() + runs.second.len(),
+                    other_testbed: None,
                 });
             }
             (None, None) => {}
         }
     }
     groups.sort_by(|a, b| group_order(&a.spec, &a.spec_key, &b.spec, &b.spec_key));
+    // Runs that differ only in their testbed do not pair; say so, since
+    // it is easy to miss (an import names its testbed "default").
+    let other_testbeds: Vec<Option<String>> = unmatched
+        .iter()
+        .map(|group| {
+            unmatched
+                .iter()
+                .find(|other| {
+                    other.side != group.side
+                        && other.spec.testbed != group.spec.testbed
+                        && SpecSummary {
+                            testbed: group.spec.testbed.clone(),
+                            ..other.spec.clone()
+                        } == group.spec
+                })
+                .map(|other| other.spec.testbed.clone())
+        })
+        .collect();
+    for (group, other_testbed) in unmatched.iter_mut().zip(other_testbeds) {
+        group.other_testbed = other_testbed;
+    }
     unmatched.sort_by(|a, b| {
         a.side
             .cmp(&b.side)
@@ -475,6 +546,8 @@ pub fn compare(
     Ok(Comparison {
         first_label: options.first_label.clone(),
         second_label: options.second_label.clone(),
+        first_name: options.first_name.clone(),
+        second_name: options.second_name.clone(),
         alpha: options.alpha,
         min_effect_pct: options.min_effect_pct,
         min_samples,
@@ -488,7 +561,8 @@ fn run_order(a: &RunRecord, b: &RunRecord) -> std::cmp::Ordering {
     (&a.started_at, &a.id).cmp(&(&b.started_at, &b.id))
 }
 
-/// Groups in netperf's test order, then by sizes, then by key.
+/// Groups in netperf's test order, then numerically by socket buffers,
+/// sizes, flows and length, then by key.
 fn group_order(a: &SpecSummary, a_key: &str, b: &SpecSummary, b_key: &str) -> std::cmp::Ordering {
     let rank = |summary: &SpecSummary| {
         TestKind::ALL
@@ -499,6 +573,8 @@ fn group_order(a: &SpecSummary, a_key: &str, b: &SpecSummary, b_key: &str) -> st
     let sizes = |summary: &SpecSummary| {
         (
             summary.family.clone(),
+            summary.remote_socket_buffer_bytes,
+            summary.local_socket_buffer_bytes,
             summary.send_size_bytes,
             summary.recv_size_bytes,
             summary.request_size_bytes,
@@ -510,6 +586,7 @@ fn group_order(a: &SpecSummary, a_key: &str, b: &SpecSummary, b_key: &str) -> st
         .cmp(&rank(b))
         .then_with(|| a.testbed.cmp(&b.testbed))
         .then_with(|| sizes(a).cmp(&sizes(b)))
+        .then_with(|| a.duration_s.total_cmp(&b.duration_s))
         .then_with(|| a_key.cmp(b_key))
 }
 
@@ -530,7 +607,10 @@ fn compare_group(
     let primary = Metric::primary_for(&first_rep.spec);
     let mut metrics = vec![primary];
     for optional in [
+        Metric::ThroughputBps,
         Metric::LatencyP99Us,
+        Metric::LocalCpuPct,
+        Metric::RemoteCpuPct,
         Metric::LocalServiceDemand,
         Metric::RemoteServiceDemand,
     ] {
@@ -556,6 +636,11 @@ fn compare_group(
     Ok(ComparisonGroup {
         spec_key,
         spec: SpecSummary::of(first_rep),
+        run_spec: first_rep.spec.clone(),
+        title: spec_title(&first_rep.spec, &first_rep.testbed),
+        command: spec_command(&first_rep.spec),
+        first_figures: SideFigures::of(&runs.first),
+        second_figures: SideFigures::of(&runs.second),
         n_runs_first: runs.first.len(),
         n_runs_second: runs.second.len(),
         config_keys_differ: keys_of(&runs.first) != keys_of(&runs.second),
@@ -588,6 +673,9 @@ fn host_changes(host: Host, first: &HostEnv, second: &HostEnv) -> Vec<EnvChange>
         .collect()
 }
 
+/// Confidence level of the interval on each change.
+pub const CHANGE_INTERVAL_LEVEL: f64 = 0.95;
+
 /// Compares the samples of one metric; see the module documentation.
 pub fn compare_samples(
     metric: Metric,
@@ -605,6 +693,8 @@ pub fn compare_samples(
         first: first_summary.clone(),
         second: second_summary.clone(),
         change_pct: None,
+        change_low_pct: None,
+        change_high_pct: None,
         p_value: None,
         verdict: Verdict::NeedSamples,
         direction: None,
@@ -613,6 +703,11 @@ pub fn compare_samples(
         return Ok(row);
     };
     row.change_pct = stats::relative_change_pct(first_summary.mean, second_summary.mean).ok();
+    if let Ok(interval) = stats::ratio_interval(first, second, CHANGE_INTERVAL_LEVEL) {
+        let relative = interval.relative();
+        row.change_low_pct = Some(relative.low_pct);
+        row.change_high_pct = Some(relative.high_pct);
+    }
     row.direction = Direction::of_change(metric, first_summary.mean, second_summary.mean);
     let test_result = stats::mann_whitney_u(first, second, MannWhitneyMethod::Auto)?;
     row.p_value = Some(test_result.p_value);
@@ -705,6 +800,7 @@ pub(crate) mod tests {
             source: Source {
                 tool: "netbisect".into(),
                 version: None,
+                undated: false,
             },
             started_at: started_at.into(),
             finished_at: started_at.into(),
@@ -818,7 +914,10 @@ pub(crate) mod tests {
         let comparison = compare(&[base], &[patched], &CompareOptions::default()).unwrap();
         let group = only_group(&comparison);
         let metrics: Vec<&str> = group.rows.iter().map(|row| row.metric.as_str()).collect();
-        assert_eq!(metrics, ["transaction_rate", "latency_p99_us"]);
+        assert_eq!(
+            metrics,
+            ["transaction_rate", "throughput_bps", "latency_p99_us"]
+        );
         for row in &group.rows {
             assert_eq!(row.verdict, Verdict::NotSignificant, "{row:#?}");
             assert!(row.p_value.unwrap() >= 0.05);
@@ -1041,6 +1140,13 @@ pub(crate) mod tests {
                     false
                 ),
                 (
+                    "throughput_bps",
+                    "bits/s",
+                    Verdict::Significant,
+                    Some(Direction::Regression),
+                    false
+                ),
+                (
                     "latency_p99_us",
                     "us",
                     Verdict::Significant,
@@ -1207,6 +1313,8 @@ pub(crate) mod tests {
         let options = CompareOptions {
             first_label: "v6.8-rc1 (1a2b3c4d5e6f)".into(),
             second_label: "v6.8-rc1 + tcp: defer ack on sleep (9f8e7d6c5b4a)".into(),
+            first_name: "v6.8-rc1".into(),
+            second_name: "9f8e7d6c5b4a".into(),
             ..CompareOptions::default()
         };
         let comparison = compare(
@@ -1215,7 +1323,9 @@ pub(crate) mod tests {
             &options,
         )
         .unwrap();
-        check_template_sample("compare--base-vs-patched", &comparison);
+        for template in ["compare", "compare-stats"] {
+            check_template_sample(&format!("{template}--base-vs-patched"), &comparison);
+        }
 
         // Extremes: 100 Gb/s, service demand of a thousandth, long labels
         // and testbed, many flows, set buffers, IPv6, and a long list of
@@ -1283,6 +1393,8 @@ pub(crate) mod tests {
                           and CONFIG_PROVE_LOCKING=y on the lab's slowest box"
                 .into(),
             second_label: "ba9876543210ba9876543210ba9876543210ba98".into(),
+            first_name: "v6.9-rc7-01234-g0123456789ab".into(),
+            second_name: "ba9876543210".into(),
         };
         // An imported request/response run without transaction rates on
         // the base side, and a remote environment on one side only.
@@ -1318,7 +1430,9 @@ pub(crate) mod tests {
         let rr_group = &comparison.groups[1];
         assert!(rr_group.config_keys_differ && rr_group.env_differences.is_empty());
         assert_eq!(rr_group.rows[0].first, None);
-        check_template_sample("compare--extreme", &comparison);
+        for template in ["compare", "compare-stats"] {
+            check_template_sample(&format!("{template}--extreme"), &comparison);
+        }
 
         // Nothing in common: every group is on one side only.
         let comparison = compare(
@@ -1333,7 +1447,9 @@ pub(crate) mod tests {
             &CompareOptions::default(),
         )
         .unwrap();
-        check_template_sample("compare--nothing-in-common", &comparison);
+        for template in ["compare", "compare-stats"] {
+            check_template_sample(&format!("{template}--nothing-in-common"), &comparison);
+        }
     }
 
     #[test]

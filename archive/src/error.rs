@@ -14,6 +14,44 @@ pub enum ArchiveError {
         /// What SQLite said.
         source: rusqlite::Error,
     },
+    /// A read found no file at the path: reading never creates an
+    /// archive.
+    #[error("no archive at {path}")]
+    NoArchive {
+        /// The path given.
+        path: PathBuf,
+    },
+    /// The file is damaged: writing to it could spread the damage.
+    #[error(
+        "{path} is damaged ({detail}); nothing was written. \
+         Run `netbisect archive check` for details"
+    )]
+    Damaged {
+        /// The file.
+        path: PathBuf,
+        /// The first problem found.
+        detail: String,
+    },
+    /// The file system holding the archive is full.
+    #[error("the file system holding {path} is full (database or disk is full)")]
+    Full {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The archive can only be read here, and its schema is older than
+    /// this netbisect reads.
+    #[error(
+        "{path} has archive schema version {found}; this netbisect reads version \
+         {supported} and cannot upgrade a file it may not write"
+    )]
+    ReadOnlyOldSchema {
+        /// The file.
+        path: PathBuf,
+        /// Its schema version.
+        found: u32,
+        /// The version this build reads.
+        supported: u32,
+    },
     /// The file is not a netbisect archive, or is damaged.
     #[error("{path} is not a usable netbisect archive: {detail}")]
     NotAnArchive {

@@ -64,6 +64,7 @@ impl Archive {
     /// Fails with [`ArchiveError::SessionActive`] when `repo` already has
     /// an active session.
     pub fn start_session(&mut self, repo: &str, spec: &str) -> Result<BisectSession, ArchiveError> {
+        self.check_before_write()?;
         let transaction = self
             .connection
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -130,8 +131,11 @@ impl Archive {
     /// Appends `event` (JSON) to the journal of the active session
     /// `session_id`, durably; returns its sequence number, from 1.
     pub fn append_event(&mut self, session_id: i64, event: &str) -> Result<u64, ArchiveError> {
+        self.check_before_write()?;
         self.connection.pragma_update(None, "synchronous", "FULL")?;
-        let appended = self.append_event_in_transaction(session_id, event);
+        let appended = self
+            .append_event_in_transaction(session_id, event)
+            .map_err(|err| self.write_error(err));
         // Back to the archive's usual setting whatever happened; a failure
         // here leaves the stricter one, which is harmless.
         let _ = self.connection.pragma_update(None, "synchronous", "NORMAL");

@@ -10,6 +10,8 @@
 //!   canonical run records, detected from content.
 //! - [`compare`]: current versus patched, group by group, with a
 //!   significance verdict per metric.
+//! - [`figures`]: titles and command lines of specs, and the figures of
+//!   a side in netperf's columns, for the tables of a comparison.
 //! - [`history`]: a metric across commits (or time) with change points.
 //! - [`journal`]: bisection sessions and their journals of events, one
 //!   durable append at a time.
@@ -21,6 +23,7 @@
 
 pub mod compare;
 mod error;
+pub mod figures;
 pub mod history;
 pub mod import;
 pub mod journal;

@@ -26,7 +26,7 @@ use rusqlite::{Connection, params};
 pub const APPLICATION_ID: i32 = 0x6e62_6973;
 
 /// The newest schema version this build writes and reads.
-pub const CURRENT_VERSION: u32 = 3;
+pub const CURRENT_VERSION: u32 = 4;
 
 /// A data conversion that runs inside a migration's transaction.
 pub type Backfill = fn(&Connection) -> Result<(), ArchiveError>;
@@ -98,6 +98,12 @@ pub const MIGRATIONS: &[Migration] = &[
                 PRIMARY KEY (session_id, seq)
             ) STRICT, WITHOUT ROWID;
         ",
+        backfill: None,
+    },
+    // When an undated run (an import whose text has no time) was
+    // imported; its record's started_at says the same, outside its id.
+    Migration {
+        sql: "ALTER TABLE runs ADD COLUMN imported_at TEXT;",
         backfill: None,
     },
 ];

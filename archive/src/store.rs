@@ -17,7 +17,19 @@
 //! the file.
 //!
 //! A file that is not an archive, is damaged, or has a newer schema is
-//! refused with an error before anything is written to it.
+//! refused with an error before anything is written to it. Before the
+//! first write of an open archive, `PRAGMA quick_check` runs when the
+//! file was not closed cleanly (a `-wal` file was there) or is small
+//! enough for the check to take well under a second
+//! ([`QUICK_CHECK_MAX_BYTES`]); on larger files SQLite's own checks of
+//! the pages a write touches stand guard. A damaged file refuses writes
+//! and names `netbisect archive check`.
+//!
+//! Reading ([`Archive::open_read_only`]) never creates a file and works on
+//! an archive the user may only read: a file or directory without write
+//! permission, or a read-only mount, is opened `immutable` (no locks, no
+//! `-wal` or `-shm` left behind to lock the owner out), or read-only
+//! through the owner's `-wal` when a writer is active.
 
 use crate::ArchiveError;
 use crate::schema::{self, APPLICATION_ID, CURRENT_VERSION, MIGRATIONS, V2_METRICS};
@@ -36,6 +48,10 @@ const FULL_HASH_LEN: usize = 64;
 
 /// How long a write waits for another writer before giving up.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Files up to this size get `PRAGMA quick_check` before their first
+/// write, whether or not they were closed cleanly.
+pub const QUICK_CHECK_MAX_BYTES: u64 = 256 << 20;
 
 /// A validated run record together with its canonical bytes, ready to
 /// store.
@@ -226,6 +242,8 @@ impl CheckReport {
 pub struct Archive {
     pub(crate) connection: Connection,
     path: PathBuf,
+    /// Whether `quick_check` is due before the first write.
+    check_before_write: std::cell::Cell<bool>,
 }
 
 const RUN_COLUMNS: &str = "id, commit_id, describe, label, config_key, testbed, test, \
@@ -237,15 +255,83 @@ impl Archive {
     /// are not archives, are damaged or have a newer schema, without
     /// writing to them.
     pub fn open(path: &Path) -> Result<Archive, ArchiveError> {
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        Archive::open_with_flags(path, flags).map_err(|err| full_or(path, err))
+    }
+
+    /// Opens the archive at `path` for reading: never creates it (a
+    /// missing file is [`ArchiveError::NoArchive`]) and never leaves files
+    /// beside it that the owner could not use. An archive this user may
+    /// write is opened as by [`Archive::open`].
+    pub fn open_read_only(path: &Path) -> Result<Archive, ArchiveError> {
+        if !path.exists() {
+            return Err(ArchiveError::NoArchive {
+                path: path.to_path_buf(),
+            });
+        }
+        if may_write(path) {
+            let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_URI
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+            return Archive::open_with_flags(path, flags).map_err(|err| full_or(path, err));
+        }
+        // Without a -wal file the database file holds everything committed
+        // and is read as immutable: no locks, no -shm. With one, a writer
+        // is active (or crashed): read through it without writing.
+        let wal = wal_path(path);
+        let immutable = !wal.exists();
+        let uri = format!(
+            "file:{}?mode=ro{}",
+            uri_path(path),
+            if immutable { "&immutable=1" } else { "" }
+        );
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let open_error = |source| ArchiveError::Open {
             path: path.to_path_buf(),
             source,
         };
-        let connection = Connection::open(path).map_err(open_error)?;
+        let connection = Connection::open_with_flags(&uri, flags).map_err(open_error)?;
         connection.busy_timeout(BUSY_TIMEOUT).map_err(open_error)?;
         let archive = Archive {
             connection,
             path: path.to_path_buf(),
+            check_before_write: std::cell::Cell::new(false),
+        };
+        let version = archive.read_version()?;
+        if version == 0 {
+            return Err(ArchiveError::NotAnArchive {
+                path: path.to_path_buf(),
+                detail: "no archive schema".to_string(),
+            });
+        }
+        if version < CURRENT_VERSION {
+            return Err(ArchiveError::ReadOnlyOldSchema {
+                path: path.to_path_buf(),
+                found: version,
+                supported: CURRENT_VERSION,
+            });
+        }
+        Ok(archive)
+    }
+
+    fn open_with_flags(path: &Path, flags: OpenFlags) -> Result<Archive, ArchiveError> {
+        let open_error = |source| ArchiveError::Open {
+            path: path.to_path_buf(),
+            source,
+        };
+        let unclean = wal_path(path).exists();
+        let connection = Connection::open_with_flags(path, flags).map_err(open_error)?;
+        connection.busy_timeout(BUSY_TIMEOUT).map_err(open_error)?;
+        let small = std::fs::metadata(path).is_ok_and(|meta| meta.len() <= QUICK_CHECK_MAX_BYTES);
+        let archive = Archive {
+            connection,
+            path: path.to_path_buf(),
+            check_before_write: std::cell::Cell::new(unclean || small),
         };
         let version = archive.read_version()?;
         // A foreign database is refused before WAL mode touches it. Tables
@@ -259,6 +345,51 @@ impl Archive {
             archive.migrate()?;
         }
         Ok(archive)
+    }
+
+    /// Runs `PRAGMA quick_check` once, before the first write, when it is
+    /// due; a damaged file refuses the write.
+    pub(crate) fn check_before_write(&self) -> Result<(), ArchiveError> {
+        if !self.check_before_write.get() {
+            return Ok(());
+        }
+        let damaged = |detail: String| ArchiveError::Damaged {
+            path: self.path.clone(),
+            detail,
+        };
+        let mut statement = self
+            .connection
+            .prepare("PRAGMA quick_check(1)")
+            .map_err(|err| damaged(err.to_string()))?;
+        let first: String = statement
+            .query_row([], |row| row.get(0))
+            .map_err(|err| damaged(err.to_string()))?;
+        if first != "ok" {
+            return Err(damaged(first));
+        }
+        self.check_before_write.set(false);
+        Ok(())
+    }
+
+    /// Names a failed write's cause plainly: a full file system, or a
+    /// damaged file (with the command that tells more).
+    pub(crate) fn write_error(&self, err: ArchiveError) -> ArchiveError {
+        let code = match &err {
+            ArchiveError::Sqlite(sqlite) | ArchiveError::Open { source: sqlite, .. } => {
+                sqlite.sqlite_error_code()
+            }
+            _ => None,
+        };
+        match code {
+            Some(ErrorCode::DiskFull) => ArchiveError::Full {
+                path: self.path.clone(),
+            },
+            Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => ArchiveError::Damaged {
+                path: self.path.clone(),
+                detail: err.to_string(),
+            },
+            _ => full_or(&self.path, err),
+        }
     }
 
     /// The file this archive lives in.
@@ -288,9 +419,24 @@ impl Archive {
 
     fn configure(&self) -> Result<(), ArchiveError> {
         let connection = &self.connection;
-        let mode: String = connection
-            .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
-            .map_err(|err| self.classify(err))?;
+        // Switching to WAL takes an exclusive lock for a moment, which
+        // the busy handler does not wait for: several processes creating
+        // one archive at once retry here, within the busy timeout.
+        let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+        let mode: String = loop {
+            match connection.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0)) {
+                Ok(mode) => break mode,
+                Err(err)
+                    if matches!(
+                        err.sqlite_error_code(),
+                        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+                    ) && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(err) => return Err(self.classify(err)),
+            }
+        };
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(ArchiveError::NotAnArchive {
                 path: self.path.clone(),
@@ -345,6 +491,12 @@ impl Archive {
     /// Stores every run in one transaction: all of them or, on failure,
     /// none.
     pub fn store_all(&mut self, runs: &[CanonicalRun]) -> Result<StoreCounts, ArchiveError> {
+        self.check_before_write()?;
+        self.store_all_checked(runs)
+            .map_err(|err| self.write_error(err))
+    }
+
+    fn store_all_checked(&mut self, runs: &[CanonicalRun]) -> Result<StoreCounts, ArchiveError> {
         let transaction = self
             .connection
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -400,6 +552,22 @@ impl Archive {
             let run = stored_run_of(row)?;
             let bytes: Vec<u8> = row.get(12).map_err(ArchiveError::from)?;
             visit(&run, &bytes)?;
+        }
+        Ok(())
+    }
+
+    /// Checks stored bytes against the run's id column: they must read as
+    /// a valid record (schema, numbers, id and config_key of its content)
+    /// whose id is that of the row. A tampered or damaged run is
+    /// [`ArchiveError::DamagedRun`].
+    pub fn verify_stored(run: &StoredRun, bytes: &[u8]) -> Result<(), ArchiveError> {
+        let damaged = |detail: String| ArchiveError::DamagedRun {
+            id: run.id.clone(),
+            detail,
+        };
+        let record = RunRecord::from_slice(bytes).map_err(|err| damaged(err.to_string()))?;
+        if record.id != run.id {
+            return Err(damaged(format!("its bytes are those of run {}", record.id)));
         }
         Ok(())
     }
@@ -489,6 +657,12 @@ impl Archive {
     /// it lacks, in one transaction. Each copied run is verified first.
     /// Merging the same archive again adds nothing.
     pub fn merge_from(&mut self, other: &Path) -> Result<MergeCounts, ArchiveError> {
+        self.check_before_write()?;
+        self.merge_from_checked(other)
+            .map_err(|err| self.write_error(err))
+    }
+
+    fn merge_from_checked(&mut self, other: &Path) -> Result<MergeCounts, ArchiveError> {
         let source = open_existing(other)?;
         let version = read_header(&source, other)?;
         if version == 0 {
@@ -668,6 +842,86 @@ fn read_header(connection: &Connection, path: &Path) -> Result<u32, ArchiveError
     Ok(version)
 }
 
+/// The `-wal` file beside `path`.
+fn wal_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_os_string();
+    name.push("-wal");
+    PathBuf::from(name)
+}
+
+/// True when this user may write both `path` and its directory (where
+/// SQLite keeps the `-wal` and `-shm` files): false for another user's
+/// file, a read-only directory or a read-only mount.
+fn may_write(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    [path, dir].iter().all(|entry| {
+        std::ffi::CString::new(entry.as_os_str().as_bytes()).is_ok_and(|name| {
+            // SAFETY: access reads the NUL-terminated name only.
+            unsafe { libc::access(name.as_ptr(), libc::W_OK) == 0 }
+        })
+    })
+}
+
+/// `path` for an SQLite `file:` URI: `%`, `?` and `#` escaped.
+fn uri_path(path: &Path) -> String {
+    let text = path.to_string_lossy();
+    let mut escaped = String::with_capacity(text.len());
+    for ch in text.chars() {
+        match ch {
+            '%' => escaped.push_str("%25"),
+            '?' => escaped.push_str("%3f"),
+            '#' => escaped.push_str("%23"),
+            _ => escaped.push(ch),
+        }
+    }
+    escaped
+}
+
+/// True when the file system holding `path` has no block left for us.
+fn file_system_full(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let Ok(name) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: statvfs fills the zeroed struct it is given.
+    unsafe {
+        let mut stats: libc::statvfs = std::mem::zeroed();
+        libc::statvfs(name.as_ptr(), &mut stats) == 0 && stats.f_bavail == 0
+    }
+}
+
+/// `err`, or [`ArchiveError::Full`] when it is SQLite's "disk full" or an
+/// I/O failure on a file system with no space left (SQLite reports a
+/// file it cannot create on a full file system as "unable to open").
+fn full_or(path: &Path, err: ArchiveError) -> ArchiveError {
+    let code = match &err {
+        ArchiveError::Sqlite(sqlite) | ArchiveError::Open { source: sqlite, .. } => {
+            sqlite.sqlite_error_code()
+        }
+        _ => None,
+    };
+    let full = match code {
+        Some(ErrorCode::DiskFull) => true,
+        Some(ErrorCode::CannotOpen | ErrorCode::SystemIoFailure) => file_system_full(path),
+        _ => false,
+    };
+    if full {
+        ArchiveError::Full {
+            path: path.to_path_buf(),
+        }
+    } else {
+        err
+    }
+}
+
 fn classify_open_error(path: &Path, err: rusqlite::Error) -> ArchiveError {
     match err.sqlite_error_code() {
         Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => ArchiveError::NotAnArchive {
@@ -708,9 +962,10 @@ fn prepare_insert<'conn>(
         .map(|m| schema::metric_column(*m))
         .collect();
     let sql = format!(
-        "INSERT INTO runs ({RUN_COLUMNS}, record, {}) VALUES ({}) ON CONFLICT (id) DO NOTHING",
+        "INSERT INTO runs ({RUN_COLUMNS}, record, {}, imported_at) VALUES ({}) \
+         ON CONFLICT (id) DO NOTHING",
         metric_columns.join(", "),
-        (1..=13 + metric_columns.len())
+        (1..=14 + metric_columns.len())
             .map(|idx| format!("?{idx}"))
             .collect::<Vec<_>>()
             .join(", ")
@@ -748,6 +1003,7 @@ fn insert_run(
         metrics[6],
         metrics[7],
         metrics[8],
+        record.source.undated.then_some(&record.started_at),
     ])?;
     Ok(changed == 1)
 }
@@ -905,6 +1161,7 @@ mod tests {
             source: Source {
                 tool: "netbisect".to_string(),
                 version: None,
+                undated: false,
             },
             started_at: "2026-01-01T00:00:00.000000Z".to_string(),
             finished_at: "2026-01-01T00:00:10.000000Z".to_string(),

@@ -16,10 +16,10 @@ fn record(commit: &str, label: &str, throughput_bps: f64, test: TestKind) -> Run
             transaction_rate: test
                 .is_request_response()
                 .then_some(throughput_bps * factor / 16.0),
-            bytes_sent: 1000,
-            bytes_received: 1000,
-            messages_sent: 10,
-            messages_received: 10,
+            bytes_sent: Some(1000),
+            bytes_received: Some(1000),
+            messages_sent: Some(10),
+            messages_received: Some(10),
             ..Iteration::default()
         })
         .collect();
@@ -35,6 +35,7 @@ fn record(commit: &str, label: &str, throughput_bps: f64, test: TestKind) -> Run
         source: Source {
             tool: "netbisect".to_string(),
             version: Some("0.1.0".to_string()),
+            undated: false,
         },
         started_at: format!(
             "2026-11-30T07:00:{:02}.000000Z",
@@ -74,7 +75,7 @@ fn round_trip_is_byte_identical_and_duplicates_are_no_ops() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("archive.db");
     let mut archive = Archive::open(&path).unwrap();
-    assert_eq!(archive.schema_version().unwrap(), 3);
+    assert_eq!(archive.schema_version().unwrap(), 4);
     let run = canonical(record("aaaa1111", "base", 1e9, TestKind::TcpStream));
     assert_eq!(archive.store(&run).unwrap(), StoreOutcome::Added);
     assert_eq!(archive.store(&run).unwrap(), StoreOutcome::AlreadyPresent);
@@ -102,7 +103,7 @@ fn pretty_json_is_stored_canonically_with_unknown_members_kept() {
     // A member from a newer minor revision survives, and the id still
     // verifies after storing.
     let mut tree: serde_json::Value = serde_json::from_slice(&pretty).unwrap();
-    tree["schema"] = serde_json::json!("netbisect.run/1.1");
+    tree["schema"] = serde_json::json!("netbisect.run/1.2");
     tree["future_field"] = serde_json::json!({"b": 1, "a": 2});
     tree.as_object_mut().unwrap().remove("id");
     let id =
@@ -273,7 +274,7 @@ fn foreign_corrupt_and_newer_files_are_refused_untouched() {
     assert_eq!(
         err.to_string(),
         format!(
-            "{} has archive schema version 99, newer than version 3 that this netbisect reads; \
+            "{} has archive schema version 99, newer than version 4 that this netbisect reads; \
              use a newer netbisect",
             newer.display()
         )
@@ -322,5 +323,39 @@ fn concurrent_creation_of_one_file() {
             scope.spawn(move || Archive::open(path).unwrap());
         }
     });
-    assert_eq!(Archive::open(&path).unwrap().schema_version().unwrap(), 3);
+    assert_eq!(Archive::open(&path).unwrap().schema_version().unwrap(), 4);
+}
+
+#[test]
+fn an_undated_run_keeps_its_import_time_in_its_own_column() {
+    let dated = record("dddd", "x", 1e9, TestKind::TcpStream);
+    let mut undated = record("eeee", "x", 1e9, TestKind::TcpStream);
+    undated.source.undated = true;
+    undated.seal().unwrap();
+    // The import time is not in the id.
+    let mut later = undated.clone();
+    later.started_at = "2027-01-01T00:00:00.000000Z".to_string();
+    later.seal().unwrap();
+    assert_eq!(later.id, undated.id);
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.db");
+    let mut archive = Archive::open(&path).unwrap();
+    archive
+        .store(&CanonicalRun::from_record(dated.clone()).unwrap())
+        .unwrap();
+    archive
+        .store(&CanonicalRun::from_record(undated.clone()).unwrap())
+        .unwrap();
+    drop(archive);
+    let connection = rusqlite::Connection::open(&path).unwrap();
+    let imported_at = |id: &str| -> Option<String> {
+        connection
+            .query_row("SELECT imported_at FROM runs WHERE id = ?1", [id], |row| {
+                row.get(0)
+            })
+            .unwrap()
+    };
+    assert_eq!(imported_at(&dated.id), None);
+    assert_eq!(imported_at(&undated.id), Some(undated.started_at.clone()));
 }

@@ -35,6 +35,19 @@ pub enum AuthError {
         /// The file.
         path: PathBuf,
     },
+    /// Other users may read the token file: the secret is not one.
+    #[error(
+        "token file {path} is readable by {who} (mode {mode:03o}); \
+         make it private with: chmod 600 {path}"
+    )]
+    TooOpen {
+        /// The file.
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+        /// `group`, `others` or `group and others`.
+        who: &'static str,
+    },
     /// The system gave no randomness.
     #[error("cannot draw random bytes: {0}")]
     Random(std::io::Error),
@@ -52,11 +65,34 @@ impl fmt::Debug for Token {
 
 impl Token {
     /// Reads a token file: its content with surrounding whitespace removed.
+    /// A file readable by its group or by others is refused, as ssh
+    /// refuses a private key others may read.
     pub fn from_file(path: &Path) -> Result<Token, AuthError> {
-        let bytes = std::fs::read(path).map_err(|source| AuthError::Read {
+        use std::io::Read;
+        use std::os::unix::fs::PermissionsExt;
+        let read_error = |source| AuthError::Read {
             path: path.to_path_buf(),
             source,
-        })?;
+        };
+        // The mode is read from the open file, so that it is the mode of
+        // the file whose bytes are read.
+        let mut file = std::fs::File::open(path).map_err(read_error)?;
+        let mode = file.metadata().map_err(read_error)?.permissions().mode() & 0o777;
+        let who = match (mode & 0o040 != 0, mode & 0o004 != 0) {
+            (true, true) => Some("group and others"),
+            (true, false) => Some("group"),
+            (false, true) => Some("others"),
+            (false, false) => None,
+        };
+        if let Some(who) = who {
+            return Err(AuthError::TooOpen {
+                path: path.to_path_buf(),
+                mode,
+                who,
+            });
+        }
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).map_err(read_error)?;
         let token = bytes.trim_ascii();
         if token.len() < MIN_TOKEN_BYTES {
             return Err(AuthError::TooShort {
@@ -136,15 +172,49 @@ fn unhex(text: &str) -> Option<Vec<u8>> {
 mod tests {
     use super::*;
 
+    fn write_private(path: &Path, text: &str) {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::write(path, text).unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+
+    #[test]
+    fn a_token_file_others_may_read_is_refused_with_the_chmod() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("token");
+        write_private(&path, "correct horse battery staple\n");
+        assert!(Token::from_file(&path).is_ok());
+        for (mode, who) in [
+            (0o640, "group"),
+            (0o604, "others"),
+            (0o644, "group and others"),
+        ] {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+            let err = Token::from_file(&path).unwrap_err();
+            let message = err.to_string();
+            assert!(
+                message.contains(&format!("readable by {who} (mode {mode:03o})")),
+                "{message}"
+            );
+            assert!(
+                message.ends_with(&format!("chmod 600 {}", path.display())),
+                "{message}"
+            );
+        }
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o400)).unwrap();
+        assert!(Token::from_file(&path).is_ok());
+    }
+
     #[test]
     fn answers_verify_only_with_the_same_token() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("token");
-        std::fs::write(&path, "correct horse battery staple\n").unwrap();
+        write_private(&path, "correct horse battery staple\n");
         let token = Token::from_file(&path).unwrap();
-        std::fs::write(&path, "another secret of some length").unwrap();
+        write_private(&path, "another secret of some length");
         let other = Token::from_file(&path).unwrap();
-        std::fs::write(&path, "short").unwrap();
+        write_private(&path, "short");
         assert!(matches!(
             Token::from_file(&path),
             Err(AuthError::TooShort { .. })

@@ -331,8 +331,11 @@ impl Session {
             spec: spec.clone(),
             data_ports: self.options.data_ports,
         })?;
-        let data_ports = match self.receive(self.options.io_timeout)? {
-            Frame::Ready { data_ports } => data_ports,
+        let (data_ports, data_secret) = match self.receive(self.options.io_timeout)? {
+            Frame::Ready {
+                data_ports,
+                data_secret,
+            } => (data_ports, data_secret),
             other => return Err(self.unexpected(&other)),
         };
         if data_ports.len() != spec.flows as usize {
@@ -355,6 +358,7 @@ impl Session {
             io_timeout: self.options.io_timeout,
             udp_rr_timeout: self.options.udp_rr_timeout,
             interim,
+            data_secret: data_secret.as_bytes(),
         };
         // The data phase runs on threads of its own so that CPU pinning
         // does not outlive it.
@@ -444,19 +448,19 @@ pub fn combine(spec: &RunSpec, local: EndReport, remote: EndReport) -> Iteration
             } else {
                 local.elapsed_s
             };
-            iteration.bytes_sent = local.bytes_sent;
-            iteration.messages_sent = local.messages_sent;
-            iteration.bytes_received = remote.bytes_received;
-            iteration.messages_received = remote.messages_received;
+            iteration.bytes_sent = Some(local.bytes_sent);
+            iteration.messages_sent = Some(local.messages_sent);
+            iteration.bytes_received = Some(remote.bytes_received);
+            iteration.messages_received = Some(remote.messages_received);
             iteration.throughput_bps =
                 per_second(8.0 * remote.bytes_received as f64, iteration.elapsed_s);
         }
         TestKind::TcpMaerts => {
             iteration.elapsed_s = local.elapsed_s;
-            iteration.bytes_sent = remote.bytes_sent;
-            iteration.messages_sent = remote.messages_sent;
-            iteration.bytes_received = local.bytes_received;
-            iteration.messages_received = local.messages_received;
+            iteration.bytes_sent = Some(remote.bytes_sent);
+            iteration.messages_sent = Some(remote.messages_sent);
+            iteration.bytes_received = Some(local.bytes_received);
+            iteration.messages_received = Some(local.messages_received);
             iteration.throughput_bps =
                 per_second(8.0 * local.bytes_received as f64, local.elapsed_s);
         }
@@ -465,10 +469,10 @@ pub fn combine(spec: &RunSpec, local: EndReport, remote: EndReport) -> Iteration
             iteration.elapsed_s = local.elapsed_s;
             iteration.transactions = Some(transactions);
             iteration.transaction_rate = Some(per_second(transactions as f64, local.elapsed_s));
-            iteration.bytes_sent = local.bytes_sent + remote.bytes_sent;
-            iteration.bytes_received = local.bytes_received + remote.bytes_received;
-            iteration.messages_sent = local.messages_sent + remote.messages_sent;
-            iteration.messages_received = local.messages_received + remote.messages_received;
+            iteration.bytes_sent = Some(local.bytes_sent + remote.bytes_sent);
+            iteration.bytes_received = Some(local.bytes_received + remote.bytes_received);
+            iteration.messages_sent = Some(local.messages_sent + remote.messages_sent);
+            iteration.messages_received = Some(local.messages_received + remote.messages_received);
             let per_transaction =
                 u64::from(spec.request_size_bytes) + u64::from(spec.response_size_bytes);
             iteration.throughput_bps = per_second(
@@ -480,6 +484,7 @@ pub fn combine(spec: &RunSpec, local: EndReport, remote: EndReport) -> Iteration
             }
         }
     }
+    iteration.send_errors = send_errors_of(spec.test, &local, &remote);
     iteration.ends = Some(EndsReport { local, remote });
     iteration
 }
@@ -497,8 +502,23 @@ fn sum_ends(reports: &[EndReport]) -> EndReport {
         sum.messages_received += report.messages_received;
         sum.transactions = add_options(sum.transactions, report.transactions);
         sum.timeouts = add_options(sum.timeouts, report.timeouts);
+        for (name, count) in &report.send_errors {
+            *sum.send_errors.entry(name.clone()).or_insert(0) += count;
+        }
     }
     sum
+}
+
+/// Failed sends of both ends, for UDP tests (the only ones that count
+/// them).
+fn send_errors_of(test: TestKind, local: &EndReport, remote: &EndReport) -> Option<u64> {
+    test.is_udp().then(|| {
+        local
+            .send_errors
+            .values()
+            .chain(remote.send_errors.values())
+            .sum()
+    })
 }
 
 fn add_options(first: Option<u64>, second: Option<u64>) -> Option<u64> {
@@ -574,8 +594,8 @@ pub fn combine_flows(
                     throughput_bps: flow.throughput_bps,
                     transaction_rate: flow.transaction_rate,
                     transactions: flow.transactions,
-                    bytes_sent: flow.bytes_sent,
-                    bytes_received: flow.bytes_received,
+                    bytes_sent: flow.bytes_sent.unwrap_or(0),
+                    bytes_received: flow.bytes_received.unwrap_or(0),
                     latency: histogram.as_ref().and_then(Histogram::figures),
                     ends: flow.ends.unwrap_or_default(),
                 }
@@ -588,8 +608,8 @@ pub fn combine_flows(
             aggregate.transaction_rate =
                 Some(flows.iter().filter_map(|f| f.transaction_rate).sum());
         }
-        aggregate.bytes_sent = flows.iter().map(|f| f.bytes_sent).sum();
-        aggregate.bytes_received = flows.iter().map(|f| f.bytes_received).sum();
+        aggregate.bytes_sent = Some(flows.iter().map(|f| f.bytes_sent).sum());
+        aggregate.bytes_received = Some(flows.iter().map(|f| f.bytes_received).sum());
         aggregate.flows = flows;
         aggregate
     };

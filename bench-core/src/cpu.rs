@@ -265,6 +265,22 @@ pub fn service_demand(util_pct: f64, n_cpus: u32, units_per_s: f64) -> Option<f6
         .then(|| util_pct / 100.0 * f64::from(n_cpus) * 1e6 / units_per_s)
 }
 
+/// The service demand of several iterations: the mean of each
+/// iteration's own demand (each from that iteration's utilisation and
+/// rate), as netperf's `retrieve_confident_values` averages the
+/// iterations of a `-i` run. A run's figure, a sweep row's and a side of
+/// a comparison's are all this mean, so the same runs give the same
+/// figure everywhere. `None` when no iteration has one.
+pub fn mean_service_demand(demands: impl IntoIterator<Item = Option<f64>>) -> Option<f64> {
+    let (sum, count) = demands
+        .into_iter()
+        .flatten()
+        .fold((0.0, 0usize), |(sum, count), demand| {
+            (sum + demand, count + 1)
+        });
+    (count > 0).then(|| sum / count as f64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -310,6 +326,18 @@ mod tests {
         assert!(StatTicks::parse("cpu  1 2\n").is_err());
         let old = StatTicks::parse("cpu  1 2 3 4\n").unwrap();
         assert_eq!(old.steal, 0);
+    }
+
+    #[test]
+    fn several_iterations_average_their_own_demands() {
+        // 10% at 100 units/s and 30% at 200 units/s on 1 CPU: 1000 and
+        // 1500 us per unit; the mean of the two, not 20% / 150.
+        let demands = [
+            service_demand(10.0, 1, 100.0),
+            service_demand(30.0, 1, 200.0),
+        ];
+        assert_eq!(mean_service_demand(demands), Some(1250.0));
+        assert_eq!(mean_service_demand([None, None]), None);
     }
 
     #[test]

@@ -35,9 +35,11 @@ use crate::sockets::{
 };
 use crate::spec::{RunSpec, TestKind};
 use socket2::{SockRef, Socket, Type};
+use std::collections::{BTreeMap, VecDeque};
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpStream, UdpSocket};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -138,6 +140,9 @@ struct Counters {
     messages_received: u64,
     transactions: u64,
     timeouts: u64,
+    /// Failed sends by errno name; an entry is made on a kind's first
+    /// failure only, so the hot loop does not allocate.
+    send_errors: BTreeMap<&'static str, u64>,
 }
 
 impl Counters {
@@ -150,10 +155,56 @@ impl Counters {
             messages_received: self.messages_received,
             transactions: test.is_request_response().then_some(self.transactions),
             timeouts: (test == TestKind::UdpRr).then_some(self.timeouts),
+            send_errors: self
+                .send_errors
+                .into_iter()
+                .map(|(name, count)| (name.to_string(), count))
+                .collect(),
             socket,
             tcp_info: None,
         }
     }
+}
+
+/// Counts a failed UDP send that does not end the test: the kernel
+/// dropped the datagram at the sender (`ENOBUFS`: a device queue was
+/// full; `EAGAIN`: no send buffer within the timeout). netperf counts the
+/// first in its "Errors" column and so do we, by errno. Any other error
+/// is returned.
+fn count_send_error(counters: &mut Counters, err: io::Error) -> Result<(), DataError> {
+    let name = match err.raw_os_error() {
+        Some(libc::ENOBUFS) => "ENOBUFS",
+        Some(libc::EAGAIN) => "EAGAIN",
+        _ if err.kind() == io::ErrorKind::Interrupted => return Ok(()),
+        _ => return Err(io_error("send")(err)),
+    };
+    match counters.send_errors.get_mut(name) {
+        Some(count) => *count += 1,
+        None => {
+            counters.send_errors.insert(name, 1);
+        }
+    }
+    Ok(())
+}
+
+/// The monotonic clock (the one `Instant` reads), nanoseconds: read
+/// once per transaction, so without `Instant`'s checked arithmetic.
+#[inline]
+fn clock_ns() -> u64 {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `now` is a valid timespec for the call to fill;
+    // CLOCK_MONOTONIC exists on every Linux, so the call cannot fail.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    (now.tv_sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(now.tv_nsec as u64)
+}
+
+fn nanos(duration: Duration) -> u64 {
+    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX / 2)
 }
 
 fn duration_of(spec: &RunSpec) -> Duration {
@@ -178,6 +229,35 @@ fn read_message(stream: &mut TcpStream, buffer: &mut [u8]) -> Result<bool, DataE
         }
     }
     Ok(true)
+}
+
+/// [`read_message`] that gives up at `hard`, however the bytes trickle
+/// in: a peer sending one byte per read timeout cannot hold the server.
+fn read_message_by(
+    stream: &mut TcpStream,
+    buffer: &mut [u8],
+    hard: Instant,
+) -> Result<bool, DataError> {
+    let mut filled = 0;
+    while filled < buffer.len() {
+        if Instant::now() >= hard {
+            return Err(DataError::Overrun);
+        }
+        match stream.read(&mut buffer[filled..]) {
+            Ok(0) if filled == 0 => return Ok(false),
+            Ok(0) => return Err(DataError::PeerClosed),
+            Ok(got) => filled += got,
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            Err(err) => return Err(io_error("receive")(err)),
+        }
+    }
+    Ok(true)
+}
+
+/// Reads until the peer's end of file, giving up at `hard`.
+fn drain_until_closed(stream: &mut TcpStream, hard: Instant) {
+    let mut scratch = [0u8; 64];
+    while Instant::now() < hard && matches!(stream.read(&mut scratch), Ok(got) if got > 0) {}
 }
 
 // ---------------------------------------------------------------- window
@@ -342,6 +422,8 @@ pub struct ClientPlan<'a> {
     pub udp_rr_timeout: Duration,
     /// Interim reports, if any.
     pub interim: Option<Interim<'a>>,
+    /// The test's secret, the first bytes of every data connection.
+    pub data_secret: &'a [u8],
 }
 
 /// The client's side of one iteration.
@@ -392,7 +474,14 @@ fn connect_tcp(
         .map_err(io_error("connect"))?;
     let mut truth = truth;
     record_addresses(&mut truth, &socket, None).map_err(io_error("getsockname"))?;
-    Ok((TcpStream::from(socket), truth))
+    let mut stream = TcpStream::from(socket);
+    // TCP_CRR sends the secret with each request, in one segment.
+    if spec.test != TestKind::TcpCrr {
+        stream
+            .write_all(plan.data_secret)
+            .map_err(io_error("send"))?;
+    }
+    Ok((stream, truth))
 }
 
 /// Reads the buffers and `TCP_INFO` of a TCP socket at the end of a test.
@@ -434,11 +523,23 @@ fn connect_udp(
             .set_read_timeout(Some(plan.udp_rr_timeout))
             .map_err(io_error("SO_RCVTIMEO"))?;
     }
+    if spec.test == TestKind::UdpStream {
+        // Without IP_RECVERR Linux hides ENOBUFS from a UDP sender (the
+        // datagram is dropped, send() succeeds and only the host-wide
+        // SndbufErrors counter moves), so failed sends could not be
+        // counted per test.
+        sockets::set_recverr(&socket, server.ip()).map_err(io_error("IP_RECVERR"))?;
+    }
     let peer = socket.peer_addr().ok().and_then(|addr| addr.as_socket());
     check_peer(server, peer)?;
     let mut truth = truth;
     record_addresses(&mut truth, &socket, None).map_err(io_error("getsockname"))?;
     let clone = socket.try_clone().map_err(io_error("dup"))?;
+    // The flow opens with the secret, twice in case one is lost; the
+    // server counts neither.
+    for _ in 0..2 {
+        socket.send(plan.data_secret).map_err(io_error("send"))?;
+    }
     Ok((UdpSocket::from(socket), clone, truth))
 }
 
@@ -457,12 +558,26 @@ struct ClientFlow {
     link: Link,
     truth: SocketTruth,
     send: Vec<u8>,
+    /// TCP_CRR: the secret, then the request.
+    opening: Vec<u8>,
     receive: Vec<u8>,
     counters: Counters,
     latency: Option<Histogram>,
     /// The peer has closed (TCP_MAERTS).
     finished: bool,
     elapsed: Duration,
+    /// First burst (TCP_RR `-b`): transactions that may be outstanding
+    /// now, growing by one per response up to `first_burst + 1`.
+    window: u32,
+    /// Requests sent and not yet answered.
+    outstanding: u32,
+    /// When each outstanding request was sent, oldest first (burst only;
+    /// sized for the whole window up front, so it never allocates).
+    sent_at: VecDeque<u64>,
+    /// When the request the last step completed was sent (burst only).
+    started: Option<u64>,
+    /// The socket is nonblocking, driven by an epoll loop.
+    polled: bool,
 }
 
 /// What one step of a flow did.
@@ -474,6 +589,8 @@ enum Step {
     Lost,
     /// The peer closed (TCP_MAERTS): the flow is over.
     End,
+    /// A nonblocking socket would block: nothing moved.
+    Blocked,
 }
 
 impl ClientFlow {
@@ -496,16 +613,29 @@ impl ClientFlow {
                 (Link::Udp(udp, socket), truth)
             }
         };
+        let opening = if spec.test == TestKind::TcpCrr {
+            let mut opening = plan.data_secret.to_vec();
+            opening.resize(plan.data_secret.len() + send_size as usize, 0);
+            opening
+        } else {
+            Vec::new()
+        };
         Ok(ClientFlow {
             server,
             link,
             truth,
+            opening,
             send: vec![0u8; send_size as usize],
             receive: vec![0u8; receive_size as usize],
             counters: Counters::default(),
             latency: spec.test.is_request_response().then(Histogram::new),
             finished: false,
             elapsed: Duration::ZERO,
+            window: 1,
+            outstanding: 0,
+            sent_at: VecDeque::with_capacity(spec.first_burst as usize + 1),
+            started: None,
+            polled: false,
         })
     }
 
@@ -522,6 +652,9 @@ impl ClientFlow {
                     Ok(Step::Done)
                 }
                 Err(err) if err.kind() == io::ErrorKind::Interrupted => Ok(Step::Done),
+                Err(err) if self.polled && err.kind() == io::ErrorKind::WouldBlock => {
+                    Ok(Step::Blocked)
+                }
                 Err(err) => Err(io_error("send")(err)),
             },
             (Link::Tcp(stream), TestKind::TcpMaerts) => match stream.read(&mut self.receive) {
@@ -532,8 +665,31 @@ impl ClientFlow {
                     Ok(Step::Done)
                 }
                 Err(err) if err.kind() == io::ErrorKind::Interrupted => Ok(Step::Done),
+                Err(err) if self.polled && err.kind() == io::ErrorKind::WouldBlock => {
+                    Ok(Step::Blocked)
+                }
                 Err(err) => Err(io_error("receive")(err)),
             },
+            (Link::Tcp(stream), _) if plan.spec.first_burst > 0 => {
+                // netperf's first burst: fill the window, then take one
+                // response, which opens the window by one more until it
+                // holds the first request and the whole burst.
+                while self.outstanding < self.window {
+                    stream.write_all(&self.send).map_err(io_error("send"))?;
+                    self.sent_at.push_back(clock_ns());
+                    self.outstanding += 1;
+                }
+                if !read_message(stream, &mut self.receive)? {
+                    return Err(DataError::PeerClosed);
+                }
+                self.outstanding -= 1;
+                self.started = self.sent_at.pop_front();
+                if self.window <= plan.spec.first_burst {
+                    self.window += 1;
+                }
+                counters.transactions += 1;
+                Ok(Step::Done)
+            }
             (Link::Tcp(stream), _) => {
                 stream.write_all(&self.send).map_err(io_error("send"))?;
                 if !read_message(stream, &mut self.receive)? {
@@ -551,7 +707,7 @@ impl ClientFlow {
                 if first {
                     check_peer(self.server, stream.peer_addr().ok())?;
                 }
-                stream.write_all(&self.send).map_err(io_error("send"))?;
+                stream.write_all(&self.opening).map_err(io_error("send"))?;
                 if !read_message(&mut stream, &mut self.receive)? {
                     return Err(DataError::PeerClosed);
                 }
@@ -567,27 +723,46 @@ impl ClientFlow {
                         counters.messages_sent += 1;
                     }
                     // A full device queue drops the datagram at the sender;
-                    // that is loss, not failure.
-                    Err(err) if err.raw_os_error() == Some(libc::ENOBUFS) => {}
-                    Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
-                    Err(err) => return Err(io_error("send")(err)),
+                    // that is loss, counted, not failure.
+                    Err(err) => count_send_error(counters, err)?,
                 }
                 Ok(Step::Done)
             }
             (Link::Udp(udp, _), _) => {
-                match udp.send(&self.send) {
-                    Ok(sent) => {
-                        counters.bytes_sent += sent as u64;
-                        counters.messages_sent += 1;
+                // One request outstanding, or with a first burst the
+                // window, which opens one request per response as on TCP.
+                let burst = plan.spec.first_burst;
+                while self.outstanding < self.window {
+                    match udp.send(&self.send) {
+                        Ok(sent) => {
+                            counters.bytes_sent += sent as u64;
+                            counters.messages_sent += 1;
+                        }
+                        Err(err) => count_send_error(counters, err)?,
                     }
-                    Err(err) if err.raw_os_error() == Some(libc::ENOBUFS) => {}
-                    Err(err) => return Err(io_error("send")(err)),
+                    if burst > 0 {
+                        self.sent_at.push_back(clock_ns());
+                    }
+                    self.outstanding += 1;
                 }
-                match udp.recv(&mut self.receive) {
+                let received = udp.recv(&mut self.receive);
+                // Answered or given up, the oldest request is no longer
+                // outstanding.
+                self.outstanding -= 1;
+                let oldest = if burst > 0 {
+                    self.sent_at.pop_front()
+                } else {
+                    None
+                };
+                match received {
                     Ok(got) => {
                         counters.bytes_received += got as u64;
                         counters.messages_received += 1;
                         counters.transactions += 1;
+                        self.started = oldest;
+                        if self.window <= burst {
+                            self.window += 1;
+                        }
                         Ok(Step::Done)
                     }
                     // A lost request or response: count it and go on. A
@@ -619,8 +794,16 @@ impl ClientFlow {
     /// Ends the flow after the window and reports it.
     fn finish(mut self, test: TestKind) -> Result<(EndReport, Option<Histogram>), DataError> {
         let mut tcp_info = None;
-        match &self.link {
+        match &mut self.link {
             Link::Tcp(stream) => {
+                // Responses to a burst's requests still in flight are
+                // taken, not counted, so that the server can answer all
+                // it was asked before the connection closes.
+                for _ in 0..self.outstanding {
+                    if !read_message(stream, &mut self.receive)? {
+                        return Err(DataError::PeerClosed);
+                    }
+                }
                 if test != TestKind::TcpMaerts {
                     stream
                         .shutdown(Shutdown::Write)
@@ -650,6 +833,127 @@ impl ClientFlow {
     }
 }
 
+/// Steps a flow is given per readiness event of its socket before the
+/// thread turns to the others.
+const POLL_BATCH: u32 = 16;
+
+/// The epoll set of one thread's TCP stream flows, whose sockets it makes
+/// nonblocking: a thread driving several flows sends on whichever can
+/// take data instead of blocking on one while the others could.
+struct Poller {
+    epoll: OwnedFd,
+    events: Vec<libc::epoll_event>,
+}
+
+impl Poller {
+    fn new(flows: &mut [ClientFlow]) -> Result<Poller, DataError> {
+        // SAFETY: a plain system call; the descriptor returned is owned
+        // by nobody else.
+        let raw = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if raw < 0 {
+            return Err(io_error("epoll_create1")(io::Error::last_os_error()));
+        }
+        // SAFETY: `raw` is a new, open descriptor that only this owns.
+        let epoll = unsafe { OwnedFd::from_raw_fd(raw) };
+        for (idx, flow) in flows.iter_mut().enumerate() {
+            let Link::Tcp(stream) = &flow.link else {
+                continue;
+            };
+            stream
+                .set_nonblocking(true)
+                .map_err(io_error("setting O_NONBLOCK"))?;
+            let interest = if flow.send.is_empty() {
+                libc::EPOLLIN
+            } else {
+                libc::EPOLLOUT
+            };
+            let mut event = libc::epoll_event {
+                events: interest as u32,
+                u64: idx as u64,
+            };
+            // SAFETY: both descriptors are open; `event` is valid.
+            let done = unsafe {
+                libc::epoll_ctl(
+                    epoll.as_raw_fd(),
+                    libc::EPOLL_CTL_ADD,
+                    stream.as_raw_fd(),
+                    &mut event,
+                )
+            };
+            if done < 0 {
+                return Err(io_error("epoll_ctl")(io::Error::last_os_error()));
+            }
+            flow.polled = true;
+        }
+        Ok(Poller {
+            epoll,
+            events: vec![libc::epoll_event { events: 0, u64: 0 }; flows.len().max(1)],
+        })
+    }
+
+    /// Waits up to `timeout_ms` for flows to be ready; their indices are
+    /// then `self.ready(0..n)`.
+    fn wait(&mut self, timeout_ms: i32) -> Result<usize, DataError> {
+        // SAFETY: `events` has room for the count passed.
+        let n = unsafe {
+            libc::epoll_wait(
+                self.epoll.as_raw_fd(),
+                self.events.as_mut_ptr(),
+                self.events.len() as i32,
+                timeout_ms,
+            )
+        };
+        if n < 0 {
+            let err = io::Error::last_os_error();
+            if err.kind() == io::ErrorKind::Interrupted {
+                return Ok(0);
+            }
+            return Err(io_error("epoll_wait")(err));
+        }
+        Ok(n as usize)
+    }
+
+    fn ready(&self, k: usize) -> usize {
+        let data = self.events[k].u64;
+        data as usize
+    }
+
+    /// Stops watching a flow whose peer has closed.
+    fn remove(&self, flow: &ClientFlow) {
+        if let Link::Tcp(stream) = &flow.link {
+            // SAFETY: both descriptors are open. A failure leaves the
+            // flow watched; it is marked finished and skipped anyway.
+            unsafe {
+                libc::epoll_ctl(
+                    self.epoll.as_raw_fd(),
+                    libc::EPOLL_CTL_DEL,
+                    stream.as_raw_fd(),
+                    std::ptr::null_mut(),
+                )
+            };
+        }
+    }
+}
+
+/// Milliseconds to wait for readiness before looking at the clock again.
+fn poll_timeout_ms(now_ns: u64, until_ns: u64) -> i32 {
+    (until_ns.saturating_sub(now_ns) / 1_000_000).clamp(1, 100) as i32
+}
+
+impl ClientFlow {
+    /// Up to `POLL_BATCH` steps of a polled flow, until its socket would
+    /// block or its peer has closed.
+    fn step_batch(&mut self, plan: &ClientPlan<'_>) -> Result<Step, DataError> {
+        for _ in 0..POLL_BATCH {
+            match self.step(plan)? {
+                Step::Done => {}
+                other => return Ok(other),
+            }
+        }
+        Ok(Step::Done)
+    }
+}
+
 /// What one client thread returns: its flows' indices, reports and
 /// histograms, and its CPU time over the counted window.
 type ThreadOutcome = (Vec<(usize, EndReport, Option<Histogram>)>, Rusage);
@@ -671,10 +975,37 @@ fn client_thread(
     let window = gate.arrive(spec, plan.io_timeout)?;
     let hard = window.deadline + plan.io_timeout;
     let maerts = spec.test == TestKind::TcpMaerts;
+    let n_flows = plan.servers.len();
+    // A failure in a thread of several flows names its own flow.
+    let failed = |idx: usize| move |err| flow_error(Some(flow_indices[idx]), n_flows, err);
+    let mut poller =
+        if flows.len() > 1 && matches!(spec.test, TestKind::TcpStream | TestKind::TcpMaerts) {
+            Some(Poller::new(&mut flows)?)
+        } else {
+            None
+        };
 
     // Warm-up: traffic, not counted.
+    if let Some(poller) = &mut poller {
+        let mut now_ns = clock_ns();
+        let until_ns = now_ns
+            + nanos(
+                window
+                    .measure_start
+                    .saturating_duration_since(Instant::now()),
+            );
+        while now_ns < until_ns {
+            for k in 0..poller.wait(poll_timeout_ms(now_ns, until_ns))? {
+                let idx = poller.ready(k);
+                if flows[idx].step_batch(plan).map_err(failed(idx))? == Step::End {
+                    return Err(failed(idx)(DataError::PeerClosed));
+                }
+            }
+            now_ns = clock_ns();
+        }
+    }
     let mut now = Instant::now();
-    while now < window.measure_start {
+    while poller.is_none() && now < window.measure_start {
         for flow in flows.iter_mut().filter(|flow| !flow.finished) {
             if flow.step(plan)? == Step::End {
                 return Err(DataError::PeerClosed);
@@ -687,28 +1018,67 @@ fn client_thread(
     }
     let usage_start = Rusage::thread()?;
     let counting_start = Instant::now();
-    now = counting_start;
+    // The loop keeps time in nanoseconds of the same clock: one read per
+    // step, plain integer arithmetic after it.
+    let start_ns = clock_ns();
+    let deadline_ns = start_ns + nanos(window.deadline.saturating_duration_since(counting_start));
+    let hard_ns = start_ns + nanos(hard.saturating_duration_since(counting_start));
+    let mut now_ns = start_ns;
     let mut n_open = flows.len();
-    loop {
+    while let Some(poller) = &mut poller {
+        let until_ns = if maerts { hard_ns } else { deadline_ns };
+        for k in 0..poller.wait(poll_timeout_ms(now_ns, until_ns))? {
+            let idx = poller.ready(k);
+            let flow = &mut flows[idx];
+            if flow.finished {
+                continue;
+            }
+            if flow.step_batch(plan).map_err(failed(idx))? == Step::End {
+                flow.finished = true;
+                flow.elapsed = Duration::from_nanos(clock_ns().saturating_sub(start_ns));
+                n_open -= 1;
+                poller.remove(flow);
+            }
+        }
+        now_ns = clock_ns();
+        progress.bytes.store(
+            flows.iter().map(ClientFlow::bytes_moved).sum(),
+            Ordering::Relaxed,
+        );
+        if maerts {
+            if n_open == 0 {
+                break;
+            }
+            if now_ns >= hard_ns {
+                return Err(DataError::Overrun);
+            }
+        } else if now_ns >= deadline_ns {
+            break;
+        }
+    }
+    while poller.is_none() {
         let mut moved = 0u64;
         let mut transactions = 0u64;
         for flow in flows.iter_mut().filter(|flow| !flow.finished) {
             let step = flow.step(plan)?;
-            let after = Instant::now();
+            let after_ns = clock_ns();
             match step {
                 Step::Done => {
+                    // With a burst, a transaction's time runs from when
+                    // its own request was sent.
+                    let started = flow.started.take().unwrap_or(now_ns);
                     if let Some(histogram) = &mut flow.latency {
-                        histogram.record(after - now);
+                        histogram.record_ns(after_ns.saturating_sub(started));
                     }
                 }
-                Step::Lost => {}
+                Step::Lost | Step::Blocked => {}
                 Step::End => {
                     flow.finished = true;
-                    flow.elapsed = after - counting_start;
+                    flow.elapsed = Duration::from_nanos(after_ns.saturating_sub(start_ns));
                     n_open -= 1;
                 }
             }
-            now = after;
+            now_ns = after_ns;
             moved += flow.bytes_moved();
             transactions += flow.counters.transactions;
         }
@@ -719,10 +1089,10 @@ fn client_thread(
             if n_open == 0 {
                 break;
             }
-            if now >= hard {
+            if now_ns >= hard_ns {
                 return Err(DataError::Overrun);
             }
-        } else if now >= window.deadline {
+        } else if now_ns >= deadline_ns {
             break;
         }
     }
@@ -820,6 +1190,9 @@ pub fn run_client(plan: &ClientPlan<'_>) -> Result<ClientSide, DataError> {
 }
 
 fn flow_error(flow_idx: Option<usize>, n_flows: usize, source: DataError) -> DataError {
+    if matches!(source, DataError::Flow { .. }) {
+        return source;
+    }
     match flow_idx {
         Some(flow_idx) if n_flows > 1 => DataError::Flow {
             flow: flow_idx + 1,
@@ -951,7 +1324,19 @@ pub struct ServerPlan<'a> {
     pub stop: &'a AtomicBool,
     /// Longest wait for any one socket operation.
     pub io_timeout: Duration,
+    /// The test's secret: a data connection or an opening datagram
+    /// without it is dropped.
+    pub data_secret: &'a [u8],
+    /// Set to [`FLOWS_STARTED`] once every flow's thread runs, or to
+    /// [`FLOWS_FAILED`] when one could not be started, so that the caller
+    /// answers `ready` only when the server can carry the test.
+    pub flows_started: &'a AtomicU8,
 }
+
+/// [`ServerPlan::flows_started`]: every flow's thread runs.
+pub const FLOWS_STARTED: u8 = 1;
+/// [`ServerPlan::flows_started`]: a flow's thread could not be started.
+pub const FLOWS_FAILED: u8 = 2;
 
 /// The server's side of one iteration.
 #[derive(Debug, Default)]
@@ -969,7 +1354,14 @@ struct Meter {
     counting_since: Option<Instant>,
     usage_start: Rusage,
     counters: Counters,
+    /// Messages since the clock was last read (counting only).
+    unclocked: u32,
 }
+
+/// Once counting, the server reads the clock every this many
+/// transactions: only the hard deadline needs it, and a clock read per
+/// transaction costs a measurable part of a loopback round trip.
+const CLOCK_EVERY: u32 = 16;
 
 impl Meter {
     /// Without a warm-up, counting starts at once and nothing is
@@ -982,11 +1374,24 @@ impl Meter {
             counting_since,
             usage_start: Rusage::thread().unwrap_or_default(),
             counters: Counters::default(),
+            unclocked: 0,
         }
     }
 
-    fn counting(&self) -> bool {
-        self.counting_since.is_some()
+    /// Whether to read the clock after this message: always in the
+    /// warm-up, whose end must be seen at once; then every
+    /// `CLOCK_EVERY` messages.
+    #[inline]
+    fn clock_due(&mut self) -> bool {
+        if self.counting_since.is_none() {
+            return true;
+        }
+        self.unclocked += 1;
+        if self.unclocked < CLOCK_EVERY {
+            return false;
+        }
+        self.unclocked = 0;
+        true
     }
 
     /// Called after every message with the time read after it.
@@ -1029,13 +1434,37 @@ pub fn run_server(plan: &ServerPlan<'_>, prepared: Vec<Prepared>) -> Result<Serv
     };
     let gate = Gate::new(n_flows + 1);
     let (coordinated, outcomes) = std::thread::scope(|scope| {
-        let handles: Vec<_> = prepared
-            .into_iter()
-            .map(|prepared| {
-                let gate = &gate;
-                scope.spawn(move || server_flow(plan, prepared, gate))
-            })
-            .collect();
+        // A thread that cannot be started (a process or cgroup limit)
+        // fails the test, never the server.
+        let mut handles = Vec::with_capacity(n_flows);
+        let mut spawn_error = None;
+        for (flow_idx, prepared) in prepared.into_iter().enumerate() {
+            let gate = &gate;
+            match std::thread::Builder::new()
+                .name(format!("flow {flow_idx}"))
+                .spawn_scoped(scope, move || server_flow(plan, prepared, gate))
+            {
+                Ok(handle) => handles.push(handle),
+                Err(err) => {
+                    gate.fail();
+                    spawn_error = Some(DataError::Thread(format!(
+                        "cannot start a thread for flow {} of {n_flows}: {err} (the process \
+                         or cgroup thread limit, ulimit -u or pids.max, is reached)",
+                        flow_idx + 1
+                    )));
+                    break;
+                }
+            }
+        }
+        if let Some(err) = spawn_error {
+            plan.flows_started.store(FLOWS_FAILED, Ordering::SeqCst);
+            plan.stop.store(true, Ordering::Relaxed);
+            for handle in handles {
+                let _ = handle.join();
+            }
+            return (Err(err), Vec::new());
+        }
+        plan.flows_started.store(FLOWS_STARTED, Ordering::SeqCst);
         let coordinated = gated(&gate, || {
             let window = gate.arrive(spec, plan.io_timeout)?;
             sleep_until(window.measure_start);
@@ -1104,7 +1533,8 @@ fn server_flow(
 }
 
 /// Waits for a data connection from the client. Connections from other
-/// addresses are closed and ignored.
+/// addresses, or that do not open with the test's secret, are closed and
+/// ignored.
 fn accept_client(
     plan: &ServerPlan<'_>,
     listener: &Socket,
@@ -1123,7 +1553,13 @@ fn accept_client(
                 socket
                     .set_write_timeout(Some(plan.io_timeout))
                     .map_err(io_error("SO_SNDTIMEO"))?;
-                return Ok(Some(TcpStream::from(socket)));
+                let mut stream = TcpStream::from(socket);
+                let mut secret = vec![0u8; plan.data_secret.len()];
+                let deadline = Instant::now() + plan.io_timeout;
+                match read_message_by(&mut stream, &mut secret, deadline) {
+                    Ok(true) if secret == plan.data_secret => return Ok(Some(stream)),
+                    _ => continue,
+                }
             }
             Err(err) if is_timeout(&err) || err.kind() == io::ErrorKind::Interrupted => {
                 if plan.stop.load(Ordering::Relaxed) {
@@ -1220,9 +1656,9 @@ fn server_tcp_maerts(
     finish_tcp(&stream, &mut truth)?;
     let (counters, elapsed, usage) = meter.finish(end);
     // Wait for the client's end of file, so that closing does not reset
-    // a connection whose last bytes are still in flight.
-    let mut scratch = [0u8; 64];
-    while matches!(stream.read(&mut scratch), Ok(got) if got > 0) {}
+    // a connection whose last bytes are still in flight; a client that
+    // trickles instead is cut off at the hard deadline.
+    drain_until_closed(&mut stream, hard_deadline(&window, plan.io_timeout));
     let mut report = counters.report(plan.spec.test, elapsed, truth);
     report.tcp_info = tcp_info;
     Ok((report, usage))
@@ -1238,13 +1674,15 @@ fn server_tcp_rr(
     let response = vec![0u8; plan.spec.response_size_bytes as usize];
     let mut meter = Meter::new(&window);
     let hard = hard_deadline(&window, plan.io_timeout);
-    while read_message(&mut stream, &mut request)? {
+    while read_message_by(&mut stream, &mut request, hard)? {
         stream.write_all(&response).map_err(io_error("send"))?;
         meter.counters.transactions += 1;
-        let now = Instant::now();
-        meter.tick(now);
-        if now >= hard {
-            return Err(DataError::Overrun);
+        if meter.clock_due() {
+            let now = Instant::now();
+            meter.tick(now);
+            if now >= hard {
+                return Err(DataError::Overrun);
+            }
         }
     }
     let end = Instant::now();
@@ -1278,14 +1716,13 @@ fn server_tcp_crr(
     let mut meter = Meter::new(&window);
     let hard = hard_deadline(&window, plan.io_timeout);
     let mut last = None;
-    let mut scratch = [0u8; 64];
     while let Some(mut stream) = accept_client(plan, &prepared.socket, plan.io_timeout)? {
-        if read_message(&mut stream, &mut request)? {
+        if read_message_by(&mut stream, &mut request, hard)? {
             stream.write_all(&response).map_err(io_error("send"))?;
             meter.counters.transactions += 1;
             // The client closes first, after reading the response; this
-            // read returns at its end of file.
-            while matches!(stream.read(&mut scratch), Ok(got) if got > 0) {}
+            // read returns at its end of file (or the hard deadline).
+            drain_until_closed(&mut stream, hard);
         }
         if last.is_none() {
             record_addresses(&mut truth, &SockRef::from(&stream), None)
@@ -1323,17 +1760,23 @@ fn server_udp(
     } else {
         spec.send_size_bytes.max(spec.recv_size_bytes)
     };
-    let mut buffer = vec![0u8; size as usize];
+    let secret = plan.data_secret;
+    // Room for the secret that opens the flow, whatever the message size.
+    let mut buffer = vec![0u8; (size as usize).max(secret.len())];
     let response = vec![0u8; spec.response_size_bytes as usize];
-    let (udp, first) = gated(gate, || {
+    let udp = gated(gate, || {
         let udp = UdpSocket::from(socket.try_clone().map_err(io_error("dup"))?);
         let wait_for_client = Instant::now() + plan.io_timeout;
         // The first datagram from the client's address names its port;
         // the socket is then connected to it, so strangers are filtered
         // by the kernel.
-        let (got_first, peer) = loop {
+        let peer = loop {
             match udp.recv_from(&mut buffer) {
-                Ok((got, peer)) if peer.ip() == plan.client_ip => break (got, peer),
+                Ok((got, peer))
+                    if peer.ip() == plan.client_ip && buffer.get(..got) == Some(secret) =>
+                {
+                    break peer;
+                }
                 Ok(_) => {}
                 Err(err) if is_timeout(&err) || err.kind() == io::ErrorKind::Interrupted => {
                     if plan.stop.load(Ordering::Relaxed) || Instant::now() >= wait_for_client {
@@ -1345,25 +1788,10 @@ fn server_udp(
         };
         udp.connect(peer).map_err(io_error("connect"))?;
         record_addresses(&mut truth, &socket, Some(peer)).map_err(io_error("getsockname"))?;
-        let mut first = Counters {
-            bytes_received: got_first as u64,
-            messages_received: 1,
-            ..Counters::default()
-        };
-        if answer {
-            udp.send(&response).map_err(io_error("send"))?;
-            first.bytes_sent = response.len() as u64;
-            first.messages_sent = 1;
-            first.transactions = 1;
-        }
-        Ok((udp, first))
+        Ok(udp)
     })?;
     let window = gate.arrive(spec, plan.io_timeout)?;
     let mut meter = Meter::new(&window);
-    if meter.counting() {
-        // No warm-up: the datagram that opened the flow counts.
-        meter.counters = first;
-    }
     let mut last_datagram = Instant::now();
     let hard = hard_deadline(&window, plan.io_timeout);
     let spin = if answer { 0 } else { UDP_SPIN_POLLS };
@@ -1375,6 +1803,8 @@ fn server_udp(
             udp.recv(&mut buffer)
         };
         match received {
+            // The second copy of the secret that opened the flow.
+            Ok(got) if got == secret.len() && buffer.get(..got) == Some(secret) => {}
             Ok(got) => {
                 empty_polls = 0;
                 meter.counters.bytes_received += got as u64;
@@ -1386,14 +1816,17 @@ fn server_udp(
                             meter.counters.messages_sent += 1;
                             meter.counters.transactions += 1;
                         }
-                        Err(err) if err.raw_os_error() == Some(libc::ENOBUFS) => {}
-                        Err(err) => return Err(io_error("send")(err)),
+                        Err(err) => count_send_error(&mut meter.counters, err)?,
                     }
                 }
-                last_datagram = Instant::now();
-                meter.tick(last_datagram);
-                if last_datagram >= hard {
-                    return Err(DataError::Overrun);
+                // UDP_STREAM's receiver needs the time of its last
+                // datagram; UDP_RR's counted time is the client's.
+                if !answer || meter.clock_due() {
+                    last_datagram = Instant::now();
+                    meter.tick(last_datagram);
+                    if last_datagram >= hard {
+                        return Err(DataError::Overrun);
+                    }
                 }
             }
             Err(err) if is_timeout(&err) || err.kind() == io::ErrorKind::Interrupted => {

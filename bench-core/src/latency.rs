@@ -73,9 +73,10 @@ pub struct Histogram {
     count: u64,
     min_ns: u64,
     max_ns: u64,
-    // Running mean and sum of squared deviations (Welford), nanoseconds.
-    mean_ns: f64,
-    sum_sq_ns: f64,
+    // Sum and sum of squares, nanoseconds: exact, and integer adds per
+    // time recorded (no division in the loop that measures).
+    sum_ns: u128,
+    sum_sq_ns: u128,
 }
 
 impl Default for Histogram {
@@ -92,25 +93,57 @@ impl Histogram {
             count: 0,
             min_ns: u64::MAX,
             max_ns: 0,
-            mean_ns: 0.0,
-            sum_sq_ns: 0.0,
+            sum_ns: 0,
+            sum_sq_ns: 0,
         }
     }
 
     /// Records one time.
     #[inline]
     pub fn record(&mut self, time: Duration) {
-        let value_ns = u64::try_from(time.as_nanos())
-            .unwrap_or(u64::MAX)
-            .min(MAX_NS);
+        self.record_ns(u64::try_from(time.as_nanos()).unwrap_or(u64::MAX));
+    }
+
+    /// Records one time given in nanoseconds.
+    #[inline]
+    pub fn record_ns(&mut self, value_ns: u64) {
+        let value_ns = value_ns.min(MAX_NS);
         self.counts[bucket_of(value_ns)] += 1;
         self.count += 1;
         self.min_ns = self.min_ns.min(value_ns);
         self.max_ns = self.max_ns.max(value_ns);
-        let value = value_ns as f64;
-        let deviation = value - self.mean_ns;
-        self.mean_ns += deviation / self.count as f64;
-        self.sum_sq_ns += deviation * (value - self.mean_ns);
+        let value = u128::from(value_ns);
+        self.sum_ns += value;
+        self.sum_sq_ns += value * value;
+    }
+
+    /// Mean, nanoseconds (0 when empty).
+    fn mean_ns(&self) -> f64 {
+        if self.count == 0 {
+            return 0.0;
+        }
+        self.sum_ns as f64 / self.count as f64
+    }
+
+    /// Sample standard deviation, nanoseconds (0 below two times).
+    fn stddev_ns(&self) -> f64 {
+        if self.count < 2 {
+            return 0.0;
+        }
+        let n = u128::from(self.count);
+        // n * sum of squared deviations = n * sum_sq - sum^2, exact while
+        // it fits; past that (times of hours by the billion) in floats.
+        let scaled = match (
+            self.sum_sq_ns.checked_mul(n),
+            self.sum_ns.checked_mul(self.sum_ns),
+        ) {
+            (Some(a), Some(b)) => a.saturating_sub(b) as f64,
+            _ => {
+                let mean = self.mean_ns();
+                (self.sum_sq_ns as f64 - mean * self.sum_ns as f64).max(0.0) * n as f64
+            }
+        };
+        (scaled / (n as f64 * (n - 1) as f64)).sqrt()
     }
 
     /// Forgets every time recorded, keeping the buckets' memory.
@@ -119,8 +152,8 @@ impl Histogram {
         self.count = 0;
         self.min_ns = u64::MAX;
         self.max_ns = 0;
-        self.mean_ns = 0.0;
-        self.sum_sq_ns = 0.0;
+        self.sum_ns = 0;
+        self.sum_sq_ns = 0;
     }
 
     /// Times recorded.
@@ -136,12 +169,8 @@ impl Histogram {
         for (mine, theirs) in self.counts.iter_mut().zip(&other.counts) {
             *mine += theirs;
         }
-        // Chan et al.'s pairwise update of mean and squared deviations.
-        let (n_mine, n_theirs) = (self.count as f64, other.count as f64);
-        let total = n_mine + n_theirs;
-        let delta = other.mean_ns - self.mean_ns;
-        self.mean_ns += delta * n_theirs / total;
-        self.sum_sq_ns += other.sum_sq_ns + delta * delta * n_mine * n_theirs / total;
+        self.sum_ns += other.sum_ns;
+        self.sum_sq_ns += other.sum_sq_ns;
         self.count += other.count;
         self.min_ns = self.min_ns.min(other.min_ns);
         self.max_ns = self.max_ns.max(other.max_ns);
@@ -172,15 +201,10 @@ impl Histogram {
         }
         let us = |ns: u64| ns as f64 / 1000.0;
         let at = |pct: f64| us(self.percentile_ns(pct).unwrap_or(0));
-        let stddev_ns = if self.count > 1 {
-            (self.sum_sq_ns / (self.count - 1) as f64).sqrt()
-        } else {
-            0.0
-        };
         Some(LatencyFigures {
             min_us: us(self.min_ns),
-            mean_us: self.mean_ns / 1000.0,
-            stddev_us: stddev_ns / 1000.0,
+            mean_us: self.mean_ns() / 1000.0,
+            stddev_us: self.stddev_ns() / 1000.0,
             p50_us: at(50.0),
             p90_us: at(90.0),
             p99_us: at(99.0),

@@ -1,7 +1,7 @@
 //! bench-core: everything that touches a socket or a clock, and the one
 //! document every other part of netbisect works on.
 //!
-//! - [`record`]: the canonical run record (`netbisect.run/1`), its id and
+//! - [`record`]: the canonical run record (`netbisect.run/1.1`), its id and
 //!   its `config_key`.
 //! - [`canonical`]: RFC 8785 (JCS) bytes with the checks JSON numbers need.
 //! - [`spec`]: the resolved test specification.

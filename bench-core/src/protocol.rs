@@ -25,11 +25,15 @@
 //! 4. client `bye`, or it closes the connection.
 //!
 //! Data connections use separate ports, chosen by the server (within
-//! `data_ports` when the client asks for a range).
+//! `data_ports` when the client asks for a range). Each belongs to its
+//! test: `ready` carries a fresh random secret, which the client writes
+//! as the first bytes of every TCP data connection (with the first request
+//! on a TCP_CRR connection) and sends as a datagram of its own to open
+//! each UDP flow. The server drops connections and datagrams without it.
 //!
-//! Version 2 (this one) gave `ready` a port per flow and `results` a
-//! report per flow and the server's CPU; a version 1 peer is refused at
-//! `hello`.
+//! Version 3 (this one) added the data secret; version 2 gave `ready` a
+//! port per flow and `results` a report per flow and the server's CPU. An
+//! older peer is refused at `hello`.
 
 use crate::env::HostEnv;
 use crate::record::{EndReport, HostCpu};
@@ -42,7 +46,7 @@ use std::time::{Duration, Instant};
 /// Name of the protocol, sent in `hello`.
 pub const PROTOCOL_NAME: &str = "netbisect.control";
 /// Version of the protocol this crate speaks.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 /// Largest frame payload accepted, bytes.
 pub const MAX_FRAME_BYTES: u32 = 256 * 1024;
 /// Default control port of `netbisect serve`.
@@ -118,6 +122,10 @@ pub enum Frame {
     Ready {
         /// Their ports, one per flow.
         data_ports: Vec<u16>,
+        /// The test's secret: the first bytes of every data connection
+        /// and the datagram that opens a UDP flow, so that no other
+        /// process can take a flow's place.
+        data_secret: String,
     },
     /// Client: its side of the data phase is over.
     Finished,
@@ -263,7 +271,7 @@ mod tests {
         let size = u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]) as usize;
         assert_eq!(size, bytes.len() - 4);
         let text = std::str::from_utf8(&bytes[4..]).unwrap();
-        assert_eq!(text, r#"{"type":"welcome","version":2,"challenge":"00ff"}"#);
+        assert_eq!(text, r#"{"type":"welcome","version":3,"challenge":"00ff"}"#);
         let read = read_frame(&mut bytes.as_slice(), Duration::from_secs(1)).unwrap();
         assert_eq!(read, frame);
 

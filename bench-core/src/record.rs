@@ -1,5 +1,5 @@
-//! The canonical run record, schema `netbisect.run/1`: one test run as one
-//! JSON document, the unit that everything else stores, compares and
+//! The canonical run record, schema `netbisect.run/1.1`: one test run as
+//! one JSON document, the unit that everything else stores, compares and
 //! bisects on.
 //!
 //! # Format
@@ -7,14 +7,30 @@
 //! A record is a JSON object with these members (see the types below for
 //! every field):
 //!
-//! - `schema`: `"netbisect.run/1"`. A reader rejects any other major
-//!   version. A `netbisect.run/1` record has exactly the members the
-//!   types below define, absent values left out (never `null`), so that
-//!   what is read writes back to the same bytes; a newer minor revision
-//!   (`netbisect.run/1.N`) may add members, which the id still covers.
+//! - `schema`: `"netbisect.run/1.1"`. A reader rejects any other major
+//!   version. A record of a revision this crate knows (`netbisect.run/1`
+//!   and `netbisect.run/1.1`) has exactly the members the types below
+//!   define, absent values left out (never `null`), so that what is read
+//!   writes back to the same bytes and keeps its id; a `netbisect.run/1`
+//!   record stays one when read (its `schema` is kept). Only a newer minor
+//!   revision (`netbisect.run/1.N`, N > 1) may carry members this crate
+//!   does not know; the id still covers them, and its `config_key` is
+//!   checked over its `spec` as written.
+//!
+//!   Revision 1.1 added the spec's `first_burst` (left out when 0, so the
+//!   `config_key` of every run without a burst is what 1.0 computed), the
+//!   count of failed sends by errno (`send_errors`) of UDP tests and
+//!   `source.undated`, and made an iteration's byte and message counts
+//!   optional (an import keeps only what its tool printed). A 1.0 reader
+//!   reads a 1.1 record that uses none of these; it refuses one with a
+//!   burst (its config_key), an undated one (its id) and one without
+//!   counts (a missing field), rather than misread them.
 //! - `id`: blake3 of the canonical bytes of the record without `id`, as 64
 //!   hex digits. Identical content gives an identical id, which makes
-//!   storing, importing and merging idempotent.
+//!   storing, importing and merging idempotent. For an imported run whose
+//!   text carried no time (`source.undated`, since 1.1), `started_at` and
+//!   `finished_at` are the import time and are left out too, so its id
+//!   depends on the text's content only.
 //! - `config_key`: blake3 of the canonical bytes of the resolved `spec`,
 //!   the `testbed` and the comparable knobs of both ends' environments
 //!   ([`HostEnv::comparable_knobs`]); never the commit or a time. Two runs
@@ -36,9 +52,12 @@ use std::fmt;
 use std::str::FromStr;
 
 /// The schema this crate writes.
-pub const SCHEMA: &str = "netbisect.run/1";
+pub const SCHEMA: &str = "netbisect.run/1.1";
 /// The schema major version this crate reads.
 pub const SCHEMA_MAJOR: u32 = 1;
+/// The newest minor revision of [`SCHEMA_MAJOR`] whose members this crate
+/// knows; a record of a newer one may carry members it does not.
+pub const SCHEMA_MINOR: u32 = 1;
 const SCHEMA_PREFIX: &str = "netbisect.run/";
 
 /// Why a record could not be read, written or sealed.
@@ -72,7 +91,7 @@ pub enum RecordError {
     #[error("missing \"schema\" field (expected \"{SCHEMA}\")")]
     MissingSchema,
     /// The schema names another document type or major version.
-    #[error("unsupported schema \"{found}\": this netbisect reads {SCHEMA}")]
+    #[error("unsupported schema \"{found}\": this netbisect reads netbisect.run/{SCHEMA_MAJOR}.x")]
     UnsupportedSchema {
         /// The schema as found.
         found: String,
@@ -110,6 +129,12 @@ pub struct Source {
     /// Version of that tool, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
+    /// The tool's output said nothing of when the run took place (netperf
+    /// prints no time): `started_at` and `finished_at` hold when it was
+    /// imported, for ordering, and are left out of the id, so the same
+    /// output imported twice is one run. Since 1.1.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub undated: bool,
 }
 
 /// Where the remote end was.
@@ -240,14 +265,20 @@ pub struct Iteration {
     /// Completed transactions (request/response tests).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transactions: Option<u64>,
-    /// Payload bytes sent by the sending end(s).
-    pub bytes_sent: u64,
-    /// Payload bytes received by the receiving end(s).
-    pub bytes_received: u64,
-    /// Messages (send calls, datagrams) sent.
-    pub messages_sent: u64,
-    /// Messages received.
-    pub messages_received: u64,
+    /// Payload bytes sent by the sending end(s). Absent only in an
+    /// imported run whose tool did not print it (since 1.1: a count is
+    /// never derived from a rate).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_sent: Option<u64>,
+    /// Payload bytes received by the receiving end(s); absent as above.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_received: Option<u64>,
+    /// Messages (send calls, datagrams) sent; absent as above.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages_sent: Option<u64>,
+    /// Messages received; absent as above.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages_received: Option<u64>,
     /// CPU figures, when measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu: Option<CpuFigures>,
@@ -257,6 +288,11 @@ pub struct Iteration {
     /// Transactions given up after a lost datagram (UDP_RR).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lost_transactions: Option<u64>,
+    /// Send calls that failed (UDP tests; netperf's "Errors"): the sum of
+    /// both ends' `send_errors`. Absent when not counted (records before
+    /// 1.1, imports whose text has no such column).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_errors: Option<u64>,
     /// What each end counted and which sockets it used. With several
     /// flows: counts summed over the flows, the time of the longest flow,
     /// and the first flow's socket.
@@ -425,6 +461,11 @@ pub struct EndReport {
     /// Receive timeouts taken as lost datagrams (UDP_RR client).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeouts: Option<u64>,
+    /// Send calls that failed and were counted rather than ending the
+    /// test (UDP: `ENOBUFS` when a device queue is full, `EAGAIN`), by
+    /// errno name; left out when none failed. Since 1.1.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub send_errors: BTreeMap<String, u64>,
     /// The data socket (for TCP_CRR, the last connection's).
     pub socket: SocketTruth,
     /// `TCP_INFO` of the data socket when the test ended (TCP tests but
@@ -528,6 +569,10 @@ pub struct UdpFigures {
     pub messages_received: u64,
     /// Lost datagrams as percent of those sent.
     pub loss_pct: f64,
+    /// Send calls that failed, all iterations together; absent when not
+    /// counted. Since 1.1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_errors: Option<u64>,
 }
 
 /// The summary of a run over its iterations.
@@ -606,10 +651,11 @@ pub struct RunRecord {
     pub summary: Summary,
 }
 
-/// What `config_key` hashes.
+/// What `config_key` hashes. The spec is a [`RunSpec`], or the `spec`
+/// member as written when a newer minor revision may have added to it.
 #[derive(Serialize)]
-struct ConfigKeyInput<'a> {
-    spec: &'a RunSpec,
+struct ConfigKeyInput<'a, S: Serialize> {
+    spec: &'a S,
     testbed: &'a str,
     local_env: BTreeMap<String, String>,
     remote_env: Option<BTreeMap<String, String>>,
@@ -643,8 +689,12 @@ impl RunRecord {
 
     /// The `config_key` of this record's spec, testbed and environment.
     pub fn compute_config_key(&self) -> Result<String, RecordError> {
+        self.config_key_over(&self.spec)
+    }
+
+    fn config_key_over<S: Serialize>(&self, spec: &S) -> Result<String, RecordError> {
         let input = ConfigKeyInput {
-            spec: &self.spec,
+            spec,
             testbed: &self.testbed,
             local_env: self.env.local.comparable_knobs(),
             remote_env: self.env.remote.as_ref().map(HostEnv::comparable_knobs),
@@ -687,7 +737,7 @@ impl RunRecord {
                 "a run record is a JSON object".to_string(),
             ));
         };
-        match members.get("schema") {
+        let minor = match members.get("schema") {
             None => return Err(RecordError::MissingSchema),
             Some(Value::String(schema)) => check_schema(schema)?,
             Some(other) => {
@@ -695,21 +745,37 @@ impl RunRecord {
                     found: other.to_string(),
                 });
             }
-        }
+        };
         canonical::check_integers(&tree, &mut String::from("$"))?;
         let record: RunRecord = serde_json::from_value(tree.clone())
             .map_err(|err| RecordError::Invalid(err.to_string()))?;
-        // A record of this exact revision must be what the typed record
-        // writes back, or storing `to_canonical_bytes` of what was read
-        // would change its id. Newer minor revisions may add members.
-        if record.schema == SCHEMA {
+        for (name, time) in [
+            ("started_at", &record.started_at),
+            ("finished_at", &record.finished_at),
+        ] {
+            if !crate::time::is_rfc3339_utc(time) {
+                return Err(RecordError::Invalid(format!(
+                    "{name} \"{time}\" is not an RFC 3339 UTC time \
+                     (YYYY-MM-DDTHH:MM:SS[.frac]Z)"
+                )));
+            }
+        }
+        // A record of a revision this crate knows must be what the typed
+        // record writes back, or storing `to_canonical_bytes` of what was
+        // read would change its id. Newer minor revisions may add members,
+        // to the spec too, so their config_key is checked over the spec as
+        // written.
+        let computed = if minor <= SCHEMA_MINOR {
             let written = serde_json::to_value(&record)
                 .map_err(|err| RecordError::Invalid(err.to_string()))?;
             if let Some(problem) = first_difference(&tree, &written, &mut String::from("$")) {
                 return Err(RecordError::Invalid(problem));
             }
-        }
-        let computed = record.compute_config_key()?;
+            record.compute_config_key()?
+        } else {
+            let spec = tree.get("spec").unwrap_or(&Value::Null);
+            record.config_key_over(spec)?
+        };
         if computed != record.config_key {
             return Err(RecordError::ConfigKeyMismatch {
                 stated: record.config_key,
@@ -753,6 +819,14 @@ impl RunRecord {
 fn id_of_tree(mut tree: Value) -> Result<String, RecordError> {
     if let Value::Object(members) = &mut tree {
         members.remove("id");
+        let undated = members
+            .get("source")
+            .and_then(|source| source.get("undated"))
+            .is_some_and(|undated| *undated == Value::Bool(true));
+        if undated {
+            members.remove("started_at");
+            members.remove("finished_at");
+        }
     }
     Ok(canonical::hash_hex(&canonical::to_canonical_bytes(&tree)?))
 }
@@ -808,7 +882,9 @@ fn is_null_or_empty(value: &Value) -> bool {
     }
 }
 
-fn check_schema(schema: &str) -> Result<(), RecordError> {
+/// Checks the schema and returns its minor revision (0 for
+/// `netbisect.run/1`).
+fn check_schema(schema: &str) -> Result<u32, RecordError> {
     let unsupported = || RecordError::UnsupportedSchema {
         found: schema.to_string(),
     };
@@ -820,12 +896,11 @@ fn check_schema(schema: &str) -> Result<(), RecordError> {
     // Plain digits only: `+1` or `01` would parse as 1 but are not what
     // any writer of this schema produces.
     let is_digits = |text: &str| !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
-    let minor_ok = minor.is_none_or(is_digits);
-    if major == SCHEMA_MAJOR.to_string() && minor_ok {
-        Ok(())
-    } else {
-        Err(unsupported())
+    if major != SCHEMA_MAJOR.to_string() || !minor.is_none_or(is_digits) {
+        return Err(unsupported());
     }
+    // Digits beyond u32 still name a revision newer than this crate's.
+    Ok(minor.map_or(0, |minor| minor.parse().unwrap_or(u32::MAX)))
 }
 
 fn json_error(err: serde_json::Error) -> RecordError {
@@ -1014,6 +1089,7 @@ mod tests {
             source: Source {
                 tool: "netbisect".into(),
                 version: None,
+                undated: false,
             },
             started_at: "2024-01-22T10:00:00Z".into(),
             finished_at: "2024-01-22T10:00:10Z".into(),

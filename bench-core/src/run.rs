@@ -123,6 +123,7 @@ fn assemble(
         source: Source {
             tool: "netbisect".to_string(),
             version: Some(env!("CARGO_PKG_VERSION").to_string()),
+            undated: false,
         },
         started_at,
         finished_at,
@@ -150,10 +151,12 @@ pub fn summarize(spec: &RunSpec, iterations: &[Iteration]) -> Summary {
         .filter_map(|i| i.transaction_rate)
         .collect();
     let udp = (spec.test == TestKind::UdpStream).then(|| {
-        let sent: u64 = iterations.iter().map(|i| i.messages_sent).sum();
-        let received: u64 = iterations.iter().map(|i| i.messages_received).sum();
+        let sent: u64 = iterations.iter().filter_map(|i| i.messages_sent).sum();
+        let received: u64 = iterations.iter().filter_map(|i| i.messages_received).sum();
         let lost = sent.saturating_sub(received);
+        let counted: Vec<u64> = iterations.iter().filter_map(|i| i.send_errors).collect();
         UdpFigures {
+            send_errors: (!counted.is_empty()).then(|| counted.iter().sum()),
             messages_sent: sent,
             messages_received: received,
             loss_pct: if sent > 0 {
@@ -172,7 +175,7 @@ pub fn summarize(spec: &RunSpec, iterations: &[Iteration]) -> Summary {
             None
         },
         confidence: iterate::primary_outcome(spec, iterations),
-        cpu: summary_cpu(spec, iterations),
+        cpu: summary_cpu(iterations),
         latency: summary_latency(iterations),
         reported_latency: None,
         udp,
@@ -185,10 +188,10 @@ pub fn summarize(spec: &RunSpec, iterations: &[Iteration]) -> Summary {
     }
 }
 
-/// Mean utilisation of each end over the iterations, and service demand
-/// computed once from it and the mean rate of work, as netperf reports
-/// it for a run of several iterations.
-fn summary_cpu(spec: &RunSpec, iterations: &[Iteration]) -> Option<CpuFigures> {
+/// Mean utilisation of each end over the iterations, and the mean of the
+/// iterations' service demands ([`cpu::mean_service_demand`]), as netperf
+/// reports a run of several iterations.
+fn summary_cpu(iterations: &[Iteration]) -> Option<CpuFigures> {
     let cpus: Vec<&CpuFigures> = iterations.iter().filter_map(|i| i.cpu.as_ref()).collect();
     if cpus.is_empty() {
         return None;
@@ -196,38 +199,13 @@ fn summary_cpu(spec: &RunSpec, iterations: &[Iteration]) -> Option<CpuFigures> {
     let mean_of = |values: Vec<f64>| {
         (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
     };
-    let local_util = mean_of(cpus.iter().filter_map(|c| c.local_util_pct).collect());
-    let remote_util = mean_of(cpus.iter().filter_map(|c| c.remote_util_pct).collect());
-    let rate = mean_of(
-        iterations
-            .iter()
-            .map(|iteration| client::work_rate(spec, iteration))
-            .collect(),
-    )
-    .unwrap_or(0.0);
-    let n_cpus = |remote: bool| {
-        iterations
-            .iter()
-            .filter_map(|i| i.cpu_detail.as_ref())
-            .filter_map(|detail| {
-                if remote {
-                    detail.remote.as_ref()
-                } else {
-                    detail.local.as_ref()
-                }
-            })
-            .map(|host| host.n_cpus)
-            .next()
-    };
-    let demand = |util: Option<f64>, remote: bool| {
-        util.zip(n_cpus(remote))
-            .and_then(|(util, n_cpus)| cpu::service_demand(util, n_cpus, rate))
-    };
     Some(CpuFigures {
-        local_util_pct: local_util,
-        remote_util_pct: remote_util,
-        local_service_demand: demand(local_util, false),
-        remote_service_demand: demand(remote_util, true),
+        local_util_pct: mean_of(cpus.iter().filter_map(|c| c.local_util_pct).collect()),
+        remote_util_pct: mean_of(cpus.iter().filter_map(|c| c.remote_util_pct).collect()),
+        local_service_demand: cpu::mean_service_demand(cpus.iter().map(|c| c.local_service_demand)),
+        remote_service_demand: cpu::mean_service_demand(
+            cpus.iter().map(|c| c.remote_service_demand),
+        ),
     })
 }
 

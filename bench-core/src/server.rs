@@ -7,6 +7,30 @@
 //! after which the session goes on. A server listening beyond loopback
 //! (including the wildcard address) demands the pre-shared token unless
 //! it was explicitly told not to.
+//!
+//! Nothing a client does holds the server for long:
+//!
+//! - Before a client has said hello (and proved the token, when one is
+//!   demanded) it is "unauthenticated": it has [`ServerConfig::pre_auth_timeout`]
+//!   for the whole handshake, at most [`ServerConfig::max_pre_auth_per_ip`]
+//!   such connections per source address (more wait, without a thread,
+//!   until one is done, and are refused after four handshake times), and at
+//!   most [`ServerConfig::max_pre_auth`] in all; when they are full, the
+//!   oldest connection that has had a quarter of its handshake time, of
+//!   the address holding the most, is closed to make room (a newcomer
+//!   waits while all are younger).
+//!   The [`ServerConfig::max_clients`] slots count authenticated sessions
+//!   only, so a flood of hello-only connections never takes them.
+//! - Every wait of a test has a deadline: the data connections must come
+//!   within the I/O timeout, a data connection that trickles is dropped at
+//!   the test's end plus the I/O timeout, and once the server's side of a
+//!   test is over the client has the control timeout to say `finished`.
+//! - The message buffers a test needs are counted before anything is
+//!   allocated, against [`ServerConfig::max_test_memory`] per test and
+//!   [`ServerConfig::max_total_memory`] for all tests at once; beyond, the
+//!   request gets an `error` frame.
+//! - A thread that cannot be started (a process or cgroup limit) is an
+//!   `error` frame naming the limit, never a panic.
 
 use crate::auth::{self, Token};
 use crate::datapath::{self, ServerPlan};
@@ -18,12 +42,13 @@ use crate::protocol::{
 use crate::sockets::{self, is_timeout};
 use crate::spec::{AddressFamily, RunSpec};
 use socket2::{Socket, Type};
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How often the accept loop looks at its stop flag.
 const ACCEPT_POLL: Duration = Duration::from_millis(100);
@@ -46,6 +71,17 @@ pub struct ServerConfig {
     /// Longest wait for any one data operation, and slack past a test's
     /// length before the server gives up on it.
     pub io_timeout: Duration,
+    /// Longest time from connect to the end of the handshake (hello and,
+    /// with a token, auth).
+    pub pre_auth_timeout: Duration,
+    /// Most connections still in their handshake, in all.
+    pub max_pre_auth: usize,
+    /// Most connections still in their handshake from one address.
+    pub max_pre_auth_per_ip: usize,
+    /// Most bytes of message buffers one test may ask for.
+    pub max_test_memory: u64,
+    /// Most bytes of message buffers all tests together may hold.
+    pub max_total_memory: u64,
 }
 
 /// Default for [`ServerConfig::max_clients`].
@@ -54,6 +90,16 @@ pub const DEFAULT_MAX_CLIENTS: usize = 64;
 pub const DEFAULT_CONTROL_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default for [`ServerConfig::io_timeout`].
 pub const DEFAULT_IO_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default for [`ServerConfig::pre_auth_timeout`].
+pub const DEFAULT_PRE_AUTH_TIMEOUT: Duration = Duration::from_secs(5);
+/// Default for [`ServerConfig::max_pre_auth`].
+pub const DEFAULT_MAX_PRE_AUTH: usize = 16;
+/// Default for [`ServerConfig::max_pre_auth_per_ip`].
+pub const DEFAULT_MAX_PRE_AUTH_PER_IP: usize = 4;
+/// Default for [`ServerConfig::max_test_memory`]: 256 MiB.
+pub const DEFAULT_MAX_TEST_MEMORY: u64 = 256 << 20;
+/// Default for [`ServerConfig::max_total_memory`]: 1 GiB.
+pub const DEFAULT_MAX_TOTAL_MEMORY: u64 = 1 << 30;
 
 impl ServerConfig {
     /// A server on `listen` with default limits and no token.
@@ -66,6 +112,11 @@ impl ServerConfig {
             max_clients: DEFAULT_MAX_CLIENTS,
             control_timeout: DEFAULT_CONTROL_TIMEOUT,
             io_timeout: DEFAULT_IO_TIMEOUT,
+            pre_auth_timeout: DEFAULT_PRE_AUTH_TIMEOUT,
+            max_pre_auth: DEFAULT_MAX_PRE_AUTH,
+            max_pre_auth_per_ip: DEFAULT_MAX_PRE_AUTH_PER_IP,
+            max_test_memory: DEFAULT_MAX_TEST_MEMORY,
+            max_total_memory: DEFAULT_MAX_TOTAL_MEMORY,
         }
     }
 
@@ -174,7 +225,31 @@ pub fn quiet() -> EventSink {
 struct Shared {
     config: ServerConfig,
     events: EventSink,
+    /// Authenticated sessions.
     active: AtomicUsize,
+    /// Connections still in their handshake, oldest first.
+    pre_auth: Mutex<Vec<PreAuth>>,
+    /// Id of the next connection.
+    next_id: AtomicU64,
+    /// Bytes of message buffers reserved by tests running now.
+    memory_in_use: AtomicU64,
+}
+
+/// A connection in its handshake; the stream is a handle to close it by.
+struct PreAuth {
+    id: u64,
+    ip: IpAddr,
+    stream: TcpStream,
+    since: Instant,
+}
+
+/// A message that names the thread limit, for a thread that could not be
+/// started.
+fn thread_error(what: &str, err: &std::io::Error) -> String {
+    format!(
+        "cannot start a thread for {what}: {err} (the process or cgroup thread limit, \
+         ulimit -u or pids.max, is reached)"
+    )
 }
 
 /// A bound server, not yet serving.
@@ -213,6 +288,9 @@ impl Server {
                 config,
                 events,
                 active: AtomicUsize::new(0),
+                pre_auth: Mutex::new(Vec::new()),
+                next_id: AtomicU64::new(0),
+                memory_in_use: AtomicU64::new(0),
             }),
         })
     }
@@ -225,33 +303,134 @@ impl Server {
     /// Serves clients until `stop` is set.
     pub fn serve(&self, stop: &AtomicBool) {
         (self.shared.events)(&ServerEvent::Listening(self.address));
+        // Connections from an address whose handshake places are taken
+        // wait here, without a thread, until one is free.
+        let mut waiting: VecDeque<Waiting> = VecDeque::new();
         while !stop.load(Ordering::Relaxed) {
-            let (socket, peer) = match self.listener.accept() {
-                Ok(accepted) => accepted,
+            let accepted = match self.listener.accept() {
+                Ok((socket, peer)) => peer.as_socket().map(|peer| (TcpStream::from(socket), peer)),
                 Err(err) if is_timeout(&err) || err.kind() == std::io::ErrorKind::Interrupted => {
-                    continue;
+                    None
                 }
                 Err(_) => {
                     // Out of descriptors or memory: wait rather than spin.
                     std::thread::sleep(ACCEPT_POLL);
-                    continue;
+                    None
                 }
             };
-            let Some(peer) = peer.as_socket() else {
-                continue;
-            };
-            let stream = TcpStream::from(socket);
-            self.start_session(stream, peer);
+            self.retry_waiting(&mut waiting);
+            if let Some((stream, peer)) = accepted {
+                (self.shared.events)(&ServerEvent::Connected(peer));
+                let entry = Waiting {
+                    stream,
+                    peer,
+                    since: Instant::now(),
+                };
+                if let Some(deferred) = self.start_session(entry) {
+                    self.defer(&mut waiting, deferred);
+                }
+            }
         }
     }
 
-    fn start_session(&self, mut stream: TcpStream, peer: SocketAddr) {
+    /// Starts the sessions of waiting connections whose address has a
+    /// free handshake place; refuses those that waited too long.
+    fn retry_waiting(&self, waiting: &mut VecDeque<Waiting>) {
+        for _ in 0..waiting.len() {
+            let Some(entry) = waiting.pop_front() else {
+                break;
+            };
+            // A connection waits for a place of its address at most four
+            // handshake times (at least 2 s): long enough for clients of
+            // one host started together, short enough to bound a flood.
+            let longest_wait =
+                (self.shared.config.pre_auth_timeout * 4).max(Duration::from_secs(2));
+            if entry.since.elapsed() >= longest_wait {
+                let reason = format!(
+                    "busy: too many connections from {} in their handshake",
+                    entry.peer.ip()
+                );
+                refuse(&self.shared, entry.stream, entry.peer, reason);
+                continue;
+            }
+            if let Some(deferred) = self.start_session(entry) {
+                waiting.push_back(deferred);
+            }
+        }
+    }
+
+    /// Queues a connection to wait; when the queue is full, the oldest
+    /// connection of the address with the most waiting is refused.
+    fn defer(&self, waiting: &mut VecDeque<Waiting>, entry: Waiting) {
+        let capacity = self.shared.config.max_pre_auth.max(1) * 4;
+        waiting.push_back(entry);
+        if waiting.len() > capacity {
+            let mut counts: HashMap<IpAddr, usize> = HashMap::new();
+            for entry in waiting.iter() {
+                *counts.entry(entry.peer.ip()).or_default() += 1;
+            }
+            // The oldest of the address with the most waiting.
+            let victim = waiting
+                .iter()
+                .enumerate()
+                .max_by_key(|(position, entry)| (counts[&entry.peer.ip()], usize::MAX - position))
+                .map(|(position, _)| position);
+            if let Some(position) = victim
+                && let Some(entry) = waiting.remove(position)
+            {
+                let reason = format!(
+                    "busy: too many connections from {} in their handshake",
+                    entry.peer.ip()
+                );
+                refuse(&self.shared, entry.stream, entry.peer, reason);
+            }
+        }
+    }
+
+    /// Starts a session for `entry`, or gives it back when its address
+    /// has no free handshake place.
+    fn start_session(&self, entry: Waiting) -> Option<Waiting> {
         let shared = Arc::clone(&self.shared);
         let events = &shared.events;
-        events(&ServerEvent::Connected(peer));
-        if shared.active.fetch_add(1, Ordering::SeqCst) >= shared.config.max_clients {
-            shared.active.fetch_sub(1, Ordering::SeqCst);
-            let reason = format!("busy: {} clients already", shared.config.max_clients);
+        let peer = entry.peer;
+        let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
+        match admit(&shared, id, peer.ip(), &entry.stream) {
+            Admission::Admitted => {}
+            Admission::Wait => return Some(entry),
+            Admission::Refused(reason) => {
+                refuse(&shared, entry.stream, peer, reason);
+                return None;
+            }
+        }
+        let mut stream = entry.stream;
+        let spawned = std::thread::Builder::new()
+            .name(format!("client {peer}"))
+            .spawn({
+                let shared = Arc::clone(&shared);
+                let mut stream = match stream.try_clone() {
+                    Ok(clone) => clone,
+                    Err(err) => {
+                        forget_pre_auth(&shared, id);
+                        events(&ServerEvent::Dropped {
+                            peer,
+                            reason: err.to_string(),
+                        });
+                        return None;
+                    }
+                };
+                move || {
+                    let end = match serve_client(&mut stream, peer, id, &shared) {
+                        Ok(()) => ServerEvent::Closed(peer),
+                        Err(SessionEnd::Refused(reason)) => ServerEvent::Refused { peer, reason },
+                        Err(SessionEnd::Dropped(reason)) => ServerEvent::Dropped { peer, reason },
+                    };
+                    forget_pre_auth(&shared, id);
+                    (shared.events)(&end);
+                }
+            });
+        if let Err(err) = spawned {
+            forget_pre_auth(&shared, id);
+            let reason = thread_error("this client", &err);
             let _ = stream.set_write_timeout(Some(shared.config.control_timeout));
             let _ = write_frame(
                 &mut stream,
@@ -259,30 +438,9 @@ impl Server {
                     message: format!("server {reason}"),
                 },
             );
-            events(&ServerEvent::Refused { peer, reason });
-            return;
+            events(&ServerEvent::Dropped { peer, reason });
         }
-        let spawned = std::thread::Builder::new()
-            .name(format!("client {peer}"))
-            .spawn({
-                let shared = Arc::clone(&shared);
-                move || {
-                    let end = match serve_client(&mut stream, peer, &shared) {
-                        Ok(()) => ServerEvent::Closed(peer),
-                        Err(SessionEnd::Refused(reason)) => ServerEvent::Refused { peer, reason },
-                        Err(SessionEnd::Dropped(reason)) => ServerEvent::Dropped { peer, reason },
-                    };
-                    (shared.events)(&end);
-                    shared.active.fetch_sub(1, Ordering::SeqCst);
-                }
-            });
-        if let Err(err) = spawned {
-            shared.active.fetch_sub(1, Ordering::SeqCst);
-            events(&ServerEvent::Dropped {
-                peer,
-                reason: format!("cannot start a thread: {err}"),
-            });
-        }
+        None
     }
 
     /// Serves on a thread of its own until the handle is stopped or
@@ -349,6 +507,176 @@ impl From<ProtocolError> for SessionEnd {
     }
 }
 
+/// A connection not yet in its handshake.
+struct Waiting {
+    stream: TcpStream,
+    peer: SocketAddr,
+    since: Instant,
+}
+
+/// Whether a connection may start its handshake.
+enum Admission {
+    Admitted,
+    /// Its address has no free handshake place: wait for one.
+    Wait,
+    Refused(String),
+}
+
+/// Sends a `busy` error frame (bounded in time) and logs the refusal.
+fn refuse(shared: &Shared, mut stream: TcpStream, peer: SocketAddr, reason: String) {
+    let _ = stream.set_write_timeout(Some(Duration::from_millis(200)));
+    let _ = write_frame(
+        &mut stream,
+        &Frame::Error {
+            message: format!("server {reason}"),
+        },
+    );
+    (shared.events)(&ServerEvent::Refused { peer, reason });
+}
+
+/// Admits a new connection to the handshake, or says to wait (its
+/// address holds all its places, or all places are taken by connections
+/// still young). When all places are taken, the oldest connection that
+/// has had a quarter of its handshake time, of the address that holds the
+/// most, is closed for it.
+fn admit(shared: &Shared, id: u64, ip: IpAddr, stream: &TcpStream) -> Admission {
+    let config = &shared.config;
+    let handle = match stream.try_clone() {
+        Ok(handle) => handle,
+        Err(err) => return Admission::Refused(err.to_string()),
+    };
+    let Ok(mut pending) = shared.pre_auth.lock() else {
+        return Admission::Refused("internal error: handshake table poisoned".to_string());
+    };
+    let from_ip = pending.iter().filter(|entry| entry.ip == ip).count();
+    if from_ip >= config.max_pre_auth_per_ip.max(1) {
+        return Admission::Wait;
+    }
+    if pending.len() >= config.max_pre_auth.max(1) {
+        // Only a connection that has had a fair part of its handshake time
+        // makes room, so that closing one never just makes room for the
+        // next reconnection; among those, the oldest of the address that
+        // holds the most.
+        let stale_after = config.pre_auth_timeout / 4;
+        let mut counts: HashMap<IpAddr, usize> = HashMap::new();
+        for entry in pending.iter() {
+            *counts.entry(entry.ip).or_default() += 1;
+        }
+        let victim = pending
+            .iter()
+            .enumerate()
+            .filter(|(_, entry)| entry.since.elapsed() >= stale_after)
+            .max_by_key(|(position, entry)| (counts[&entry.ip], usize::MAX - position))
+            .map(|(position, _)| position);
+        let Some(position) = victim else {
+            return Admission::Wait;
+        };
+        let evicted = pending.remove(position);
+        let _ = evicted.stream.shutdown(Shutdown::Both);
+    }
+    pending.push(PreAuth {
+        id,
+        ip,
+        stream: handle,
+        since: Instant::now(),
+    });
+    Admission::Admitted
+}
+
+/// Takes connection `id` out of the handshake table; false when it was no
+/// longer there (it was closed to make room).
+fn forget_pre_auth(shared: &Shared, id: u64) -> bool {
+    let Ok(mut pending) = shared.pre_auth.lock() else {
+        return false;
+    };
+    match pending.iter().position(|entry| entry.id == id) {
+        Some(position) => {
+            pending.remove(position);
+            true
+        }
+        None => false,
+    }
+}
+
+/// A slot among the authenticated sessions, given back when dropped.
+struct SessionSlot<'a>(&'a AtomicUsize);
+
+impl Drop for SessionSlot<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Bytes of message buffers reserved for one test, given back when
+/// dropped.
+struct MemoryReservation<'a> {
+    in_use: &'a AtomicU64,
+    bytes: u64,
+}
+
+impl Drop for MemoryReservation<'_> {
+    fn drop(&mut self) {
+        self.in_use.fetch_sub(self.bytes, Ordering::SeqCst);
+    }
+}
+
+/// The bytes of message buffers the server allocates for `spec`: each
+/// flow's send and receive buffers.
+pub fn test_buffer_bytes(spec: &RunSpec) -> u64 {
+    use crate::spec::TestKind;
+    let per_flow = match spec.test {
+        TestKind::TcpStream => u64::from(spec.recv_size_bytes),
+        TestKind::TcpMaerts => u64::from(spec.send_size_bytes),
+        TestKind::TcpRr | TestKind::TcpCrr | TestKind::UdpRr => {
+            u64::from(spec.request_size_bytes) + u64::from(spec.response_size_bytes)
+        }
+        TestKind::UdpStream => {
+            u64::from(spec.send_size_bytes.max(spec.recv_size_bytes))
+                + u64::from(spec.response_size_bytes)
+        }
+    };
+    per_flow * u64::from(spec.flows.max(1))
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / f64::from(1u32 << 20))
+}
+
+/// Reserves the buffers of `spec` against both memory limits.
+fn reserve_memory<'a>(shared: &'a Shared, spec: &RunSpec) -> Result<MemoryReservation<'a>, String> {
+    let config = &shared.config;
+    let bytes = test_buffer_bytes(spec);
+    if bytes > config.max_test_memory {
+        return Err(format!(
+            "the test needs {} of buffers, over the server's limit of {} per test \
+             (serve --max-test-memory)",
+            mib(bytes),
+            mib(config.max_test_memory)
+        ));
+    }
+    let reserved =
+        shared
+            .memory_in_use
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |in_use| {
+                in_use
+                    .checked_add(bytes)
+                    .filter(|total| *total <= config.max_total_memory)
+            });
+    match reserved {
+        Ok(_) => Ok(MemoryReservation {
+            in_use: &shared.memory_in_use,
+            bytes,
+        }),
+        Err(in_use) => Err(format!(
+            "the test needs {} of buffers and tests running now hold {}, over the \
+             server's limit of {} in all (serve --max-total-memory); try again later",
+            mib(bytes),
+            mib(in_use),
+            mib(config.max_total_memory)
+        )),
+    }
+}
+
 fn send_error(stream: &mut TcpStream, message: String) -> Result<(), SessionEnd> {
     write_frame(stream, &Frame::Error { message })?;
     Ok(())
@@ -357,15 +685,19 @@ fn send_error(stream: &mut TcpStream, message: String) -> Result<(), SessionEnd>
 fn serve_client(
     stream: &mut TcpStream,
     peer: SocketAddr,
+    id: u64,
     shared: &Shared,
 ) -> Result<(), SessionEnd> {
     let config = &shared.config;
     let timeout = config.control_timeout;
+    // The whole handshake shares one deadline.
+    let handshake_end = Instant::now() + config.pre_auth_timeout;
+    let handshake_left = || handshake_end.saturating_duration_since(Instant::now());
     stream
-        .set_write_timeout(Some(timeout))
+        .set_write_timeout(Some(config.pre_auth_timeout.min(timeout)))
         .and_then(|()| stream.set_nodelay(true))
         .map_err(|err| SessionEnd::Dropped(err.to_string()))?;
-    match read_frame_within(stream, timeout)? {
+    match read_frame_within(stream, handshake_left())? {
         Frame::Hello { protocol, version }
             if protocol == PROTOCOL_NAME && version == PROTOCOL_VERSION => {}
         Frame::Hello { protocol, version } if protocol == PROTOCOL_NAME => {
@@ -389,8 +721,25 @@ fn serve_client(
                 challenge: None,
             },
         )?,
-        Some(token) => authenticate(stream, token, timeout)?,
+        Some(token) => authenticate(stream, token, handshake_left())?,
     }
+    // Authenticated: out of the handshake table (unless it was closed to
+    // make room meanwhile), into a session slot.
+    if !forget_pre_auth(shared, id) {
+        return Err(SessionEnd::Dropped(
+            "closed in its handshake to make room".to_string(),
+        ));
+    }
+    if shared.active.fetch_add(1, Ordering::SeqCst) >= config.max_clients {
+        shared.active.fetch_sub(1, Ordering::SeqCst);
+        let reason = format!("busy: {} clients already", config.max_clients);
+        send_error(stream, format!("server {reason}"))?;
+        return Err(SessionEnd::Refused(reason));
+    }
+    let _slot = SessionSlot(&shared.active);
+    stream
+        .set_write_timeout(Some(timeout))
+        .map_err(|err| SessionEnd::Dropped(err.to_string()))?;
     let mut env: Option<Box<HostEnv>> = None;
     loop {
         match read_frame_within(stream, timeout) {
@@ -479,6 +828,21 @@ fn run_one(
     if let Err(err) = spec.validate() {
         return reject(stream, err.to_string());
     }
+    if let Some(range) = data_ports
+        && (range.low == 0 || range.low > range.high)
+    {
+        return reject(
+            stream,
+            format!(
+                "invalid data_ports {}-{}: ports must be 1-65535, low <= high",
+                range.low, range.high
+            ),
+        );
+    }
+    let _memory = match reserve_memory(shared, spec) {
+        Ok(reservation) => reservation,
+        Err(message) => return reject(stream, message),
+    };
     let local_ip = match stream.local_addr() {
         Ok(address) => address.ip(),
         Err(err) => return Err(SessionEnd::Dropped(err.to_string())),
@@ -488,32 +852,74 @@ fn run_one(
         Ok(prepared) => prepared,
         Err(err) => return reject(stream, format!("cannot open a data socket: {err}")),
     };
-    write_frame(
-        stream,
-        &Frame::Ready {
-            data_ports: prepared.iter().map(|flow| flow.port).collect(),
-        },
-    )?;
-    (shared.events)(&ServerEvent::Started {
-        peer,
-        test: spec.test.name(),
-    });
+    let ports: Vec<u16> = prepared.iter().map(|flow| flow.port).collect();
+    let data_secret = match auth::new_challenge() {
+        Ok(secret) => secret,
+        Err(err) => return reject(stream, err.to_string()),
+    };
     let stop = AtomicBool::new(false);
+    let data_done = AtomicBool::new(false);
+    let flows_started = AtomicU8::new(0);
     let plan = ServerPlan {
         spec,
         client_ip: peer.ip(),
         stop: &stop,
         io_timeout: config.io_timeout,
+        data_secret: data_secret.as_bytes(),
+        flows_started: &flows_started,
     };
     let wait = Duration::from_secs_f64(spec.warmup_s + spec.duration_s)
         + config.io_timeout
         + config.control_timeout;
-    let (control, data) = std::thread::scope(|scope| {
-        let data = scope.spawn(|| datapath::run_server(&plan, prepared));
-        let control = read_frame_within(stream, wait);
+    let scoped = std::thread::scope(|scope| {
+        let data = std::thread::Builder::new()
+            .name(format!("data {peer}"))
+            .spawn_scoped(scope, || {
+                let side = datapath::run_server(&plan, prepared);
+                data_done.store(true, Ordering::SeqCst);
+                side
+            });
+        let data = match data {
+            Ok(data) => data,
+            Err(err) => return Err(thread_error("the test", &err)),
+        };
+        // `ready` promises that the server carries the test: wait until
+        // every flow's thread runs.
+        let give_up = Instant::now() + config.io_timeout;
+        while flows_started.load(Ordering::SeqCst) == 0
+            && !data_done.load(Ordering::SeqCst)
+            && Instant::now() < give_up
+        {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        if flows_started.load(Ordering::SeqCst) != datapath::FLOWS_STARTED {
+            stop.store(true, Ordering::Relaxed);
+            return Err(match data.join() {
+                Ok(Err(err)) => format!("server side of {} failed: {err}", spec.test),
+                _ => format!("server side of {} could not start", spec.test),
+            });
+        }
+        let ready = Frame::Ready {
+            data_ports: ports,
+            data_secret: data_secret.clone(),
+        };
+        let control = match write_frame(stream, &ready) {
+            Ok(()) => {
+                (shared.events)(&ServerEvent::Started {
+                    peer,
+                    test: spec.test.name(),
+                });
+                wait_for_frame(stream, wait, config.control_timeout, &data_done)
+            }
+            Err(err) => Err(err),
+        };
         stop.store(true, Ordering::Relaxed);
-        (control, data.join())
+        Ok((control, data.join()))
     });
+    let (control, data) = match scoped {
+        Ok(outcome) => outcome,
+        Err(message) => return reject(stream, message),
+    };
     match control {
         Ok(Frame::Finished) => {}
         Ok(other) => {
@@ -550,4 +956,41 @@ fn run_one(
         test: spec.test.name(),
     });
     Ok(())
+}
+
+/// Waits for the client's next control frame for at most `wait`, and for
+/// at most `after_data` once the server's side of the test is over
+/// (`data_done`): a client whose data connections never came, or that
+/// went silent, frees its slot within the test's own bound.
+fn wait_for_frame(
+    stream: &mut TcpStream,
+    wait: Duration,
+    after_data: Duration,
+    data_done: &AtomicBool,
+) -> Result<Frame, ProtocolError> {
+    const POLL: Duration = Duration::from_millis(50);
+    let started = Instant::now();
+    let mut done_at: Option<Instant> = None;
+    loop {
+        let now = Instant::now();
+        if done_at.is_none() && data_done.load(Ordering::SeqCst) {
+            done_at = Some(now);
+        }
+        let mut deadline = started + wait;
+        if let Some(done_at) = done_at {
+            deadline = deadline.min(done_at + after_data);
+        }
+        let left = deadline.saturating_duration_since(now);
+        if left.is_zero() {
+            return Err(ProtocolError::Timeout(now - started));
+        }
+        stream.set_read_timeout(Some(left.min(POLL)))?;
+        let mut probe = [0u8; 1];
+        match stream.peek(&mut probe) {
+            // Bytes are there, or the end of the stream: read the frame.
+            Ok(_) => return read_frame_within(stream, after_data.max(POLL)),
+            Err(err) if is_timeout(&err) || err.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(err) => return Err(ProtocolError::Io(err)),
+        }
+    }
 }

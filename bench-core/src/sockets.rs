@@ -214,6 +214,33 @@ pub fn tcp_info(socket: &Socket) -> io::Result<TcpInfoFigures> {
     })
 }
 
+/// Asks the kernel to report errors of a UDP socket to its sender
+/// (`IP_RECVERR`, or `IPV6_RECVERR` for an IPv6 socket): a send that
+/// finds the device queue full then fails with `ENOBUFS` instead of
+/// succeeding while the datagram is dropped.
+pub fn set_recverr(socket: &Socket, ip: IpAddr) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let (level, name) = match ip {
+        IpAddr::V4(_) => (libc::IPPROTO_IP, libc::IP_RECVERR),
+        IpAddr::V6(_) => (libc::IPPROTO_IPV6, libc::IPV6_RECVERR),
+    };
+    let on: libc::c_int = 1;
+    // SAFETY: the option value is a live c_int of the length given.
+    let result = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            level,
+            name,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if result != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// One `recv` on `socket` that does not wait: `WouldBlock` when no
 /// datagram is queued. Lets a receiver poll its queue for a short while
 /// before it sleeps, so that a sender does not have to wake it for every

@@ -168,6 +168,19 @@ pub struct RunSpec {
     /// absent: one thread per flow.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threads: Option<u32>,
+    /// netperf's first burst (`-b`, TCP_RR and UDP_RR): requests sent beyond the
+    /// first before waiting for a response, so that up to `first_burst +
+    /// 1` transactions are outstanding. The window opens one transaction
+    /// per response, as netperf's does, so that slow start does not batch
+    /// the burst. 0 (one transaction at a time) is left out of the record
+    /// and so of the config_key: runs without a burst pair with runs
+    /// recorded before the field existed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub first_burst: u32,
+}
+
+fn is_zero(value: &u32) -> bool {
+    *value == 0
 }
 
 /// netperf's default send size for stream tests.
@@ -209,6 +222,7 @@ impl RunSpec {
             flows: 1,
             warmup_s: 0.0,
             threads: None,
+            first_burst: 0,
         }
     }
 }
@@ -231,6 +245,8 @@ pub const MAX_CPUS: u32 = 1024;
 pub const MAX_WARMUP_S: f64 = 60.0;
 /// Most parallel flows of one test.
 pub const MAX_FLOWS: u32 = 128;
+/// Largest first burst (`-b`).
+pub const MAX_FIRST_BURST: u32 = 1024;
 /// The confidence levels `-I` accepts, percent (netperf's).
 pub const CONFIDENCE_LEVELS: [u32; 2] = [95, 99];
 /// Widest confidence interval `-I` accepts, percent of the mean.
@@ -302,6 +318,9 @@ pub enum SpecError {
         /// The parameter that fits the test.
         other: &'static str,
     },
+    /// A first burst asked of a test that has no transactions to burst.
+    #[error("a first burst (-b) needs a request/response test; {0} is a stream test")]
+    BurstOnStream(TestKind),
     /// A confidence interval asked for with fewer than two iterations.
     #[error("a confidence interval (-I) needs at least 2 iterations (-i max >= 2)")]
     TooFewIterations,
@@ -401,6 +420,18 @@ impl RunSpec {
         check_u32("flows (--flows)", self.flows, 1, MAX_FLOWS)?;
         if let Some(threads) = self.threads {
             check_u32("threads (--threads)", threads, 1, self.flows)?;
+        }
+        if self.first_burst > 0 {
+            match self.test {
+                TestKind::TcpRr | TestKind::UdpRr => {}
+                // A connection per transaction leaves nothing to keep
+                // outstanding on it; netperf has no burst there either.
+                TestKind::TcpCrr => {
+                    return Err(SpecError::Unsupported("a first burst (-b) on TCP_CRR"));
+                }
+                stream => return Err(SpecError::BurstOnStream(stream)),
+            }
+            check_u32("first burst (-b)", self.first_burst, 0, MAX_FIRST_BURST)?;
         }
         if let Some(confidence) = &self.confidence {
             if !CONFIDENCE_LEVELS.contains(&confidence.level_pct) {

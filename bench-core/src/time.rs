@@ -86,6 +86,36 @@ pub fn is_rfc3339(text: &str) -> bool {
     }
 }
 
+/// True when `text` is an RFC 3339 date-time in UTC with valid fields,
+/// the form run records keep their times in
+/// (`YYYY-MM-DDTHH:MM:SS[.frac]Z`, upper-case `T` and `Z`): a real month
+/// and day of that month (leap years counted), hour 00-23, minute 00-59,
+/// second 00-60 (a leap second). Other offsets are refused, since runs are
+/// ordered by these strings.
+pub fn is_rfc3339_utc(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    if !is_rfc3339(text) || bytes[10] != b'T' || !text.ends_with('Z') {
+        return false;
+    }
+    let number = |range: std::ops::Range<usize>| {
+        text.get(range)
+            .and_then(|part| part.parse::<u32>().ok())
+            .unwrap_or(u32::MAX)
+    };
+    let (year, month, day) = (number(0..4), number(5..7), number(8..10));
+    let days_in_month = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
+        2 => 28,
+        _ => return false,
+    };
+    (1..=days_in_month).contains(&day)
+        && number(11..13) <= 23
+        && number(14..16) <= 59
+        && number(17..19) <= 60
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,5 +133,38 @@ mod tests {
         assert!(is_rfc3339("2026-11-30T07:04:23.5+01:00"));
         assert!(!is_rfc3339("2026-11-30 07:04:23"));
         assert!(!is_rfc3339("1764486263"));
+    }
+
+    #[test]
+    fn record_times_are_utc_with_valid_fields() {
+        for good in [
+            "2026-11-30T07:04:23Z",
+            "2026-11-30T07:04:23.123456Z",
+            "2024-02-29T23:59:60Z",
+            "2000-02-29T00:00:00Z",
+            &rfc3339_utc(SystemTime::now()),
+        ] {
+            assert!(is_rfc3339_utc(good), "{good}");
+        }
+        for bad in [
+            "yesterday",
+            "2026-13-01T00:00:00Z",
+            "2026-00-01T00:00:00Z",
+            "2026-02-29T00:00:00Z",
+            "1900-02-29T00:00:00Z",
+            "2026-04-31T00:00:00Z",
+            "2026-11-00T00:00:00Z",
+            "2026-11-30T24:00:00Z",
+            "2026-11-30T07:60:00Z",
+            "2026-11-30T07:04:61Z",
+            "2026-11-30T07:04:23+01:00",
+            "2026-11-30T07:04:23-00:00",
+            "2026-11-30T07:04:23z",
+            "2026-11-30t07:04:23Z",
+            "2026-11-30T07:04:23",
+            "",
+        ] {
+            assert!(!is_rfc3339_utc(bad), "{bad}");
+        }
     }
 }

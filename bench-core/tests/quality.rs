@@ -54,7 +54,7 @@ fn aggregate_is_the_sum_of_the_flows() {
     let sum: f64 = iteration.flows.iter().map(|f| f.throughput_bps).sum();
     assert!(close(iteration.throughput_bps, sum));
     let bytes: u64 = iteration.flows.iter().map(|f| f.bytes_received).sum();
-    assert_eq!(iteration.bytes_received, bytes);
+    assert_eq!(iteration.bytes_received, Some(bytes));
     let ends = iteration.ends.as_ref().unwrap();
     assert_eq!(ends.remote.bytes_received, bytes);
     // Each flow had its own connection, and every one of them moved data
@@ -89,6 +89,32 @@ fn aggregate_is_the_sum_of_the_flows() {
         iteration.latency_histogram.as_ref().unwrap().count,
         transactions
     );
+}
+
+#[test]
+fn one_thread_drives_every_flow_of_a_stream_test() {
+    for test in [TestKind::TcpStream, TestKind::TcpMaerts] {
+        let record = run(test, |spec| {
+            spec.flows = 3;
+            spec.threads = Some(1);
+        });
+        let iteration = &record.iterations[0];
+        assert_eq!(iteration.flows.len(), 3, "{test:?}");
+        let sum: f64 = iteration.flows.iter().map(|f| f.throughput_bps).sum();
+        assert!(close(iteration.throughput_bps, sum), "{test:?}");
+        for flow in &iteration.flows {
+            // Every flow carried traffic, and what one end sent the other
+            // received.
+            assert!(flow.bytes_received > 0, "{test:?} {flow:?}");
+            let (sender, receiver) = if test == TestKind::TcpStream {
+                (&flow.ends.local, &flow.ends.remote)
+            } else {
+                (&flow.ends.remote, &flow.ends.local)
+            };
+            assert_eq!(sender.bytes_sent, receiver.bytes_received, "{test:?}");
+            assert!(flow.elapsed_s > 0.2 && flow.elapsed_s < 0.6, "{flow:?}");
+        }
+    }
 }
 
 fn service_demand_by_formula(host: &HostCpu, units_per_s: f64) -> f64 {
@@ -148,7 +174,7 @@ fn service_demand_follows_the_recorded_utilisation_and_work() {
     });
     // Stream tests: microseconds per KB of payload.
     check_cpu(&record, |iteration| {
-        iteration.bytes_received as f64 / 1024.0 / iteration.elapsed_s
+        iteration.bytes_received.unwrap() as f64 / 1024.0 / iteration.elapsed_s
     });
     // Several flows: once for all of them, over the aggregate.
     let record = run(TestKind::TcpStream, |spec| {
@@ -274,6 +300,17 @@ fn iterations_follow_the_confidence_request() {
 
 #[test]
 fn a_flow_failing_mid_test_fails_the_measurement() {
+    flow_failing_mid_test(None);
+}
+
+#[test]
+fn a_flow_failing_in_a_shared_thread_fails_the_measurement_and_is_named() {
+    // One thread drives both flows through epoll: the error still names
+    // the flow that failed, not the thread's first.
+    flow_failing_mid_test(Some(1));
+}
+
+fn flow_failing_mid_test(threads: Option<u32>) {
     // Two stream receivers: one reads to the end, the other closes after
     // its first bytes, which the sender sees as a reset.
     let good = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -297,12 +334,14 @@ fn a_flow_failing_mid_test_fails_the_measurement() {
     let mut spec = RunSpec::defaults(TestKind::TcpStream);
     spec.duration_s = 0.3;
     spec.flows = 2;
+    spec.threads = threads;
     let plan = ClientPlan {
         spec: &spec,
         servers: &servers,
         io_timeout: Duration::from_secs(1),
         udp_rr_timeout: Duration::from_millis(5),
         interim: None,
+        data_secret: b"0123456789abcdef",
     };
     let err = run_client(&plan).unwrap_err();
     good_thread.join().unwrap();

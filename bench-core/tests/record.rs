@@ -16,19 +16,30 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// The id of the fixture record.
-const FIXTURE_ID: &str = "aaaa9541da83110b5ebb2efd7f214effe502ca971f4e8317dd977869c2bd3391";
+const FIXTURE_ID: &str = "c63b9e12f749bc6e75dc95deece76e3e607ae9dbef37e88c6e6698a23bee8c92";
 /// The config_key of the fixture record.
-const FIXTURE_CONFIG_KEY: &str = "89f2dc6b658f529c204f7b12e3f4080b0daab6162560fe5f1e4c3f046c24cfea";
+const FIXTURE_CONFIG_KEY: &str = "c1ab09600994976f931d9518e621659c1b4ab371177346bc1db109bf22705e41";
+
+/// The id of the same record as netbisect 0.1 wrote it, schema
+/// `netbisect.run/1`.
+const FIXTURE_1_0_ID: &str = "aaaa9541da83110b5ebb2efd7f214effe502ca971f4e8317dd977869c2bd3391";
+/// Its config_key, which a 1.1 record of the same spec keeps.
+const FIXTURE_1_0_CONFIG_KEY: &str =
+    "89f2dc6b658f529c204f7b12e3f4080b0daab6162560fe5f1e4c3f046c24cfea";
+
+fn data_path(name: &str) -> PathBuf {
+    [env!("CARGO_MANIFEST_DIR"), "tests", "data", name]
+        .iter()
+        .collect()
+}
 
 fn golden_path() -> PathBuf {
-    [
-        env!("CARGO_MANIFEST_DIR"),
-        "tests",
-        "data",
-        "record-fixture.json",
-    ]
-    .iter()
-    .collect()
+    data_path("record-fixture.json")
+}
+
+/// The golden file of schema `netbisect.run/1`, as written before 1.1.
+fn golden_1_0_path() -> PathBuf {
+    data_path("record-fixture-1.0.json")
 }
 
 fn host_env(name: &str, governor: &str) -> HostEnv {
@@ -120,14 +131,15 @@ fn iteration(transactions: u64) -> Iteration {
         throughput_bps: rate * 2.0 * 64.0 * 8.0,
         transaction_rate: Some(rate),
         transactions: Some(transactions),
-        bytes_sent: transactions * 64,
-        bytes_received: transactions * 64,
-        messages_sent: transactions,
-        messages_received: transactions,
+        bytes_sent: Some(transactions * 64),
+        bytes_received: Some(transactions * 64),
+        messages_sent: Some(transactions),
+        messages_received: Some(transactions),
         cpu: Some(cpu()),
         latency: Some(latency(1.0)),
         reported_latency: Some(reported_latency()),
         lost_transactions: Some(0),
+        send_errors: Some(4),
         ends: Some(EndsReport {
             local: end_report(transactions, "[::1]:40000", "[::1]:40001"),
             remote: end_report(transactions, "[::1]:40001", "[::1]:40000"),
@@ -207,6 +219,7 @@ fn end_report(transactions: u64, local_address: &str, peer_address: &str) -> End
         messages_received: transactions,
         transactions: Some(transactions),
         timeouts: Some(0),
+        send_errors: BTreeMap::from([("EAGAIN".to_string(), 1), ("ENOBUFS".to_string(), 1)]),
         socket: SocketTruth {
             local_address: local_address.to_string(),
             peer_address: peer_address.to_string(),
@@ -255,6 +268,7 @@ fn fixture() -> RunRecord {
         flows: 2,
         warmup_s: 1.5,
         threads: Some(1),
+        first_burst: 4,
     };
     let iterations = vec![iteration(400_000), iteration(401_234), iteration(398_765)];
     let rates: Vec<f64> = iterations
@@ -269,6 +283,7 @@ fn fixture() -> RunRecord {
         source: Source {
             tool: "netbisect".into(),
             version: Some("0.1.0".into()),
+            undated: false,
         },
         started_at: "2026-01-15T09:30:00.000000Z".into(),
         finished_at: "2026-01-15T09:30:36.250000Z".into(),
@@ -309,6 +324,7 @@ fn fixture() -> RunRecord {
                 messages_sent: 1000,
                 messages_received: 990,
                 loss_pct: 1.0,
+                send_errors: Some(12),
             }),
             latency_histogram: Some(histogram(1_200_000)),
             cpu_confidence: Some(CpuConfidence {
@@ -355,7 +371,7 @@ fn fixture_id_and_config_key_are_pinned() {
     let record = fixture();
     assert_eq!(record.id, FIXTURE_ID);
     assert_eq!(record.config_key, FIXTURE_CONFIG_KEY);
-    assert_eq!(record.schema, "netbisect.run/1");
+    assert_eq!(record.schema, "netbisect.run/1.1");
     // The id is the blake3 hash of the canonical bytes without `id`.
     let mut tree: Value = serde_json::from_slice(&record.to_canonical_bytes().unwrap()).unwrap();
     tree.as_object_mut().unwrap().remove("id");
@@ -434,17 +450,17 @@ fn schema_problems_are_reported() {
     tree.as_object_mut().unwrap().remove("schema");
     assert_eq!(
         tree_error(&tree),
-        "missing \"schema\" field (expected \"netbisect.run/1\")"
+        "missing \"schema\" field (expected \"netbisect.run/1.1\")"
     );
     tree["schema"] = "netbisect.run/2".into();
     assert_eq!(
         tree_error(&tree),
-        "unsupported schema \"netbisect.run/2\": this netbisect reads netbisect.run/1"
+        "unsupported schema \"netbisect.run/2\": this netbisect reads netbisect.run/1.x"
     );
     tree["schema"] = "iperf3".into();
     assert_eq!(
         tree_error(&tree),
-        "unsupported schema \"iperf3\": this netbisect reads netbisect.run/1"
+        "unsupported schema \"iperf3\": this netbisect reads netbisect.run/1.x"
     );
     assert_eq!(
         read_error(b"[1, 2]"),
@@ -502,7 +518,7 @@ fn tampered_content_is_refused() {
     assert_eq!(
         err,
         format!(
-            "id does not match the content: stated {FIXTURE_ID}, computed 56710388ea5ff7636bd7b67e425f33c7e01e34a2d39539f0532acb6fb8cdd37e"
+            "id does not match the content: stated {FIXTURE_ID}, computed 097aedcfa9b82fd7880fba8925326491d76042cb5518cc7f8133ca23c4192e8b"
         )
     );
     let mut tree = golden_tree();
@@ -511,7 +527,7 @@ fn tampered_content_is_refused() {
         tree_error(&tree),
         format!(
             "config_key does not match the content: stated {FIXTURE_CONFIG_KEY}, \
-             computed 65e80e0dc1eb7a02fe4bd771c5f3997c0fba0f5fd3dba54e86fb77e1efdc489b"
+             computed 8336eaa8e278b97b9ded278c0027fb4b477ae26e130f187f1e7014cdc9e5a8bd"
         )
     );
 }
@@ -578,12 +594,91 @@ fn schema_versions_are_read_strictly() {
             "{schema}: {err}"
         );
     }
-    // A newer minor revision of the same major version is read; the
+    // Every minor revision of the same major version is read; the
     // changed schema then no longer matches the id.
+    for schema in [
+        "netbisect.run/1",
+        "netbisect.run/1.0",
+        "netbisect.run/1.2",
+        "netbisect.run/1.99999999999",
+    ] {
+        let mut tree = golden_tree();
+        tree["schema"] = schema.into();
+        let err = RunRecord::from_slice(&serde_json::to_vec(&tree).unwrap()).unwrap_err();
+        assert!(matches!(err, RecordError::IdMismatch { .. }), "{err}");
+    }
+}
+
+#[test]
+fn records_of_schema_1_0_read_back_with_their_ids() {
+    // New reader, old data: a record written before 1.1 is read, keeps
+    // its schema and id, and writes back to the same bytes.
+    let golden = std::fs::read(golden_1_0_path()).unwrap();
+    let record = RunRecord::from_slice(&golden).unwrap();
+    assert_eq!(record.schema, "netbisect.run/1");
+    assert_eq!(record.id, FIXTURE_1_0_ID);
+    assert_eq!(record.to_canonical_bytes().unwrap(), golden);
+    // Its config_key is what 1.1 computes for the same spec with no burst,
+    // so old and new runs of one test still pair.
+    assert_eq!(record.config_key, FIXTURE_1_0_CONFIG_KEY);
+    let mut resealed = record.clone();
+    resealed.seal().unwrap();
+    assert_eq!(resealed.schema, "netbisect.run/1.1");
+    assert_eq!(resealed.config_key, FIXTURE_1_0_CONFIG_KEY);
+    assert_ne!(resealed.id, FIXTURE_1_0_ID);
+    // A 1.0 record is held to exact read-back like a 1.1 one.
+    let mut tree: Value = serde_json::from_slice(&golden).unwrap();
+    tree["summary"]["new_figure"] = 1.into();
+    assert_eq!(
+        read_error(&reseal(tree)),
+        "invalid record: unknown member $.summary.new_figure"
+    );
+}
+
+#[test]
+fn a_burst_enters_the_config_key_only_when_set() {
+    let burst = fixture();
+    let mut no_burst = fixture();
+    no_burst.spec.first_burst = 0;
+    no_burst.seal().unwrap();
+    // Without a burst, the key is the one 1.0 computed for the same run.
+    assert_eq!(no_burst.config_key, FIXTURE_1_0_CONFIG_KEY);
+    assert_ne!(burst.config_key, no_burst.config_key);
+    let text = String::from_utf8(no_burst.to_canonical_bytes().unwrap()).unwrap();
+    assert!(!text.contains("first_burst"), "{text}");
+}
+
+#[test]
+fn newer_minor_revisions_may_add_members() {
+    // Old reader, new data, as this reader treats a revision newer than
+    // its own: unknown members are accepted and the id covers them.
     let mut tree = golden_tree();
-    tree["schema"] = "netbisect.run/1.1".into();
-    let err = RunRecord::from_slice(&serde_json::to_vec(&tree).unwrap()).unwrap_err();
-    assert!(matches!(err, RecordError::IdMismatch { .. }), "{err}");
+    tree["schema"] = "netbisect.run/1.2".into();
+    tree["summary"]["new_figure"] = 1.into();
+    tree["iterations"][0]["ends"]["local"]["new_count"] = 7.into();
+    let bytes = reseal(tree);
+    let record = RunRecord::from_slice(&bytes).unwrap();
+    assert_eq!(record.schema, "netbisect.run/1.2");
+    let stated: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(record.id, stated["id"].as_str().unwrap());
+    // A member added to the spec enters the config_key as written: a
+    // document whose key was computed without it is refused.
+    let mut tree = golden_tree();
+    tree["schema"] = "netbisect.run/1.2".into();
+    tree["spec"]["new_knob"] = 3.into();
+    let err = RunRecord::from_slice(&reseal(tree)).unwrap_err();
+    assert!(
+        matches!(err, RecordError::ConfigKeyMismatch { .. }),
+        "{err}"
+    );
+    // The same member in a record of a revision this reader knows is an
+    // error, not something to drop.
+    let mut tree = golden_tree();
+    tree["spec"]["new_knob"] = 3.into();
+    assert_eq!(
+        read_error(&reseal(tree)),
+        "invalid record: unknown member $.spec.new_knob"
+    );
 }
 
 #[test]
@@ -643,7 +738,7 @@ fn records_read_back_as_written() {
     );
     // A newer minor revision may carry members this reader does not know.
     let mut tree = golden_tree();
-    tree["schema"] = "netbisect.run/1.1".into();
+    tree["schema"] = "netbisect.run/1.2".into();
     tree["summary"]["new_figure"] = 1.into();
     assert!(RunRecord::from_slice(&reseal(tree)).is_ok());
 }
@@ -688,4 +783,25 @@ fn a_vm_section_round_trips_and_keys_the_guest_knobs() {
             .unwrap()
             .contains("\"vm\"")
     );
+}
+
+#[test]
+fn times_must_be_utc_with_valid_fields() {
+    // Runs are ordered by these strings: a time in another offset, a
+    // word or an impossible date would sort wrongly, so even a record
+    // whose id matches its content is refused.
+    for (member, time) in [
+        ("started_at", "yesterday"),
+        ("started_at", "2026-13-01T00:00:00Z"),
+        ("finished_at", "2026-11-30T07:04:23+01:00"),
+        ("finished_at", "2026-02-30T07:04:23Z"),
+    ] {
+        let mut tree = golden_tree();
+        tree[member] = time.into();
+        let message = read_error(&reseal(tree));
+        assert!(
+            message.contains(member) && message.contains("RFC 3339 UTC"),
+            "{time}: {message}"
+        );
+    }
 }

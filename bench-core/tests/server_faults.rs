@@ -30,6 +30,7 @@ fn start(config: ServerConfig) -> (ServerHandle, Events) {
 fn loopback_config() -> ServerConfig {
     let mut config = ServerConfig::loopback(AddressFamily::Ipv4);
     config.control_timeout = CONTROL_TIMEOUT;
+    config.pre_auth_timeout = CONTROL_TIMEOUT;
     config.io_timeout = Duration::from_secs(2);
     config
 }
@@ -155,7 +156,7 @@ fn version_mismatch_names_both_versions() {
     };
     assert_eq!(
         message,
-        "protocol version mismatch: client speaks 99, server speaks 2"
+        "protocol version mismatch: client speaks 99, server speaks 3"
     );
     assert!(has_event(&events, |event| matches!(
         event,
@@ -185,7 +186,7 @@ fn client_names_both_versions_when_the_server_differs() {
     let message = err.to_string();
     assert!(matches!(err, ClientError::VersionMismatch { .. }));
     assert!(
-        message.contains("client speaks 2") && message.contains("speaks 7"),
+        message.contains("client speaks 3") && message.contains("speaks 7"),
         "{message}"
     );
 }
@@ -246,12 +247,16 @@ fn client_vanishing_mid_test_is_dropped() {
         },
     )
     .unwrap();
-    let Frame::Ready { data_ports } = read_frame(&mut stream, Duration::from_secs(2)).unwrap()
+    let Frame::Ready {
+        data_ports,
+        data_secret,
+    } = read_frame(&mut stream, Duration::from_secs(2)).unwrap()
     else {
         panic!("expected ready");
     };
     let data_port = data_ports[0];
     let mut data = TcpStream::connect(("127.0.0.1", data_port)).unwrap();
+    data.write_all(data_secret.as_bytes()).unwrap();
     data.write_all(&[0u8; 65_536]).unwrap();
     drop(data);
     drop(stream);
@@ -301,8 +306,10 @@ fn many_concurrent_clients_are_served_independently() {
 }
 
 fn write_token(dir: &tempfile::TempDir, name: &str, text: &str) -> Token {
+    use std::os::unix::fs::PermissionsExt;
     let path = dir.path().join(name);
     std::fs::write(&path, text).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
     Token::from_file(&path).unwrap()
 }
 

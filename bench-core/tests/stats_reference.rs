@@ -10,8 +10,8 @@ use bench_core::stats::distributions::{
     normal_cdf, normal_quantile, student_t_cdf, student_t_quantile,
 };
 use bench_core::stats::{
-    MannWhitneyMethod, mann_whitney_u, mean_interval, percentile, student_t_test, welch_interval,
-    welch_t_test,
+    MannWhitneyMethod, RatioMethod, mann_whitney_u, mean_interval, percentile, ratio_interval,
+    student_t_test, welch_interval, welch_t_test,
 };
 use serde::Deserialize;
 
@@ -26,6 +26,19 @@ struct Reference {
     welch: Vec<WelchCase>,
     mean_intervals: Vec<MeanIntervalCase>,
     percentiles: Vec<PercentileCase>,
+    ratios: Vec<RatioCase>,
+}
+
+#[derive(Deserialize)]
+struct RatioCase {
+    name: String,
+    first: Vec<f64>,
+    second: Vec<f64>,
+    level: f64,
+    ratio: f64,
+    method: String,
+    low: f64,
+    high: f64,
 }
 
 #[derive(Deserialize)]
@@ -248,4 +261,27 @@ fn percentiles() {
         let what = format!("p{} of {} values", case.pct, case.values.len());
         assert_close(&what, actual, case.value, 1e-12);
     }
+}
+
+#[test]
+fn ratio_intervals() {
+    let reference = reference();
+    let mut methods = std::collections::BTreeSet::new();
+    for case in &reference.ratios {
+        let interval = ratio_interval(&case.first, &case.second, case.level).unwrap();
+        let what = format!("{} at {}", case.name, case.level);
+        let method = match interval.method {
+            RatioMethod::Fieller => "fieller",
+            RatioMethod::LogScale => "log_scale",
+        };
+        assert_eq!(method, case.method, "{what}");
+        methods.insert(method);
+        assert_close(&what, interval.ratio, case.ratio, 1e-13);
+        assert_close(&what, interval.low, case.low, 1e-9);
+        assert_close(&what, interval.high, case.high, 1e-9);
+        // The relative form of a ratio of positive figures never reads
+        // below -100%.
+        assert!(interval.relative().low_pct > -100.0, "{what}");
+    }
+    assert_eq!(methods.len(), 2);
 }

@@ -1,13 +1,14 @@
-//! Bisects many simulated noisy histories with the sequential engine and
-//! with a naive fixed-repeat bisection, and prints accuracy and cost.
+//! Bisects many simulated noisy histories with the engine's two methods
+//! (sequential and posterior) and with a naive fixed-repeat bisection,
+//! and prints accuracy and cost.
 //!
 //! Usage: simulate N_COMMITS STEP_PCT CV_PCT SHAPE TRIALS SEED [REPEATS,...]
-//! [MAX_REPEATS]. SHAPE is normal, heavy or outliers; REPEATS are the
+//! [MAX_REPEATS]. SHAPE is normal, heavy, outliers, bimodal or drift; REPEATS are the
 //! naive method's fixed repeat counts (default 3,10); MAX_REPEATS is the
-//! sequential method's cap per commit. Run it through
+//! both methods' cap per commit. Run it through
 //! scripts/bench-bisect-sim.sh.
 
-use bisect::decision::DecisionConfig;
+use bisect::decision::{DecisionConfig, Method};
 use bisect::sim::{self, History, NoiseShape, Rng, Tally};
 use std::process::ExitCode;
 
@@ -70,7 +71,8 @@ fn main() -> ExitCode {
     if let Some(max_repeats) = args.max_repeats {
         decision.max_repeats = max_repeats;
     }
-    let mut engine_tally = Tally::default();
+    let methods = [Method::Sequential, Method::Posterior];
+    let mut method_tallies = [Tally::default(); 2];
     let mut naive_tallies = vec![Tally::default(); args.naive_repeats.len()];
     let mut history_rng = Rng::new(args.seed);
     for trial_idx in 0..args.n_trials {
@@ -81,12 +83,18 @@ fn main() -> ExitCode {
             args.shape,
             &mut history_rng,
         );
-        let mut rng = Rng::new(args.seed ^ (u64::from(trial_idx) << 32) ^ 0x5eed);
-        match sim::engine_bisect(&history, &decision, &mut rng) {
-            Ok(trial) => engine_tally.add(trial),
-            Err(err) => {
-                eprintln!("simulate: trial {trial_idx}: {err}");
-                return ExitCode::FAILURE;
+        for (tally, &method) in method_tallies.iter_mut().zip(&methods) {
+            let mut rng = Rng::new(args.seed ^ (u64::from(trial_idx) << 32) ^ 0x5eed);
+            let decision = DecisionConfig {
+                method,
+                ..decision.clone()
+            };
+            match sim::engine_bisect(&history, &decision, &mut rng) {
+                Ok(trial) => tally.add(trial),
+                Err(err) => {
+                    eprintln!("simulate: trial {trial_idx}: {err}");
+                    return ExitCode::FAILURE;
+                }
             }
         }
         for (tally, &repeats) in naive_tallies.iter_mut().zip(&args.naive_repeats) {
@@ -108,14 +116,16 @@ fn main() -> ExitCode {
         "{:<24} {:>10} {:>14}",
         "method", "correct_%", "measurements"
     );
-    println!(
-        "{:<24} {:>10.1} {:>14.1}   (+{} confirmation; {} ended in a range)",
-        "sequential",
-        engine_tally.accuracy_pct(),
-        engine_tally.mean_measurements(),
-        2 * decision.confirm_repeats,
-        engine_tally.n_ranges
-    );
+    for (tally, name) in method_tallies.iter().zip(["sequential", "posterior"]) {
+        println!(
+            "{:<24} {:>10.1} {:>14.1}   (+{} confirmation; {} ended in a range)",
+            name,
+            tally.accuracy_pct(),
+            tally.mean_measurements(),
+            2 * decision.confirm_repeats,
+            tally.n_ranges
+        );
+    }
     for (tally, repeats) in naive_tallies.iter().zip(&args.naive_repeats) {
         println!(
             "{:<24} {:>10.1} {:>14.1}",

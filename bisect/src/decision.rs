@@ -68,6 +68,7 @@
 //! Everything here is a pure function of the samples, so the engine that
 //! calls it is deterministic given its measurements.
 
+use bench_core::stats::ratio::{self, MeanEstimate};
 use serde::{Deserialize, Serialize};
 
 /// A sample's contribution to the likelihood ratio is clipped as if it
@@ -103,6 +104,32 @@ pub struct DecisionConfig {
     pub min_effect_pct: f64,
     /// Repeats added to the culprit and its parent to confirm the answer.
     pub confirm_repeats: u32,
+    /// How the range is walked. Journals written before there was a
+    /// choice walked it sequentially.
+    #[serde(default)]
+    pub method: Method,
+    /// Posterior probability at which the probabilistic method names the
+    /// culprit.
+    #[serde(default = "default_culprit_confidence")]
+    pub culprit_confidence: f64,
+}
+
+/// How a bisection walks the range.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Method {
+    /// One commit at a time, repeated until the sequential test
+    /// classifies it (see [`classify`]); then the next, as `git bisect`.
+    #[default]
+    Sequential,
+    /// Probabilistic bisection: every sample of every commit updates one
+    /// posterior over the culprit, and the next sample goes where it tells
+    /// the most (see [`crate::posterior`]).
+    Posterior,
+}
+
+fn default_culprit_confidence() -> f64 {
+    0.995
 }
 
 impl Default for DecisionConfig {
@@ -114,6 +141,8 @@ impl Default for DecisionConfig {
             min_end_repeats: 5,
             min_effect_pct: 1.0,
             confirm_repeats: 5,
+            method: Method::Posterior,
+            culprit_confidence: default_culprit_confidence(),
         }
     }
 }
@@ -234,15 +263,8 @@ impl Model {
         if samples.is_empty() {
             return 0.0;
         }
-        let delta = self.new_mean - self.old_mean;
-        let midpoint = (self.old_mean + self.new_mean) / 2.0;
-        let bound = delta.abs() / 2.0 + CLIP_SIGMAS * self.sigma;
         let n_samples = samples.len() as f64;
-        let clipped_mean = samples
-            .iter()
-            .map(|&x| midpoint + (x - midpoint).clamp(-bound, bound))
-            .sum::<f64>()
-            / n_samples;
+        let clipped_mean = samples.iter().map(|&x| self.clip(x)).sum::<f64>() / n_samples;
         let sigma2 = self.sigma * self.sigma;
         // The means are estimates: the commit's mean is compared with each
         // through the variance of the difference, so that the evidence
@@ -254,6 +276,21 @@ impl Model {
         dist_old * dist_old / (2.0 * var_old)
             - dist_new * dist_new / (2.0 * var_new)
             - 0.5 * (var_new / var_old).ln()
+    }
+
+    /// `value` clipped to at most [`CLIP_SIGMAS`] noise scales beyond the
+    /// farther of the two means, so that one wild sample weighs no more
+    /// than a sample that far out.
+    pub fn clip(&self, value: f64) -> f64 {
+        self.clip_at(value, CLIP_SIGMAS)
+    }
+
+    /// `value` clipped to at most `sigmas` noise scales beyond the farther
+    /// of the two means.
+    pub fn clip_at(&self, value: f64, sigmas: f64) -> f64 {
+        let midpoint = (self.old_mean + self.new_mean) / 2.0;
+        let bound = (self.new_mean - self.old_mean).abs() / 2.0 + sigmas * self.sigma;
+        midpoint + (value - midpoint).clamp(-bound, bound)
     }
 
     /// The step in units of noise: |new - old| / sigma.
@@ -343,76 +380,77 @@ pub struct Difference {
 }
 
 impl Difference {
-    /// Welch's interval on new - old at `level` (for example 0.95).
-    /// `None` with fewer than two samples on a side.
+    /// Welch's means and degrees of freedom, with the interval on the
+    /// change taken on the ratio of the means (Fieller's, see
+    /// [`bench_core::stats::ratio`]) at `level` (for example 0.95). `None`
+    /// with fewer than two samples on a side, or when the old mean is not
+    /// clearly away from zero.
     pub fn welch(old: &[f64], new: &[f64], level: f64) -> Option<Difference> {
-        let interval = bench_core::stats::welch_interval(old, new, level).ok()?;
-        let old_mean = mean_var(old).0;
-        Some(Difference::assemble(
-            old,
-            new,
-            old_mean,
-            old_mean + interval.change,
-            interval.high - interval.change,
-            level,
-        ))
+        let old_estimate = MeanEstimate::of(old).ok()?;
+        let new_estimate = MeanEstimate::of(new).ok()?;
+        let df = ratio::welch_df(
+            old_estimate.variance_of_mean,
+            old.len(),
+            new_estimate.variance_of_mean,
+            new.len(),
+        );
+        Difference::assemble(old, new, old_estimate, new_estimate, df, level)
     }
 
-    /// Yuen's interval on the difference of 20%-trimmed means (K. K. Yuen,
-    /// "The two-sample trimmed t for unequal population variances",
-    /// Biometrika 61(1), 1974): Welch's interval made robust to outliers
-    /// by trimming a fifth of each side and using winsorised variances.
-    /// `None` with fewer than three samples on a side.
+    /// Yuen's trimmed means (K. K. Yuen, "The two-sample trimmed t for
+    /// unequal population variances", Biometrika 61(1), 1974): Welch's
+    /// interval made robust to outliers by trimming a fifth of each side
+    /// and using winsorised variances; the interval on the change is
+    /// taken on the ratio of the trimmed means, with Yuen's degrees of
+    /// freedom. `None` with fewer than three samples on a side.
     pub fn yuen(old: &[f64], new: &[f64], level: f64) -> Option<Difference> {
         if old.len() < 3 || new.len() < 3 {
             return None;
         }
         let (old_mean, old_d, old_h) = trimmed(old);
         let (new_mean, new_d, new_h) = trimmed(new);
-        let se = (old_d + new_d).sqrt();
         let df = if old_d + new_d > 0.0 {
             (old_d + new_d).powi(2)
                 / (old_d.powi(2) / (old_h - 1.0) + new_d.powi(2) / (new_h - 1.0))
         } else {
             old_h + new_h - 2.0
         };
-        let half_width =
-            bench_core::stats::distributions::student_t_quantile(0.5 + level / 2.0, df).ok()? * se;
-        Some(Difference::assemble(
-            old, new, old_mean, new_mean, half_width, level,
-        ))
+        let old_estimate = MeanEstimate {
+            mean: old_mean,
+            variance_of_mean: old_d,
+        };
+        let new_estimate = MeanEstimate {
+            mean: new_mean,
+            variance_of_mean: new_d,
+        };
+        Difference::assemble(old, new, old_estimate, new_estimate, df, level)
     }
 
-    /// The difference of `new_mean` over `old_mean` with an interval of
-    /// `half_width` either side, in percent of the old mean (0 when the old
-    /// mean is 0).
+    /// The difference of the new estimate over the old one, with the
+    /// interval on their ratio in percent of the old mean's magnitude.
     fn assemble(
         old: &[f64],
         new: &[f64],
-        old_mean: f64,
-        new_mean: f64,
-        half_width: f64,
+        old_estimate: MeanEstimate,
+        new_estimate: MeanEstimate,
+        df: f64,
         level: f64,
-    ) -> Difference {
-        let diff = new_mean - old_mean;
-        let scale = if old_mean != 0.0 {
-            100.0 / old_mean.abs()
-        } else {
-            0.0
-        };
-        Difference {
-            old_mean,
-            new_mean,
+    ) -> Option<Difference> {
+        let interval = ratio::ratio_interval_of(new_estimate, old_estimate, df, level).ok()?;
+        let relative = interval.relative();
+        Some(Difference {
+            old_mean: old_estimate.mean,
+            new_mean: new_estimate.mean,
             old_stddev: mean_var(old).1.sqrt(),
             new_stddev: mean_var(new).1.sqrt(),
             n_old: old.len() as u32,
             n_new: new.len() as u32,
-            diff,
-            diff_pct: diff * scale,
+            diff: new_estimate.mean - old_estimate.mean,
+            diff_pct: relative.change_pct,
             level_pct: level * 100.0,
-            ci_low_pct: (diff - half_width) * scale,
-            ci_high_pct: (diff + half_width) * scale,
-        }
+            ci_low_pct: relative.low_pct,
+            ci_high_pct: relative.high_pct,
+        })
     }
 
     /// True when the interval excludes zero.
@@ -430,7 +468,13 @@ pub fn compare_ends(good: &[f64], bad: &[f64], config: &DecisionConfig) -> EndsD
         return EndsDecision::NeedMore;
     }
     let Some(difference) = Difference::yuen(good, bad, END_CONFIDENCE) else {
-        return EndsDecision::NeedMore;
+        // No bounded interval (a good end not clearly away from zero):
+        // more samples may give one, up to the cap.
+        return if at_cap {
+            EndsDecision::Refuse
+        } else {
+            EndsDecision::NeedMore
+        };
     };
     let big_enough = difference.diff_pct.abs() >= config.min_effect_pct;
     let clear = difference.is_significant() && big_enough;
@@ -442,7 +486,10 @@ pub fn compare_ends(good: &[f64], bad: &[f64], config: &DecisionConfig) -> EndsD
             model.sigma / 2.0 * (1.0 / good.len() as f64 + 1.0 / bad.len() as f64).sqrt();
         let precise =
             midpoint_se <= END_MIDPOINT_PRECISION * (model.new_mean - model.old_mean).abs();
-        if precise || at_cap {
+        // The sequential test compares each commit with the midpoint of
+        // the ends, so it needs that midpoint first; the probabilistic
+        // method learns both means from every sample as it goes.
+        if precise || at_cap || config.method == Method::Posterior {
             return EndsDecision::Differ;
         }
         return EndsDecision::NeedMore;
@@ -591,6 +638,47 @@ fn pooled_scale_dof(groups: &[&[f64]]) -> (f64, usize) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_hundredfold_drop_reads_above_minus_one_hundred_percent() {
+        // The ends of a loopback bisection whose report once read
+        // "-98.2% [-126.7%, -69.7%]".
+        let good = [
+            10418495124.5,
+            7625127923.7,
+            7068554605.8,
+            22583090553.4,
+            9543123023.9,
+            18652021973.2,
+            14349637025.9,
+            7334694755.6,
+            8394502987.5,
+            10836738898.5,
+            13233991372.8,
+        ];
+        let bad = [
+            139092241.9,
+            146681161.5,
+            149534131.6,
+            225707438.5,
+            290969657.3,
+            296805174.7,
+            268905914.99,
+            216117536.6,
+            187394552.0,
+            187134847.9,
+        ];
+        for difference in [
+            Difference::welch(&good, &bad, 0.95).unwrap(),
+            Difference::yuen(&good, &bad, 0.95).unwrap(),
+        ] {
+            assert!(difference.ci_low_pct > -100.0, "{difference:?}");
+            assert!(difference.ci_low_pct < difference.diff_pct);
+            assert!(difference.diff_pct < difference.ci_high_pct);
+            assert!(difference.ci_high_pct < 0.0);
+            assert!(difference.is_significant());
+        }
+    }
+
     use super::*;
 
     #[test]

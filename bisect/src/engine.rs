@@ -10,13 +10,28 @@
 //! same answer. [`status`] replays without measuring anything.
 
 use crate::decision::{
-    self, DecisionConfig, Difference, EndsDecision, Model, StepDecision, Verdict,
+    self, DecisionConfig, Difference, EndsDecision, Method, Model, StepDecision, Verdict,
 };
 use crate::graph::{self, CommitGraph, CommitInfo, GraphError};
 use crate::journal::{BoxError, JOURNAL_SCHEMA, Journal, JournalEvent, JournalSample};
+use crate::posterior::{self, Ancestry, Moments};
 use crate::report::{self, BisectReport, BisectResult, EndSummary, Refusal, StepReport};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+/// Posterior certainty at which the probabilistic method lets a commit's
+/// samples join the reference they resemble.
+const REFERENCE_CERTAINTY: f64 = 0.999;
+
+/// A commit whose `P(new)` lies within this of 0 or 1 cannot move the
+/// posterior: measuring it again is pointless.
+const UNMOVABLE: f64 = 1e-4;
+
+/// The probabilistic method clips samples this many noise scales beyond
+/// the farther mean: looser than the sequential test, whose clipping
+/// would shrink the within-group spread the posterior learns the noise
+/// from and make it overconfident (measured with `bisect-sim`).
+const POSTERIOR_CLIP_SIGMAS: f64 = 2.0;
 
 /// Which way is better.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -95,6 +110,9 @@ pub struct Progress<'a> {
     /// Estimated total number of steps (steps so far + log2 of what is
     /// left).
     pub est_steps_total: u32,
+    /// Estimated samples left before the culprit is named (confirmation
+    /// excluded), when the method can tell.
+    pub est_samples_left: Option<u32>,
     /// The commit about to be measured.
     pub commit: &'a CommitInfo,
     /// Samples of that commit so far.
@@ -164,6 +182,15 @@ pub enum EngineError {
         #[source]
         source: BoxError,
     },
+    /// A signal stopped the bisection (journaled).
+    #[error("stopped while measuring {commit}")]
+    Interrupted {
+        /// The commit being measured.
+        commit: String,
+        /// The signal.
+        #[source]
+        source: crate::interrupt::Interrupted,
+    },
     /// Reading or writing the journal failed.
     #[error("journal failed")]
     Journal(#[source] BoxError),
@@ -222,6 +249,24 @@ struct Machine<'g> {
     end_failure: Option<(Target, String)>,
     new_verdicts: Vec<JournalEvent>,
     candidates_left: u32,
+    /// The probabilistic method's state; `None` for the sequential one.
+    posterior: Option<PosteriorState>,
+}
+
+/// What the probabilistic method keeps between two of its rounds.
+struct PosteriorState {
+    ancestry: Ancestry,
+    /// `P(x new)` of every commit after the last round: commits it puts
+    /// beyond doubt join the references of the model.
+    p_new: Vec<f64>,
+    /// Commits in the order they were first measured or skipped.
+    visited: Vec<usize>,
+    /// The commits that may hold the culprit when the walk ends in a range.
+    range: Option<Vec<usize>>,
+    /// The culprit's posterior probability when it was named.
+    culprit_probability: Option<f64>,
+    /// Estimated samples left, from the posterior's entropy.
+    est_samples_left: u32,
 }
 
 impl<'g> Machine<'g> {
@@ -243,6 +288,14 @@ impl<'g> Machine<'g> {
             end_failure: None,
             new_verdicts: Vec::new(),
             candidates_left: graph.nodes.len() as u32,
+            posterior: (config.decision.method == Method::Posterior).then(|| PosteriorState {
+                ancestry: Ancestry::of(graph),
+                p_new: Vec::new(),
+                visited: Vec::new(),
+                range: None,
+                culprit_probability: None,
+                est_samples_left: 0,
+            }),
         }
     }
 
@@ -265,6 +318,13 @@ impl<'g> Machine<'g> {
     }
 
     fn feed(&mut self, target: Target, measurement: Measurement) {
+        if let (Target::Node(node_idx), Some(state), Phase::Steps) =
+            (target, &mut self.posterior, self.phase)
+            && self.node_samples[node_idx].is_empty()
+            && !self.skip_reasons.contains_key(&node_idx)
+        {
+            state.visited.push(node_idx);
+        }
         match measurement {
             Measurement::Sample(sample) if sample.value.is_finite() => match target {
                 Target::Good => self.good_samples.push(sample.value),
@@ -320,7 +380,10 @@ impl<'g> Machine<'g> {
         self.verdicts.insert(node_idx, verdict);
         match verdict {
             Verdict::Old => self.olds.push(node_idx),
-            Verdict::New => self.bad = node_idx,
+            // The probabilistic method gives its verdicts in the order the
+            // commits were visited: the bad end moves only backwards.
+            Verdict::New if node_idx < self.bad => self.bad = node_idx,
+            Verdict::New => {}
             Verdict::Unknown | Verdict::Skip => {
                 self.skipped.insert(node_idx);
             }
@@ -379,7 +442,12 @@ impl<'g> Machine<'g> {
                     }
                 }
                 Phase::Steps => {
-                    if let Some(action) = self.step()? {
+                    let action = if self.posterior.is_some() {
+                        self.posterior_step()
+                    } else {
+                        self.step()?
+                    };
+                    if let Some(action) = action {
                         return Ok(action);
                     }
                 }
@@ -475,6 +543,196 @@ impl<'g> Machine<'g> {
         }
     }
 
+    /// The model of the probabilistic method: the ends, and the commits
+    /// the posterior already puts beyond doubt, as references.
+    fn posterior_model(&self) -> Option<Model> {
+        let bad_idx = self.graph.bad_idx();
+        let mut old_groups: Vec<&[f64]> = vec![&self.good_samples];
+        let mut new_groups: Vec<&[f64]> = vec![&self.node_samples[bad_idx]];
+        if let Some(state) = &self.posterior {
+            let doubt = 1.0 - REFERENCE_CERTAINTY;
+            for (node_idx, &p_new) in state.p_new.iter().enumerate() {
+                let samples = &self.node_samples[node_idx];
+                if node_idx == bad_idx || samples.is_empty() {
+                    continue;
+                }
+                if p_new >= 1.0 - doubt {
+                    new_groups.push(samples);
+                } else if p_new <= doubt {
+                    old_groups.push(samples);
+                }
+            }
+        }
+        Model::estimate(&old_groups, &new_groups)
+    }
+
+    /// The posterior over the culprit under `model`, and `P(x new)` for
+    /// every commit.
+    fn posterior_of(&self, model: &Model) -> (Vec<f64>, Vec<f64>) {
+        let Some(state) = &self.posterior else {
+            return (Vec::new(), Vec::new());
+        };
+        let bad_idx = self.graph.bad_idx();
+        // Samples relative to the old mean keep the sums precise; clipped,
+        // so that an outlier weighs no more than a sample a few noise
+        // scales beyond the farther mean.
+        let scale = if model.old_mean.is_finite() && model.old_mean != 0.0 {
+            model.old_mean.abs()
+        } else {
+            1.0
+        };
+        let moments = |samples: &[f64]| {
+            Moments::of(samples.iter().map(|&value| {
+                (model.clip_at(value, POSTERIOR_CLIP_SIGMAS) - model.old_mean) / scale
+            }))
+        };
+        let nodes: Vec<(usize, Moments)> = self
+            .node_samples
+            .iter()
+            .enumerate()
+            .filter(|(node_idx, samples)| *node_idx != bad_idx && !samples.is_empty())
+            .map(|(node_idx, samples)| (node_idx, moments(samples)))
+            .collect();
+        let culprit = posterior::culprit_probabilities(
+            &state.ancestry,
+            moments(&self.good_samples),
+            moments(&self.node_samples[bad_idx]),
+            &nodes,
+        );
+        let p_new = posterior::new_probabilities(&state.ancestry, &culprit);
+        (culprit, p_new)
+    }
+
+    /// One round of the probabilistic method: name the culprit when its
+    /// posterior is high enough, end in a range when no commit that can
+    /// be measured would move the posterior, else measure the commit whose
+    /// next sample tells the most.
+    fn posterior_step(&mut self) -> Option<Action> {
+        let Some(model) = self.posterior_model() else {
+            return Some(Action::Done(self.finish(None)));
+        };
+        let (culprit, p_new) = self.posterior_of(&model);
+        let confidence = self
+            .config
+            .decision
+            .culprit_confidence
+            .clamp(0.5, 1.0 - 1e-9);
+        let credible = posterior::credible_set(&culprit, confidence);
+        self.candidates_left = credible.len() as u32;
+        let bad_idx = self.graph.bad_idx();
+        let max_repeats = self.config.decision.max_repeats.max(1) as usize;
+        let best = credible.first().copied().unwrap_or(bad_idx);
+        let entropy: f64 = culprit
+            .iter()
+            .filter(|&&p| p > 0.0)
+            .map(|&p| -p * p.ln())
+            .sum();
+        let per_sample = posterior::information_per_sample(0.5, model.effect_size());
+        if let Some(state) = &mut self.posterior {
+            state.p_new = p_new.clone();
+            state.est_samples_left = if per_sample > 0.0 {
+                ((entropy + (1.0 / (1.0 - confidence)).ln()) / per_sample).ceil() as u32
+            } else {
+                0
+            };
+        }
+        if culprit.get(best).copied().unwrap_or(0.0) >= confidence
+            && !self.skip_reasons.contains_key(&best)
+        {
+            // The answer rests on the culprit looking new and its parent
+            // old: one wild sample of either must not decide it alone.
+            let guard = self.config.decision.min_repeats as usize;
+            let parent = match self.graph.nodes[best].parents.first() {
+                Some(&parent_idx) => Target::Node(parent_idx),
+                None => Target::Good,
+            };
+            let short = [Target::Node(best), parent]
+                .into_iter()
+                .filter(|&target| {
+                    !matches!(target, Target::Node(n) if self.skip_reasons.contains_key(&n))
+                })
+                .min_by_key(|&target| self.samples(target).len())
+                .filter(|&target| self.samples(target).len() < guard);
+            if let Some(target) = short {
+                return Some(Action::Measure(target));
+            }
+            if let Some(state) = &mut self.posterior {
+                state.culprit_probability = culprit.get(best).copied();
+            }
+            self.close_posterior(&p_new, confidence);
+            self.start_confirm(best);
+            return None;
+        }
+        // The commit whose `P(new)` is nearest one half; among equals the
+        // one with fewer samples, then the oldest.
+        let measurable = |node_idx: &usize| {
+            *node_idx != bad_idx
+                && !self.skip_reasons.contains_key(node_idx)
+                && self.node_samples[*node_idx].len() < max_repeats
+        };
+        let next = (0..self.graph.nodes.len())
+            .filter(measurable)
+            .min_by(|&a, &b| {
+                let distance = |node_idx: usize| (p_new[node_idx] - 0.5).abs();
+                distance(a)
+                    .total_cmp(&distance(b))
+                    .then(self.node_samples[a].len().cmp(&self.node_samples[b].len()))
+                    .then(a.cmp(&b))
+            });
+        let next = next.filter(|&node_idx| (p_new[node_idx] - 0.5).abs() < 0.5 - UNMOVABLE);
+        let Some(node_idx) = next else {
+            // Nothing measurable can move the posterior: the culprit is
+            // among skipped or capped commits next to each other.
+            if let Some(state) = &mut self.posterior {
+                state.range = Some(credible);
+            }
+            self.close_posterior(&p_new, confidence);
+            return Some(Action::Done(self.finish(None)));
+        };
+        // As in the sequential method, a commit's evidence is bounded by
+        // how well the references are known: once it has as many samples
+        // as the smaller one, that reference's end is measured instead.
+        let n_samples = self.node_samples[node_idx].len() as f64;
+        let n_min = f64::from(self.config.decision.min_repeats);
+        if n_samples >= n_min && n_samples >= model.n_old.min(model.n_new) {
+            let end = if model.n_old <= model.n_new {
+                Target::Good
+            } else {
+                Target::Node(bad_idx)
+            };
+            return Some(Action::Measure(end));
+        }
+        Some(Action::Measure(Target::Node(node_idx)))
+    }
+
+    /// Gives every commit the probabilistic method visited its verdict, in
+    /// the order they were visited: new or old when the posterior puts it
+    /// beyond `confidence`, unknown otherwise, skip when it could not be
+    /// measured.
+    fn close_posterior(&mut self, p_new: &[f64], confidence: f64) {
+        let Some(state) = &self.posterior else {
+            return;
+        };
+        let visited = state.visited.clone();
+        let Some(model) = self.posterior_model() else {
+            return;
+        };
+        for node_idx in visited {
+            let samples = &self.node_samples[node_idx];
+            let llr = model.llr(samples);
+            let verdict = if self.skip_reasons.contains_key(&node_idx) {
+                Verdict::Skip
+            } else if p_new[node_idx] >= confidence {
+                Verdict::New
+            } else if p_new[node_idx] <= 1.0 - confidence {
+                Verdict::Old
+            } else {
+                Verdict::Unknown
+            };
+            self.record_verdict(node_idx, verdict, llr);
+        }
+    }
+
     fn start_confirm(&mut self, culprit: usize) {
         let parent = match self.graph.nodes[culprit].parents.first() {
             Some(&parent_idx) => Target::Node(parent_idx),
@@ -540,24 +798,35 @@ impl<'g> Machine<'g> {
                 // The culprit is right when every verdict on the way is:
                 // the product of each verdict's posterior under the final
                 // model.
-                let confidence: f64 = model
-                    .as_ref()
-                    .map(|model| {
-                        self.steps
-                            .iter()
-                            .filter(|step| matches!(step.verdict, Verdict::Old | Verdict::New))
-                            .map(|step| {
-                                let llr = model.llr(&self.node_samples[step.node_idx]);
-                                let sign = if step.verdict == Verdict::New {
-                                    1.0
-                                } else {
-                                    -1.0
-                                };
-                                1.0 / (1.0 + (-sign * llr).exp())
-                            })
-                            .product()
-                    })
-                    .unwrap_or(0.0);
+                let confidence: f64 = if self.posterior.is_some() {
+                    // The culprit's posterior under the final model, with
+                    // the confirmation's samples.
+                    self.posterior_model()
+                        .map(|model| {
+                            let (culprit_probabilities, _) = self.posterior_of(&model);
+                            culprit_probabilities.get(culprit).copied().unwrap_or(0.0)
+                        })
+                        .unwrap_or(0.0)
+                } else {
+                    model
+                        .as_ref()
+                        .map(|model| {
+                            self.steps
+                                .iter()
+                                .filter(|step| matches!(step.verdict, Verdict::Old | Verdict::New))
+                                .map(|step| {
+                                    let llr = model.llr(&self.node_samples[step.node_idx]);
+                                    let sign = if step.verdict == Verdict::New {
+                                        1.0
+                                    } else {
+                                        -1.0
+                                    };
+                                    1.0 / (1.0 + (-sign * llr).exp())
+                                })
+                                .product()
+                        })
+                        .unwrap_or(0.0)
+                };
                 let confirmed = model.as_ref().is_some_and(|model| {
                     let culprit_new = model.llr(culprit_samples) > 0.0;
                     let parent_old = confirm.parent_unmeasurable || model.llr(parent_samples) < 0.0;
@@ -574,7 +843,13 @@ impl<'g> Machine<'g> {
                 }
             }
             _ => {
-                let candidates = self.graph.candidates(self.bad, &self.olds);
+                let candidates = match self.posterior.as_ref().and_then(|s| s.range.clone()) {
+                    Some(mut range) => {
+                        range.sort_unstable();
+                        range
+                    }
+                    None => self.graph.candidates(self.bad, &self.olds),
+                };
                 BisectResult::Range {
                     commits: candidates
                         .iter()
@@ -589,6 +864,7 @@ impl<'g> Machine<'g> {
             metric: self.config.metric.clone(),
             direction: self.config.direction,
             first_parent: self.graph.first_parent,
+            method: self.config.decision.method,
             good: self.end_summary(Target::Good),
             bad: self.end_summary(bad),
             ends: Difference::welch(&self.good_samples, self.samples(bad), 0.95),
@@ -602,16 +878,32 @@ impl<'g> Machine<'g> {
     }
 
     fn progress(&self, target: Target) -> Progress<'g> {
-        let step = match self.phase {
-            Phase::Ends => 0,
-            Phase::Steps => self.steps.len() as u32 + 1,
-            Phase::Confirm => self.steps.len() as u32,
-        };
         let left = graph::steps_left(self.candidates_left as usize);
+        let (step, est_steps_total, est_samples_left) = match (&self.posterior, self.phase) {
+            (_, Phase::Ends) => (0, left, None),
+            // The probabilistic method has no steps of its own: count the
+            // commits it has visited, and estimate the samples left from
+            // the posterior's entropy.
+            (Some(state), Phase::Steps) => {
+                let visited = state.visited.len() as u32 + 1;
+                (visited, visited + left, Some(state.est_samples_left))
+            }
+            (Some(state), Phase::Confirm) => {
+                let visited = state.visited.len() as u32;
+                (visited, visited, Some(0))
+            }
+            (None, Phase::Steps) => (
+                self.steps.len() as u32 + 1,
+                self.steps.len() as u32 + left,
+                None,
+            ),
+            (None, Phase::Confirm) => (self.steps.len() as u32, self.steps.len() as u32, None),
+        };
         Progress {
             phase: self.phase,
             step,
-            est_steps_total: self.steps.len() as u32 + left,
+            est_steps_total,
+            est_samples_left,
             commit: self.info(target),
             n_samples: self.samples(target).len() as u32,
             n_measurements: self.n_measurements(),
@@ -697,6 +989,7 @@ impl Replay {
                     commit, verdict, ..
                 } => replay.verdicts.push((commit.clone(), *verdict)),
                 JournalEvent::Finished { .. } => replay.finished = true,
+                JournalEvent::Interrupted { .. } => {}
             }
         }
         Ok(replay)
@@ -843,12 +1136,30 @@ pub fn run(
             continue;
         }
         progress(&machine.progress(target));
-        let measurement = measurer
-            .measure(info)
-            .map_err(|source| EngineError::Measure {
-                commit: info.id.clone(),
-                source,
-            })?;
+        let measured = crate::interrupt::check()
+            .map_err(|interrupted| Box::new(interrupted) as BoxError)
+            .and_then(|()| measurer.measure(info));
+        let measurement = match (measured, crate::interrupt::check()) {
+            (Ok(measurement), Ok(())) => measurement,
+            (_, Err(interrupted)) => {
+                journal
+                    .append(&JournalEvent::Interrupted {
+                        commit: info.id.clone(),
+                        signal: crate::interrupt::signal_name(interrupted.signal),
+                    })
+                    .map_err(EngineError::Journal)?;
+                return Err(EngineError::Interrupted {
+                    commit: info.id.clone(),
+                    source: interrupted,
+                });
+            }
+            (Err(source), Ok(())) => {
+                return Err(EngineError::Measure {
+                    commit: info.id.clone(),
+                    source,
+                });
+            }
+        };
         let event = match &measurement {
             Measurement::Sample(sample) => JournalEvent::Sample {
                 commit: info.id.clone(),

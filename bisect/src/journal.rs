@@ -6,7 +6,7 @@
 //! trait. The command-line tool keeps it in the archive; tests and
 //! simulations keep it in memory ([`MemoryJournal`]). Events serialise as
 //! JSON objects tagged by `"event"` (`start`, `archived`, `sample`,
-//! `skip`, `verdict`, `finished`); the first event of a journal is a
+//! `skip`, `verdict`, `interrupted`, `finished`); the first event of a journal is a
 //! `start` naming the schema, [`JOURNAL_SCHEMA`].
 
 use crate::decision::Verdict;
@@ -79,6 +79,14 @@ pub enum JournalEvent {
         n_samples: u32,
         /// Log-likelihood ratio of new against old at the decision.
         llr: f64,
+    },
+    /// A signal stopped the bisection while it measured `commit`; the
+    /// repeat was thrown away and is taken again on resume.
+    Interrupted {
+        /// Commit id.
+        commit: String,
+        /// `SIGINT` or `SIGTERM`.
+        signal: String,
     },
     /// The bisection ended.
     Finished {

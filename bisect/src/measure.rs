@@ -77,6 +77,12 @@ impl<'a> CommandMeasurer<'a> {
         ]
     }
 
+    /// The file that records the running command's process group, beside
+    /// the worktree.
+    fn marker(&self) -> std::path::PathBuf {
+        self.worktree.path().with_extension("running")
+    }
+
     /// Checks `commit` out and builds it, unless that is already done;
     /// `Some(reason)` when it cannot be measured.
     pub fn prepare(&mut self, commit: &CommitInfo) -> Result<Option<String>, BoxError> {
@@ -90,7 +96,14 @@ impl<'a> CommandMeasurer<'a> {
         let skip = match &self.step.build {
             None => None,
             Some(build) => {
-                match runner::run_command(build, self.worktree.path(), &self.env(commit), None)? {
+                let marker = self.marker();
+                match runner::run_command_marked(
+                    build,
+                    self.worktree.path(),
+                    &self.env(commit),
+                    None,
+                    Some(&marker),
+                )? {
                     CommandOutcome::Exited { code: Some(0), .. } => None,
                     CommandOutcome::Exited {
                         code, stderr_tail, ..
@@ -112,11 +125,13 @@ impl<'a> CommandMeasurer<'a> {
         if let Some(reason) = self.prepare(commit)? {
             return Ok(RecordMeasurement::Skip(reason));
         }
-        let outcome = runner::run_command(
+        let marker = self.marker();
+        let outcome = runner::run_command_marked(
             &self.step.measure,
             self.worktree.path(),
             &self.env(commit),
             self.step.timeout,
+            Some(&marker),
         )?;
         let (code, stdout, stderr_tail) = match outcome {
             CommandOutcome::TimedOut => {

@@ -14,7 +14,7 @@
 //! `"kind"`: `first_bad` or `range` (the culprit is hidden among skipped
 //! commits, listed newest first).
 
-use crate::decision::{self, Difference, Verdict};
+use crate::decision::{self, Difference, Method, Verdict};
 use crate::engine::Direction;
 use crate::graph::CommitInfo;
 use serde::{Deserialize, Serialize};
@@ -145,6 +145,10 @@ pub struct BisectReport {
     pub direction: Direction,
     /// Whether only first parents were followed.
     pub first_parent: bool,
+    /// How the range was walked; with [`Method::Posterior`] the culprit's
+    /// `confidence_pct` is its posterior probability.
+    #[serde(default)]
+    pub method: Method,
     /// The good end.
     pub good: EndSummary,
     /// The bad end.

@@ -3,17 +3,27 @@
 //! the whole group, so that a hung measurement becomes a skip and not a
 //! hang.
 
+use crate::interrupt::{self, Interrupted};
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 /// How often a running command is polled.
 const POLL_INTERVAL: Duration = Duration::from_millis(20);
-/// How long to wait for the output pipes after the command ended.
-const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long to wait for the output pipes to close after the command
+/// ended. A daemon the command left behind may hold them open for ever:
+/// then what the command itself printed (all in the pipe once it exited)
+/// is taken without waiting for the end of the file.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
+/// Once the command ended, how long its output may stay quiet before it
+/// counts as all read.
+const DRAIN_QUIET: Duration = Duration::from_millis(200);
+/// How long a command left running by a killed netbisect may take to end
+/// before a new one is refused.
+const STALE_GRACE: Duration = Duration::from_secs(10);
 /// How much of stderr is kept for messages.
 const STDERR_TAIL_BYTES: usize = 2000;
 
@@ -34,6 +44,30 @@ pub enum RunnerError {
     Wait {
         /// The command.
         command: String,
+        /// The system error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A signal stopped netbisect; the command's group was killed.
+    #[error("the command was stopped")]
+    Interrupted(#[source] Interrupted),
+    /// A command started by an earlier netbisect is still running.
+    #[error(
+        "a command started earlier is still running (process group {group}, \
+         recorded in {}); wait for it to end or stop it with `kill -- -{group}`",
+        marker.display()
+    )]
+    StillRunning {
+        /// Its process group.
+        group: i32,
+        /// The marker file that records it.
+        marker: PathBuf,
+    },
+    /// The marker file could not be written.
+    #[error("cannot write {}", path.display())]
+    Marker {
+        /// The marker file.
+        path: PathBuf,
         /// The system error.
         #[source]
         source: std::io::Error,
@@ -72,6 +106,23 @@ pub fn run_command(
     env: &[(String, String)],
     timeout: Option<Duration>,
 ) -> Result<CommandOutcome, RunnerError> {
+    run_command_marked(command, dir, env, timeout, None)
+}
+
+/// [`run_command`], recording the command's process group in `marker`
+/// while it runs. When `marker` names a group that is still alive (its
+/// netbisect was killed with it running), nothing is started.
+pub fn run_command_marked(
+    command: &str,
+    dir: &Path,
+    env: &[(String, String)],
+    timeout: Option<Duration>,
+    marker: Option<&Path>,
+) -> Result<CommandOutcome, RunnerError> {
+    interrupt::check().map_err(RunnerError::Interrupted)?;
+    if let Some(marker) = marker {
+        check_marker(marker)?;
+    }
     let mut child = Command::new("sh")
         .arg("-c")
         .arg(command)
@@ -86,15 +137,44 @@ pub fn run_command(
             command: command.to_string(),
             source,
         })?;
+    let group = i32::try_from(child.id()).unwrap_or(0);
+    interrupt::set_running_group(group);
+    let outcome = supervise(&mut child, command, timeout, marker);
+    interrupt::set_running_group(0);
+    if let Some(marker) = marker {
+        let _ = std::fs::remove_file(marker);
+    }
+    outcome
+}
+
+fn supervise(
+    child: &mut Child,
+    command: &str,
+    timeout: Option<Duration>,
+    marker: Option<&Path>,
+) -> Result<CommandOutcome, RunnerError> {
+    if let Some(marker) = marker
+        && let Err(source) = std::fs::write(marker, format!("{}\n", child.id()))
+    {
+        kill_group(child);
+        return Err(RunnerError::Marker {
+            path: marker.to_path_buf(),
+            source,
+        });
+    }
     let stdout = drain(child.stdout.take());
     let stderr = drain(child.stderr.take());
     let started = Instant::now();
     let status = loop {
+        if let Err(interrupted) = interrupt::check() {
+            kill_group(child);
+            return Err(RunnerError::Interrupted(interrupted));
+        }
         match child.try_wait() {
             Ok(Some(status)) => break Some(status),
             Ok(None) => {}
             Err(source) => {
-                kill_group(&mut child);
+                kill_group(child);
                 return Err(RunnerError::Wait {
                     command: command.to_string(),
                     source,
@@ -102,7 +182,7 @@ pub fn run_command(
             }
         }
         if timeout.is_some_and(|limit| started.elapsed() >= limit) {
-            kill_group(&mut child);
+            kill_group(child);
             break None;
         }
         std::thread::sleep(POLL_INTERVAL);
@@ -111,9 +191,10 @@ pub fn run_command(
         return Ok(CommandOutcome::TimedOut);
     };
     // A child that left the group may hold the pipes open; do not wait for
-    // it forever.
-    let stdout = stdout.recv_timeout(DRAIN_TIMEOUT).unwrap_or_default();
-    let stderr = stderr.recv_timeout(DRAIN_TIMEOUT).unwrap_or_default();
+    // it forever, and keep what the command printed before it ended.
+    let deadline = Instant::now() + DRAIN_TIMEOUT;
+    let stdout = stdout.collect(deadline);
+    let stderr = stderr.collect(deadline);
     let tail_start = stderr.len().saturating_sub(STDERR_TAIL_BYTES);
     Ok(CommandOutcome::Exited {
         code: status.code(),
@@ -122,16 +203,89 @@ pub fn run_command(
     })
 }
 
-fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> mpsc::Receiver<Vec<u8>> {
-    let (sender, receiver) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut bytes = Vec::new();
-        if let Some(mut pipe) = pipe {
-            let _ = pipe.read_to_end(&mut bytes);
+/// Waits up to [`STALE_GRACE`] for the process group `marker` names to
+/// end (a command whose netbisect was killed finishes on its own); refuses
+/// to start while it is still alive.
+fn check_marker(marker: &Path) -> Result<(), RunnerError> {
+    let Ok(text) = std::fs::read_to_string(marker) else {
+        return Ok(());
+    };
+    let Ok(group) = text.trim().parse::<i32>() else {
+        return Ok(());
+    };
+    // SAFETY: kill with signal 0 only checks that the group exists.
+    let alive = || group > 0 && unsafe { libc::kill(-group, 0) } == 0;
+    let deadline = Instant::now() + STALE_GRACE;
+    while alive() {
+        if Instant::now() >= deadline {
+            return Err(RunnerError::StillRunning {
+                group,
+                marker: marker.to_path_buf(),
+            });
         }
-        let _ = sender.send(bytes);
+        interrupt::check().map_err(RunnerError::Interrupted)?;
+        std::thread::sleep(POLL_INTERVAL);
+    }
+    Ok(())
+}
+
+/// What a drain thread has read of a pipe so far, and whether it reached
+/// the end.
+struct Drained {
+    bytes: Arc<Mutex<(Vec<u8>, Instant)>>,
+    done: mpsc::Receiver<()>,
+}
+
+impl Drained {
+    /// Everything read by the end of the pipe or, when the pipe stays open
+    /// (a daemon holds it), by the moment it has been quiet for
+    /// [`DRAIN_QUIET`] or `deadline` passed.
+    fn collect(self, deadline: Instant) -> Vec<u8> {
+        let ended = Instant::now();
+        loop {
+            let now = Instant::now();
+            let wait = POLL_INTERVAL.min(deadline.saturating_duration_since(now));
+            match self.done.recv_timeout(wait) {
+                Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+            }
+            let last_read = self.bytes.lock().map(|guard| guard.1).unwrap_or(now);
+            let quiet_since = last_read.max(ended);
+            if Instant::now() >= deadline || quiet_since.elapsed() >= DRAIN_QUIET {
+                break;
+            }
+        }
+        match self.bytes.lock() {
+            Ok(guard) => guard.0.clone(),
+            Err(poisoned) => poisoned.into_inner().0.clone(),
+        }
+    }
+}
+
+fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> Drained {
+    let bytes = Arc::new(Mutex::new((Vec::new(), Instant::now())));
+    let (sender, done) = mpsc::channel();
+    let shared = Arc::clone(&bytes);
+    std::thread::spawn(move || {
+        if let Some(mut pipe) = pipe {
+            let mut buffer = [0u8; 8192];
+            loop {
+                match pipe.read(&mut buffer) {
+                    Ok(0) => break,
+                    Ok(n_read) => {
+                        if let Ok(mut guard) = shared.lock() {
+                            guard.0.extend_from_slice(&buffer[..n_read]);
+                            guard.1 = Instant::now();
+                        }
+                    }
+                    Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+        }
+        let _ = sender.send(());
     });
-    receiver
+    Drained { bytes, done }
 }
 
 fn kill_group(child: &mut Child) {
@@ -228,6 +382,58 @@ mod tests {
         .unwrap();
         assert_eq!(outcome, CommandOutcome::TimedOut);
         assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn output_is_kept_when_a_daemon_holds_the_pipe() {
+        let dir = tempfile::tempdir().unwrap();
+        // The grandchild outlives the command with stdout open: what the
+        // command printed is still taken, without waiting for the daemon.
+        let outcome = run_command(
+            "sleep 8 & echo '{\"record\": 1}'; echo done >&2",
+            dir.path(),
+            &[],
+            Some(Duration::from_secs(30)),
+        )
+        .unwrap();
+        let CommandOutcome::Exited {
+            code,
+            stdout,
+            stderr_tail,
+        } = outcome
+        else {
+            panic!("timed out");
+        };
+        assert_eq!(code, Some(0));
+        assert_eq!(stdout, b"{\"record\": 1}\n");
+        assert_eq!(stderr_tail, "done\n");
+    }
+
+    #[test]
+    fn a_live_group_in_the_marker_blocks_a_second_command() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("running");
+        let mut sleeper = Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        std::fs::write(&marker, format!("{}\n", sleeper.id())).unwrap();
+        let err =
+            run_command_marked("touch ran", dir.path(), &[], None, Some(&marker)).unwrap_err();
+        assert!(matches!(err, RunnerError::StillRunning { .. }), "{err}");
+        assert!(!dir.path().join("ran").exists());
+        sleeper.kill().unwrap();
+        sleeper.wait().unwrap();
+        // A dead group is stale: the command runs and the marker goes.
+        let outcome =
+            run_command_marked("touch ran", dir.path(), &[], None, Some(&marker)).unwrap();
+        assert!(matches!(
+            outcome,
+            CommandOutcome::Exited { code: Some(0), .. }
+        ));
+        assert!(dir.path().join("ran").exists());
+        assert!(!marker.exists());
     }
 
     #[test]

@@ -80,11 +80,22 @@ pub enum NoiseShape {
     /// Normal, except that 2% of repeats lose 10% to 40% of the value (a
     /// run disturbed by something else on the machine).
     Outliers,
+    /// Two levels one noise scale either side of the value, a run landing
+    /// on either at random (as CPU placement makes it on loopback), with a
+    /// quarter of the noise scale of normal noise on top.
+    Bimodal,
+    /// Normal, on a machine whose every figure drifts down by 0.01% of the
+    /// value per repeat taken (1% per hundred): slow drift across the
+    /// bisection.
+    Drift,
 }
+
+/// Drift of [`NoiseShape::Drift`] per repeat, as a fraction of the value.
+pub const DRIFT_PER_REPEAT: f64 = 1e-4;
 
 /// A noise shape name that is not known.
 #[derive(Debug, thiserror::Error)]
-#[error("unknown noise shape '{0}' (known: normal, heavy, outliers)")]
+#[error("unknown noise shape '{0}' (known: normal, heavy, outliers, bimodal, drift)")]
 pub struct UnknownShape(pub String);
 
 impl FromStr for NoiseShape {
@@ -95,6 +106,8 @@ impl FromStr for NoiseShape {
             "normal" => Ok(NoiseShape::Normal),
             "heavy" | "heavy-tailed" => Ok(NoiseShape::HeavyTailed),
             "outliers" => Ok(NoiseShape::Outliers),
+            "bimodal" => Ok(NoiseShape::Bimodal),
+            "drift" => Ok(NoiseShape::Drift),
             _ => Err(UnknownShape(text.to_string())),
         }
     }
@@ -146,8 +159,13 @@ impl History {
         }
     }
 
-    /// One noisy repeat of commit `node_idx`.
+    /// One noisy repeat of commit `node_idx`, the first of a bisection.
     pub fn draw(&self, node_idx: Option<usize>, rng: &mut Rng) -> f64 {
+        self.draw_at(node_idx, 0, rng)
+    }
+
+    /// One noisy repeat of commit `node_idx`, after `n_before` others.
+    pub fn draw_at(&self, node_idx: Option<usize>, n_before: u32, rng: &mut Rng) -> f64 {
         let value = self.true_value(node_idx);
         let sigma = value * self.cv_pct / 100.0;
         match self.shape {
@@ -165,6 +183,13 @@ impl History {
                 } else {
                     base
                 }
+            }
+            NoiseShape::Bimodal => {
+                let level = if rng.uniform() < 0.5 { -1.0 } else { 1.0 };
+                value + sigma * level + sigma / 4.0 * rng.normal()
+            }
+            NoiseShape::Drift => {
+                value * (1.0 - DRIFT_PER_REPEAT * f64::from(n_before)) + sigma * rng.normal()
             }
         }
     }
@@ -187,9 +212,10 @@ impl Measurer for SimMeasurer<'_> {
             .id
             .strip_prefix('c')
             .and_then(|n| n.parse::<usize>().ok());
+        let n_before = self.n_measurements;
         self.n_measurements += 1;
         Ok(Measurement::Sample(Sample {
-            value: self.history.draw(node_idx, self.rng),
+            value: self.history.draw_at(node_idx, n_before, self.rng),
             run_id: None,
         }))
     }

@@ -5,7 +5,7 @@ use bench_core::record::{
     Endpoint, Environments, Iteration, Metric, RunRecord, Source, Subject, Summary,
 };
 use bench_core::spec::{RunSpec, TestKind};
-use bisect::decision::{DecisionConfig, Verdict};
+use bisect::decision::{DecisionConfig, Method, Verdict};
 use bisect::engine::{self, BisectConfig, Direction, Outcome};
 use bisect::journal::{BoxError, Journal, JournalEvent, MemoryJournal};
 use bisect::measure::{CommandMeasurer, CommandStep};
@@ -14,7 +14,7 @@ use bisect::report::BisectResult;
 use bisect::worktree::BisectWorktree;
 use bisect::{Measurement, Measurer};
 use git2::{Oid, Repository, Signature};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -53,6 +53,7 @@ fn write_records(dir: &Path) {
                 source: Source {
                     tool: "netbisect".into(),
                     version: None,
+                    undated: false,
                 },
                 started_at: "2025-01-01T00:00:00Z".into(),
                 finished_at: "2025-01-01T00:00:01Z".into(),
@@ -163,11 +164,16 @@ fn measure_command(records: &Path) -> String {
 }
 
 fn config() -> BisectConfig {
+    config_with(DecisionConfig::default().method)
+}
+
+fn config_with(method: Method) -> BisectConfig {
     BisectConfig {
         metric: "throughput_bps".into(),
         direction: Direction::HigherIsBetter,
         decision: DecisionConfig {
             confirm_repeats: 2,
+            method,
             ..DecisionConfig::default()
         },
     }
@@ -509,6 +515,11 @@ impl<M: Measurer> Measurer for Counting<'_, M> {
 
 #[test]
 fn an_interrupted_bisection_resumes_without_measuring_again() {
+    interrupted_bisection_resumes(Method::Sequential);
+    interrupted_bisection_resumes(Method::Posterior);
+}
+
+fn interrupted_bisection_resumes(method: Method) {
     let fixture = fixture();
     let repo = Repository::open(&fixture.repo_path).unwrap();
     let ids = linear(&repo, 40, 27, &|_| Vec::new());
@@ -525,8 +536,14 @@ fn an_interrupted_bisection_resumes_without_measuring_again() {
         inner: CommandMeasurer::new(&worktree, step(&fixture)),
         counts: &mut first_counts,
     };
-    let err =
-        engine::run(&graph, &config(), &mut measurer, &mut crashing, &mut |_| {}).unwrap_err();
+    let err = engine::run(
+        &graph,
+        &config_with(method),
+        &mut measurer,
+        &mut crashing,
+        &mut |_| {},
+    )
+    .unwrap_err();
     assert!(matches!(err, engine::EngineError::Journal(_)), "{err}");
     let journal_events = crashing.inner.events.clone();
     let decided: Vec<String> = journal_events
@@ -536,12 +553,29 @@ fn an_interrupted_bisection_resumes_without_measuring_again() {
             _ => None,
         })
         .collect();
-    assert!(!decided.is_empty(), "the crash came after some verdicts");
+    let sampled: BTreeSet<String> = journal_events
+        .iter()
+        .filter_map(|e| match e {
+            JournalEvent::Sample { commit, .. } => Some(commit.clone()),
+            _ => None,
+        })
+        .collect();
+    if method == Method::Sequential {
+        assert!(!decided.is_empty(), "the crash came after some verdicts");
+    } else {
+        assert!(sampled.len() > 2, "the crash came after some steps");
+    }
 
     // Status from the journal alone measures nothing.
-    let status = engine::status(&graph, &config(), &journal_events).unwrap();
+    let status = engine::status(&graph, &config_with(method), &journal_events).unwrap();
     assert!(status.outcome.is_none());
-    assert_eq!(status.steps.len(), decided.len());
+    if method == Method::Sequential {
+        assert_eq!(status.steps.len(), decided.len());
+    } else {
+        // The probabilistic method's verdicts all follow from the samples
+        // at once; the journal may hold only the first of them.
+        assert!(status.steps.len() >= decided.len());
+    }
 
     // Resume in a fresh worktree object, as after a reboot.
     drop(worktree);
@@ -555,8 +589,28 @@ fn an_interrupted_bisection_resumes_without_measuring_again() {
         inner: CommandMeasurer::new(&worktree, step(&fixture)),
         counts: &mut counts,
     };
-    let outcome = engine::run(&graph, &config(), &mut measurer, &mut journal, &mut |_| {}).unwrap();
+    let outcome = engine::run(
+        &graph,
+        &config_with(method),
+        &mut measurer,
+        &mut journal,
+        &mut |_| {},
+    )
+    .unwrap();
     assert_eq!(first_bad(&outcome), ids[27].to_string());
+    // Every journaled sample is reused: the finished journal holds those
+    // and exactly the samples measured after the resume.
+    assert!(journal.events.starts_with(&journal_events));
+    let n_samples = |events: &[JournalEvent]| {
+        events
+            .iter()
+            .filter(|e| matches!(e, JournalEvent::Sample { .. }))
+            .count()
+    };
+    assert_eq!(
+        n_samples(&journal.events),
+        n_samples(&journal_events) + counts.values().sum::<u32>() as usize
+    );
     for commit in &decided {
         // Only the confirmation pass may come back to a decided commit.
         let Outcome::Finished(report) = &outcome else {
@@ -576,7 +630,7 @@ fn an_interrupted_bisection_resumes_without_measuring_again() {
     }
     // The journal now holds the whole bisection: replaying it gives the
     // same answer without measuring anything.
-    let status = engine::status(&graph, &config(), &journal.events).unwrap();
+    let status = engine::status(&graph, &config_with(method), &journal.events).unwrap();
     assert_eq!(
         first_bad(status.outcome.as_ref().unwrap()),
         ids[27].to_string()
@@ -588,7 +642,14 @@ fn an_interrupted_bisection_resumes_without_measuring_again() {
         inner: CommandMeasurer::new(&worktree, step(&fixture)),
         counts: &mut BTreeMap::new(),
     };
-    let outcome = engine::run(&graph, &config(), &mut never, &mut again, &mut |_| {}).unwrap();
+    let outcome = engine::run(
+        &graph,
+        &config_with(method),
+        &mut never,
+        &mut again,
+        &mut |_| {},
+    )
+    .unwrap();
     assert_eq!(first_bad(&outcome), ids[27].to_string());
     assert!(never.counts.is_empty());
     assert_eq!(again.events.len(), journal.events.len());

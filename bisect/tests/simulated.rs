@@ -1,17 +1,26 @@
 //! Property tests of the decision engine over many simulated noisy
 //! histories, with fixed seeds so that they are deterministic.
 
-use bisect::decision::DecisionConfig;
+use bisect::decision::{DecisionConfig, Method};
+use bisect::engine::{self, BisectConfig, Direction, Measurement, Measurer, Outcome, Sample};
+use bisect::graph::{CommitGraph, CommitInfo};
+use bisect::journal::{BoxError, JournalEvent, MemoryJournal};
+use bisect::report::BisectResult;
 use bisect::sim::{self, History, NoiseShape, Rng, Tally};
+use std::collections::BTreeMap;
 
 fn tally(
+    method: Method,
     n_commits: usize,
     cv_pct: f64,
     shape: NoiseShape,
     n_trials: u32,
     seed: u64,
 ) -> (Tally, Tally) {
-    let decision = DecisionConfig::default();
+    let decision = DecisionConfig {
+        method,
+        ..DecisionConfig::default()
+    };
     let mut history_rng = Rng::new(seed);
     let mut engine_tally = Tally::default();
     let mut naive_tally = Tally::default();
@@ -26,7 +35,7 @@ fn tally(
 
 #[test]
 fn sequential_bisection_is_accurate_and_cheap_at_two_percent_noise() {
-    let (engine, naive) = tally(256, 2.0, NoiseShape::Normal, 200, 7);
+    let (engine, naive) = tally(Method::Sequential, 256, 2.0, NoiseShape::Normal, 200, 7);
     assert!(engine.accuracy_pct() >= 98.0, "{engine:?}");
     assert!(engine.mean_measurements() <= 60.0, "{engine:?}");
     assert!(engine.accuracy_pct() > naive.accuracy_pct());
@@ -34,15 +43,145 @@ fn sequential_bisection_is_accurate_and_cheap_at_two_percent_noise() {
 
 #[test]
 fn sequential_bisection_survives_outliers_and_heavy_tails() {
-    let (engine, _) = tally(256, 2.0, NoiseShape::Outliers, 100, 11);
+    let (engine, _) = tally(Method::Sequential, 256, 2.0, NoiseShape::Outliers, 100, 11);
     assert!(engine.accuracy_pct() >= 95.0, "{engine:?}");
-    let (engine, _) = tally(256, 2.0, NoiseShape::HeavyTailed, 100, 13);
+    let (engine, _) = tally(
+        Method::Sequential,
+        256,
+        2.0,
+        NoiseShape::HeavyTailed,
+        100,
+        13,
+    );
     assert!(engine.accuracy_pct() >= 95.0, "{engine:?}");
 }
 
 #[test]
+fn posterior_bisection_is_accurate_and_cheaper_than_sequential() {
+    let (posterior, naive) = tally(Method::Posterior, 256, 2.0, NoiseShape::Normal, 200, 7);
+    let (sequential, _) = tally(Method::Sequential, 256, 2.0, NoiseShape::Normal, 200, 7);
+    assert!(posterior.accuracy_pct() >= 98.0, "{posterior:?}");
+    assert!(posterior.accuracy_pct() > naive.accuracy_pct());
+    assert!(
+        posterior.mean_measurements() < 0.8 * sequential.mean_measurements(),
+        "{posterior:?} vs {sequential:?}"
+    );
+}
+
+#[test]
+fn posterior_bisection_survives_every_noise_shape() {
+    for (shape, seed) in [
+        (NoiseShape::Outliers, 11),
+        (NoiseShape::HeavyTailed, 13),
+        (NoiseShape::Bimodal, 17),
+        (NoiseShape::Drift, 19),
+    ] {
+        let (posterior, _) = tally(Method::Posterior, 256, 2.0, shape, 100, seed);
+        assert!(posterior.accuracy_pct() >= 95.0, "{shape:?}: {posterior:?}");
+        assert_eq!(posterior.n_ranges, 0, "{shape:?}: {posterior:?}");
+    }
+}
+
+#[test]
 fn the_same_seed_gives_the_same_bisection() {
-    let first = tally(64, 3.0, NoiseShape::Normal, 20, 5).0;
-    let second = tally(64, 3.0, NoiseShape::Normal, 20, 5).0;
-    assert_eq!(first, second);
+    for method in [Method::Sequential, Method::Posterior] {
+        let first = tally(method, 64, 3.0, NoiseShape::Normal, 20, 5).0;
+        let second = tally(method, 64, 3.0, NoiseShape::Normal, 20, 5).0;
+        assert_eq!(first, second);
+    }
+}
+
+/// A measurer whose k-th sample of a commit is the same whenever it is
+/// drawn, so that a resumed bisection sees what the first one would have.
+struct Replayable<'a> {
+    history: &'a History,
+    seed: u64,
+    taken: BTreeMap<String, u64>,
+    n_fresh: u32,
+}
+
+impl Replayable<'_> {
+    fn after<'h>(history: &'h History, seed: u64, events: &[JournalEvent]) -> Replayable<'h> {
+        let mut taken = BTreeMap::new();
+        for event in events {
+            if let JournalEvent::Sample { commit, .. } = event {
+                *taken.entry(commit.clone()).or_default() += 1;
+            }
+        }
+        Replayable {
+            history,
+            seed,
+            taken,
+            n_fresh: 0,
+        }
+    }
+}
+
+impl Measurer for Replayable<'_> {
+    fn measure(&mut self, commit: &CommitInfo) -> Result<Measurement, BoxError> {
+        let node_idx = commit.id.strip_prefix('c').and_then(|n| n.parse().ok());
+        let taken = self.taken.entry(commit.id.clone()).or_default();
+        let key = commit.id.bytes().fold(self.seed, |acc, b| {
+            acc.wrapping_mul(0x100000001b3) ^ u64::from(b)
+        });
+        let mut rng = Rng::new(key ^ (*taken << 40));
+        *taken += 1;
+        self.n_fresh += 1;
+        Ok(Measurement::Sample(Sample {
+            value: self.history.draw(node_idx, &mut rng),
+            run_id: None,
+        }))
+    }
+}
+
+fn culprit_of(outcome: &Outcome) -> (String, f64) {
+    match outcome {
+        Outcome::Finished(report) => match &report.result {
+            BisectResult::FirstBad {
+                commit,
+                confidence_pct,
+                ..
+            } => (commit.id.clone(), *confidence_pct),
+            BisectResult::Range { .. } => ("range".to_string(), 0.0),
+        },
+        Outcome::Refused(_) => ("refused".to_string(), 0.0),
+    }
+}
+
+#[test]
+fn resuming_from_any_journal_prefix_gives_the_same_answer() {
+    let config = BisectConfig {
+        metric: "throughput_bps".to_string(),
+        direction: Direction::HigherIsBetter,
+        decision: DecisionConfig {
+            confirm_repeats: 2,
+            ..DecisionConfig::default()
+        },
+    };
+    assert_eq!(config.decision.method, Method::Posterior);
+    let graph = CommitGraph::linear(200);
+    let mut history_rng = Rng::new(23);
+    for trial_idx in 0..4u64 {
+        let history = History::random(200, 5.0, 3.0, NoiseShape::Normal, &mut history_rng);
+        let mut full = MemoryJournal::default();
+        let mut measurer = Replayable::after(&history, trial_idx, &[]);
+        let outcome = engine::run(&graph, &config, &mut measurer, &mut full, &mut |_| {}).unwrap();
+        let (culprit, confidence_pct) = culprit_of(&outcome);
+        // The culprit's posterior is a probability, and high.
+        assert!(
+            (0.0..=100.0).contains(&confidence_pct) && confidence_pct >= 90.0,
+            "{confidence_pct}"
+        );
+        for prefix_len in (1..full.events.len()).step_by(5) {
+            let prefix = &full.events[..prefix_len];
+            let mut journal = MemoryJournal {
+                events: prefix.to_vec(),
+            };
+            let mut measurer = Replayable::after(&history, trial_idx, prefix);
+            let resumed =
+                engine::run(&graph, &config, &mut measurer, &mut journal, &mut |_| {}).unwrap();
+            assert_eq!(culprit_of(&resumed).0, culprit, "prefix {prefix_len}");
+            assert_eq!(journal.events, full.events, "prefix {prefix_len}");
+        }
+    }
 }

@@ -8,7 +8,7 @@ use crate::render::Renderer;
 use anyhow::Context;
 use archive::import::{self, ImportOptions};
 use archive::{Archive, RunQuery};
-use bench_core::record::Subject;
+use bench_core::record::{RunRecord, Subject};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -50,11 +50,19 @@ pub fn open_archive(global: &GlobalArgs) -> anyhow::Result<Archive> {
     Archive::open(&path).context("failed to open the archive")
 }
 
+/// Opens the archive for a command that only reads: a missing file is an
+/// error ("no archive at PATH"), never a new empty archive, and an archive
+/// the user may only read is read without writing beside it.
+pub fn open_archive_read(global: &GlobalArgs) -> anyhow::Result<Archive> {
+    let path = archive_path(global)?;
+    Archive::open_read_only(&path).context("failed to open the archive")
+}
+
 pub fn run(global: &GlobalArgs, args: &ArchiveArgs) -> anyhow::Result<Code> {
     match &args.action {
         ArchiveAction::Import(import_args) => run_import(global, import_args),
         ArchiveAction::List(filters) => run_list(global, filters),
-        ArchiveAction::Show { id } => run_show(global, id),
+        ArchiveAction::Show { id, units } => run_show(global, id, &units.units),
         ArchiveAction::Export(filters) => run_export(global, filters),
         ArchiveAction::Merge { other } => run_merge(global, other),
         ArchiveAction::Check => run_check(global),
@@ -168,16 +176,31 @@ fn import_file(
         file: file.display().to_string(),
         message,
     };
-    let bytes = std::fs::read(file).map_err(|err| file_error(format!("cannot read: {err}")))?;
-    // netperf prints no time; the file's modification time is when the
-    // output was written, so it stands for the end of the run.
-    let finished_at = std::fs::metadata(file)
-        .and_then(|metadata| metadata.modified())
-        .ok();
+    let read = if file.as_os_str() == "-" {
+        import::read_input(std::io::stdin().lock())
+    } else {
+        std::fs::File::open(file)
+            .map_err(import::ReadError::from)
+            .and_then(import::read_input)
+    };
+    let bytes = read.map_err(|err| file_error(err.to_string()))?;
+    let mut side_labels = std::collections::BTreeMap::new();
+    for mapping in &args.side_label {
+        let (name, label) = mapping.split_once('=').ok_or_else(|| {
+            InputError(format!(
+                "invalid --side-label '{mapping}' (expected NAME=LABEL)"
+            ))
+        })?;
+        side_labels.insert(name.to_string(), label.to_string());
+    }
+    // A run whose text has no time starts when it is imported, which
+    // orders it but does not enter its id.
     let options = ImportOptions {
         subject: subject.clone(),
         testbed: args.testbed.clone(),
-        finished_at,
+        imported_at: Some(std::time::SystemTime::now()),
+        side_labels,
+        label_prefix: args.label_prefix.clone(),
     };
     let imported = import::parse(&bytes, &options).map_err(|err| file_error(err.to_string()))?;
     let counts = archive
@@ -194,7 +217,7 @@ fn import_file(
 }
 
 fn run_list(global: &GlobalArgs, filters: &RunFilterArgs) -> anyhow::Result<Code> {
-    let archive = open_archive(global)?;
+    let archive = open_archive_read(global)?;
     let runs = archive
         .runs(&query_of(filters))
         .context("failed to read the archive")?;
@@ -211,37 +234,56 @@ fn run_list(global: &GlobalArgs, filters: &RunFilterArgs) -> anyhow::Result<Code
     Ok(Code::Ok)
 }
 
-fn run_show(global: &GlobalArgs, id: &str) -> anyhow::Result<Code> {
-    let archive = open_archive(global)?;
-    let (_, bytes) = archive
+fn run_show(global: &GlobalArgs, id: &str, units: &str) -> anyhow::Result<Code> {
+    let archive = open_archive_read(global)?;
+    let (run, bytes) = archive
         .find(id)
         .with_context(|| format!("failed to find run '{id}'"))?;
+    Archive::verify_stored(&run, &bytes).context(
+        "the stored run does not match its id; `netbisect archive check` lists every such run",
+    )?;
     let text = if global.json {
         let mut text = String::from_utf8(bytes).context("stored run is not UTF-8")?;
         text.push('\n');
         text
     } else {
-        let tree: serde_json::Value =
-            serde_json::from_slice(&bytes).context("stored run is not JSON")?;
-        let mut text = serde_json::to_string_pretty(&tree).context("failed to format the run")?;
-        text.push('\n');
-        text
+        let record = RunRecord::from_slice(&bytes).context("the stored run is not readable")?;
+        Renderer::new(global.template_dir.as_deref())
+            .render(
+                "run",
+                &serde_json::json!({ "record": record, "units": units }),
+            )
+            .context("failed to render the run")?
     };
     write_stdout(&text)?;
     Ok(Code::Ok)
 }
 
 fn run_export(global: &GlobalArgs, filters: &RunFilterArgs) -> anyhow::Result<Code> {
-    let archive = open_archive(global)?;
+    let archive = open_archive_read(global)?;
     let stdout = std::io::stdout().lock();
     let mut writer = std::io::BufWriter::new(stdout);
-    archive.for_each_record(&query_of(filters), |_, bytes| {
+    // A run whose bytes do not match its id is left out (a re-import of
+    // the export would refuse it) and named; the export then fails.
+    let mut n_damaged = 0u64;
+    archive.for_each_record(&query_of(filters), |run, bytes| {
+        if let Err(err) = Archive::verify_stored(run, bytes) {
+            n_damaged += 1;
+            eprintln!("netbisect: warning: left out: {err}");
+            return Ok(());
+        }
         writer
             .write_all(bytes)
             .and_then(|()| writer.write_all(b"\n"))
             .map_err(crate::exit::stdout_error)
     })?;
     writer.flush().map_err(crate::exit::stdout_error)?;
+    if n_damaged > 0 {
+        anyhow::bail!(
+            "{n_damaged} damaged runs were left out of the export; \
+             run `netbisect archive check`"
+        );
+    }
     Ok(Code::Ok)
 }
 
@@ -266,7 +308,7 @@ fn run_merge(global: &GlobalArgs, other: &Path) -> anyhow::Result<Code> {
 }
 
 fn run_check(global: &GlobalArgs) -> anyhow::Result<Code> {
-    let archive = open_archive(global)?;
+    let archive = open_archive_read(global)?;
     let report = archive.check().context("failed to check the archive")?;
     if global.json {
         let mut text = serde_json::to_string_pretty(&report).context("failed to format")?;

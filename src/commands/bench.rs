@@ -1,6 +1,7 @@
 //! `netbisect bench`: one socket test, netperf's flags, a netperf-like
 //! table (or the canonical record with `--json`).
 
+use super::test_options;
 use crate::cli::{BenchArgs, GlobalArgs};
 use crate::exit::{Code, InputError};
 use crate::render::Renderer;
@@ -19,6 +20,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub fn run(global: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<Code> {
+    // Nothing to journal: a signal ends the test at once with exit 130.
+    bisect::interrupt::install(bisect::interrupt::Mode::ExitNow);
     if args.vm.kernel.is_some() || args.vm.options.any() {
         return super::kernel::bench(global, args);
     }
@@ -38,8 +41,12 @@ pub fn run(global: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<Code> {
         bytes.push(b'\n');
         bytes
     } else {
+        let banner = args.banner != Some(0);
         Renderer::new(global.template_dir.as_deref())
-            .render("run", &serde_json::json!({ "record": record }))
+            .render(
+                "run",
+                &serde_json::json!({ "record": record, "units": args.units.units, "banner": banner }),
+            )
             .context("failed to render the run")?
             .into_bytes()
     };
@@ -109,6 +116,9 @@ pub fn request_from_args(args: &BenchArgs) -> anyhow::Result<BenchRequest> {
         }
     }
     spec.nodelay = args.nodelay;
+    if let Some(burst) = args.first_burst {
+        spec.first_burst = burst;
+    }
     if let Some(text) = &args.cpus {
         let (local, remote) = if text.contains(',') {
             split_pair(text)
@@ -147,6 +157,9 @@ pub fn request_from_args(args: &BenchArgs) -> anyhow::Result<BenchRequest> {
     if let Some(warmup) = args.warmup {
         spec.warmup_s = warmup;
     }
+    test_options::refuse_clashing_globals(args)?;
+    let test_options = test_options::parse(test, &args.test_options)?;
+    test_options.apply(&mut spec);
     if let Some(path) = &args.vm.spec_file {
         // The host resolved the spec from the user's flags; the guest
         // runs exactly that.
@@ -189,7 +202,7 @@ pub fn request_from_args(args: &BenchArgs) -> anyhow::Result<BenchRequest> {
         None => None,
         Some(host) => {
             let mut options = ClientOptions::new(host, args.port);
-            options.data_ports = args.data_port;
+            options.data_ports = test_options.data_port.or(args.data_port);
             if let Some(path) = &args.token_file {
                 options.token =
                     Some(Token::from_file(path).map_err(|err| InputError(err.to_string()))?);
@@ -347,6 +360,7 @@ mod render_tests {
             messages_received,
             transactions: (transactions > 0).then_some(transactions),
             timeouts: None,
+            send_errors: Default::default(),
             tcp_info: None,
             socket: SocketTruth {
                 local_address: local.to_string(),
@@ -397,6 +411,7 @@ mod render_tests {
             source: Source {
                 tool: "netbisect".to_string(),
                 version: None,
+                undated: false,
             },
             started_at: "2024-01-01T00:00:00Z".to_string(),
             finished_at: "2024-01-01T00:00:10Z".to_string(),

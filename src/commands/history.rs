@@ -9,7 +9,7 @@
 //! selected runs span several, the command lists them and exits with 2
 //! rather than mix configurations in one series or print several.
 
-use super::archive::open_archive;
+use super::archive::open_archive_read;
 use crate::cli::{GlobalArgs, HistoryArgs};
 use crate::exit::{Code, InputError};
 use crate::render::Renderer;
@@ -50,7 +50,7 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<Code> {
         source_tool: args.tool.clone(),
         ..RunQuery::default()
     };
-    let archive = open_archive(global)?;
+    let archive = open_archive_read(global)?;
     let records = archive
         .records(&query)
         .context("failed to read the archive")?;
@@ -102,8 +102,12 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<Code> {
         text.push('\n');
         text
     } else {
+        let mut context = serde_json::to_value(&history).context("failed to format the history")?;
+        if let Some(members) = context.as_object_mut() {
+            members.insert("units".to_string(), args.units.units.clone().into());
+        }
         Renderer::new(global.template_dir.as_deref())
-            .render("history", &history)
+            .render("history", &context)
             .context("failed to render the history")?
     };
     std::io::stdout()
@@ -221,8 +225,13 @@ fn spec_label(spec: &SpecSummary) -> String {
     if let Some(bytes) = spec.remote_socket_buffer_bytes {
         label.push_str(&format!(" -S {bytes}"));
     }
+    if let Some(burst) = spec.first_burst {
+        label.push_str(&format!(" -b {burst}"));
+    }
+    // "nodelay", not netperf's test-specific -D, which before "--" reads
+    // as the interim-report option.
     if spec.nodelay {
-        label.push_str(" -D");
+        label.push_str(" nodelay");
     }
     if spec.family == "ipv6" {
         label.push_str(" -6");

@@ -341,6 +341,11 @@ pub fn ab(global: &GlobalArgs, args: &AbArgs) -> anyhow::Result<Code> {
         min_effect: 0.0,
         test: None,
         testbed: None,
+        layout: crate::cli::CompareLayout::Netperf,
+        email: false,
+        units: crate::cli::UnitsArg {
+            units: args.bench.units.units.clone(),
+        },
     };
     archive::compare::compare(
         &[],

@@ -8,11 +8,13 @@ mod env;
 mod help;
 mod history;
 mod kernel;
+mod plan;
 mod record;
 mod selector;
 mod serve;
 mod sweep;
 mod templates;
+mod test_options;
 mod verdict;
 
 use crate::cli::{Cli, Command};
@@ -34,5 +36,6 @@ pub fn run(cli: &Cli) -> anyhow::Result<Code> {
         Command::Compare(args) => compare::run(&cli.global, args),
         Command::History(args) => history::run(&cli.global, args),
         Command::Ab(args) => kernel::ab(&cli.global, args),
+        Command::Plan(args) => plan::run(&cli.global, args),
     }
 }

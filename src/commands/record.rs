@@ -13,23 +13,29 @@ pub fn run(global: &GlobalArgs, args: &RecordArgs) -> anyhow::Result<Code> {
         RecordAction::Check { files } => {
             let mut stdout = std::io::stdout().lock();
             for file in files {
-                let record = read_record_file(file)?;
-                if global.json {
-                    let line = serde_json::json!({
-                        "file": file.display().to_string(),
-                        "id": record.id,
-                        "config_key": record.config_key,
-                    });
-                    writeln!(stdout, "{line}").map_err(crate::exit::stdout_error)?;
-                } else {
-                    writeln!(
-                        stdout,
-                        "{}: ok, id {}, config_key {}",
-                        file.display(),
-                        &record.id[..12.min(record.id.len())],
-                        &record.config_key[..12.min(record.config_key.len())]
-                    )
-                    .map_err(crate::exit::stdout_error)?;
+                let records = read_records_file(file)?;
+                for (line_no, record) in &records {
+                    let name = match line_no {
+                        Some(line_no) => format!("{}:{line_no}", file.display()),
+                        None => file.display().to_string(),
+                    };
+                    if global.json {
+                        let line = serde_json::json!({
+                            "file": file.display().to_string(),
+                            "line": line_no,
+                            "id": record.id,
+                            "config_key": record.config_key,
+                        });
+                        writeln!(stdout, "{line}").map_err(crate::exit::stdout_error)?;
+                    } else {
+                        writeln!(
+                            stdout,
+                            "{name}: ok, id {}, config_key {}",
+                            &record.id[..12.min(record.id.len())],
+                            &record.config_key[..12.min(record.config_key.len())]
+                        )
+                        .map_err(crate::exit::stdout_error)?;
+                    }
                 }
             }
             Ok(Code::Ok)
@@ -37,8 +43,7 @@ pub fn run(global: &GlobalArgs, args: &RecordArgs) -> anyhow::Result<Code> {
     }
 }
 
-/// Reads and validates one record file; `-` is standard input.
-pub fn read_record_file(path: &Path) -> anyhow::Result<RunRecord> {
+fn read_bytes(path: &Path) -> anyhow::Result<Vec<u8>> {
     let mut bytes = Vec::new();
     if path == Path::new("-") {
         std::io::stdin()
@@ -49,6 +54,34 @@ pub fn read_record_file(path: &Path) -> anyhow::Result<RunRecord> {
             crate::exit::InputError(format!("cannot read {}: {err}", path.display()))
         })?;
     }
-    RunRecord::from_slice(&bytes)
-        .with_context(|| format!("{}: not a valid run record", path.display()))
+    Ok(bytes)
+}
+
+/// Reads and validates a file of one record (pretty-printed or not) or of
+/// JSON lines, one record a line, as `archive export` writes them. Each
+/// record comes with its line number in a file of JSON lines.
+pub fn read_records_file(path: &Path) -> anyhow::Result<Vec<(Option<usize>, RunRecord)>> {
+    let bytes = read_bytes(path)?;
+    let n_values = serde_json::Deserializer::from_slice(&bytes)
+        .into_iter::<serde::de::IgnoredAny>()
+        .take(2)
+        .take_while(Result::is_ok)
+        .count();
+    if n_values < 2 {
+        let record = RunRecord::from_slice(&bytes)
+            .with_context(|| format!("{}: not a valid run record", path.display()))?;
+        return Ok(vec![(None, record)]);
+    }
+    let mut records = Vec::new();
+    for (line_idx, line) in bytes.split(|&byte| byte == b'\n').enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let line_no = line_idx + 1;
+        let record = RunRecord::from_slice(line).with_context(|| {
+            format!("{}: line {line_no}: not a valid run record", path.display())
+        })?;
+        records.push((Some(line_no), record));
+    }
+    Ok(records)
 }

@@ -28,6 +28,8 @@ pub fn run(global: &GlobalArgs, args: &ServeArgs) -> anyhow::Result<Code> {
         .into());
     }
     config.control_timeout = Duration::from_secs_f64(args.timeout);
+    config.max_test_memory = args.max_test_memory.saturating_mul(1 << 20);
+    config.max_total_memory = args.max_total_memory.saturating_mul(1 << 20);
     let quiet = global.quiet;
     let events = Arc::new(move |event: &ServerEvent| {
         let always = matches!(

@@ -17,7 +17,7 @@ use crate::cli::{BenchArgs, GlobalArgs};
 use crate::exit::{Code, InputError};
 use crate::render::Renderer;
 use anyhow::Context;
-use bench_core::record::RunRecord;
+use bench_core::record::{Metric, RunRecord};
 use bench_core::run::{BenchRequest, bench};
 use bench_core::spec::{AddressFamily, RunSpec, SweepParameter, TestKind, parse_sweep};
 use serde::Serialize;
@@ -88,6 +88,12 @@ pub struct SweepRow {
     pub local_service_demand: Option<f64>,
     /// Remote service demand.
     pub remote_service_demand: Option<f64>,
+    /// With `-I`: the half width of the interval reached, percent.
+    pub confidence_half_width_pct: Option<f64>,
+    /// With `-I`: the half width asked, percent.
+    pub confidence_target_half_width_pct: Option<f64>,
+    /// True when the run missed its `-I` interval (netperf's `!!!`).
+    pub confidence_missed: bool,
     /// The record's id.
     pub run_id: String,
 }
@@ -135,6 +141,7 @@ pub fn run(global: &GlobalArgs, args: &BenchArgs, text: &str) -> anyhow::Result<
                     let table = sweep_table(&base.spec, &sweep.parameter, &records, n_sizes);
                     print_table(
                         global,
+                        &args.units.units,
                         SweepTable {
                             stopped: Some(stopped),
                             ..table
@@ -161,6 +168,7 @@ pub fn run(global: &GlobalArgs, args: &BenchArgs, text: &str) -> anyhow::Result<
     if !global.json {
         print_table(
             global,
+            &args.units.units,
             sweep_table(&base.spec, &sweep.parameter, &records, n_sizes),
         )?;
     }
@@ -186,9 +194,23 @@ fn stop_message(stopped: &Stopped, n_sizes: usize, n_finished: usize, no_archive
     }
 }
 
-fn print_table(global: &GlobalArgs, table: SweepTable) -> anyhow::Result<()> {
+/// What the `sweep` template is given: the table and netperf's -f unit.
+#[derive(Serialize)]
+struct SweepContext<'a> {
+    #[serde(flatten)]
+    table: &'a SweepTable,
+    units: &'a str,
+}
+
+fn print_table(global: &GlobalArgs, units: &str, table: SweepTable) -> anyhow::Result<()> {
     let text = Renderer::new(global.template_dir.as_deref())
-        .render("sweep", &table)
+        .render(
+            "sweep",
+            &SweepContext {
+                table: &table,
+                units,
+            },
+        )
         .context("failed to render the sweep")?;
     std::io::stdout()
         .write_all(text.as_bytes())
@@ -262,8 +284,33 @@ fn sweep_row(parameter: &SweepParameter, record: &RunRecord) -> SweepRow {
         throughput_bps,
         local_cpu_pct: cpu.and_then(|cpu| cpu.local_util_pct),
         remote_cpu_pct: cpu.and_then(|cpu| cpu.remote_util_pct),
-        local_service_demand: cpu.and_then(|cpu| cpu.local_service_demand),
-        remote_service_demand: cpu.and_then(|cpu| cpu.remote_service_demand),
+        // The mean of the iterations' own demands, as compare takes it.
+        local_service_demand: bench_core::cpu::mean_service_demand(
+            record
+                .samples(Metric::LocalServiceDemand)
+                .into_iter()
+                .map(Some),
+        )
+        .or_else(|| cpu.and_then(|cpu| cpu.local_service_demand)),
+        remote_service_demand: bench_core::cpu::mean_service_demand(
+            record
+                .samples(Metric::RemoteServiceDemand)
+                .into_iter()
+                .map(Some),
+        )
+        .or_else(|| cpu.and_then(|cpu| cpu.remote_service_demand)),
+        confidence_half_width_pct: summary
+            .confidence
+            .as_ref()
+            .map(|confidence| confidence.width_pct / 2.0),
+        confidence_target_half_width_pct: summary
+            .confidence
+            .as_ref()
+            .map(|confidence| confidence.target_width_pct / 2.0),
+        confidence_missed: summary
+            .confidence
+            .as_ref()
+            .is_some_and(|confidence| !confidence.met),
         run_id: record.id.clone(),
     }
 }

@@ -1,9 +1,11 @@
 //! `netbisect verdict`: measure the current tree, compare with archived
 //! good and bad baselines, and answer as `git bisect run` expects: exit 0
 //! when the tree is like the good side (old), 1 when it is like the bad
-//! side (new), 125 when it cannot tell or could not measure. Every
-//! failure, whatever its cause, is 125, so that `git bisect run` skips the
-//! commit instead of calling it bad.
+//! side (new), 125 when it cannot tell or could not measure. A failure to
+//! measure is 125, so that `git bisect run` skips the commit instead of
+//! calling it bad; a usage or configuration error (a misspelled baseline,
+//! a bad option, a missing program) is 128, on which `git bisect run`
+//! aborts, since it would be the same at every commit.
 //!
 //! The decision is bisect's sequential test: the fresh repeats are
 //! classified against a model of the two baselines, one repeat at a time,
@@ -16,6 +18,7 @@ use crate::exit::{Code, InputError};
 use anyhow::Context;
 use archive::{Archive, ArchiveError, CanonicalRun, RunQuery};
 use bench_core::record::{Metric, RunRecord};
+use bench_core::spec::RunSpec;
 use bisect::decision::{self, DecisionConfig, Model, StepDecision, Verdict};
 use bisect::runner::{self, CommandOutcome};
 use serde::Serialize;
@@ -42,29 +45,64 @@ struct VerdictDoc {
     samples: Vec<f64>,
     run_ids: Vec<String>,
     llr: f64,
+    /// Change of the fresh samples' mean from the good baseline's,
+    /// percent, with the 95% interval on the ratio of the means; `null`
+    /// with fewer than two samples a side or no bounded interval.
+    change_pct: Option<f64>,
+    change_low_pct: Option<f64>,
+    change_high_pct: Option<f64>,
 }
 
 pub fn run(global: &GlobalArgs, args: &VerdictArgs) -> anyhow::Result<Code> {
+    bisect::interrupt::install(bisect::interrupt::Mode::ExitNow);
     match decide(global, args) {
         Ok(code) => Ok(code),
         Err(err) => {
             if crate::exit::is_broken_pipe(&err) {
                 return Ok(Code::Ok);
             }
+            let code = match crate::exit::classify(&err) {
+                Code::Interrupted => Code::Interrupted,
+                _ if is_configuration_error(&err) => Code::Abort,
+                _ => Code::CannotTell,
+            };
             let mut stderr = std::io::stderr().lock();
-            let _ = writeln!(stderr, "netbisect: cannot tell: {err}");
+            let what = match code {
+                Code::CannotTell => "cannot tell",
+                _ => "error",
+            };
+            let _ = writeln!(stderr, "netbisect: {what}: {err}");
             for cause in err.chain().skip(1) {
                 let _ = writeln!(stderr, "  caused by: {cause}");
             }
-            Ok(Code::CannotTell)
+            Ok(code)
         }
     }
 }
 
-/// The archived runs a `--good-run`/`--bad-run` argument names: the run
-/// with that id and every run of its commit under its config_key; or the
-/// runs of that commit, in the config_key most of them share.
-fn baseline(archive: &Archive, text: &str) -> anyhow::Result<Vec<RunRecord>> {
+/// Errors that would be the same at every commit: the user's input, the
+/// archive, a measure program that is not there.
+fn is_configuration_error(err: &anyhow::Error) -> bool {
+    crate::exit::classify(err) == Code::Input
+        || err.chain().any(|cause| {
+            matches!(
+                cause.downcast_ref::<runner::RunnerError>(),
+                Some(runner::RunnerError::NotFound { .. })
+            )
+        })
+}
+
+/// The archived runs a `--good-run`/`--bad-run` argument names.
+enum Baseline {
+    /// A run id: that run and every run of its commit under its
+    /// config_key, taken as they are.
+    Named(Vec<RunRecord>),
+    /// A commit: all its runs, whatever their test; the runs of the spec
+    /// measured are picked once that spec is known.
+    Commit(Vec<RunRecord>),
+}
+
+fn baseline(archive: &Archive, text: &str) -> anyhow::Result<Baseline> {
     match archive.find(text) {
         Ok((run, _)) => {
             let query = match &run.commit {
@@ -79,10 +117,12 @@ fn baseline(archive: &Archive, text: &str) -> anyhow::Result<Vec<RunRecord>> {
                 },
             };
             let records = archive.records(&query)?;
-            return Ok(records
-                .into_iter()
-                .filter(|record| record.subject.commit == run.commit)
-                .collect());
+            return Ok(Baseline::Named(
+                records
+                    .into_iter()
+                    .filter(|record| record.subject.commit == run.commit)
+                    .collect(),
+            ));
         }
         Err(ArchiveError::NoSuchRun(_)) => {}
         Err(err) => return Err(err.into()),
@@ -91,17 +131,55 @@ fn baseline(archive: &Archive, text: &str) -> anyhow::Result<Vec<RunRecord>> {
         commit_prefix: Some(text.to_string()),
         ..RunQuery::default()
     })?;
-    let mut by_key: BTreeMap<String, Vec<RunRecord>> = BTreeMap::new();
-    for record in records {
-        by_key
-            .entry(record.config_key.clone())
-            .or_default()
-            .push(record);
+    if records.is_empty() {
+        return Err(InputError(format!("no archived run or commit matches '{text}'")).into());
     }
-    by_key
-        .into_values()
-        .max_by_key(Vec::len)
-        .ok_or_else(|| InputError(format!("no archived run or commit matches '{text}'")).into())
+    Ok(Baseline::Commit(records))
+}
+
+/// The runs of `baseline` of the test measured: those of `spec` on
+/// `testbed` when it has any, else those of the same test (the spec may
+/// be what a commit changes), in the config_key most of them share.
+fn runs_of_spec(
+    baseline: Baseline,
+    text: &str,
+    spec: &RunSpec,
+    testbed: &str,
+) -> anyhow::Result<Vec<RunRecord>> {
+    let records = match baseline {
+        Baseline::Named(records) => return Ok(records),
+        Baseline::Commit(records) => records,
+    };
+    let mut tests: BTreeMap<String, usize> = BTreeMap::new();
+    for record in &records {
+        *tests.entry(record.spec.test.to_string()).or_default() += 1;
+    }
+    let same_test: Vec<RunRecord> = records
+        .into_iter()
+        .filter(|record| record.spec.test == spec.test && record.testbed == testbed)
+        .collect();
+    let exact = same_test.iter().any(|record| &record.spec == spec);
+    let mut by_key: BTreeMap<String, Vec<RunRecord>> = BTreeMap::new();
+    for record in same_test {
+        if !exact || &record.spec == spec {
+            by_key
+                .entry(record.config_key.clone())
+                .or_default()
+                .push(record);
+        }
+    }
+    by_key.into_values().max_by_key(Vec::len).ok_or_else(|| {
+        let has: Vec<String> = tests
+            .iter()
+            .map(|(test, n_runs)| format!("{n_runs} {test}"))
+            .collect();
+        InputError(format!(
+            "'{text}' has no archived {} run on testbed {testbed}, only {} runs",
+            spec.test,
+            has.join(", ")
+        ))
+        .into()
+    })
 }
 
 /// One fresh run of the current tree.
@@ -152,8 +230,43 @@ fn decide(global: &GlobalArgs, args: &VerdictArgs) -> anyhow::Result<Code> {
     let mut archive = super::archive::open_archive(global)?;
     let good = baseline(&archive, &args.good_run).context("the good baseline")?;
     let bad = baseline(&archive, &args.bad_run).context("the bad baseline")?;
-    let metric: Metric = match &args.metric {
-        Some(name) => name.parse()?,
+    let dir = std::env::current_dir().context("failed to read the current directory")?;
+    let commit = bisect::range::discover(&dir)
+        .ok()
+        .and_then(|repo| bisect::range::resolve(&repo, "HEAD").ok())
+        .map(|oid| oid.to_string());
+    let bench = match &args.measure {
+        MeasureArgs {
+            bench: Some(spec), ..
+        } => Some(parse_bench_spec(spec)?),
+        MeasureArgs {
+            measure: Some(command),
+            ..
+        } => {
+            runner::check_command(command, &dir)?;
+            None
+        }
+        _ => return Err(InputError("give --bench SPEC or --measure CMD".to_string()).into()),
+    };
+    // A misspelled metric is the same mistake at every commit: said
+    // before anything is measured.
+    let named_metric: Option<Metric> = args.metric.as_deref().map(str::parse).transpose()?;
+    // The baselines are the runs of the spec measured: a bench spec says
+    // it up front; a measure command's first run says it.
+    let mut first_run = None;
+    let (spec, testbed) = match &bench {
+        Some(request) => (request.spec.clone(), request.testbed.clone()),
+        None => {
+            let record = measure_once(args, None, &dir, commit.as_deref())?;
+            let spec = (record.spec.clone(), record.testbed.clone());
+            first_run = Some(record);
+            spec
+        }
+    };
+    let good = runs_of_spec(good, &args.good_run, &spec, &testbed).context("the good baseline")?;
+    let bad = runs_of_spec(bad, &args.bad_run, &spec, &testbed).context("the bad baseline")?;
+    let metric: Metric = match named_metric {
+        Some(metric) => metric,
         None => good
             .first()
             .map_or(Metric::ThroughputBps, RunRecord::primary_metric),
@@ -172,24 +285,6 @@ fn decide(global: &GlobalArgs, args: &VerdictArgs) -> anyhow::Result<Code> {
     let model = Model::estimate(&[&good_samples], &[&bad_samples])
         .filter(|model| model.new_mean != model.old_mean)
         .ok_or_else(|| InputError("the good and bad baselines do not differ".to_string()))?;
-    let dir = std::env::current_dir().context("failed to read the current directory")?;
-    let commit = bisect::range::discover(&dir)
-        .ok()
-        .and_then(|repo| bisect::range::resolve(&repo, "HEAD").ok())
-        .map(|oid| oid.to_string());
-    let bench = match &args.measure {
-        MeasureArgs {
-            bench: Some(spec), ..
-        } => Some(parse_bench_spec(spec)?),
-        MeasureArgs {
-            measure: Some(command),
-            ..
-        } => {
-            runner::check_command(command, &dir)?;
-            None
-        }
-        _ => anyhow::bail!("give --bench SPEC or --measure CMD"),
-    };
     let config = DecisionConfig {
         max_repeats: args.max_repeats.max(1),
         ..DecisionConfig::default()
@@ -197,7 +292,10 @@ fn decide(global: &GlobalArgs, args: &VerdictArgs) -> anyhow::Result<Code> {
     let mut samples = Vec::new();
     let mut run_ids = Vec::new();
     let (verdict, llr) = loop {
-        let mut record = measure_once(args, bench.as_ref(), &dir, commit.as_deref())?;
+        let mut record = match first_run.take() {
+            Some(record) => record,
+            None => measure_once(args, bench.as_ref(), &dir, commit.as_deref())?,
+        };
         if let Some(commit) = &commit
             && record.subject.commit.as_deref() != Some(commit.as_str())
         {
@@ -222,6 +320,13 @@ fn decide(global: &GlobalArgs, args: &VerdictArgs) -> anyhow::Result<Code> {
             StepDecision::Decided { verdict, llr } => break (verdict, llr),
         }
     };
+    let change = bench_core::stats::ratio_interval(
+        &good_samples,
+        &samples,
+        archive::compare::CHANGE_INTERVAL_LEVEL,
+    )
+    .ok()
+    .map(|interval| interval.relative());
     let doc = VerdictDoc {
         schema: VERDICT_SCHEMA,
         verdict,
@@ -232,6 +337,9 @@ fn decide(global: &GlobalArgs, args: &VerdictArgs) -> anyhow::Result<Code> {
         samples,
         run_ids,
         llr,
+        change_pct: change.map(|change| change.change_pct),
+        change_low_pct: change.map(|change| change.low_pct),
+        change_high_pct: change.map(|change| change.high_pct),
     };
     let text = if global.json {
         serde_json::to_string(&doc).context("failed to encode the verdict")?
@@ -242,8 +350,14 @@ fn decide(global: &GlobalArgs, args: &VerdictArgs) -> anyhow::Result<Code> {
             Verdict::New => "new (like the bad side)",
             Verdict::Unknown | Verdict::Skip => "cannot tell",
         };
+        let versus_good = change.map_or(String::new(), |change| {
+            format!(
+                "\nchange from good: {:+.1}% [{:+.1}%, {:+.1}%] at 95%",
+                change.change_pct, change.low_pct, change.high_pct
+            )
+        });
         format!(
-            "verdict: {word}\n{metric}: {mean:.6e} over {} runs; good {:.6e}, bad {:.6e}; llr {llr:.2}",
+            "verdict: {word}\n{metric}: {mean:.6e} over {} runs; good {:.6e}, bad {:.6e}; llr {llr:.2}{versus_good}",
             doc.samples.len(),
             doc.good_mean,
             doc.bad_mean,

@@ -13,6 +13,46 @@ pub fn register(environment: &mut Environment<'static>) {
     environment.add_filter("signed_pct", signed_pct);
     environment.add_filter("netperf_units", netperf_units);
     environment.add_filter("wrap_words", wrap_words);
+    environment.add_filter("row", row);
+}
+
+/// One line of a table: each text padded to the width of its column
+/// (right-aligned, or left-aligned for a negative width) and joined by
+/// one space, without trailing spaces. A column of width 0 is left out,
+/// and so are texts beyond the widths given.
+pub fn row(texts: Value, widths: Value) -> Result<String, Error> {
+    let mut line = String::new();
+    let widths: Vec<i64> = widths
+        .try_iter()?
+        .map(|width| {
+            i64::try_from(width).map_err(|_| {
+                Error::new(
+                    ErrorKind::InvalidOperation,
+                    "column widths are integers".to_string(),
+                )
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    let mut first = true;
+    for (text, width) in texts.try_iter()?.zip(widths) {
+        if width == 0 {
+            continue;
+        }
+        let text = text_of(&text);
+        if !first {
+            line.push(' ');
+        }
+        first = false;
+        let pad = (width.unsigned_abs() as usize).saturating_sub(text.chars().count());
+        if width < 0 {
+            line.push_str(&text);
+            line.push_str(&" ".repeat(pad));
+        } else {
+            line.push_str(&" ".repeat(pad));
+            line.push_str(&text);
+        }
+    }
+    Ok(line.trim_end().to_string())
 }
 
 fn text_of(value: &Value) -> String {
@@ -115,6 +155,12 @@ mod tests {
         assert_eq!(fixed(Value::from(2.0 / 3.0), Some(3)).unwrap(), "0.667");
         assert_eq!(fixed(Value::from(()), None).unwrap(), "-");
         assert_eq!(signed_pct(Value::from(-8.14), None).unwrap(), "-8.1%");
+        let texts = Value::from(vec!["current", "1432", ""]);
+        let widths = Value::from(vec![-10, 7, -6]);
+        assert_eq!(row(texts, widths).unwrap(), "current       1432");
+        let texts = Value::from(vec!["a", "hidden", "b"]);
+        let widths = Value::from(vec![2, 0, 2]);
+        assert_eq!(row(texts, widths).unwrap(), " a  b");
         assert_eq!(signed_pct(Value::from(1.25), Some(2)).unwrap(), "+1.25%");
         assert_eq!(signed_pct(Value::from(-0.01), None).unwrap(), "+0.0%");
     }

@@ -19,7 +19,12 @@ use std::path::{Path, PathBuf};
 pub const BUILTIN: &[(&str, &str)] = &[
     ("env", include_str!("../../templates/env.j2")),
     ("compare", include_str!("../../templates/compare.j2")),
+    (
+        "compare-stats",
+        include_str!("../../templates/compare-stats.j2"),
+    ),
     ("history", include_str!("../../templates/history.j2")),
+    ("plan", include_str!("../../templates/plan.j2")),
     ("run", include_str!("../../templates/run.j2")),
     (
         "archive-list",

@@ -174,7 +174,7 @@ fn json_prints_the_canonical_record_with_every_default() {
         String::from_utf8_lossy(&output.stderr)
     );
     let record: Record = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(record.schema, "netbisect.run/1");
+    assert_eq!(record.schema, "netbisect.run/1.1");
     assert_eq!(record.id.len(), 64);
     assert_eq!(record.spec.test, "TCP_RR");
     assert_eq!(record.spec.duration_s, 0.2);
@@ -431,6 +431,31 @@ fn wildcard_serve_demands_a_token() {
     std::fs::write(&token, "a secret shared by both ends\n").unwrap();
     let wrong = dir.path().join("wrong");
     std::fs::write(&wrong, "some other secret of a length\n").unwrap();
+    // A token others may read is refused on both ends, with the fix.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let output = netbisect()
+        .args(["serve", "--listen", "0.0.0.0", "-p", "0", "--token-file"])
+        .arg(&token)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&format!("chmod 600 {}", token.display())),
+        "{stderr}"
+    );
+    let output = netbisect()
+        .args(["bench", "-H", "127.0.0.1", "--no-archive", "--token-file"])
+        .arg(&token)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("readable by group and others"), "{stderr}");
+    for path in [&token, &wrong] {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
     let token = token.to_str().unwrap();
     let server = ServeProcess::start(&["--listen", "0.0.0.0", "--token-file", token]);
     // Through loopback only, although the server listens on every address.

@@ -17,13 +17,13 @@ const BINARY: &str = env!("CARGO_BIN_EXE_netbisect");
 const BUILD_SCRIPT: &str =
     "mkdir -p out && test ! -f broken && cp config/send_size out/send_size\n";
 
-struct Fixture {
+pub struct Fixture {
     _dir: tempfile::TempDir,
-    repo: PathBuf,
-    archive: PathBuf,
+    pub repo: PathBuf,
+    pub archive: PathBuf,
 }
 
-fn fixture() -> Fixture {
+pub fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let repo = dir.path().join("repo");
     let archive = dir.path().join("archive.db");
@@ -36,14 +36,14 @@ fn fixture() -> Fixture {
 }
 
 impl Fixture {
-    fn netbisect(&self) -> Command {
+    pub fn netbisect(&self) -> Command {
         let mut command = crate::netbisect_with(&self.archive);
         command.current_dir(&self.repo);
         command
     }
 
     /// Runs netbisect with `args`; returns (exit code, stdout, stderr).
-    fn run(&self, args: &[&str]) -> (i32, String, String) {
+    pub fn run(&self, args: &[&str]) -> (i32, String, String) {
         let output = self.netbisect().args(args).output().unwrap();
         (
             output.status.code().unwrap_or(-1),
@@ -95,7 +95,7 @@ impl Fixture {
 
 /// A TCP_STREAM test of a tenth of a second with the built send size;
 /// `prefix` runs first (shell).
-fn measure_command(prefix: &str) -> String {
+pub fn measure_command(prefix: &str) -> String {
     format!(
         "{prefix}'{BINARY}' bench -t TCP_STREAM -l 0.1 -m \"$(cat out/send_size)\" --json \
          --no-archive --commit \"$NETBISECT_COMMIT\""
@@ -168,7 +168,7 @@ fn send_size(slow: bool) -> &'static str {
 
 /// A line of `n` commits; from `culprit` on the send size is 64 bytes.
 /// `extra(idx)` adds files to commit `idx`.
-fn linear(
+pub fn linear(
     repo: &Repository,
     n: usize,
     culprit: usize,
@@ -695,6 +695,14 @@ fn verdict_answers_as_git_bisect_run_expects() {
         bench("65536", "aaaa1111");
         bench("64", "bbbb2222");
     }
+    // The good commit has more runs of another test: the baseline is
+    // still the TCP_STREAM runs, the spec being measured.
+    for _ in 0..9 {
+        let (code, _, stderr) = fixture.run(&[
+            "bench", "-t", "TCP_RR", "-l", "0.05", "--commit", "aaaa1111", "--json",
+        ]);
+        assert_eq!(code, 0, "{stderr}");
+    }
     let verdict = |size: &str| {
         let command =
             format!("'{BINARY}' bench -t TCP_STREAM -l 0.1 -m {size} --json --no-archive");
@@ -723,10 +731,80 @@ fn verdict_answers_as_git_bisect_run_expects() {
     assert_eq!(code, 0, "{stderr}");
     let (code, stderr) = verdict("64");
     assert_eq!(code, 1, "{stderr}");
-    // A failing measurement, or baselines that do not exist: 125, skip.
+    let output = fixture
+        .netbisect()
+        .current_dir(&dir)
+        .args([
+            "--json",
+            "verdict",
+            "--good-run",
+            "aaaa1111",
+            "--bad-run",
+            "bbbb2222",
+            "--bench",
+            "-t TCP_STREAM -l 0.1 -m 65536",
+            "--max-repeats",
+            "20",
+        ])
+        .output()
+        .unwrap();
+    // The baseline is throughput (bits/s), not a transaction rate; the
+    // verdict is old, or unknown when a loaded machine blurs the sides.
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let code = output.status.code();
+    assert!(code == Some(0) || code == Some(125), "{code:?}: {stderr}");
+    let doc: Value =
+        serde_json::from_slice(&output.stdout).unwrap_or_else(|err| panic!("{err}: {stderr}"));
+    assert_eq!(doc["metric"], "throughput_bps", "{doc}");
+    assert!(doc["good_mean"].as_f64().unwrap() > 1e8, "{doc}");
+    // A hundredfold drop reads as a ratio: its interval stays above -100%.
+    let output = fixture
+        .netbisect()
+        .current_dir(&dir)
+        .args([
+            "--json",
+            "verdict",
+            "--good-run",
+            "aaaa1111",
+            "--bad-run",
+            "bbbb2222",
+            "--bench",
+            "-t TCP_STREAM -l 0.1 -m 64",
+            "--max-repeats",
+            "20",
+        ])
+        .output()
+        .unwrap();
+    let code = output.status.code();
+    assert!(code == Some(1) || code == Some(125), "{code:?}");
+    let doc: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let low = doc["change_low_pct"].as_f64().unwrap();
+    let high = doc["change_high_pct"].as_f64().unwrap();
+    assert!(low > -100.0 && low < high && high < 0.0, "{doc}");
+    // A spec neither baseline has: the same at every commit, so an
+    // abort, saying what they have.
+    let output = fixture
+        .netbisect()
+        .current_dir(&dir)
+        .args([
+            "verdict",
+            "--good-run",
+            "aaaa1111",
+            "--bad-run",
+            "bbbb2222",
+            "--bench",
+            "-t UDP_STREAM -l 0.1",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(128), "{stderr}");
+    assert!(stderr.contains("9 TCP_RR"), "{stderr}");
+    // A failing measurement: 125, skip.
     let (code, stderr) = verdict("x");
     assert_eq!(code, 125, "{stderr}");
     assert!(stderr.contains("cannot tell"), "{stderr}");
+    // Baselines that do not exist: 128, abort the whole bisection.
     let output = fixture
         .netbisect()
         .current_dir(&dir)
@@ -741,5 +819,50 @@ fn verdict_answers_as_git_bisect_run_expects() {
         ])
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(125));
+    assert_eq!(output.status.code(), Some(128));
+}
+
+#[test]
+fn a_latency_bisection_prints_its_status_in_microseconds() {
+    let fixture = fixture();
+    let repo = Repository::open(&fixture.repo).unwrap();
+    let ids = linear(&repo, 4, 2, &|_| Vec::new());
+    let (good, bad) = (ids[0].to_string(), ids[3].to_string());
+    let (code, text, stderr) = fixture.run(&[
+        "bisect",
+        "start",
+        "--good",
+        &good,
+        "--bad",
+        &bad,
+        "--bench",
+        "-t TCP_RR -l 0.1",
+        "--metric",
+        "latency_p99_us",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(text.contains("on latency_p99_us"), "{text}");
+    let (code, text, stderr) = fixture.run(&["bisect", "status"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(text.contains("Measuring the ends"), "{text}");
+    crate::check_mailing_list_rules(&text);
+}
+
+#[test]
+fn the_report_of_a_run_names_the_test_bisected_not_another_archived_one() {
+    let fixture = fixture();
+    let repo = Repository::open(&fixture.repo).unwrap();
+    let ids = linear(&repo, 4, 2, &|_| Vec::new());
+    // The good commit also has a request/response run in the archive.
+    let good = ids[0].to_string();
+    let (code, _, stderr) = fixture.run(&[
+        "bench", "-t", "TCP_RR", "-l", "0.1", "--commit", &good, "--json",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    fixture.start(ids[0], ids[3], &[]);
+    let (code, text, stderr) = fixture.run(&["bisect", "run"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(text.starts_with("TCP_STREAM 10^6bits/s -"), "{text}");
+    let (_, report, _) = fixture.run(&["bisect", "report"]);
+    assert_eq!(text, report);
 }

@@ -89,6 +89,7 @@ impl<'a> RunOf<'a> {
             source: Source {
                 tool: "netbisect".to_string(),
                 version: None,
+                undated: false,
             },
             started_at: self.started_at.to_string(),
             finished_at: self.started_at.to_string(),
@@ -223,7 +224,8 @@ fn a_ten_percent_shift_is_significant_with_its_sign() {
     let dir = tempfile::tempdir().unwrap();
     let db = shifted_archive(dir.path());
 
-    let text = stdout_of(netbisect(&db).args(["compare", "1a2b3c4d", "patched"]));
+    let text =
+        stdout_of(netbisect(&db).args(["compare", "1a2b3c4d", "patched", "--layout", "stats"]));
     insta::assert_snapshot!("compare_ten_percent_gain", text);
 
     let comparison = compare_json(&db, &["1a2b3c4d", "patched"]);
@@ -245,7 +247,8 @@ fn a_ten_percent_shift_is_significant_with_its_sign() {
     assert_eq!(row.verdict, "significant");
     assert_eq!(row.direction.as_deref(), Some("regression"));
     assert!(row.change_pct.unwrap() < -8.0);
-    let text = stdout_of(netbisect(&db).args(["compare", "patched", "1a2b3c4d"]));
+    let text =
+        stdout_of(netbisect(&db).args(["compare", "patched", "1a2b3c4d", "--layout", "stats"]));
     let row_line = text
         .lines()
         .find(|line| line.starts_with("throughput"))
@@ -271,7 +274,13 @@ fn the_same_distribution_is_within_noise() {
     );
     let comparison = compare_json(&db, &[&BASE_COMMIT[..7], &PATCHED_COMMIT[..7]]);
     assert_eq!(comparison.groups[0].rows[0].verdict, "not_significant");
-    let text = stdout_of(netbisect(&db).args(["compare", &BASE_COMMIT[..7], &PATCHED_COMMIT[..7]]));
+    let text = stdout_of(netbisect(&db).args([
+        "compare",
+        &BASE_COMMIT[..7],
+        &PATCHED_COMMIT[..7],
+        "--layout",
+        "stats",
+    ]));
     let row_line = text
         .lines()
         .find(|line| line.starts_with("throughput"))
@@ -296,7 +305,13 @@ fn two_samples_a_side_are_too_few_and_it_says_so() {
     let comparison = compare_json(&db, &[BASE_COMMIT, PATCHED_COMMIT]);
     assert_eq!(comparison.min_samples, 4);
     assert_eq!(comparison.groups[0].rows[0].verdict, "need_samples");
-    let text = stdout_of(netbisect(&db).args(["compare", BASE_COMMIT, PATCHED_COMMIT]));
+    let text = stdout_of(netbisect(&db).args([
+        "compare",
+        BASE_COMMIT,
+        PATCHED_COMMIT,
+        "--layout",
+        "stats",
+    ]));
     assert!(
         text.contains("too few samples for any verdict: need >= 4 samples per side"),
         "{text}"
@@ -323,7 +338,13 @@ fn a_sysctl_that_differs_is_warned_about() {
             .record(),
         ],
     );
-    let text = stdout_of(netbisect(&db).args(["compare", BASE_COMMIT, PATCHED_COMMIT]));
+    let text = stdout_of(netbisect(&db).args([
+        "compare",
+        BASE_COMMIT,
+        PATCHED_COMMIT,
+        "--layout",
+        "stats",
+    ]));
     let warning = text
         .split_once("Warning: the environments differ (base -> patched):\n")
         .map(|(_, rest)| rest.split_whitespace().collect::<Vec<_>>().join(" "))

@@ -1,13 +1,22 @@
 //! End-to-end tests of the `netbisect` binary, one module per area.
 
 mod archive;
+mod archive_safety;
 mod bench;
 mod bisect;
 mod compare;
 mod env;
 mod help;
 mod history;
+mod imports;
+mod netns;
+mod netperf_layout;
+mod parity;
+mod plan;
 mod record;
+mod serve_limits;
+mod signals;
+mod soak;
 mod sweep;
 mod templates;
 mod vm;

@@ -15,8 +15,8 @@ fn fixture_path() -> PathBuf {
     .collect()
 }
 
-const FIXTURE_ID: &str = "aaaa9541da83110b5ebb2efd7f214effe502ca971f4e8317dd977869c2bd3391";
-const FIXTURE_CONFIG_KEY: &str = "89f2dc6b658f529c204f7b12e3f4080b0daab6162560fe5f1e4c3f046c24cfea";
+const FIXTURE_ID: &str = "c63b9e12f749bc6e75dc95deece76e3e607ae9dbef37e88c6e6698a23bee8c92";
+const FIXTURE_CONFIG_KEY: &str = "c1ab09600994976f931d9518e621659c1b4ab371177346bc1db109bf22705e41";
 
 use crate::netbisect;
 
@@ -134,16 +134,16 @@ fn non_utf8_is_an_input_error() {
 #[test]
 fn wrong_schema_is_an_input_error() {
     let dir = tempfile::tempdir().unwrap();
-    let text = fixture_text().replace("netbisect.run/1", "netbisect.run/2");
+    let text = fixture_text().replace("netbisect.run/1.1", "netbisect.run/2");
     let path = write(dir.path(), "v2.json", text.as_bytes());
     assert_rejected(
         &path,
-        "unsupported schema \"netbisect.run/2\": this netbisect reads netbisect.run/1",
+        "unsupported schema \"netbisect.run/2\": this netbisect reads netbisect.run/1.x",
     );
     let path = write(dir.path(), "other.json", b"{\"start\": {}, \"end\": {}}");
     assert_rejected(
         &path,
-        "missing \"schema\" field (expected \"netbisect.run/1\")",
+        "missing \"schema\" field (expected \"netbisect.run/1.1\")",
     );
 }
 
@@ -156,7 +156,7 @@ fn tampered_record_is_an_input_error() {
         &path,
         &format!(
             "id does not match the content: stated {FIXTURE_ID}, computed \
-             56710388ea5ff7636bd7b67e425f33c7e01e34a2d39539f0532acb6fb8cdd37e"
+             097aedcfa9b82fd7880fba8925326491d76042cb5518cc7f8133ca23c4192e8b"
         ),
     );
 }
@@ -201,4 +201,50 @@ fn no_file_is_a_usage_error() {
     let output = netbisect().args(["record", "check"]).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr_of(&output).contains("FILE"));
+}
+
+#[test]
+fn the_json_lines_of_archive_export_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive.db");
+    for test in ["TCP_STREAM", "TCP_RR"] {
+        let output = crate::netbisect_with(&archive)
+            .args(["bench", "-t", test, "-l", "0.05", "--json"])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "{}", stderr_of(&output));
+    }
+    let output = crate::netbisect_with(&archive)
+        .args(["archive", "export"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let path = write(dir.path(), "export.jsonl", &output.stdout);
+    let output = netbisect()
+        .args(["record", "check"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", stderr_of(&output));
+    let text = stdout_of(&output);
+    assert_eq!(text.lines().count(), 2, "{text}");
+    assert!(
+        text.starts_with(&format!("{}:1: ok, id ", path.display())),
+        "{text}"
+    );
+    // A damaged line is named.
+    let exported = std::fs::read_to_string(&path).unwrap();
+    let damaged = exported.replacen("\n{", "\n{\"x\":1,", 1);
+    let path = write(dir.path(), "damaged.jsonl", damaged.as_bytes());
+    let output = netbisect()
+        .args(["record", "check"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr_of(&output).contains(&format!("{}: line 2: not a valid", path.display())),
+        "{}",
+        stderr_of(&output)
+    );
 }

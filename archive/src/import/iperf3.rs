@@ -172,10 +172,25 @@ pub fn parse(text: &str, options: &ImportOptions) -> Result<RunRecord, ImportErr
         .version
         .as_deref()
         .map(|text| text.trim_start_matches("iperf").trim().to_string());
+    // Record times are RFC 3339 with four-digit years: a start past
+    // 9999-12-31 is not a time iperf3 wrote.
+    const LAST_SECOND_OF_9999: u64 = 253_402_300_799;
+    if let Some(stamp) = &start.timestamp
+        && stamp.timesecs > LAST_SECOND_OF_9999
+    {
+        return Err(ImportError::parse(
+            1,
+            format!(
+                "start.timestamp.timesecs {} is past the year 9999",
+                stamp.timesecs
+            ),
+        ));
+    }
     let run = PeerRun {
         source: Source {
             tool: String::from("iperf3"),
             version,
+            undated: false,
         },
         spec,
         endpoint,

@@ -11,10 +11,11 @@
 //!
 //! Runs of peer tools become records whose `source.tool` names the tool,
 //! with the commit, label and testbed the user gives in [`ImportOptions`].
-//! Peer outputs carry no start time (netperf) or carry their own (iperf3);
-//! for netperf the end of the run is taken from [`ImportOptions::finished_at`]
-//! (the CLI passes the file's modification time), so importing the same
-//! file twice gives the same ids.
+//! Peer outputs carry no start time (netperf) or carry their own (iperf3).
+//! A run whose output has none is `undated`: its start is the import time
+//! ([`ImportOptions::imported_at`]), kept for ordering but left out of its
+//! id, so the same text imported twice is one run whatever the file's
+//! modification time.
 //!
 //! A file either parses completely or yields an error naming the first line
 //! that did not parse; there is no partial result.
@@ -29,7 +30,67 @@ use bench_core::record::{
     Subject, Summary, UdpFigures,
 };
 use bench_core::spec::RunSpec;
+use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The longest line an input may have, bytes. [`read_input`] refuses a
+/// longer line as soon as it has read this much of it, so one line of an
+/// input never holds more memory than this; [`parse`] refuses one too.
+pub const MAX_LINE_BYTES: usize = 16 << 20;
+
+/// The largest JSON document (one run record, one iperf3 output) an input
+/// may hold, bytes; a larger one is refused before it is parsed into a
+/// tree, which takes several times its size.
+pub const MAX_DOCUMENT_BYTES: usize = 16 << 20;
+
+/// Why an input could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// The reader failed.
+    #[error("cannot read: {0}")]
+    Io(#[from] std::io::Error),
+    /// A line is longer than [`MAX_LINE_BYTES`].
+    #[error(transparent)]
+    Input(#[from] ImportError),
+}
+
+/// Reads a whole input, refusing it as soon as a line is longer than
+/// [`MAX_LINE_BYTES`].
+pub fn read_input(mut reader: impl std::io::Read) -> Result<Vec<u8>, ReadError> {
+    let mut input = Vec::new();
+    let mut chunk = vec![0u8; 64 * 1024];
+    let mut line_start = 0;
+    let mut line_no = 1;
+    loop {
+        let got = match reader.read(&mut chunk) {
+            Ok(0) => return Ok(input),
+            Ok(got) => got,
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(err) => return Err(err.into()),
+        };
+        let offset = input.len();
+        input.extend_from_slice(&chunk[..got]);
+        for (idx, &byte) in chunk[..got].iter().enumerate() {
+            if byte == b'\n' {
+                line_start = offset + idx + 1;
+                line_no += 1;
+            }
+        }
+        if input.len() - line_start > MAX_LINE_BYTES {
+            return Err(ImportError::LineTooLong { line: line_no }.into());
+        }
+    }
+}
+
+/// The first line longer than [`MAX_LINE_BYTES`], if any.
+fn check_line_lengths(input: &[u8]) -> Result<(), ImportError> {
+    for (line_idx, line) in input.split(|&byte| byte == b'\n').enumerate() {
+        if line.len() > MAX_LINE_BYTES {
+            return Err(ImportError::LineTooLong { line: line_idx + 1 });
+        }
+    }
+    Ok(())
+}
 
 /// Testbed name given to imported runs when the user names none.
 pub const DEFAULT_TESTBED: &str = "default";
@@ -41,9 +102,29 @@ pub struct ImportOptions {
     pub subject: Subject,
     /// Testbed name; [`DEFAULT_TESTBED`] when `None`.
     pub testbed: Option<String>,
-    /// When the run ended, for outputs that do not say; the Unix epoch
-    /// when `None`.
-    pub finished_at: Option<SystemTime>,
+    /// When the input is imported: the start of a run whose output says
+    /// nothing of its time (netperf's), kept for ordering but not in the
+    /// run's id; the Unix epoch when `None`.
+    pub imported_at: Option<SystemTime>,
+    /// Side names of labelled rows (`current`, `Org`) and the label each
+    /// becomes; a name not in the map stays as written.
+    pub side_labels: BTreeMap<String, String>,
+    /// Put before every side name taken as a label.
+    pub label_prefix: Option<String>,
+}
+
+impl ImportOptions {
+    /// The options of the run of a row labelled `side`: its label is the
+    /// side name, mapped and prefixed as asked.
+    pub(crate) fn with_side_label(&self, side: &str) -> ImportOptions {
+        let mapped = self.side_labels.get(side).map_or(side, String::as_str);
+        let mut options = self.clone();
+        options.subject.label = Some(format!(
+            "{}{mapped}",
+            self.label_prefix.as_deref().unwrap_or("")
+        ));
+        options
+    }
 }
 
 /// The formats [`parse`] recognises.
@@ -106,6 +187,18 @@ pub enum ImportError {
     /// The input has no run in it.
     #[error("no run found")]
     Empty,
+    /// A line longer than [`MAX_LINE_BYTES`].
+    #[error("line {line}: longer than {} MiB, the longest line netbisect reads", MAX_LINE_BYTES >> 20)]
+    LineTooLong {
+        /// The line.
+        line: usize,
+    },
+    /// A JSON document larger than [`MAX_DOCUMENT_BYTES`].
+    #[error("line {line}: a JSON document larger than {} MiB, the largest netbisect reads", MAX_DOCUMENT_BYTES >> 20)]
+    DocumentTooLarge {
+        /// The line the document starts on.
+        line: usize,
+    },
 }
 
 impl ImportError {
@@ -125,6 +218,7 @@ impl ImportError {
 
 /// Detects the format of `input` and parses every run in it.
 pub fn parse(input: &[u8], options: &ImportOptions) -> Result<Imported, ImportError> {
+    check_line_lengths(input)?;
     let text = std::str::from_utf8(input).map_err(|err| {
         let line = 1 + input[..err.valid_up_to()]
             .iter()
@@ -152,22 +246,46 @@ pub fn parse(input: &[u8], options: &ImportOptions) -> Result<Imported, ImportEr
         } else {
             return Err(ImportError::unrecognised(first_line_no, first_line));
         }
-    } else if netperf::is_banner(first_line) {
-        let (format, record) = netperf::parse(text, options)?;
-        (
-            format,
-            vec![
-                CanonicalRun::from_record(record)
-                    .map_err(|err| ImportError::parse(first_line_no, err.to_string()))?,
-            ],
-        )
     } else {
-        return Err(ImportError::unrecognised(first_line_no, first_line));
+        // Text from an email: quoted lines are read unquoted, and the
+        // prose around the outputs is not read.
+        let text = unquote(text);
+        if !text.lines().any(netperf::is_banner) {
+            return Err(ImportError::unrecognised(first_line_no, first_line));
+        }
+        let (format, records) = netperf::parse(&text, options)?;
+        let runs = records
+            .into_iter()
+            .map(|record| {
+                CanonicalRun::from_record(record)
+                    .map_err(|err| ImportError::parse(first_line_no, err.to_string()))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        (format, runs)
     };
     if runs.is_empty() {
         return Err(ImportError::Empty);
     }
     Ok(Imported { format, runs })
+}
+
+/// `text` with the quote markers of an email (`> `, `>> `, `> > `) taken
+/// off the start of each line; each line keeps its place, so line numbers
+/// still count in the input, and the columns of a quoted table stay
+/// aligned because every line loses the same prefix.
+fn unquote(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.lines().any(|line| line.starts_with('>')) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut unquoted = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let mut rest = line;
+        while let Some(after) = rest.strip_prefix('>') {
+            rest = after.strip_prefix(' ').unwrap_or(after);
+        }
+        unquoted.push_str(rest);
+    }
+    std::borrow::Cow::Owned(unquoted)
 }
 
 /// Figures one peer-tool run reported; absent ones were not printed.
@@ -191,6 +309,8 @@ pub(crate) struct PeerFigures {
     pub latency: LatencyReport,
     /// Datagrams lost, percent of those sent, when reported.
     pub loss_pct: Option<f64>,
+    /// Failed sends (netperf's UDP_STREAM "Errors"), when reported.
+    pub send_errors: Option<u64>,
 }
 
 /// What a peer-tool run says about itself besides its figures.
@@ -210,22 +330,53 @@ fn nonnegative(value: Option<f64>) -> Option<f64> {
     value.filter(|v| v.is_finite() && *v >= 0.0)
 }
 
-fn round_count(value: f64) -> u64 {
-    if value.is_finite() && value > 0.0 {
-        // Counts derived from rates stay far below 2^53.
-        value.round() as u64
-    } else {
-        0
+/// Why a peer-tool run could not become a record.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum BuildError {
+    /// A figure no real run can have.
+    #[error("implausible figure: {0}")]
+    Implausible(String),
+    /// The record could not be sealed.
+    #[error(transparent)]
+    Record(#[from] bench_core::record::RecordError),
+}
+
+/// How far past the import a run's stated start may be (clocks of two
+/// machines differ; a day more is a wrong clock or a wrong figure).
+const MAX_CLOCK_SKEW: Duration = Duration::from_secs(24 * 3600);
+
+/// Refuses figures no real run has: a negative or non-finite rate, an
+/// elapsed time of 0 or less, a start far in the future.
+fn check_plausible(run: &PeerRun, options: &ImportOptions) -> Result<(), BuildError> {
+    let figures = &run.figures;
+    let implausible = |reason: String| Err(BuildError::Implausible(reason));
+    for (name, value) in [
+        ("throughput", figures.throughput_bps),
+        ("transaction rate", figures.transaction_rate),
+    ] {
+        if let Some(value) = value.filter(|value| !value.is_finite() || *value < 0.0) {
+            return implausible(format!("{name} {value} is negative"));
+        }
     }
+    if let Some(elapsed) = figures.elapsed_s.filter(|elapsed| *elapsed <= 0.0) {
+        return implausible(format!("elapsed time {elapsed} s (a run takes time)"));
+    }
+    if let Some(started) = run.started_at {
+        let now = options.imported_at.unwrap_or_else(SystemTime::now);
+        if started > now + MAX_CLOCK_SKEW {
+            return implausible(format!(
+                "start {} is more than a day after the import",
+                bench_core::time::rfc3339_utc(started)
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Builds and seals the record of one peer-tool run: one iteration with
-/// the figures; byte and message counts the tool did not print are derived
-/// from the rates and sizes it did.
-pub(crate) fn build_record(
-    run: PeerRun,
-    options: &ImportOptions,
-) -> Result<RunRecord, bench_core::record::RecordError> {
+/// the figures the tool printed; what it did not print stays absent.
+pub(crate) fn build_record(run: PeerRun, options: &ImportOptions) -> Result<RunRecord, BuildError> {
+    check_plausible(&run, options)?;
     let PeerRun {
         source,
         mut spec,
@@ -251,70 +402,60 @@ pub(crate) fn build_record(
         elapsed_s,
         cpu: cpu.clone(),
         reported_latency: reported_latency.clone(),
+        send_errors: figures.send_errors,
         ..Iteration::default()
     };
+    // Counts are kept as the tool printed them; none is derived from a
+    // rate, which would make up a figure the tool never measured.
+    iteration.bytes_sent = figures.bytes_sent;
+    iteration.bytes_received = figures.bytes_received;
+    iteration.messages_sent = figures.messages_sent;
+    iteration.messages_received = figures.messages_received;
     if spec.test.is_request_response() {
         let rate = figures.transaction_rate.unwrap_or(0.0);
-        let transactions = round_count(rate * elapsed_s);
         let bytes_per_transaction =
             f64::from(spec.request_size_bytes) + f64::from(spec.response_size_bytes);
         iteration.transaction_rate = Some(rate);
-        iteration.transactions = Some(transactions);
+        // netbisect's throughput of an RR test is defined from the rate
+        // and the sizes, so it is the same figure, not an estimate.
         iteration.throughput_bps = figures
             .throughput_bps
             .unwrap_or(rate * bytes_per_transaction * 8.0);
-        iteration.bytes_sent = transactions * u64::from(spec.request_size_bytes);
-        iteration.bytes_received = transactions * u64::from(spec.response_size_bytes);
-        iteration.messages_sent = transactions;
-        iteration.messages_received = transactions;
     } else {
-        let throughput_bps = figures.throughput_bps.unwrap_or(0.0);
-        let message_size = f64::from(spec.send_size_bytes.max(1));
-        let derived_bytes = round_count(throughput_bps * elapsed_s / 8.0);
-        iteration.throughput_bps = throughput_bps;
-        iteration.bytes_received =
-            figures
-                .bytes_received
-                .unwrap_or(match figures.messages_received {
-                    Some(messages) => messages * u64::from(spec.send_size_bytes),
-                    None => derived_bytes,
-                });
-        iteration.bytes_sent = figures.bytes_sent.unwrap_or(match figures.messages_sent {
-            Some(messages) => messages * u64::from(spec.send_size_bytes),
-            None => iteration.bytes_received,
-        });
-        iteration.messages_sent = figures
-            .messages_sent
-            .unwrap_or_else(|| round_count(iteration.bytes_sent as f64 / message_size));
-        iteration.messages_received = figures
-            .messages_received
-            .unwrap_or_else(|| round_count(iteration.bytes_received as f64 / message_size));
+        iteration.throughput_bps = figures.throughput_bps.unwrap_or(0.0);
     }
-    let udp = (spec.test == bench_core::spec::TestKind::UdpStream).then(|| {
-        let sent = iteration.messages_sent;
-        let received = iteration.messages_received;
-        let loss_pct = figures.loss_pct.unwrap_or(if sent > 0 {
-            100.0 * sent.saturating_sub(received) as f64 / sent as f64
-        } else {
-            0.0
-        });
-        UdpFigures {
-            messages_sent: sent,
-            messages_received: received,
-            loss_pct,
+    let udp = match (spec.test, figures.messages_sent, figures.messages_received) {
+        (bench_core::spec::TestKind::UdpStream, Some(sent), Some(received)) => {
+            let loss_pct = figures.loss_pct.unwrap_or(if sent > 0 {
+                100.0 * sent.saturating_sub(received) as f64 / sent as f64
+            } else {
+                0.0
+            });
+            Some(UdpFigures {
+                messages_sent: sent,
+                messages_received: received,
+                loss_pct,
+                send_errors: figures.send_errors,
+            })
         }
-    });
-
-    let finished_at = match (started_at, options.finished_at) {
-        (Some(start), _) => start + Duration::from_secs_f64(elapsed_s.max(0.0)),
-        (None, Some(end)) => end,
-        (None, None) => UNIX_EPOCH,
+        _ => None,
     };
-    let started_at = started_at.unwrap_or_else(|| {
-        finished_at
-            .checked_sub(Duration::from_secs_f64(elapsed_s.max(0.0)))
-            .unwrap_or(UNIX_EPOCH)
-    });
+
+    let mut source = source;
+    source.undated = started_at.is_none();
+    let started_at = started_at.or(options.imported_at).unwrap_or(UNIX_EPOCH);
+    let finished_at = Duration::try_from_secs_f64(elapsed_s.max(0.0))
+        .ok()
+        .and_then(|elapsed| started_at.checked_add(elapsed))
+        .unwrap_or(started_at);
+    // Record times have four-digit years (RFC 3339): refuse what lies
+    // beyond rather than write a record no reader takes.
+    let last_second = UNIX_EPOCH + Duration::from_secs(253_402_300_799);
+    if started_at > last_second || finished_at > last_second {
+        return Err(BuildError::Implausible(
+            "the run's times lie past the year 9999".to_string(),
+        ));
+    }
     let summary = Summary {
         n_iterations: 1,
         throughput_bps: Spread::of(&[iteration.throughput_bps]).unwrap_or_default(),

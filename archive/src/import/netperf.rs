@@ -5,7 +5,22 @@
 //! remote host, the address family and, with `-I`, the requested
 //! confidence interval (`: +/-2.500% @ 99% conf.`). A `!!!` warning block
 //! (confidence not reached) may follow; its throughput interval becomes
-//! the record's confidence outcome.
+//! the record's confidence outcome. Older netperfs' banners (`UDP
+//! UNIDIRECTIONAL SEND TEST`, `TCP STREAM TEST ... : +/-2.500% @ 95%
+//! conf.  : demo`) read the same; the notes `: first burst N` and `:
+//! nodelay` enter the spec.
+//!
+//! An input may hold several outputs (a log appended to, an email): each
+//! runs from its banner to the next. Text before the first banner, and
+//! after a table's block of results, is not read, except that a line of
+//! numbers there is refused rather than dropped. A table whose rows begin
+//! with a word (`current`, `patched`, `Org:`) gives one run per such row,
+//! labelled by the word; an unlabelled line under one is its second line.
+//!
+//! Nothing is guessed: the first line of a run needs a figure for every
+//! column, a run needs all its lines (request/response rows given by side
+//! name may leave out the second, which holds only socket sizes), and an
+//! input whose last line lacks its end was cut and is refused.
 //!
 //! Classic tables are read by their headers, not by counting: the header
 //! row with the most words defines the columns, every other header word
@@ -40,10 +55,22 @@ fn is_netbisect_trailer(line: &str) -> bool {
             .is_some_and(|(_, id)| !id.is_empty() && id.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
-/// True when `line` is a netperf test banner.
+/// True when `line` is a netperf test banner: a test name that starts as
+/// netperf's do (`MIGRATED TCP STREAM`, `UDP UNIDIRECTIONAL SEND`, `TCP
+/// Connect/Request/Response`, netbisect's `TCP_RR`), then ` TEST`, and
+/// where from or to. The name keeps an email's prose ("we TEST it to
+/// see") from starting an output.
 pub fn is_banner(line: &str) -> bool {
     let line = line.trim();
-    line.contains(" TEST from ") || (line.contains(" TEST") && line.contains(" to "))
+    let Some(at) = line.find(" TEST") else {
+        return false;
+    };
+    let first_word = line[..at].split(' ').next().unwrap_or("");
+    let named = matches!(first_word, "MIGRATED" | "OMNI")
+        || ["TCP", "UDP", "SCTP"]
+            .iter()
+            .any(|protocol| first_word.starts_with(protocol));
+    named && (line[at..].starts_with(" TEST from ") || line.contains(" to "))
 }
 
 /// What the banner says.
@@ -52,6 +79,28 @@ struct Banner {
     host: String,
     family: AddressFamily,
     confidence: Option<ConfidenceSpec>,
+    /// `: first burst N` (`-b`).
+    first_burst: u32,
+    /// `: nodelay` (`-- -D`).
+    nodelay: bool,
+}
+
+/// The banner's `: ...` notes that change what was measured: the first
+/// burst and TCP_NODELAY. Others (`: demo`, `: cpu bind`, the confidence
+/// request) change nothing the record keys on.
+fn banner_notes(line: &str, line_no: usize) -> Result<(u32, bool), ImportError> {
+    let mut first_burst = 0;
+    let mut nodelay = false;
+    for note in line.split(" : ").skip(1).map(str::trim) {
+        if let Some(count) = note.strip_prefix("first burst") {
+            first_burst = count.trim().parse().map_err(|_| {
+                ImportError::parse(line_no, format!("invalid first burst \"{}\"", count.trim()))
+            })?;
+        } else if note == "nodelay" {
+            nodelay = true;
+        }
+    }
+    Ok((first_burst, nodelay))
 }
 
 fn parse_banner(line: &str, line_no: usize) -> Result<Banner, ImportError> {
@@ -65,7 +114,8 @@ fn parse_banner(line: &str, line_no: usize) -> Result<Banner, ImportError> {
         "TCP MAERTS" => TestKind::TcpMaerts,
         "TCP REQUEST/RESPONSE" => TestKind::TcpRr,
         "TCP CONNECT/REQUEST/RESPONSE" => TestKind::TcpCrr,
-        "UDP STREAM" => TestKind::UdpStream,
+        // netperf before 2.5 named UDP_STREAM this way.
+        "UDP STREAM" | "UDP UNIDIRECTIONAL SEND" => TestKind::UdpStream,
         "UDP REQUEST/RESPONSE" => TestKind::UdpRr,
         // netbisect's own run table names the test as `-t` does.
         other => other.parse().map_err(|_| {
@@ -87,11 +137,14 @@ fn parse_banner(line: &str, line_no: usize) -> Result<Banner, ImportError> {
     } else {
         AddressFamily::Ipv4
     };
+    let (first_burst, nodelay) = banner_notes(line, line_no)?;
     Ok(Banner {
         test,
         host,
         family,
         confidence: parse_confidence_request(line),
+        first_burst,
+        nodelay,
     })
 }
 
@@ -114,15 +167,52 @@ fn parse_warning_width(line: &str) -> Option<f64> {
     rest.trim().trim_end_matches('%').trim().parse().ok()
 }
 
-/// Parses netperf output whose first non-blank line is the banner.
-pub fn parse(text: &str, options: &ImportOptions) -> Result<(Format, RunRecord), ImportError> {
+/// Parses every netperf output in `text`: each starts at a banner line
+/// and runs to the next one. Lines before the first banner (the prose of
+/// an email) are not read.
+pub fn parse(text: &str, options: &ImportOptions) -> Result<(Format, Vec<RunRecord>), ImportError> {
     let lines: Vec<&str> = text.lines().collect();
-    let mut line_idx = lines
-        .iter()
-        .position(|line| !line.trim().is_empty())
-        .ok_or(ImportError::Empty)?;
-    let banner = parse_banner(lines[line_idx], line_idx + 1)?;
-    line_idx += 1;
+    let starts: Vec<usize> = (0..lines.len())
+        .filter(|&idx| is_banner(lines[idx]))
+        .collect();
+    let mut format = None;
+    let mut records = Vec::new();
+    for (start_idx, &start) in starts.iter().enumerate() {
+        let end = starts.get(start_idx + 1).copied().unwrap_or(lines.len());
+        let (section_format, section_records) = parse_section(&lines[..end], start, options)?;
+        format.get_or_insert(section_format);
+        records.extend(section_records);
+    }
+    // A cut in the middle of the last line would leave a figure shorter
+    // than printed; netperf ends every line, so a last line without its
+    // end is refused rather than read.
+    if let Some(last) = lines.last().filter(|line| !line.trim().is_empty())
+        && !text.ends_with('\n')
+        && !starts.is_empty()
+    {
+        return Err(ImportError::parse(
+            lines.len(),
+            format!(
+                "the input ends inside this line (cut short?): \"{}\"",
+                last.trim()
+            ),
+        ));
+    }
+    match format {
+        Some(format) => Ok((format, records)),
+        None => Err(ImportError::Empty),
+    }
+}
+
+/// Parses the netperf output whose banner is `lines[start]` and which
+/// runs to the end of `lines`. Line numbers are those of the whole input.
+fn parse_section(
+    lines: &[&str],
+    start: usize,
+    options: &ImportOptions,
+) -> Result<(Format, Vec<RunRecord>), ImportError> {
+    let banner = parse_banner(lines[start], start + 1)?;
+    let mut line_idx = start + 1;
     let mut achieved_width = None;
     while let Some(line) = lines.get(line_idx) {
         let trimmed = line.trim();
@@ -137,71 +227,90 @@ pub fn parse(text: &str, options: &ImportOptions) -> Result<(Format, RunRecord),
     }
     let Some(first_body) = lines.get(line_idx) else {
         return Err(ImportError::parse(
-            lines.len(),
+            lines.len().max(start + 1),
             "netperf banner without results",
         ));
     };
     let mut spec = RunSpec::defaults(banner.test);
     spec.family = banner.family;
     spec.confidence = banner.confidence.clone();
-    let (format, figures) = if is_keyval_line(first_body) {
-        let values = parse_keyval(&lines, line_idx)?;
+    spec.first_burst = banner.first_burst;
+    spec.nodelay = banner.nodelay;
+    let (format, runs) = if is_keyval_line(first_body) {
+        let values = parse_keyval(lines, line_idx)?;
+        let figures = omni_figures(&values, &mut spec, line_idx + 1)?;
         (
             Format::NetperfKeyval,
-            omni_figures(&values, &mut spec, line_idx + 1)?,
+            vec![ClassicRun::unlabelled(line_idx + 1, spec, figures)],
         )
     } else if first_body.contains(',') {
-        let values = parse_csv(&lines, line_idx)?;
+        let values = parse_csv(lines, line_idx)?;
+        let figures = omni_figures(&values, &mut spec, line_idx + 1)?;
         (
             Format::NetperfCsv,
-            omni_figures(&values, &mut spec, line_idx + 1)?,
+            vec![ClassicRun::unlabelled(line_idx + 1, spec, figures)],
         )
     } else {
         (
             Format::NetperfClassic,
-            classic_figures(&lines, line_idx, &mut spec)?,
+            classic_runs(lines, line_idx, &spec)?,
         )
     };
-    if let Some(elapsed) = figures.elapsed_s {
-        spec.duration_s = elapsed.round().max(1.0);
-    }
-    let confidence = match (&spec.confidence, achieved_width) {
-        (Some(requested), Some(width_pct)) => {
-            let mean = if banner.test.is_request_response() {
-                figures.transaction_rate
-            } else {
-                figures.throughput_bps
-            }
-            .unwrap_or(0.0);
-            Some(ConfidenceOutcome {
-                level_pct: requested.level_pct,
-                low: mean * (1.0 - width_pct / 200.0),
-                high: mean * (1.0 + width_pct / 200.0),
-                width_pct,
-                target_width_pct: requested.width_pct,
-                met: width_pct <= requested.width_pct,
-            })
+    let mut records = Vec::with_capacity(runs.len());
+    for run in runs {
+        let ClassicRun {
+            label,
+            line_no,
+            mut spec,
+            figures,
+        } = run;
+        if let Some(elapsed) = figures.elapsed_s {
+            spec.duration_s = elapsed.round().max(1.0);
         }
-        _ => None,
-    };
-    let run = PeerRun {
-        source: Source {
-            tool: String::from("netperf"),
-            version: None,
-        },
-        spec,
-        endpoint: Endpoint {
-            host: banner.host,
-            port: None,
-        },
-        env: Environments::default(),
-        started_at: None,
-        figures,
-        confidence,
-    };
-    let record = build_record(run, options)
-        .map_err(|err| ImportError::parse(line_idx + 1, err.to_string()))?;
-    Ok((format, record))
+        let confidence = match (&spec.confidence, achieved_width) {
+            (Some(requested), Some(width_pct)) => {
+                let mean = if banner.test.is_request_response() {
+                    figures.transaction_rate
+                } else {
+                    figures.throughput_bps
+                }
+                .unwrap_or(0.0);
+                Some(ConfidenceOutcome {
+                    level_pct: requested.level_pct,
+                    low: mean * (1.0 - width_pct / 200.0),
+                    high: mean * (1.0 + width_pct / 200.0),
+                    width_pct,
+                    target_width_pct: requested.width_pct,
+                    met: width_pct <= requested.width_pct,
+                })
+            }
+            _ => None,
+        };
+        let run = PeerRun {
+            source: Source {
+                tool: String::from("netperf"),
+                version: None,
+                undated: false,
+            },
+            spec,
+            endpoint: Endpoint {
+                host: banner.host.clone(),
+                port: None,
+            },
+            env: Environments::default(),
+            started_at: None,
+            figures,
+            confidence,
+        };
+        let run_options = match &label {
+            Some(label) => options.with_side_label(label),
+            None => options.clone(),
+        };
+        let record = build_record(run, &run_options)
+            .map_err(|err| ImportError::parse(line_no, err.to_string()))?;
+        records.push(record);
+    }
+    Ok((format, records))
 }
 
 fn is_keyval_line(line: &str) -> bool {
@@ -586,11 +695,52 @@ struct Column<'a> {
     unit: Option<String>,
 }
 
-fn classic_figures(
+/// One run of a classic table: the table's only run, or the run of one
+/// labelled row (and the unlabelled row under it, if any).
+struct ClassicRun {
+    /// The side name the row began with.
+    label: Option<String>,
+    /// The line of the run's first row, for errors.
+    line_no: usize,
+    spec: RunSpec,
+    figures: PeerFigures,
+}
+
+impl ClassicRun {
+    fn unlabelled(line_no: usize, spec: RunSpec, figures: PeerFigures) -> ClassicRun {
+        ClassicRun {
+            label: None,
+            line_no,
+            spec,
+            figures,
+        }
+    }
+}
+
+/// The side name a row of an emailed table begins with (`current`,
+/// `patched`, `Org:`): any word before the first number.
+fn row_label(first: &str) -> Option<&str> {
+    if first.parse::<f64>().is_ok() {
+        None
+    } else {
+        Some(first.trim_end_matches(':'))
+    }
+}
+
+/// One data line: its number, side name and figures by column.
+struct DataRow<'a> {
+    line_no: usize,
+    label: Option<&'a str>,
+    values: Vec<Token<'a>>,
+}
+
+/// The runs of a classic table whose header starts at `header_idx`: one,
+/// or one per labelled row.
+fn classic_runs(
     lines: &[&str],
     header_idx: usize,
-    spec: &mut RunSpec,
-) -> Result<PeerFigures, ImportError> {
+    spec: &RunSpec,
+) -> Result<Vec<ClassicRun>, ImportError> {
     let header_end = (header_idx..lines.len())
         .find(|&idx| lines[idx].trim().is_empty())
         .unwrap_or(lines.len());
@@ -650,52 +800,190 @@ fn classic_figures(
         })
         .collect();
     let units_line_no = header_end;
+    let header_line_no = header_idx + 1;
+    let has = |field: Field| columns.iter().any(|column| column.field == field);
+    let needed: &[(Field, &str)] = match spec.test {
+        TestKind::TcpStream | TestKind::TcpMaerts => &[(Field::Throughput, "throughput")],
+        TestKind::UdpStream => &[
+            (Field::Throughput, "throughput"),
+            (Field::MessagesOkay, "messages"),
+        ],
+        _ => &[(Field::TransactionRate, "transaction rate")],
+    };
+    for (field, name) in needed {
+        if !has(*field) {
+            return Err(ImportError::parse(
+                header_line_no,
+                format!(
+                    "the table's columns do not match the banner's {}: no {name} column",
+                    spec.test
+                ),
+            ));
+        }
+    }
 
-    // netbisect's own run table follows the results with notes (loss,
-    // latency, the line naming commit and run); there the results are the
-    // block of lines right after the header, up to the next blank line.
+    // The results are the block of lines after the header, up to the next
+    // blank line. What follows (netbisect's notes, an email's prose) is
+    // not read, but a line of numbers there is refused rather than
+    // silently dropped.
     let own_table = lines.iter().any(|line| is_netbisect_trailer(line));
-    let data_lines: Vec<(usize, Vec<Token<'_>>)> = (header_end..lines.len())
+    let block: Vec<usize> = (header_end..lines.len())
         .skip_while(|&idx| lines[idx].trim().is_empty())
-        .take_while(|&idx| !own_table || !lines[idx].trim().is_empty())
-        .filter(|&idx| !lines[idx].trim().is_empty())
-        .map(|idx| (idx + 1, tokens(lines[idx])))
+        .take_while(|&idx| !lines[idx].trim().is_empty())
         .collect();
-    let Some((first_line_no, _)) = data_lines.first() else {
+    if block.is_empty() {
         return Err(ImportError::parse(
             header_end.max(1),
             "netperf result header without a line of results",
         ));
-    };
-    let first_line_no = *first_line_no;
-    let expected_lines = match spec.test {
+    }
+    let after_block = block.last().map_or(lines.len(), |&last| last + 1);
+    if !own_table {
+        for (idx, line) in lines.iter().enumerate().skip(after_block) {
+            let words = tokens(line);
+            if words.len() >= 2 && words[0].text.parse::<f64>().is_ok() {
+                return Err(ImportError::parse(
+                    idx + 1,
+                    "unexpected line after the netperf results",
+                ));
+            }
+        }
+    }
+    let rows: Vec<DataRow<'_>> = block
+        .iter()
+        .map(|&idx| {
+            let words = tokens(lines[idx]);
+            let label = words.first().and_then(|word| row_label(word.text));
+            let values = words[usize::from(label.is_some())..].to_vec();
+            DataRow {
+                line_no: idx + 1,
+                label,
+                values,
+            }
+        })
+        .collect();
+    let labelled = rows.iter().any(|row| row.label.is_some());
+    // Rows of one run: one per run of a stream test, two for UDP_STREAM
+    // (sender, receiver) and the RR tests (local, remote sockets).
+    let per_run = match spec.test {
         TestKind::TcpStream | TestKind::TcpMaerts => 1,
         _ => 2,
     };
-    if let Some((line_no, _)) = data_lines.get(expected_lines) {
-        return Err(ImportError::parse(
-            *line_no,
-            "unexpected line after the netperf results",
-        ));
-    }
-    // Each data line as (field, value) pairs.
-    let mut rows: Vec<Vec<(Field, f64)>> = Vec::new();
-    for (line_no, values) in &data_lines {
-        let mut row = Vec::new();
-        for (value_idx, value) in values.iter().enumerate() {
-            let column_idx = if values.len() == columns.len() {
-                value_idx
-            } else {
-                *owners(value, key_row).first().ok_or_else(|| {
-                    ImportError::parse(*line_no, "value outside the table's columns")
-                })?
-            };
-            let column = &columns[column_idx];
-            let number = number(value.text, &column.key.text.to_ascii_lowercase(), *line_no)?;
-            row.push((column.field, number));
+    let mut groups: Vec<Vec<&DataRow<'_>>> = Vec::new();
+    for row in &rows {
+        if let Some(label) = row.label {
+            if row.values.is_empty() {
+                return Err(ImportError::parse(
+                    row.line_no,
+                    format!("\"{label}\" has no figures after it"),
+                ));
+            }
+            groups.push(vec![row]);
+        } else if labelled {
+            match groups.last_mut() {
+                Some(group) if group.len() < per_run => group.push(row),
+                Some(_) => {
+                    return Err(ImportError::parse(
+                        row.line_no,
+                        "a line without a side name among labelled results",
+                    ));
+                }
+                None => {
+                    return Err(ImportError::parse(
+                        row.line_no,
+                        "a line without a side name before the labelled results",
+                    ));
+                }
+            }
+        } else if let Some(group) = groups.last_mut() {
+            if group.len() == per_run {
+                return Err(ImportError::parse(
+                    row.line_no,
+                    "unexpected line after the netperf results",
+                ));
+            }
+            group.push(row);
+        } else {
+            groups.push(vec![row]);
         }
-        rows.push(row);
     }
+    let mut runs = Vec::with_capacity(groups.len());
+    for group in &groups {
+        let first = group[0];
+        // A labelled RR row may stand alone (its second line holds only
+        // the remote socket sizes); every other run needs all its lines.
+        let optional_second = labelled && spec.test.is_request_response();
+        if group.len() < per_run && !optional_second {
+            return Err(ImportError::parse(
+                first.line_no,
+                format!(
+                    "{} results take {per_run} lines; the line after this one is missing",
+                    spec.test
+                ),
+            ));
+        }
+        // The first line has a figure for every column: one missing (a
+        // line cut short, a column dropped) is refused, never read as
+        // another column's.
+        if first.values.len() != columns.len() {
+            return Err(ImportError::parse(
+                first.line_no,
+                format!(
+                    "{} figures for the {} columns of the header (line {header_line_no})",
+                    first.values.len(),
+                    columns.len()
+                ),
+            ));
+        }
+        let mut field_rows: Vec<Vec<(Field, f64)>> = Vec::new();
+        for (row_idx, row) in group.iter().enumerate() {
+            let mut values = Vec::with_capacity(row.values.len());
+            for (value_idx, value) in row.values.iter().enumerate() {
+                let column_idx = if row_idx == 0 {
+                    value_idx
+                } else {
+                    *owners(value, key_row).first().ok_or_else(|| {
+                        ImportError::parse(row.line_no, "value outside the table's columns")
+                    })?
+                };
+                let column = &columns[column_idx];
+                let number = number(
+                    value.text,
+                    &column.key.text.to_ascii_lowercase(),
+                    row.line_no,
+                )?;
+                values.push((column.field, number));
+            }
+            field_rows.push(values);
+        }
+        let mut run_spec = spec.clone();
+        let figures = classic_run_figures(
+            &field_rows,
+            &columns,
+            units_line_no,
+            first.line_no,
+            group.get(1).map(|row| row.line_no),
+            &mut run_spec,
+        )?;
+        runs.push(ClassicRun {
+            label: first.label.map(str::to_string),
+            line_no: first.line_no,
+            spec: run_spec,
+            figures,
+        });
+    }
+    Ok(runs)
+}
+
+/// The figures of one run from its lines' (field, value) pairs.
+fn classic_run_figures(
+    rows: &[Vec<(Field, f64)>],
+    columns: &[Column<'_>],
+    units_line_no: usize,
+    first_line_no: usize,
+    second_line_no: Option<usize>,
+    spec: &mut RunSpec,
+) -> Result<PeerFigures, ImportError> {
     let find = |row: &[(Field, f64)], wanted: Field| {
         row.iter()
             .find(|(field, _)| *field == wanted)
@@ -703,6 +991,7 @@ fn classic_figures(
     };
     let local = &rows[0];
     let remote = rows.get(1).map_or(&[][..], Vec::as_slice);
+
     let mut figures = PeerFigures {
         elapsed_s: find(local, Field::Elapsed),
         ..PeerFigures::default()
@@ -744,10 +1033,14 @@ fn classic_figures(
             }
         }
         TestKind::UdpStream => {
-            let sent = find(local, Field::Throughput).ok_or_else(|| {
-                ImportError::parse(first_line_no, "no throughput in the netperf results")
+            // The sender's rate is what it sent; the record keeps the
+            // receiver's.
+            let received = find(remote, Field::Throughput).ok_or_else(|| {
+                ImportError::parse(
+                    second_line_no.unwrap_or(first_line_no),
+                    "no throughput on the receiving side's line",
+                )
             })?;
-            let received = find(remote, Field::Throughput).unwrap_or(sent);
             figures.throughput_bps = Some(received * throughput_factor);
             if let Some(message) = find(local, Field::MessageSize).and_then(size) {
                 spec.send_size_bytes = message;
@@ -756,6 +1049,8 @@ fn classic_figures(
                 find(local, Field::MessagesOkay).and_then(|v| size(v).map(u64::from));
             figures.messages_received =
                 find(remote, Field::MessagesOkay).and_then(|v| size(v).map(u64::from));
+            figures.send_errors =
+                find(local, Field::MessageErrors).and_then(|v| size(v).map(u64::from));
             spec.local_socket_buffer_bytes = find(local, Field::Socket).and_then(size);
             spec.remote_socket_buffer_bytes = find(remote, Field::Socket).and_then(size);
         }

@@ -1,12 +1,22 @@
 //! Canonical run records as input: one JSON document (any formatting) or
 //! JSON lines, each validated and kept verbatim in canonical form.
 
-use super::ImportError;
+use super::{ImportError, MAX_DOCUMENT_BYTES};
 use crate::store::CanonicalRun;
 use serde_json::Value;
 
 /// The first JSON value of `text`, for detecting the format.
 pub(super) fn first_value(text: &str) -> Result<Value, ImportError> {
+    // Measure the document without building it: a tree takes several
+    // times the text's size.
+    let mut measure = serde_json::Deserializer::from_str(text).into_iter::<serde::de::IgnoredAny>();
+    if let Some(Ok(_)) = measure.next()
+        && measure.byte_offset() > MAX_DOCUMENT_BYTES
+    {
+        let leading = text.len() - text.trim_start().len();
+        let line = 1 + text[..leading].matches('\n').count();
+        return Err(ImportError::DocumentTooLarge { line });
+    }
     let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
     match stream.next() {
         Some(Ok(value)) => Ok(value),
@@ -41,6 +51,9 @@ pub(super) fn parse(input: &[u8]) -> Result<Vec<CanonicalRun>, ImportError> {
                 let document = &input[start..end];
                 let leading = document.len() - document.trim_ascii_start().len();
                 line += count_newlines(&document[..leading]);
+                if document.len() - leading > MAX_DOCUMENT_BYTES {
+                    return Err(ImportError::DocumentTooLarge { line });
+                }
                 spans.push((line, start + leading, end));
                 line += count_newlines(&document[leading..]);
                 start = end;

@@ -14,12 +14,15 @@
 //!   netperf-style rule that decides when to stop repeating iterations.
 //! - [`two_sample`]: Mann-Whitney U, Welch's and Student's t-tests, and
 //!   an interval on the difference of means.
+//! - [`ratio`]: intervals on the ratio of two means (Fieller's, or on the
+//!   log scale), which give every relative change its bounds.
 //! - [`change_point`]: change points in a metric across commits.
 
 pub mod change_point;
 pub mod describe;
 pub mod distributions;
 pub mod interval;
+pub mod ratio;
 pub mod two_sample;
 
 pub use change_point::{ChangePoint, ChangePointOptions, SplitTest, change_points};
@@ -29,6 +32,10 @@ pub use describe::{
 pub use interval::{
     IterationDecision, MeanInterval, confidence_outcome, iteration_decision, level_fraction,
     mean_interval,
+};
+pub use ratio::{
+    MeanEstimate, RatioInterval, RatioMethod, fieller_interval, log_ratio_interval, ratio_interval,
+    ratio_interval_of,
 };
 pub use two_sample::{
     DifferenceInterval, MannWhitney, MannWhitneyMethod, RelativeInterval, TTest, mann_whitney_u,
@@ -73,6 +80,10 @@ pub enum StatsError {
     /// A relative change from zero, which has no meaning.
     #[error("relative change from zero is undefined")]
     ZeroBase,
+    /// A ratio whose denominator is not clearly away from zero: its
+    /// interval has no finite bounds.
+    #[error("the interval on the ratio is unbounded: the base is not clearly away from zero")]
+    UnboundedRatio,
     /// The exact Mann-Whitney distribution has too many arrangements to
     /// count in 128-bit integers.
     #[error("exact mann-whitney distribution for sizes {n_first} and {n_second} is too large")]

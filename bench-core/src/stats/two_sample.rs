@@ -414,9 +414,10 @@ pub struct RelativeInterval {
 /// interval of scipy's `ttest_ind(first, second, equal_var=False)` with
 /// the sign turned, since scipy's is on `mean_first - mean_second`.
 ///
-/// The relative form divides by `|mean_first|`, treating the first mean as
-/// known; that is how a regression is quoted ("-8.1% [-9.0%, -7.2%]") and
-/// is close to a ratio interval when the first mean is precise.
+/// The relative form ("-8.1% [-9.0%, -7.2%]") is the interval on the
+/// ratio of the means ([`super::ratio::ratio_interval`]), so that the
+/// first mean's own uncertainty counts and no bound falls below -100% for
+/// positive figures; `None` when that interval is unbounded.
 pub fn welch_interval(
     first: &[f64],
     second: &[f64],
@@ -432,12 +433,9 @@ pub fn welch_interval(
     };
     let low = change - half_width;
     let high = change + half_width;
-    let base = parts.mean_first.abs();
-    let relative = (base > 0.0).then(|| RelativeInterval {
-        change_pct: change / base * 100.0,
-        low_pct: low / base * 100.0,
-        high_pct: high / base * 100.0,
-    });
+    let relative = super::ratio::ratio_interval(first, second, level)
+        .ok()
+        .map(|interval| interval.relative());
     Ok(DifferenceInterval {
         level,
         change,

@@ -20,7 +20,9 @@
 mod progress;
 pub mod wiring;
 
-use crate::cli::{BisectAction, BisectArgs, BisectRepoArgs, BisectStartArgs, DirectionArg};
+use crate::cli::{
+    BisectAction, BisectArgs, BisectRepoArgs, BisectStartArgs, DirectionArg, MethodArg,
+};
 use crate::cli::{GlobalArgs, MeasureArgs};
 use crate::exit::{Code, InputError};
 use crate::render::Renderer;
@@ -28,7 +30,7 @@ use anyhow::Context;
 use archive::journal::BisectSession;
 use archive::{Archive, RunQuery};
 use bench_core::record::{Metric, RunRecord};
-use bisect::decision::DecisionConfig;
+use bisect::decision::{DecisionConfig, Method as WalkMethod};
 use bisect::engine::{self, BisectConfig, Direction, Outcome, Phase, Status};
 use bisect::graph::{CommitGraph, CommitInfo};
 use bisect::measure::{CommandMeasurer, CommandStep};
@@ -263,6 +265,10 @@ fn start(global: &GlobalArgs, args: &BisectStartArgs) -> anyhow::Result<Code> {
             decision: DecisionConfig {
                 min_effect_pct: args.min_effect,
                 max_repeats: args.max_repeats,
+                method: match args.method {
+                    MethodArg::Posterior => WalkMethod::Posterior,
+                    MethodArg::Sequential => WalkMethod::Sequential,
+                },
                 ..defaults
             },
         },
@@ -387,6 +393,9 @@ fn run_session(global: &GlobalArgs, args: &BisectRepoArgs) -> anyhow::Result<Cod
     let spec = &loaded.spec;
     let dir = state_dir(&loaded.repo);
     let _lock = lock_state(&dir)?;
+    // A signal kills the running command's group; the engine journals the
+    // interruption and the command exits 130.
+    bisect::interrupt::install(bisect::interrupt::Mode::Journal);
     let bad_oid = range::resolve(&loaded.repo, &spec.bad).map_err(input)?;
     let worktree = BisectWorktree::open_or_create(&loaded.repo, &dir, WORKTREE_NAME, bad_oid)
         .context("failed to prepare the bisect worktree")?;
@@ -450,7 +459,10 @@ fn run_session(global: &GlobalArgs, args: &BisectRepoArgs) -> anyhow::Result<Cod
         &mut |progress| printer.show(progress),
     )
     .context("the bisection stopped; `netbisect bisect run` resumes it")?;
-    print_outcome(global, &loaded, &outcome)
+    // The session's config_key may have been learnt by this very run:
+    // ask the measurer, not the session as it was loaded.
+    let config_key = measurer.config_key().map(str::to_string);
+    print_outcome(global, &loaded, config_key.as_deref(), &outcome)
 }
 
 fn status_of(loaded: &Loaded) -> anyhow::Result<Status> {
@@ -573,7 +585,12 @@ fn report(global: &GlobalArgs, args: &BisectRepoArgs) -> anyhow::Result<Code> {
     let loaded = load(global, &args.repo)?;
     let status = status_of(&loaded)?;
     match &status.outcome {
-        Some(outcome) => print_outcome(global, &loaded, outcome),
+        Some(outcome) => print_outcome(
+            global,
+            &loaded,
+            loaded.session.config_key.as_deref(),
+            outcome,
+        ),
         None => Err(input(
             "the bisection has not finished: `netbisect bisect run` continues it, \
              `netbisect bisect status` shows where it is",
@@ -763,7 +780,7 @@ fn kernel_words(kernel: &wiring::KernelSession) -> Vec<String> {
     words
 }
 
-/// The first archived run of `commit` (under `config_key` when given).
+/// The first archived run of `commit` under `config_key` when given.
 fn first_record(archive: &Archive, commit: &str, config_key: Option<&str>) -> Option<RunRecord> {
     let query = RunQuery {
         commit_prefix: Some(commit.to_string()),
@@ -772,6 +789,21 @@ fn first_record(archive: &Archive, commit: &str, config_key: Option<&str>) -> Op
         ..RunQuery::default()
     };
     archive.records(&query).ok()?.into_iter().next()
+}
+
+/// The first archived run of `commit` with the spec of `like`: the bad
+/// end may differ from the good one in its environment (a guest setting
+/// of the kernel measured), never in the test.
+fn record_like(archive: &Archive, commit: &str, like: &RunRecord) -> Option<RunRecord> {
+    let query = RunQuery {
+        commit_prefix: Some(commit.to_string()),
+        ..RunQuery::default()
+    };
+    archive
+        .records(&query)
+        .ok()?
+        .into_iter()
+        .find(|record| record.spec == like.spec && record.testbed == like.testbed)
 }
 
 fn environment(good: Option<&RunRecord>, bad: Option<&RunRecord>) -> Vec<EnvLine> {
@@ -814,7 +846,15 @@ fn environment(good: Option<&RunRecord>, bad: Option<&RunRecord>) -> Vec<EnvLine
     lines
 }
 
-fn print_outcome(global: &GlobalArgs, loaded: &Loaded, outcome: &Outcome) -> anyhow::Result<Code> {
+/// Prints the end of a bisection; the spec and the environment shown come
+/// from runs under `config_key`, so that runs of another test archived for
+/// the same commits never name the report.
+fn print_outcome(
+    global: &GlobalArgs,
+    loaded: &Loaded,
+    config_key: Option<&str>,
+    outcome: &Outcome,
+) -> anyhow::Result<Code> {
     let (report, refusal, code) = match outcome {
         Outcome::Finished(report) => (Some(report), None, Code::Ok),
         Outcome::Refused(refusal) => (None, Some(refusal), Code::Refused),
@@ -829,9 +869,11 @@ fn print_outcome(global: &GlobalArgs, loaded: &Loaded, outcome: &Outcome) -> any
         text.push('\n');
         text
     } else {
-        let config_key = loaded.session.config_key.as_deref();
         let good = first_record(&loaded.archive, &loaded.spec.good, config_key);
-        let bad = first_record(&loaded.archive, &loaded.spec.bad, None);
+        let bad = first_record(&loaded.archive, &loaded.spec.bad, config_key).or_else(|| {
+            good.as_ref()
+                .and_then(|good| record_like(&loaded.archive, &loaded.spec.bad, good))
+        });
         let context = ReportContext {
             kind: if report.is_some() {
                 "report"

@@ -54,9 +54,10 @@ impl ProgressPrinter {
         let steps_left = progress
             .est_steps_total
             .saturating_sub(progress.step.saturating_sub(1));
-        let samples_left = match progress.phase {
-            Phase::Confirm => self.confirm_repeats,
-            _ => steps_left * SAMPLES_PER_STEP + 2 * self.confirm_repeats,
+        let samples_left = match (progress.phase, progress.est_samples_left) {
+            (Phase::Confirm, _) => self.confirm_repeats,
+            (_, Some(samples_left)) => samples_left + 2 * self.confirm_repeats,
+            (_, None) => steps_left * SAMPLES_PER_STEP + 2 * self.confirm_repeats,
         };
         let eta = match seconds_per_sample {
             Some(seconds) => {

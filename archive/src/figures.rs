@@ -1,0 +1,373 @@
+//! What a netperf-style table needs of a set of runs: the title and the
+//! command line of a spec, and the figures of one side of a comparison in
+//! netperf's columns (socket sizes as granted, elapsed time, throughput,
+//! rate, CPU utilisation and service demand, datagrams, confidence).
+//!
+//! A title names every parameter of the spec that is not netperf's
+//! default for the test, and always the test length, so that two groups
+//! of a comparison never share a title. [`spec_options`] destructures the
+//! whole [`RunSpec`] without a rest pattern: a new spec parameter does not
+//! compile until it is given its words here.
+
+use bench_core::record::{Metric, RunRecord};
+use bench_core::spec::{AddressFamily, CpuPinning, RunSpec};
+use serde::Serialize;
+
+/// One parameter of a spec, as a title shows it and as `netbisect bench`
+/// takes it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SpecOption {
+    /// Words in a title (`-S 2280`, `nodelay`, `flows 4`).
+    pub title: String,
+    /// Arguments of `netbisect bench` (`-S 2280`, `--nodelay`).
+    pub command: String,
+}
+
+fn option(title: String, command: String) -> SpecOption {
+    SpecOption { title, command }
+}
+
+/// A number of seconds without needless digits (`10`, `0.1`, `2.5`).
+pub fn seconds(value: f64) -> String {
+    let text = format!("{value:.3}");
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// The parameters of `spec` that differ from netperf's defaults for its
+/// test, in netperf's order (global options, then test-specific ones),
+/// the test length always included.
+pub fn spec_options(spec: &RunSpec) -> Vec<SpecOption> {
+    let RunSpec {
+        test,
+        family,
+        duration_s,
+        send_size_bytes,
+        recv_size_bytes,
+        request_size_bytes,
+        response_size_bytes,
+        local_socket_buffer_bytes,
+        remote_socket_buffer_bytes,
+        nodelay,
+        first_burst,
+        cpu_pinning,
+        local_cpu,
+        remote_cpu,
+        confidence,
+        iterations_max,
+        iterations_min,
+        flows,
+        warmup_s,
+        threads,
+    } = spec;
+    let defaults = RunSpec::defaults(*test);
+    let mut options = Vec::new();
+    let both =
+        |flag: &str, value: String| option(format!("{flag} {value}"), format!("{flag} {value}"));
+    if *family == AddressFamily::Ipv6 {
+        options.push(option("-6".to_string(), "-6".to_string()));
+    }
+    options.push(both("-l", seconds(*duration_s)));
+    if *local_cpu {
+        options.push(both("-c", String::new()));
+    }
+    if *remote_cpu {
+        options.push(both("-C", String::new()));
+    }
+    if *cpu_pinning != CpuPinning::default() {
+        let cpu = |cpu: &Option<u32>| cpu.map_or(String::new(), |cpu| cpu.to_string());
+        options.push(both(
+            "-T",
+            format!("{},{}", cpu(&cpu_pinning.local), cpu(&cpu_pinning.remote)),
+        ));
+    }
+    if let Some(confidence) = confidence {
+        options.push(both(
+            "-I",
+            format!("{},{}", confidence.level_pct, seconds(confidence.width_pct)),
+        ));
+    }
+    if (*iterations_max, *iterations_min) != (defaults.iterations_max, defaults.iterations_min) {
+        options.push(both("-i", format!("{iterations_max},{iterations_min}")));
+    }
+    if let Some(bytes) = local_socket_buffer_bytes {
+        options.push(both("-s", bytes.to_string()));
+    }
+    if let Some(bytes) = remote_socket_buffer_bytes {
+        options.push(both("-S", bytes.to_string()));
+    }
+    let request_response = test.is_request_response();
+    if !request_response || *send_size_bytes != defaults.send_size_bytes {
+        options.push(both("-m", send_size_bytes.to_string()));
+    }
+    if *recv_size_bytes != defaults.recv_size_bytes {
+        options.push(both("-M", recv_size_bytes.to_string()));
+    }
+    if request_response
+        || (*request_size_bytes, *response_size_bytes)
+            != (defaults.request_size_bytes, defaults.response_size_bytes)
+    {
+        options.push(both(
+            "-r",
+            format!("{request_size_bytes},{response_size_bytes}"),
+        ));
+    }
+    if *first_burst != defaults.first_burst {
+        options.push(both("-b", first_burst.to_string()));
+    }
+    if *nodelay {
+        options.push(option("nodelay".to_string(), "--nodelay".to_string()));
+    }
+    if *flows != defaults.flows {
+        options.push(option(format!("flows {flows}"), format!("--flows {flows}")));
+    }
+    if let Some(threads) = threads {
+        options.push(option(
+            format!("threads {threads}"),
+            format!("--threads {threads}"),
+        ));
+    }
+    if *warmup_s != defaults.warmup_s {
+        options.push(option(
+            format!("warm-up {}s", seconds(*warmup_s)),
+            format!("--warmup {}", seconds(*warmup_s)),
+        ));
+    }
+    for each in &mut options {
+        each.title = each.title.trim_end().to_string();
+        each.command = each.command.trim_end().to_string();
+    }
+    options
+}
+
+/// The title of a configuration: the test, every parameter of
+/// [`spec_options`], and the testbed.
+pub fn spec_title(spec: &RunSpec, testbed: &str) -> String {
+    let mut words = vec![spec.test.name().to_string()];
+    words.extend(spec_options(spec).into_iter().map(|each| each.title));
+    format!("{} (testbed {testbed})", words.join(" "))
+}
+
+/// The `netbisect bench` command that runs `spec` again.
+pub fn spec_command(spec: &RunSpec) -> String {
+    let mut words = vec![
+        "netbisect bench -t".to_string(),
+        spec.test.name().to_string(),
+    ];
+    words.extend(spec_options(spec).into_iter().map(|each| each.command));
+    words.join(" ")
+}
+
+/// The figures of one side of a comparison group, in netperf's columns.
+/// Sizes come from the side's earliest run (its last iteration's ends);
+/// every other figure is the mean over every iteration of every run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct SideFigures {
+    /// Runs of the side.
+    pub n_runs: usize,
+    /// Iterations over all runs.
+    pub n_iterations: usize,
+    /// Receive socket of the receiving end, bytes, as granted at the end.
+    pub recv_socket_bytes: Option<u64>,
+    /// Send socket of the sending end.
+    pub send_socket_bytes: Option<u64>,
+    /// Local send socket (request/response tests).
+    pub local_send_socket_bytes: Option<u64>,
+    /// Local receive socket.
+    pub local_recv_socket_bytes: Option<u64>,
+    /// Remote send socket.
+    pub remote_send_socket_bytes: Option<u64>,
+    /// Remote receive socket.
+    pub remote_recv_socket_bytes: Option<u64>,
+    /// Elapsed time of an iteration, seconds.
+    pub elapsed_s: Option<f64>,
+    /// Throughput delivered, bits/s.
+    pub throughput_bps: Option<f64>,
+    /// Throughput the sender put on the wire, bits/s (UDP_STREAM).
+    pub sent_throughput_bps: Option<f64>,
+    /// Transactions per second (request/response tests).
+    pub transaction_rate: Option<f64>,
+    /// Local CPU utilisation, percent of all CPUs.
+    pub local_cpu_pct: Option<f64>,
+    /// Remote CPU utilisation.
+    pub remote_cpu_pct: Option<f64>,
+    /// Local service demand (us/KB, or us/Tran for RR tests).
+    pub local_service_demand: Option<f64>,
+    /// Remote service demand.
+    pub remote_service_demand: Option<f64>,
+    /// Datagrams sent per run (UDP_STREAM), mean.
+    pub messages_sent: Option<f64>,
+    /// Datagrams received per run (UDP_STREAM), mean.
+    pub messages_received: Option<f64>,
+    /// Confidence level asked for with `-I`, percent.
+    pub confidence_level_pct: Option<u32>,
+    /// Half width of the widest interval reached by a run of the side,
+    /// percent of the mean (netperf's `-I 95,5` asks +-2.5%).
+    pub confidence_half_width_pct: Option<f64>,
+    /// Half width asked for, percent.
+    pub confidence_target_half_width_pct: Option<f64>,
+    /// True when a run of the side missed its interval (netperf's `!!!`).
+    pub confidence_missed: bool,
+}
+
+fn mean_of(values: impl Iterator<Item = f64>) -> Option<f64> {
+    let (sum, count) = values.fold((0.0, 0usize), |(sum, count), value| {
+        (sum + value, count + 1)
+    });
+    (count > 0).then(|| sum / count as f64)
+}
+
+impl SideFigures {
+    /// The figures of `runs`, ordered earliest first.
+    pub fn of(runs: &[&RunRecord]) -> SideFigures {
+        let mut figures = SideFigures {
+            n_runs: runs.len(),
+            n_iterations: runs.iter().map(|run| run.iterations.len()).sum(),
+            ..SideFigures::default()
+        };
+        let metric_mean = |metric: Metric| {
+            mean_of(
+                runs.iter()
+                    .flat_map(|run| run.samples(metric))
+                    .collect::<Vec<_>>()
+                    .into_iter(),
+            )
+        };
+        figures.elapsed_s = mean_of(
+            runs.iter()
+                .flat_map(|run| run.iterations.iter().map(|iteration| iteration.elapsed_s)),
+        );
+        figures.throughput_bps = metric_mean(Metric::ThroughputBps);
+        figures.transaction_rate = metric_mean(Metric::TransactionRate);
+        figures.local_cpu_pct = metric_mean(Metric::LocalCpuPct);
+        figures.remote_cpu_pct = metric_mean(Metric::RemoteCpuPct);
+        figures.local_service_demand = metric_mean(Metric::LocalServiceDemand);
+        figures.remote_service_demand = metric_mean(Metric::RemoteServiceDemand);
+        if let Some(ends) = runs
+            .first()
+            .and_then(|run| run.iterations.last())
+            .and_then(|iteration| iteration.ends.as_ref())
+        {
+            let (local, remote) = (&ends.local.socket, &ends.remote.socket);
+            figures.local_send_socket_bytes = Some(local.send_buffer.at_end_bytes);
+            figures.local_recv_socket_bytes = Some(local.recv_buffer.at_end_bytes);
+            figures.remote_send_socket_bytes = Some(remote.send_buffer.at_end_bytes);
+            figures.remote_recv_socket_bytes = Some(remote.recv_buffer.at_end_bytes);
+            let maerts = runs
+                .first()
+                .is_some_and(|run| run.spec.test == bench_core::spec::TestKind::TcpMaerts);
+            let (sender, receiver) = if maerts {
+                (remote, local)
+            } else {
+                (local, remote)
+            };
+            figures.send_socket_bytes = Some(sender.send_buffer.at_end_bytes);
+            figures.recv_socket_bytes = Some(receiver.recv_buffer.at_end_bytes);
+        }
+        figures.sent_throughput_bps = mean_of(runs.iter().flat_map(|run| {
+            run.iterations.iter().filter_map(|iteration| {
+                let ends = iteration.ends.as_ref()?;
+                (ends.local.elapsed_s > 0.0)
+                    .then(|| ends.local.bytes_sent as f64 * 8.0 / ends.local.elapsed_s)
+            })
+        }))
+        .filter(|_| runs.iter().any(|run| run.summary.udp.is_some()));
+        figures.messages_sent = mean_of(
+            runs.iter()
+                .filter_map(|run| run.summary.udp.as_ref())
+                .map(|udp| udp.messages_sent as f64),
+        );
+        figures.messages_received = mean_of(
+            runs.iter()
+                .filter_map(|run| run.summary.udp.as_ref())
+                .map(|udp| udp.messages_received as f64),
+        );
+        for run in runs {
+            if let Some(confidence) = &run.summary.confidence {
+                figures.confidence_level_pct = Some(confidence.level_pct);
+                let half = confidence.width_pct / 2.0;
+                figures.confidence_half_width_pct = Some(
+                    figures
+                        .confidence_half_width_pct
+                        .map_or(half, |widest| widest.max(half)),
+                );
+                figures.confidence_target_half_width_pct = Some(confidence.target_width_pct / 2.0);
+                figures.confidence_missed |= !confidence.met;
+            }
+        }
+        figures
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bench_core::spec::{ConfidenceSpec, TestKind};
+
+    #[test]
+    fn titles_name_every_parameter_off_its_default() {
+        let mut spec = RunSpec::defaults(TestKind::TcpStream);
+        spec.duration_s = 0.1;
+        assert_eq!(
+            spec_title(&spec, "lab"),
+            "TCP_STREAM -l 0.1 -m 16384 (testbed lab)"
+        );
+        spec.remote_socket_buffer_bytes = Some(2280);
+        spec.send_size_bytes = 1432;
+        spec.nodelay = true;
+        spec.cpu_pinning = CpuPinning {
+            local: Some(0),
+            remote: Some(1),
+        };
+        spec.confidence = Some(ConfidenceSpec {
+            level_pct: 95,
+            width_pct: 5.0,
+        });
+        spec.iterations_max = 10;
+        spec.iterations_min = 3;
+        spec.flows = 4;
+        spec.warmup_s = 1.5;
+        spec.local_cpu = true;
+        spec.remote_cpu = true;
+        assert_eq!(
+            spec_title(&spec, "lab"),
+            "TCP_STREAM -l 0.1 -c -C -T 0,1 -I 95,5 -i 10,3 -S 2280 -m 1432 nodelay \
+             flows 4 warm-up 1.5s (testbed lab)"
+        );
+        assert_eq!(
+            spec_command(&spec),
+            "netbisect bench -t TCP_STREAM -l 0.1 -c -C -T 0,1 -I 95,5 -i 10,3 -S 2280 \
+             -m 1432 --nodelay --flows 4 --warmup 1.5"
+        );
+        let rr = RunSpec::defaults(TestKind::TcpRr);
+        assert_eq!(spec_title(&rr, "lab"), "TCP_RR -l 10 -r 1,1 (testbed lab)");
+    }
+
+    #[test]
+    fn specs_that_differ_have_different_titles() {
+        let base = RunSpec::defaults(TestKind::TcpRr);
+        let mut variants = vec![base.clone()];
+        let mut pinned = base.clone();
+        pinned.cpu_pinning.local = Some(0);
+        variants.push(pinned);
+        let mut confident = base.clone();
+        confident.confidence = Some(ConfidenceSpec {
+            level_pct: 99,
+            width_pct: 2.0,
+        });
+        variants.push(confident);
+        let mut iterated = base.clone();
+        iterated.iterations_max = 3;
+        variants.push(iterated);
+        let mut warm = base.clone();
+        warm.warmup_s = 0.5;
+        variants.push(warm);
+        let mut nodelay = base;
+        nodelay.nodelay = true;
+        variants.push(nodelay);
+        let titles: std::collections::BTreeSet<String> = variants
+            .iter()
+            .map(|spec| spec_title(spec, "lab"))
+            .collect();
+        assert_eq!(titles.len(), variants.len());
+    }
+}

@@ -1,0 +1,309 @@
+//! The archive for unattended use: read commands work on an archive the
+//! user may only read and leave nothing beside it, a mistyped path is an
+//! error, tampered runs are refused by show and export, and a full file
+//! system is reported as full.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+
+const BINARY: &str = env!("CARGO_BIN_EXE_netbisect");
+/// The unprivileged user the read-only tests run as.
+const NOBODY: u32 = 65_534;
+
+fn run(archive: &Path, args: &[&str], uid: Option<u32>) -> (Option<i32>, String, String) {
+    let mut command = std::process::Command::new(BINARY);
+    command
+        .args(args)
+        .env("NETBISECT_ARCHIVE", archive)
+        .env_remove("NETBISECT_TEMPLATE_DIR")
+        .current_dir("/");
+    if let Some(uid) = uid {
+        // SAFETY: setgid/setuid are async-signal-safe, as pre_exec needs.
+        unsafe {
+            command.pre_exec(move || {
+                if libc::setgid(uid) != 0 || libc::setuid(uid) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    let output = command.output().unwrap();
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+fn ok(archive: &Path, args: &[&str], uid: Option<u32>) -> String {
+    let (code, stdout, stderr) = run(archive, args, uid);
+    assert_eq!(code, Some(0), "{args:?}: {stderr}");
+    stdout
+}
+
+/// An archive with two runs of each of two commits, in a directory every
+/// user may enter.
+fn archive_with_runs() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    set_mode(dir.path(), 0o755);
+    let db = dir.path().join("archive.db");
+    for commit in ["aaaa1111", "bbbb2222", "aaaa1111", "bbbb2222"] {
+        ok(
+            &db,
+            &["bench", "-t", "TCP_STREAM", "-l", "0.1", "--commit", commit],
+            None,
+        );
+    }
+    (dir, db)
+}
+
+fn set_mode(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+fn side_files(db: &Path) -> Vec<PathBuf> {
+    ["-wal", "-shm", "-journal"]
+        .iter()
+        .map(|suffix| PathBuf::from(format!("{}{suffix}", db.display())))
+        .filter(|path| path.exists())
+        .collect()
+}
+
+fn first_id(db: &Path, uid: Option<u32>) -> String {
+    let list: serde_json::Value =
+        serde_json::from_str(&ok(db, &["archive", "list", "--json"], uid)).unwrap();
+    list[0]["id"].as_str().unwrap().to_string()
+}
+
+/// Every read command, as `uid`.
+fn read_everything(db: &Path, uid: Option<u32>) {
+    let id = first_id(db, uid);
+    ok(db, &["archive", "show", &id[..12]], uid);
+    let export = ok(db, &["archive", "export"], uid);
+    assert_eq!(export.lines().count(), 4);
+    ok(db, &["archive", "check"], uid);
+    ok(db, &["compare", "aaaa1111", "bbbb2222"], uid);
+    ok(
+        db,
+        &[
+            "history",
+            "--metric",
+            "throughput_bps",
+            "--test",
+            "TCP_STREAM",
+        ],
+        uid,
+    );
+}
+
+#[test]
+fn an_archive_another_user_owns_is_read_without_locking_its_owner_out() {
+    let (dir, db) = archive_with_runs();
+    assert!(side_files(&db).is_empty(), "{:?}", side_files(&db));
+    // The owner's file, readable by all; the directory is not writable
+    // by the reader.
+    set_mode(&db, 0o644);
+    read_everything(&db, Some(NOBODY));
+    assert!(side_files(&db).is_empty(), "{:?}", side_files(&db));
+    // Read-only file and directory.
+    set_mode(&db, 0o444);
+    set_mode(dir.path(), 0o555);
+    read_everything(&db, Some(NOBODY));
+    assert!(side_files(&db).is_empty(), "{:?}", side_files(&db));
+    set_mode(dir.path(), 0o755);
+    set_mode(&db, 0o644);
+    // The owner still writes.
+    ok(
+        &db,
+        &[
+            "bench",
+            "-t",
+            "TCP_STREAM",
+            "-l",
+            "0.1",
+            "--commit",
+            "cccc3333",
+        ],
+        None,
+    );
+}
+
+#[test]
+fn an_archive_on_a_read_only_mount_is_read() {
+    let (dir, db) = archive_with_runs();
+    let id = first_id(&db, None);
+    let script = format!(
+        "mount --bind '{dir}' '{dir}' && mount -o remount,bind,ro '{dir}' || exit 99; \
+         touch '{dir}/probe' 2>/dev/null && exit 98; \
+         '{BINARY}' archive list >/dev/null && '{BINARY}' archive show {id} >/dev/null \
+         && '{BINARY}' archive export >/dev/null && '{BINARY}' archive check >/dev/null \
+         && '{BINARY}' compare aaaa1111 bbbb2222 >/dev/null",
+        dir = dir.path().display(),
+        id = &id[..12],
+    );
+    let output = std::process::Command::new("unshare")
+        .args(["-m", "sh", "-c", &script])
+        .env("NETBISECT_ARCHIVE", &db)
+        .output();
+    let output = match output {
+        Ok(output) if output.status.code() != Some(99) => output,
+        other => {
+            eprintln!("skipped: cannot make a read-only mount here: {other:?}");
+            return;
+        }
+    };
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(side_files(&db).is_empty(), "{:?}", side_files(&db));
+}
+
+#[test]
+fn a_mistyped_archive_path_is_an_error_for_read_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("archvie.db");
+    for args in [
+        &["archive", "list"][..],
+        &["archive", "export"],
+        &["archive", "check"],
+        &["archive", "show", "abcdef"],
+        &["compare", "a", "b"],
+        &["history", "--metric", "throughput_bps"],
+    ] {
+        let (code, _, stderr) = run(&db, args, None);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!("no archive at {}", db.display())),
+            "{args:?}: {stderr}"
+        );
+        assert!(!db.exists(), "{args:?} created the archive");
+    }
+}
+
+#[test]
+fn show_and_export_refuse_a_run_whose_bytes_do_not_match_its_id() {
+    let (_dir, db) = archive_with_runs();
+    let id = first_id(&db, None);
+    let connection = rusqlite::Connection::open(&db).unwrap();
+    let record: Vec<u8> = connection
+        .query_row("SELECT record FROM runs WHERE id = ?1", [&id], |row| {
+            row.get(0)
+        })
+        .unwrap();
+    let tampered =
+        String::from_utf8(record)
+            .unwrap()
+            .replacen("\"testbed\":\"", "\"testbed\":\"x", 1);
+    connection
+        .execute(
+            "UPDATE runs SET record = ?1 WHERE id = ?2",
+            rusqlite::params![tampered.as_bytes(), id],
+        )
+        .unwrap();
+    drop(connection);
+
+    let (code, stdout, stderr) = run(&db, &["archive", "show", &id], None);
+    assert_eq!(code, Some(3), "{stderr}");
+    assert!(stdout.is_empty(), "{stdout}");
+    assert!(
+        stderr.contains(&format!("stored run {id} is damaged")),
+        "{stderr}"
+    );
+
+    let (code, stdout, stderr) = run(&db, &["archive", "export"], None);
+    assert_eq!(code, Some(3), "{stderr}");
+    assert_eq!(stdout.lines().count(), 3, "{stdout}");
+    assert!(!stdout.contains(&id), "{stdout}");
+    assert!(stderr.contains("left out"), "{stderr}");
+    assert!(stderr.contains("netbisect archive check"), "{stderr}");
+}
+
+#[test]
+fn a_full_file_system_is_reported_as_full() {
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("run.json");
+    let scratch = dir.path().join("scratch.db");
+    let json = ok(
+        &scratch,
+        &[
+            "bench",
+            "-t",
+            "TCP_STREAM",
+            "-l",
+            "0.1",
+            "--json",
+            "--no-archive",
+        ],
+        None,
+    );
+    std::fs::write(&record, json).unwrap();
+    let mount = dir.path().join("small");
+    std::fs::create_dir(&mount).unwrap();
+    // Already full when the archive is opened; then full in the middle of
+    // a write to an archive that exists.
+    let script = format!(
+        "mount -t tmpfs -o size=256k tmpfs '{mount}' || exit 99; \
+         dd if=/dev/zero of='{mount}/fill' bs=4k 2>/dev/null; \
+         NETBISECT_ARCHIVE='{mount}/full-at-open.db' '{BINARY}' archive import '{record}'; \
+         echo \"exit $?\"; \
+         rm '{mount}/fill'; \
+         NETBISECT_ARCHIVE='{mount}/a.db' '{BINARY}' archive list >/dev/null 2>&1; \
+         '{BINARY}' --archive '{mount}/a.db' archive import '{record}' >/dev/null 2>&1 || exit 97; \
+         dd if=/dev/zero of='{mount}/fill' bs=1k 2>/dev/null; \
+         i=0; code=0; while [ $i -lt 20 ]; do \
+           '{BINARY}' --archive '{mount}/a.db' bench -t TCP_STREAM -l 0.05 --commit c$i \
+             >/dev/null; code=$?; [ $code -ne 0 ] && break; i=$((i + 1)); done; \
+         echo \"exit $code\"",
+        mount = mount.display(),
+        record = record.display(),
+    );
+    let output = std::process::Command::new("unshare")
+        .args(["-m", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    if output.status.code() == Some(99) {
+        eprintln!("skipped: cannot mount a small tmpfs here");
+        return;
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stdout}\n{stderr}");
+    let exits: Vec<&str> = stdout.lines().filter(|l| l.starts_with("exit ")).collect();
+    assert_eq!(exits, ["exit 3", "exit 3"], "{stdout}\n{stderr}");
+    let full_reports = stderr.matches("database or disk is full").count();
+    assert!(full_reports >= 2, "{stderr}");
+}
+
+#[test]
+fn another_users_archive_is_read_while_its_owner_writes() {
+    let (_dir, db) = archive_with_runs();
+    set_mode(&db, 0o644);
+    // The owner has it open and has written since: the newest run is in
+    // the -wal file, not yet in the database file.
+    let mut owner = archive::Archive::open(&db).unwrap();
+    let json = ok(
+        &db,
+        &[
+            "bench",
+            "-t",
+            "TCP_RR",
+            "-l",
+            "0.1",
+            "--json",
+            "--no-archive",
+        ],
+        None,
+    );
+    let run = archive::CanonicalRun::from_json(json.trim().as_bytes()).unwrap();
+    owner.store(&run).unwrap();
+    assert!(!side_files(&db).is_empty(), "the owner's -wal is there");
+    let export = ok(&db, &["archive", "export"], Some(NOBODY));
+    assert_eq!(export.lines().count(), 5, "{export}");
+    assert!(export.contains(&run.record().id));
+    drop(owner);
+}

@@ -1,0 +1,233 @@
+//! `archive import` of text as people have it: emails (quoted, labelled
+//! rows, several outputs), standard input, the same file twice, and
+//! inputs too large to read.
+
+use crate::netbisect_with;
+use serde_json::Value;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+fn data(name: &str) -> PathBuf {
+    [env!("CARGO_MANIFEST_DIR"), "tests", "data", name]
+        .iter()
+        .collect()
+}
+
+fn runs(archive: &Path) -> Vec<Value> {
+    let output = netbisect_with(archive)
+        .args(["archive", "list", "--json"])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// Runs `archive import ARGS` with `stdin`; returns (exit code, stdout,
+/// stderr).
+fn import(archive: &Path, args: &[&str], stdin: &[u8]) -> (i32, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_netbisect"))
+        .env("NETBISECT_ARCHIVE", archive)
+        .env_remove("NETBISECT_TEMPLATE_DIR")
+        .args(["archive", "import"])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    let output = child.wait_with_output().unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn an_email_on_stdin_gives_a_run_per_labelled_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("a.db");
+    let email = std::fs::read(data("email/quoted-labelled-tcp-stream.txt")).unwrap();
+    let (code, stdout, stderr) = import(
+        &archive,
+        &["-", "--commit", "abcdef12", "--testbed", "lab-a"],
+        &email,
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout, "-: 2 runs (netperf), 2 added, 0 already present\n");
+    let stored = runs(&archive);
+    let labels: Vec<&str> = stored
+        .iter()
+        .map(|run| run["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels.len(), 2);
+    assert!(labels.contains(&"current") && labels.contains(&"patched"));
+    for run in &stored {
+        assert_eq!(run["testbed"], "lab-a");
+    }
+
+    // The side names can be mapped and prefixed.
+    let archive = dir.path().join("b.db");
+    let table = std::fs::read(data("email/labelled-tcp-rr.txt")).unwrap();
+    let (code, _, stderr) = import(
+        &archive,
+        &["-", "--side-label", "Org=base", "--label-prefix", "v6.8-"],
+        &table,
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let mut labels: Vec<String> = runs(&archive)
+        .iter()
+        .map(|run| run["label"].as_str().unwrap().to_string())
+        .collect();
+    labels.sort();
+    assert_eq!(labels, ["v6.8-New", "v6.8-base"]);
+}
+
+#[test]
+fn the_same_text_imported_after_a_touch_is_one_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("a.db");
+    let file = dir.path().join("netperf.txt");
+    std::fs::copy(data("peer-outputs/netperf-TCP_RR-l10-plain.txt"), &file).unwrap();
+    let arg = file.to_str().unwrap();
+    let (code, _, stderr) = import(&archive, &[arg], b"");
+    assert_eq!(code, 0, "{stderr}");
+    // touch: a new modification time, the same content.
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_modified(later)
+        .unwrap();
+    let (code, stdout, stderr) = import(&archive, &[arg], b"");
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.ends_with("1 run (netperf), 0 added, 1 already present\n"),
+        "{stdout}"
+    );
+    // And from standard input, at another moment still.
+    let text = std::fs::read(&file).unwrap();
+    let (_, stdout, _) = import(&archive, &["-"], &text);
+    assert_eq!(stdout, "-: 1 run (netperf), 0 added, 1 already present\n");
+    assert_eq!(runs(&archive).len(), 1);
+}
+
+#[test]
+fn bad_email_tables_exit_2_naming_the_line_and_store_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("a.db");
+    let email = std::fs::read_to_string(data("email/quoted-labelled-tcp-stream.txt")).unwrap();
+    let cases = [
+        (
+            email.replace("> TCP STREAM TEST", "> UDP UNIDIRECTIONAL SEND TEST"),
+            "-: line 6: the table's columns do not match the banner's UDP_STREAM: \
+             no messages column; nothing imported from it",
+        ),
+        (
+            email.replace(
+                "> patched  131072  16384  16384    10.00    11830.00",
+                "> patched",
+            ),
+            "-: line 12: \"patched\" has no figures after it; nothing imported from it",
+        ),
+        (
+            email.replace("16384    10.00    11830.00", "10.00    11830.00"),
+            "-: line 12: 4 figures for the 5 columns of the header (line 6); \
+             nothing imported from it",
+        ),
+    ];
+    for (text, message) in cases {
+        let (code, stdout, stderr) = import(&archive, &["-"], text.as_bytes());
+        assert_eq!(code, 2, "{stderr}");
+        assert_eq!(stdout, "");
+        assert!(stderr.contains(message), "{stderr}");
+    }
+    assert!(runs(&archive).is_empty());
+}
+
+/// Runs `archive import FILE` with at most 300 MB of address space, far
+/// less than reading a 100 MB document into a JSON tree takes.
+fn import_within_300_mb(archive: &Path, file: &Path) -> (Option<i32>, String) {
+    let output = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 300000 && exec \"$0\" archive import \"$1\"")
+        .arg(env!("CARGO_BIN_EXE_netbisect"))
+        .arg(file)
+        .env("NETBISECT_ARCHIVE", archive)
+        .output()
+        .unwrap();
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_100_mb_line_or_document_is_refused_early() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("a.db");
+    // One line of 100 MB: a JSON number array inside a record.
+    let line = dir.path().join("line.json");
+    let mut file = std::io::BufWriter::new(std::fs::File::create(&line).unwrap());
+    file.write_all(b"{\"schema\":\"netbisect.run/1.1\",\"x\":[")
+        .unwrap();
+    for _ in 0..5_000_000 {
+        file.write_all(b"1,2,3,4,5,6,7,8,9,").unwrap();
+    }
+    file.write_all(b"0]}\n").unwrap();
+    drop(file);
+    let (code, stderr) = import_within_300_mb(&archive, &line);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("line 1: longer than 16 MiB, the longest line netbisect reads"),
+        "{stderr}"
+    );
+    // The same array over many short lines: one document too large.
+    let lines = dir.path().join("lines.json");
+    let mut file = std::io::BufWriter::new(std::fs::File::create(&lines).unwrap());
+    file.write_all(b"{\"schema\":\"netbisect.run/1.1\",\"x\":[\n")
+        .unwrap();
+    for _ in 0..5_000_000 {
+        file.write_all(b"1,2,3,4,5,6,7,8,9,\n").unwrap();
+    }
+    file.write_all(b"0]}\n").unwrap();
+    drop(file);
+    let (code, stderr) = import_within_300_mb(&archive, &lines);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("line 1: a JSON document larger than 16 MiB, the largest netbisect reads"),
+        "{stderr}"
+    );
+    assert!(runs(&archive).is_empty());
+}
+
+#[test]
+fn compare_says_when_runs_differ_only_in_their_testbed() {
+    use crate::compare::{RunOf, import as import_records, stdout_of};
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("a.db");
+    let samples = [9.4e9, 9.5e9, 9.3e9, 9.4e9];
+    let imported = RunOf::stream("aaaa1111", "2026-01-01T00:00:00Z", &samples).record();
+    let mut local = RunOf::stream("bbbb2222", "2026-01-02T00:00:00Z", &samples).record();
+    local.testbed = "loopback".to_string();
+    local.seal().unwrap();
+    import_records(&archive, &[imported, local]);
+    let text =
+        stdout_of(netbisect_with(&archive).args(["compare", "commit:aaaa1111", "commit:bbbb2222"]));
+    crate::check_mailing_list_rules(&text);
+    assert!(
+        text.contains("No test configuration was run on both sides."),
+        "{text}"
+    );
+    let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        joined.contains(
+            "not compared with the other side's runs of this test: they are on testbed loopback"
+        ),
+        "{text}"
+    );
+    assert!(joined.contains("they are on testbed lab"), "{text}");
+}

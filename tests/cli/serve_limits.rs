@@ -1,0 +1,87 @@
+//! `netbisect serve` at a thread limit: a test that needs more threads
+//! than the process may start is answered with an error frame naming the
+//! limit, and the server goes on serving.
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::process::Stdio;
+use std::time::Duration;
+
+const BINARY: &str = env!("CARGO_BIN_EXE_netbisect");
+/// A user id no other test runs as: the thread limit counts every thread
+/// of the user.
+const THREAD_LIMIT_UID: u32 = 65_533;
+
+fn threads_of(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("Threads:"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn a_thread_limit_is_an_error_frame_naming_it() {
+    let mut command = std::process::Command::new(BINARY);
+    command
+        .args(["serve", "-p", "0", "--timeout", "2"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    // Room for the main thread, a session, its data thread and a flow
+    // thread, with some to spare, but not for eight flows; set before
+    // dropping privileges (lowering a limit needs
+    // none), then run as a user of its own.
+    let limit: libc::rlim_t = 6;
+    // SAFETY: setrlimit/setgid/setuid are async-signal-safe, as pre_exec
+    // needs.
+    unsafe {
+        command.pre_exec(move || {
+            let rlimit = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            if libc::setrlimit(libc::RLIMIT_NPROC, &rlimit) != 0
+                || libc::setgid(THREAD_LIMIT_UID) != 0
+                || libc::setuid(THREAD_LIMIT_UID) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut server = command.spawn().unwrap();
+    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let port = first.rsplit(':').next().unwrap().to_string();
+    let log = std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<String>>());
+    assert_eq!(threads_of(server.id()), 1, "serve runs on its main thread");
+
+    let bench = |flows: &str| {
+        crate::netbisect()
+            .args(["bench", "-H", "127.0.0.1", "-p", &port, "-t", "TCP_STREAM"])
+            .args(["-l", "0.2", "--flows", flows, "--no-archive"])
+            .timeout(Duration::from_secs(60))
+            .output()
+            .unwrap()
+    };
+    let many = bench("8");
+    let one = bench("1");
+    let _ = server.kill();
+    let _ = server.wait();
+    let log = log.join().unwrap().join("\n");
+    let stderr = String::from_utf8_lossy(&many.stderr);
+    assert_eq!(many.status.code(), Some(3), "{stderr}\n{log}");
+    assert!(
+        stderr.contains("cannot start a thread") && stderr.contains("thread limit"),
+        "{stderr}\n{log}"
+    );
+    assert!(!log.contains("panicked"), "{log}");
+    assert!(
+        one.status.success(),
+        "{}\n{log}",
+        String::from_utf8_lossy(&one.stderr)
+    );
+}
