@@ -33,6 +33,12 @@ pub fn netbisect_with(archive: &Path) -> assert_cmd::Command {
     command
 }
 
+/// True when the slow tests are switched on (`NETBISECT_SLOW_TESTS=1`):
+/// the soak of serve and the slowest VM tests.
+pub fn slow_tests() -> bool {
+    std::env::var("NETBISECT_SLOW_TESTS").is_ok_and(|value| value == "1")
+}
+
 /// The binary with the shared scratch archive.
 pub fn netbisect() -> assert_cmd::Command {
     netbisect_with(&scratch_archive())

@@ -3,10 +3,10 @@
 //! work) and test inside the guests.
 //!
 //! These tests need vng, qemu-system-x86_64 and the two kernels below.
-//! Without them they say why and pass, unless `NETBISECT_VM_TESTS=slow`
-//! is set, which is how CI runs them: then a missing tool fails the test.
-//! The slowest tests (`ab`, the bisection over VM boots, the KVM probe)
-//! only run with that switch.
+//! Without them they say why and pass, unless the slow tests are switched
+//! on (`NETBISECT_SLOW_TESTS=1`, as CI runs them): then a missing tool
+//! fails the test. The slowest tests (`ab`, the bisection over VM boots,
+//! the KVM probe, interruptions) only run with that switch.
 
 use git2::Repository;
 use serde_json::Value;
@@ -24,7 +24,7 @@ const RELEASE_NEW: &str = "6.1.0-57-amd64";
 const TIMEOUT: &str = "400";
 
 fn slow_switch_on() -> bool {
-    std::env::var("NETBISECT_VM_TESTS").is_ok_and(|value| value == "slow")
+    crate::slow_tests()
 }
 
 fn on_path(program: &str) -> bool {
@@ -51,7 +51,7 @@ fn vm_ready(test: &str) -> bool {
     }
     assert!(
         !slow_switch_on(),
-        "NETBISECT_VM_TESTS=slow but missing: {}",
+        "NETBISECT_SLOW_TESTS=1 but missing: {}",
         missing.join(", ")
     );
     eprintln!("{test}: skipped, missing {}", missing.join(", "));
@@ -60,7 +60,7 @@ fn vm_ready(test: &str) -> bool {
 
 fn slow(test: &str) -> bool {
     if !slow_switch_on() {
-        eprintln!("{test}: skipped, set NETBISECT_VM_TESTS=slow to run it");
+        eprintln!("{test}: skipped, set NETBISECT_SLOW_TESTS=1 to run it");
         return false;
     }
     vm_ready(test)
