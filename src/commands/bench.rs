@@ -20,11 +20,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub fn run(global: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<Code> {
-    // Nothing to journal: a signal ends the test at once with exit 130.
-    bisect::interrupt::install(bisect::interrupt::Mode::ExitNow);
     if args.vm.kernel.is_some() || args.vm.options.any() {
         return super::kernel::bench(global, args);
     }
+    // Nothing to journal: a signal ends the test at once with exit 130.
+    bisect::interrupt::install(bisect::interrupt::Mode::ExitNow);
     if let Some(sweep) = &args.sweep {
         return super::sweep::run(global, args, sweep);
     }

@@ -262,6 +262,9 @@ pub fn bench(global: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<Code> {
         return Err(InputError("--vm-* options need --kernel IMAGE".to_string()).into());
     };
     check_guest_bench_args(args)?;
+    // A signal kills the guest at once; the shared directory is removed
+    // on the way out, which then exits 130.
+    bisect::interrupt::install(bisect::interrupt::Mode::Journal);
     let request = request_from_args(args)?;
     let settings = args
         .vm
@@ -331,6 +334,7 @@ pub fn ab(global: &GlobalArgs, args: &AbArgs) -> anyhow::Result<Code> {
         .map(read_settings)
         .transpose()?;
     let options = vm_options(&args.bench.vm.options, settings.as_ref())?;
+    bisect::interrupt::install(bisect::interrupt::Mode::Journal);
     let side_a = prepare(&args.kernel_a, options.clone())?;
     let side_b = prepare(&args.kernel_b, options)?;
     // Options of the comparison are checked before the first boot.

@@ -36,6 +36,8 @@ pub const CONSOLE_TAIL_LINES: usize = 40;
 /// How long a KVM guest may take to reach the test before KVM is judged
 /// not to work on this host.
 pub const KVM_PROBE: Duration = Duration::from_secs(25);
+/// How long a killed guest's processes may take to be gone.
+const GROUP_EXIT_WAIT: Duration = Duration::from_secs(5);
 /// How often the runner is polled.
 const POLL_INTERVAL: Duration = Duration::from_millis(50);
 /// Where the guest sees the shared directory: a fixed place, so that the
@@ -209,6 +211,9 @@ pub enum VmError {
         /// The console tail.
         console: PathBuf,
     },
+    /// A signal came; the guest was killed.
+    #[error("the guest was killed: {0}")]
+    Interrupted(#[from] bisect::interrupt::Interrupted),
     /// The test inside the guest failed.
     #[error("the test in the guest failed: {message} (console: {})", console.display())]
     Guest {
@@ -515,9 +520,9 @@ fn boot_once(
             source,
         })
     })?;
-    let group = GroupGuard(i32::try_from(child.id()).unwrap_or(0));
     // Held until the guest is done; see the watcher above.
     let _lifeline = child.stdin.take();
+    let mut guest = Guest::new(child);
     let timeout = Duration::from_secs_f64(options.timeout_s);
     let started_marker = dir.join("started");
     let mut reached_test: Option<Duration> = None;
@@ -525,12 +530,15 @@ fn boot_once(
         if reached_test.is_none() && started_marker.exists() {
             reached_test = Some(started.elapsed());
         }
-        match child.try_wait() {
+        if let Err(interrupted) = bisect::interrupt::check() {
+            guest.kill();
+            return Err(Attempt::Failed(interrupted.into()));
+        }
+        match guest.child.try_wait() {
             Ok(Some(status)) => break Some(status),
             Ok(None) => {}
             Err(source) => {
-                drop(group);
-                let _ = child.wait();
+                guest.kill();
                 return Err(Attempt::Failed(VmError::Io {
                     what: "wait for vng".to_string(),
                     source,
@@ -539,8 +547,7 @@ fn boot_once(
         }
         let elapsed = started.elapsed();
         if probing && reached_test.is_none() && elapsed >= KVM_PROBE.min(timeout) {
-            drop(group);
-            let _ = child.wait();
+            guest.kill();
             return Err(Attempt::KvmFailed(format!(
                 "the guest did not reach the test within {} s",
                 KVM_PROBE.min(timeout).as_secs()
@@ -552,9 +559,8 @@ fn boot_once(
         std::thread::sleep(POLL_INTERVAL);
     };
     // Whatever vng left behind (qemu, virtiofsd) goes with its group.
-    drop(group);
+    guest.kill();
     if exit.is_none() {
-        let _ = child.wait();
         let console = keep_console(&console_path, console_dir)?;
         return Err(Attempt::Failed(VmError::TimedOut {
             seconds: options.timeout_s,
@@ -618,18 +624,48 @@ fn boot_once(
     Ok(GuestResult { record, vm })
 }
 
-/// Kills a process group when dropped.
-struct GroupGuard(i32);
+/// The runner's process (the leader of its own process group) and all it
+/// started: killed together, at the latest when dropped. While it runs,
+/// a SIGINT or SIGTERM kills the group at once (see
+/// [`bisect::interrupt`]).
+struct Guest {
+    child: std::process::Child,
+    group: i32,
+}
 
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        if self.0 > 0 {
-            // SAFETY: kill has no memory effects; a group that is gone
-            // only makes it fail with ESRCH.
-            unsafe {
-                libc::kill(-self.0, libc::SIGKILL);
-            }
+impl Guest {
+    fn new(child: std::process::Child) -> Guest {
+        let group = i32::try_from(child.id()).unwrap_or(0);
+        bisect::interrupt::set_running_group(group);
+        Guest { child, group }
+    }
+
+    /// Kills the group, reaps the runner and waits (a few seconds at
+    /// most) until no member of the group is left: a killed qemu takes a
+    /// moment to free the guest's memory.
+    fn kill(&mut self) {
+        if self.group <= 0 {
+            return;
         }
+        bisect::interrupt::set_running_group(0);
+        // SAFETY: kill has no memory effects; a group that is gone only
+        // makes it fail with ESRCH.
+        unsafe {
+            libc::kill(-self.group, libc::SIGKILL);
+        }
+        let _ = self.child.wait();
+        let deadline = Instant::now() + GROUP_EXIT_WAIT;
+        // SAFETY: as above; signal 0 only asks whether the group exists.
+        while unsafe { libc::kill(-self.group, 0) } == 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.group = 0;
+    }
+}
+
+impl Drop for Guest {
+    fn drop(&mut self) {
+        self.kill();
     }
 }
 

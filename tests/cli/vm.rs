@@ -79,14 +79,18 @@ fn run(archive: &Path, args: &[&str]) -> (i32, String, String) {
     )
 }
 
-/// No process of this machine has `needle` on its command line.
+/// No process of this machine has `needle` on its command line, at the
+/// latest a few seconds from now (a killed qemu takes a moment to free
+/// its guest's memory and go).
 fn nothing_left_running(needle: &str) {
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        assert!(!cmdline.contains(needle), "left running: {cmdline}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = processes_with(needle);
+        if left.is_empty() {
+            return;
+        }
+        assert!(Instant::now() < deadline, "left running: {left:?}");
+        std::thread::sleep(Duration::from_millis(100));
     }
 }
 
@@ -395,23 +399,34 @@ fn kvm_is_tried_then_tcg_said_and_recorded() {
     }
 }
 
-/// A small history of guest kernels: each commit picks an image and
-/// guest settings; from `culprit` on the guest's TCP buffers are tiny.
+/// A small history of guest kernels: each commit picks an image, and the
+/// build leaves beside it the guest settings `--vm-settings` reads; from
+/// `culprit` on they shrink the guest's TCP buffers to one page, a large
+/// and deterministic regression.
 fn kernel_history(repo: &Repository, kernels: &Path, culprit: usize) -> Vec<git2::Oid> {
-    let build = format!("cp {}/\"$(cat pick)\" bzImage\n", kernels.display());
+    let build = format!(
+        "cp {}/\"$(cat pick)\" bzImage\n\
+         if [ \"$(cat buffers)\" = small ]; then\n\
+         \x20   printf 'sysctl net.ipv4.tcp_rmem=4096 4096 4096\\n' > guest.conf\n\
+         \x20   printf 'sysctl net.ipv4.tcp_wmem=4096 4096 4096\\n' >> guest.conf\n\
+         else\n\
+         \x20   echo '# defaults' > guest.conf\n\
+         fi\n",
+        kernels.display()
+    );
     let mut ids = Vec::new();
-    for idx in 0..5 {
+    for idx in 0..4 {
         let pick = if idx < 2 { "old\n" } else { "new\n" };
-        let settings = if idx >= culprit {
-            "sysctl net.ipv4.tcp_rmem=4096 4096 4096\nsysctl net.ipv4.tcp_wmem=4096 4096 4096\n"
+        let buffers = if idx >= culprit {
+            "small\n"
         } else {
-            "# defaults\n"
+            "default\n"
         };
         let files = [
             ("pick", pick),
-            ("guest.conf", settings),
+            ("buffers", buffers),
             ("build.sh", build.as_str()),
-            (".gitignore", "bzImage\n"),
+            (".gitignore", "bzImage\nguest.conf\n"),
         ];
         let parents: Vec<git2::Oid> = ids.last().copied().into_iter().collect();
         ids.push(crate::bisect::commit(
@@ -439,8 +454,8 @@ fn a_kernel_range_is_bisected_through_vm_boots_and_resumes_after_kill() {
     std::fs::copy(KERNEL_NEW, kernels.join("new")).unwrap();
     let repo_path = dir.path().join("repo");
     let repo = Repository::init(&repo_path).unwrap();
-    let ids = kernel_history(&repo, &kernels, 3);
-    let (good, bad) = (ids[0].to_string(), ids[4].to_string());
+    let ids = kernel_history(&repo, &kernels, 2);
+    let (good, bad) = (ids[0].to_string(), ids[3].to_string());
     let in_repo = |args: &[&str]| {
         let output = crate::netbisect_with(&archive)
             .args(args)
@@ -476,11 +491,11 @@ fn a_kernel_range_is_bisected_through_vm_boots_and_resumes_after_kill() {
         "--vm-timeout",
         TIMEOUT,
         "--end-repeats",
-        "4",
+        "3",
         "--confirm-repeats",
         "1",
         "--max-repeats",
-        "8",
+        "5",
     ]);
     assert_eq!(code, 0, "{stderr}");
 
@@ -494,14 +509,16 @@ fn a_kernel_range_is_bisected_through_vm_boots_and_resumes_after_kill() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(900);
-    loop {
+    let deadline = Instant::now() + Duration::from_secs(600);
+    let runs_archived = || {
         let (_, list, _) = in_repo(&["archive", "list", "--json"]);
-        let n_runs = serde_json::from_str::<Value>(&list)
+        serde_json::from_str::<Value>(&list)
             .ok()
             .and_then(|list| list.as_array().map(Vec::len))
-            .unwrap_or(0);
-        if n_runs >= 3 {
+            .unwrap_or(0)
+    };
+    loop {
+        if runs_archived() >= 3 {
             break;
         }
         assert!(Instant::now() < deadline, "no runs archived in time");
@@ -517,8 +534,8 @@ fn a_kernel_range_is_bisected_through_vm_boots_and_resumes_after_kill() {
     assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
     assert!(child.wait().unwrap().code().is_none());
     // The guest of the killed run goes with it.
-    std::thread::sleep(Duration::from_secs(2));
     nothing_left_running(&format!("{}/netbisect-vm-", dir.path().display()));
+    let runs_before = runs_archived();
 
     let (code, stdout, stderr) = in_repo(&["bisect", "run", "--json"]);
     assert_eq!(code, 0, "{stdout}{stderr}");
@@ -526,9 +543,13 @@ fn a_kernel_range_is_bisected_through_vm_boots_and_resumes_after_kill() {
     assert_eq!(report["result"]["kind"], "first_bad", "{report}");
     assert_eq!(
         report["result"]["commit"]["id"],
-        ids[3].to_string(),
+        ids[2].to_string(),
         "{report}"
     );
+    // The runs archived before the kill were used, none measured again.
+    let runs_after = runs_archived();
+    assert!(runs_after >= runs_before);
+    assert_eq!(report["n_measurements"], runs_after, "{report}");
     // Every run came from a guest of the image its commit picked.
     let (_, export, _) = in_repo(&["archive", "export"]);
     for line in export.lines() {
@@ -584,4 +605,116 @@ fn bisect_start_checks_its_kernel_options_before_anything_runs() {
     assert!(stderr.contains("give them to bisect start"), "{stderr}");
     let (code, stderr) = start(&["--bench", "-l 0.1 -H 127.0.0.1", "--kernel", "bzImage"]);
     assert_eq!(code, 2, "{stderr}");
+}
+
+/// Processes whose command line holds `needle`.
+fn processes_with(needle: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| std::fs::read(entry.path().join("cmdline")).ok())
+        .map(|cmdline| String::from_utf8_lossy(&cmdline).replace('\0', " "))
+        .filter(|cmdline| cmdline.contains(needle))
+        .collect()
+}
+
+/// Starts netbisect with `args` and waits until its guest's qemu runs,
+/// then sends `signal`: netbisect must exit 130 at once, with its guest
+/// and the directory shared with it gone.
+fn interrupted_while_the_guest_runs(args: &[&str], signal: i32) {
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive.db");
+    let needle = format!("{}/netbisect-vm-", dir.path().display());
+    let mut command = std::process::Command::new(BINARY);
+    command
+        .args(args)
+        .env("NETBISECT_ARCHIVE", &archive)
+        .env("TMPDIR", dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    // SAFETY: signal() is async-signal-safe, as pre_exec requires. A
+    // background job of a non-interactive shell starts with SIGINT
+    // ignored, which netbisect keeps: restore the default.
+    unsafe {
+        command.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut child = command.spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !processes_with(&needle)
+        .iter()
+        .any(|cmdline| cmdline.contains("qemu-system"))
+    {
+        assert!(child.try_wait().unwrap().is_none(), "ended before boot");
+        assert!(Instant::now() < deadline, "qemu did not start");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let pid = i32::try_from(child.id()).unwrap();
+    // SAFETY: kill on the id of a child this test started and has not
+    // reaped yet.
+    assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            panic!("netbisect did not end within 30 s of the signal");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    nothing_left_running(&needle);
+    let shared: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .filter(|entry| {
+            entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with("netbisect-vm-")
+        })
+        .collect();
+    assert!(shared.is_empty(), "{shared:?}");
+}
+
+#[test]
+fn a_signal_kills_the_guest_of_bench_and_ab_and_exits_130() {
+    if !vm_ready("a_signal_kills_the_guest") {
+        return;
+    }
+    interrupted_while_the_guest_runs(
+        &[
+            "bench",
+            "--kernel",
+            KERNEL_OLD,
+            "--vm-accel",
+            "tcg",
+            "-l",
+            "30",
+        ],
+        libc::SIGINT,
+    );
+    interrupted_while_the_guest_runs(
+        &[
+            "ab",
+            "--kernel-a",
+            KERNEL_OLD,
+            "--kernel-b",
+            KERNEL_NEW,
+            "-n",
+            "2",
+            "--vm-accel",
+            "tcg",
+            "-l",
+            "30",
+        ],
+        libc::SIGTERM,
+    );
 }
