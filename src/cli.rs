@@ -771,6 +771,10 @@ pub struct VmOptionArgs {
     /// worktree read at each step, so that the build can leave it
     #[arg(long, value_name = "FILE")]
     pub vm_settings: Option<PathBuf>,
+    /// With --vm-net host: the tap device of this host the guest's NIC is
+    /// attached to; it must be up, with an IPv4 address (the server's)
+    #[arg(long, value_name = "IFACE")]
+    pub vm_tap: Option<String>,
     /// Seconds from the start of the boot to the end of the test before
     /// the guest is killed [default: 300]
     #[arg(long, value_name = "SECS")]
@@ -789,6 +793,7 @@ impl VmOptionArgs {
             || !self.vm_append.is_empty()
             || !self.vm_sysctl.is_empty()
             || self.vm_settings.is_some()
+            || self.vm_tap.is_some()
             || self.vm_timeout.is_some()
             || self.vm_accel.is_some()
     }

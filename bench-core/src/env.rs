@@ -17,7 +17,7 @@ mod ethtool;
 mod netlink;
 mod vm;
 
-pub use address::{egress_interface, interface_for_address};
+pub use address::{egress_interface, interface_for_address, interface_ipv4};
 pub use vm::VmEnv;
 
 use serde::{Deserialize, Serialize};

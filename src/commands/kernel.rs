@@ -83,8 +83,23 @@ pub fn vm_options(
             Some(VmAccelArg::Tcg) => AccelChoice::Tcg,
         },
         timeout_s: args.vm_timeout.unwrap_or(defaults.timeout_s),
+        tap: args.vm_tap.clone(),
         ..defaults
     };
+    match (options.net, &options.tap) {
+        (NetMode::Host, None) => {
+            return Err(InputError(
+                "--vm-net host needs --vm-tap IFACE: a tap device of this host with an \
+                 IPv4 address, which the guest's NIC is attached to"
+                    .to_string(),
+            )
+            .into());
+        }
+        (NetMode::Loopback | NetMode::Pair, Some(_)) => {
+            return Err(InputError("--vm-tap is for --vm-net host".to_string()).into());
+        }
+        _ => {}
+    }
     if !(1..=64).contains(&options.cpus) {
         return Err(InputError(format!("--vm-cpus {} is not in 1..=64", options.cpus)).into());
     }
@@ -140,6 +155,9 @@ pub struct KernelUnderTest {
 pub fn prepare(image: &Path, options: VmOptions) -> anyhow::Result<KernelUnderTest> {
     let image = vm::check_image(image, options.net)?;
     vm::check_tools()?;
+    if let Some(tap) = &options.tap {
+        vm::tap_link(tap)?;
+    }
     Ok(KernelUnderTest { image, options })
 }
 
@@ -201,22 +219,34 @@ pub fn run_in_vm(
     if let Some(label) = label {
         bench_args.extend(["--label".to_string(), label.to_string()]);
     }
-    // The host mode's server runs here, on loopback, for this one run;
-    // qemu's user network takes the guest's connections to it.
-    let host_server = match kernel.options.net {
-        NetMode::Host => {
-            let server = Server::bind(ServerConfig::loopback(request.spec.family), server::quiet())
+    let mut files = vec![("spec.json".to_string(), spec)];
+    // The host mode's server runs here, on the tap's address, for this
+    // one run, and takes only the guest, which is given its token.
+    let host_server = match (kernel.options.net, &kernel.options.tap) {
+        (NetMode::Host, Some(tap)) => {
+            if request.spec.family == bench_core::spec::AddressFamily::Ipv6 {
+                return Err(InputError("--vm-net host runs over IPv4: drop -6".into()).into());
+            }
+            let link = vm::tap_link(tap)?;
+            let (token, token_text) = one_run_token()?;
+            files.push(("token".to_string(), token_text));
+            let mut config = ServerConfig::new(std::net::SocketAddr::new(link.host.into(), 0));
+            config.token = Some(token);
+            let server = Server::bind(config, server::quiet())
                 .context("cannot start the server for the guest")?;
             let port = server.local_addr().port();
-            Some((server.spawn().context("cannot start the server")?, port))
+            let handle = server.spawn().context("cannot start the server")?;
+            Some((handle, link, port))
         }
         _ => None,
     };
     let job = GuestJob {
         binary,
         bench_args,
-        files: vec![("spec.json".to_string(), spec)],
-        host_port: host_server.as_ref().map(|(_, port)| *port),
+        files,
+        host: host_server
+            .as_ref()
+            .map(|(_, link, port)| (link.clone(), *port)),
         ipv6: request.spec.family == bench_core::spec::AddressFamily::Ipv6,
     };
     if verbose {
@@ -239,7 +269,7 @@ pub fn run_in_vm(
         console_dir,
         &mut notify,
     );
-    if let Some((handle, _)) = host_server {
+    if let Some((handle, _, _)) = host_server {
         handle.stop();
     }
     let result =
@@ -249,6 +279,35 @@ pub fn run_in_vm(
     record.env.vm = Some(result.vm);
     record.seal().context("failed to seal the run record")?;
     Ok(record)
+}
+
+/// A fresh random token for one run of the host mode, and its text for
+/// the guest's token file.
+fn one_run_token() -> anyhow::Result<(bench_core::auth::Token, Vec<u8>)> {
+    let text = format!(
+        "{}{}\n",
+        bench_core::auth::new_challenge()?,
+        bench_core::auth::new_challenge()?
+    );
+    // A token is read from a file only this user may read.
+    let dir = tempfile::Builder::new()
+        .prefix("netbisect-token-")
+        .tempdir()
+        .context("cannot create a directory for the guest's token")?;
+    let path = dir.path().join("token");
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .context("cannot write the guest's token")?;
+        file.write_all(text.as_bytes())
+            .context("cannot write the guest's token")?;
+    }
+    let token = bench_core::auth::Token::from_file(&path)?;
+    Ok((token, text.into_bytes()))
 }
 
 /// Where the console tails of failed guests go outside a bisection.

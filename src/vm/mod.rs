@@ -23,6 +23,8 @@ use bench_core::env::VmEnv;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::net::Ipv4Addr;
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -56,7 +58,8 @@ pub enum NetMode {
     /// Between two virtio-net NICs looped to each other, one end in a
     /// network namespace of its own.
     Pair,
-    /// From the guest to a server on the host, over the VM's virtio-net.
+    /// From the guest to a server on the host, over the VM's virtio-net
+    /// NIC attached to a tap device of the host.
     Host,
 }
 
@@ -103,6 +106,10 @@ pub struct VmOptions {
     pub timeout_s: f64,
     /// The accelerator.
     pub accel: AccelChoice,
+    /// For [`NetMode::Host`]: the host's tap device the guest's NIC is
+    /// attached to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tap: Option<String>,
 }
 
 impl Default for VmOptions {
@@ -115,6 +122,7 @@ impl Default for VmOptions {
             sysctls: BTreeMap::new(),
             timeout_s: 300.0,
             accel: AccelChoice::Auto,
+            tap: None,
         }
     }
 }
@@ -131,9 +139,9 @@ pub struct GuestJob {
     /// Files to place in the shared directory before boot, by name; the
     /// placeholder `{shared}` in `bench_args` names that directory.
     pub files: Vec<(String, Vec<u8>)>,
-    /// For [`NetMode::Host`]: the port of the server on the host's
-    /// loopback, which the guest reaches through qemu's user network.
-    pub host_port: Option<u16>,
+    /// For [`NetMode::Host`]: the tap link and the port of the server on
+    /// the host's end of it.
+    pub host: Option<(TapLink, u16)>,
     /// Use IPv6 between the NICs of the pair.
     pub ipv6: bool,
 }
@@ -236,6 +244,94 @@ impl VmError {
                 | VmError::BadOption(_)
         )
     }
+}
+
+/// The host's tap device of [`NetMode::Host`] and the addresses of its
+/// two ends: the host's (the tap's own IPv4 address) and the guest's (the
+/// next free one of the tap's subnet).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TapLink {
+    /// The tap device.
+    pub tap: String,
+    /// The host's address, where the server listens.
+    pub host: Ipv4Addr,
+    /// The guest's address.
+    pub guest: Ipv4Addr,
+    /// Length of the subnet's prefix.
+    pub prefix: u8,
+}
+
+/// `/sys/class/net/*/tun_flags` bit of a tap (not tun) device.
+const IFF_TAP: u32 = 0x0002;
+
+/// Checks that `tap` is a tap device of this host (of this network
+/// namespace), up, with an IPv4 address in a subnet that leaves room for
+/// the guest's; returns the link.
+pub fn tap_link(tap: &str) -> Result<TapLink, VmError> {
+    let bad = |why: String| VmError::BadOption(format!("--vm-tap {tap}: {why}"));
+    if tap.is_empty()
+        || tap.len() > 15
+        || tap.contains(['/', ',', '='])
+        || tap.contains(char::is_whitespace)
+    {
+        return Err(bad("not a network device name".to_string()));
+    }
+    let sys = Path::new("/sys/class/net").join(tap);
+    if !sys.exists() {
+        return Err(bad(format!(
+            "no such device; create it: ip tuntap add dev {tap} mode tap user $USER"
+        )));
+    }
+    let read_hex = |name: &str| {
+        std::fs::read_to_string(sys.join(name))
+            .ok()
+            .and_then(|text| u32::from_str_radix(text.trim().trim_start_matches("0x"), 16).ok())
+    };
+    if read_hex("tun_flags").is_none_or(|flags| flags & IFF_TAP == 0) {
+        return Err(bad(
+            "not a tap device (ip tuntap add ... mode tap)".to_string()
+        ));
+    }
+    if read_hex("flags").is_none_or(|flags| flags & libc::IFF_UP as u32 == 0) {
+        return Err(bad(format!("the device is down: ip link set {tap} up")));
+    }
+    let Some((host, prefix)) = bench_core::env::interface_ipv4(tap) else {
+        return Err(bad(format!(
+            "no IPv4 address: ip addr add 10.0.0.1/24 dev {tap} (or any free subnet)"
+        )));
+    };
+    let guest = guest_address(host, prefix).ok_or_else(|| {
+        bad(format!(
+            "{host}/{prefix} leaves no address for the guest: give a /30 or wider"
+        ))
+    })?;
+    Ok(TapLink {
+        tap: tap.to_string(),
+        host,
+        guest,
+        prefix,
+    })
+}
+
+/// The address after `host` in its subnet (the one before, when `host`
+/// is the last), never the subnet's own address or its broadcast.
+fn guest_address(host: Ipv4Addr, prefix: u8) -> Option<Ipv4Addr> {
+    if prefix > 30 {
+        return None;
+    }
+    let mask = u32::MAX << (32 - u32::from(prefix));
+    let host = u32::from(host);
+    let network = host & mask;
+    let broadcast = network | !mask;
+    if host == network || host == broadcast {
+        return None;
+    }
+    let guest = if host + 1 < broadcast {
+        host + 1
+    } else {
+        host - 1
+    };
+    (guest > network).then(|| Ipv4Addr::from(guest))
 }
 
 /// Checks a sysctl given as `KEY=VALUE`.
@@ -422,9 +518,20 @@ fn guest_script(shared: &Path, options: &VmOptions, job: &GuestJob) -> String {
             extra.extend(["-p".to_string(), PAIR_PORT.to_string()]);
         }
         NetMode::Host => {
-            let port = job.host_port.unwrap_or(bench_core::protocol::DEFAULT_PORT);
-            extra.extend(["-H".to_string(), "10.0.2.2".to_string()]);
-            extra.extend(["-p".to_string(), port.to_string()]);
+            if let Some((link, port)) = &job.host {
+                let _ = write!(
+                    script,
+                    "set -- $(ls /sys/class/net | grep -vx lo | sort)\n\
+                     [ $# -ge 1 ] || fail 'the guest has no NIC'\n\
+                     ip addr add {guest}/{prefix} dev \"$1\" || fail \"cannot address $1\"\n\
+                     ip link set \"$1\" up || fail \"cannot set $1 up\"\n",
+                    guest = link.guest,
+                    prefix = link.prefix,
+                );
+                extra.extend(["-H".to_string(), link.host.to_string()]);
+                extra.extend(["-p".to_string(), port.to_string()]);
+                extra.extend(["--token-file".to_string(), "{shared}/token".to_string()]);
+            }
         }
     }
     let shared_text = shared.to_string_lossy();
@@ -464,7 +571,15 @@ fn boot_once(
         .map_err(io("create the directory shared with the guest"))?;
     let dir = shared.path();
     for (name, bytes) in &job.files {
-        std::fs::write(dir.join(name), bytes).map_err(io(format!("write {name}")))?;
+        // Only for this user (and the guest, which runs as root): the
+        // host mode's token is one of them.
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(dir.join(name))
+            .map_err(io(format!("create {name}")))?;
+        std::io::Write::write_all(&mut file, bytes).map_err(io(format!("write {name}")))?;
     }
     let script = guest_script(Path::new(GUEST_SHARED_DIR), options, job);
     std::fs::write(dir.join("guest.sh"), script).map_err(io("write the guest script"))?;
@@ -499,7 +614,11 @@ fn boot_once(
             command.args(["--network", "loop", "--no-dhcp"]);
         }
         NetMode::Host => {
-            command.args(["--network", "user"]);
+            let tap = options.tap.as_deref().unwrap_or_default();
+            command.arg(format!(
+                "--qemu-opts=-netdev tap,id=nbhost,ifname={tap},script=no,downscript=no \
+                 -device virtio-net-pci,netdev=nbhost"
+            ));
         }
     }
     for append in &options.append {
@@ -614,7 +733,10 @@ fn boot_once(
         network_backend: match options.net {
             NetMode::Loopback => None,
             NetMode::Pair => Some("virtio-net, qemu hub".to_string()),
-            NetMode::Host => Some("virtio-net, qemu user network".to_string()),
+            NetMode::Host => Some(format!(
+                "virtio-net, tap {}",
+                options.tap.as_deref().unwrap_or_default()
+            )),
         },
         append: options.append.clone(),
         sysctls: options.sysctls.clone(),
@@ -745,6 +867,27 @@ mod tests {
     }
 
     #[test]
+    fn the_guest_takes_the_next_free_address_of_the_taps_subnet() {
+        let guest = |host: &str, prefix| guest_address(host.parse().unwrap(), prefix);
+        assert_eq!(guest("10.77.0.1", 24), Some("10.77.0.2".parse().unwrap()));
+        assert_eq!(
+            guest("10.77.0.254", 24),
+            Some("10.77.0.253".parse().unwrap())
+        );
+        assert_eq!(
+            guest("192.168.5.1", 30),
+            Some("192.168.5.2".parse().unwrap())
+        );
+        assert_eq!(
+            guest("192.168.5.2", 30),
+            Some("192.168.5.1".parse().unwrap())
+        );
+        assert_eq!(guest("10.77.0.0", 24), None);
+        assert_eq!(guest("10.77.0.255", 24), None);
+        assert_eq!(guest("10.77.0.1", 31), None);
+    }
+
+    #[test]
     fn the_guest_script_quotes_what_it_is_given() {
         let mut options = VmOptions::default();
         options
@@ -755,7 +898,7 @@ mod tests {
             binary: PathBuf::from("/opt/net bisect"),
             bench_args: vec!["--label".to_string(), "it's".to_string()],
             files: Vec::new(),
-            host_port: None,
+            host: None,
             ipv6: false,
         };
         let script = guest_script(Path::new("/tmp/x y"), &options, &job);

@@ -273,6 +273,135 @@ fn a_nic_pair_in_the_guest_carries_the_test_with_the_guest_sysctls() {
     );
 }
 
+/// A network namespace of the test's own, deleted when dropped: the host
+/// mode's tap device lives there, so no traffic reaches any other
+/// address of this machine.
+struct Namespace(String);
+
+impl Namespace {
+    fn new(tag: &str) -> Option<Namespace> {
+        let name = format!("netbisect-{tag}-{}", std::process::id());
+        let made = std::process::Command::new("ip")
+            .args(["netns", "add", &name])
+            .output()
+            .is_ok_and(|output| output.status.success());
+        if !made {
+            assert!(
+                !slow_switch_on(),
+                "NETBISECT_SLOW_TESTS=1 but no network namespace can be made (root?)"
+            );
+            eprintln!("{tag}: skipped, cannot make a network namespace (root?)");
+            return None;
+        }
+        Some(Namespace(name))
+    }
+
+    /// Runs `ip ARGS` inside the namespace and expects success.
+    fn ip(&self, args: &[&str]) {
+        let output = std::process::Command::new("ip")
+            .args(["-n", &self.0])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "ip {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+
+    /// Runs netbisect inside the namespace.
+    fn netbisect(&self, archive: &Path, args: &[&str]) -> (i32, String, String) {
+        let output = std::process::Command::new("ip")
+            .args(["netns", "exec", &self.0, BINARY])
+            .args(args)
+            .env("NETBISECT_ARCHIVE", archive)
+            .env_remove("NETBISECT_TEMPLATE_DIR")
+            .env("TMPDIR", archive.parent().unwrap())
+            .output()
+            .unwrap();
+        (
+            output.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    }
+}
+
+impl Drop for Namespace {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("ip")
+            .args(["netns", "delete", &self.0])
+            .output();
+    }
+}
+
+#[test]
+fn host_mode_tests_the_guest_against_a_server_on_a_tap_of_this_host() {
+    if !vm_ready("host_mode") {
+        return;
+    }
+    let Some(namespace) = Namespace::new("vmtap") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive.db");
+    let host_mode = |extra: &[&str]| {
+        let mut args = vec![
+            "bench",
+            "--json",
+            "--kernel",
+            KERNEL_OLD,
+            "--vm-accel",
+            "tcg",
+            "--vm-timeout",
+            TIMEOUT,
+            "--vm-net",
+            "host",
+            "-l",
+            "0.5",
+        ];
+        args.extend_from_slice(extra);
+        namespace.netbisect(&archive, &args)
+    };
+    // Refused before anything boots: no tap named, no such device, a
+    // tap that is down, a tap without an address.
+    let (code, _, stderr) = host_mode(&[]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("needs --vm-tap"), "{stderr}");
+    let (code, _, stderr) = host_mode(&["--vm-tap", "nbtap0"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("no such device"), "{stderr}");
+    namespace.ip(&["tuntap", "add", "dev", "nbtap0", "mode", "tap"]);
+    let (code, _, stderr) = host_mode(&["--vm-tap", "nbtap0"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("ip link set nbtap0 up"), "{stderr}");
+    namespace.ip(&["link", "set", "nbtap0", "up"]);
+    let (code, _, stderr) = host_mode(&["--vm-tap", "nbtap0"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("no IPv4 address"), "{stderr}");
+    let (code, _, stderr) = host_mode(&["--vm-tap", "lo"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("not a tap device"), "{stderr}");
+
+    namespace.ip(&["addr", "add", "10.77.0.1/24", "dev", "nbtap0"]);
+    let (code, stdout, stderr) = host_mode(&["--vm-tap", "nbtap0"]);
+    assert_eq!(code, 0, "{stderr}");
+    let record: Value = serde_json::from_str(stdout.trim()).unwrap();
+    let (release, _, vm) = guest_facts(&record);
+    assert_eq!(release, RELEASE_OLD);
+    assert_eq!(vm["network"], "host");
+    assert_eq!(vm["network_backend"], "virtio-net, tap nbtap0");
+    assert_eq!(record["endpoint"]["host"], "10.77.0.1", "{record}");
+    assert_eq!(record["env"]["local"]["interface"]["driver"], "virtio_net");
+    assert!(
+        record["summary"]["throughput_bps"]["mean"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+}
+
 #[test]
 fn a_guest_past_its_timeout_is_killed_with_its_console_kept() {
     if !vm_ready("a_guest_past_its_timeout") {

@@ -769,6 +769,9 @@ fn kernel_words(kernel: &wiring::KernelSession) -> Vec<String> {
     if let Some(settings) = &kernel.settings {
         words.push(format!("--vm-settings {}", quote(settings)));
     }
+    if let Some(tap) = &options.tap {
+        words.push(format!("--vm-tap {}", quote(tap)));
+    }
     if options.timeout_s != defaults.timeout_s {
         words.push(format!("--vm-timeout {}", options.timeout_s));
     }
