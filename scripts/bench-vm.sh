@@ -7,7 +7,7 @@
 #   overhead    seconds from the start of the boot (vng started) to the
 #               first byte of the test (the guest's marker just before
 #               `netbisect bench` starts): the env.vm.boot_to_test_s of
-#               each record; mean, min and max
+#               each record; median, min and max
 #   wall        seconds of the whole bench --kernel command, mean
 #   TCP_STREAM  10^6bits/s inside the guest: mean, and the spread across
 #               boots (standard deviation in percent of the mean)
@@ -44,7 +44,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 printf '%-28s %5s %-5s %8s %8s %8s %8s %11s %6s\n' \
-    kernel boots accel "boot s" min max "wall s" "10^6bits/s" "+-%"
+    kernel boots accel "boot med" min max "wall s" "10^6bits/s" "+-%"
 for kernel in "${kernels[@]}"; do
     : > "$work/records"
     : > "$work/walls"
@@ -59,11 +59,13 @@ for kernel in "${kernels[@]}"; do
     jq -rs --arg kernel "$(basename "$kernel")" --argjson boots "$BOOTS" \
         --argjson wall "$(jq -s 'add / length' "$work/walls")" '
         def mean: add / length;
+        def median: sort | if length % 2 == 1 then .[length / 2 | floor]
+            else (.[length / 2 - 1] + .[length / 2]) / 2 end;
         def sd: (mean) as $m | (map(. - $m | . * .) | add / ((length - 1) | if . < 1 then 1 else . end)) | sqrt;
         (map(.env.vm.boot_to_test_s)) as $boot
         | (map(.summary.throughput_bps.mean / 1e6)) as $tput
         | [$kernel, $boots, .[0].env.vm.accelerator,
-           ($boot | mean), ($boot | min), ($boot | max), $wall,
+           ($boot | median), ($boot | min), ($boot | max), $wall,
            ($tput | mean), (($tput | sd) / ($tput | mean) * 100)]
         | "\(.[0]) \(.[1]) \(.[2]) \(.[3]) \(.[4]) \(.[5]) \(.[6]) \(.[7]) \(.[8])"
         ' "$work/records" |

@@ -624,7 +624,7 @@ fn a_kernel_range_is_bisected_through_vm_boots_and_resumes_after_kill() {
         "--confirm-repeats",
         "1",
         "--max-repeats",
-        "5",
+        "8",
     ]);
     assert_eq!(code, 0, "{stderr}");
 
