@@ -477,7 +477,7 @@ fn ab_alternates_two_kernels_and_compares_them() {
     }
     assert!(stdout.contains("current"), "{stdout}");
     assert!(stdout.contains("patched"), "{stdout}");
-    assert!(stdout.contains("throughput"), "{stdout}");
+    assert!(stdout.contains("Throughput"), "{stdout}");
     crate::check_mailing_list_rules(&stdout);
     for (label, release) in [("current", RELEASE_OLD), ("patched", RELEASE_NEW)] {
         let (code, text, stderr) = run(&archive, &["archive", "export", "--label", label]);
