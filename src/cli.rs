@@ -54,10 +54,6 @@ pub struct GlobalArgs {
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
-#[expect(
-    clippy::large_enum_variant,
-    reason = "parsed once per process; boxing would only add noise"
-)]
 pub enum Command {
     /// Check run record files: schema, numbers, id and config_key
     Record(RecordArgs),
@@ -83,6 +79,8 @@ pub enum Command {
     Verdict(VerdictArgs),
     /// Compare the runs of two commits, labels or run ids
     Compare(CompareArgs),
+    /// Boot two kernels in turn (A B A B ...), test each, compare them
+    Ab(AbArgs),
     /// A metric across commits (git order) or runs (time order)
     History(HistoryArgs),
     /// Estimate how many measurements and how long a bisection will take
@@ -256,6 +254,9 @@ pub struct BenchArgs {
     /// give -s, -S and -r after it, as netperf reads them.
     #[arg(last = true, value_name = "TEST OPTIONS")]
     pub test_options: Vec<String>,
+    /// Kernel under test: boot this image in a VM and run the test there.
+    #[command(flatten)]
+    pub vm: KernelArgs,
 }
 
 /// `netbisect serve`.
@@ -398,6 +399,10 @@ pub struct BisectArgs {
 
 /// `netbisect bisect ...`.
 #[derive(Debug, Subcommand)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "parsed once per process; boxing would only add noise"
+)]
 pub enum BisectAction {
     /// Check a bisection and record it; nothing is built or measured yet
     ///
@@ -463,6 +468,20 @@ pub struct BisectStartArgs {
     /// How to measure.
     #[command(flatten)]
     pub measure: MeasureArgs,
+    /// Boot this image (a path in the worktree, as the build leaves it,
+    /// e.g. arch/x86/boot/bzImage) in a VM and run --bench inside
+    #[arg(long, value_name = "RELPATH")]
+    pub kernel: Option<PathBuf>,
+    /// How the VM is made (with --kernel).
+    #[command(flatten)]
+    pub vm: VmOptionArgs,
+    /// Repeats of each end before the steps [default: 5]
+    #[arg(long, value_name = "N")]
+    pub end_repeats: Option<u32>,
+    /// Repeats added to the culprit and its parent to confirm the answer
+    /// [default: 5]
+    #[arg(long, value_name = "N")]
+    pub confirm_repeats: Option<u32>,
     /// Metric to bisect on [default: transaction_rate for RR tests of
     /// --bench, else throughput_bps]
     #[arg(long, value_name = "METRIC")]
@@ -708,4 +727,122 @@ pub struct HistoryArgs {
     pub min_change: f64,
     #[command(flatten)]
     pub units: UnitsArg,
+}
+
+// ---- Kernels under test (the VM runner) ----------------------------------
+
+/// `--kernel IMAGE` of `bench`, and how its VM is made.
+#[derive(Debug, Args)]
+pub struct KernelArgs {
+    /// Boot this kernel image (bzImage) in a VM with virtme-ng and run the
+    /// test inside it; the record comes back to this host's archive
+    #[arg(long, value_name = "IMAGE")]
+    pub kernel: Option<PathBuf>,
+    /// How the VM is made.
+    #[command(flatten)]
+    pub options: VmOptionArgs,
+    /// The resolved test spec as JSON (the host hands it to the guest)
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub spec_file: Option<PathBuf>,
+}
+
+/// The options of the VM a kernel is tested in; they need a kernel.
+#[derive(Debug, Default, Args)]
+pub struct VmOptionArgs {
+    /// Where the traffic flows: inside the guest over loopback, between
+    /// two virtio-net NICs of the guest (one per network namespace), or
+    /// from the guest to a server on this host [default: loopback]
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub vm_net: Option<VmNetArg>,
+    /// Virtual CPUs of the guest [default: 2]
+    #[arg(long, value_name = "N")]
+    pub vm_cpus: Option<u32>,
+    /// Memory of the guest, MiB (M and G suffixes allowed) [default: 1G]
+    #[arg(long, value_name = "SIZE")]
+    pub vm_memory: Option<String>,
+    /// Arguments added to the guest kernel's command line (repeatable)
+    #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
+    pub vm_append: Vec<String>,
+    /// Set a sysctl in the guest before the test (repeatable)
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub vm_sysctl: Vec<String>,
+    /// A file of guest settings, one per line: "sysctl KEY=VALUE" or
+    /// "append ARGS" ('#' starts a comment). With bisect, a path in the
+    /// worktree read at each step, so that the build can leave it
+    #[arg(long, value_name = "FILE")]
+    pub vm_settings: Option<PathBuf>,
+    /// With --vm-net host: the tap device of this host the guest's NIC is
+    /// attached to; it must be up, with an IPv4 address (the server's)
+    #[arg(long, value_name = "IFACE")]
+    pub vm_tap: Option<String>,
+    /// Seconds from the start of the boot to the end of the test before
+    /// the guest is killed [default: 300]
+    #[arg(long, value_name = "SECS")]
+    pub vm_timeout: Option<f64>,
+    /// Accelerator: KVM if it works (tried, with a timeout), else TCG
+    #[arg(long, value_enum, value_name = "ACCEL")]
+    pub vm_accel: Option<VmAccelArg>,
+}
+
+impl VmOptionArgs {
+    /// True when any VM option was given.
+    pub fn any(&self) -> bool {
+        self.vm_net.is_some()
+            || self.vm_cpus.is_some()
+            || self.vm_memory.is_some()
+            || !self.vm_append.is_empty()
+            || !self.vm_sysctl.is_empty()
+            || self.vm_settings.is_some()
+            || self.vm_tap.is_some()
+            || self.vm_timeout.is_some()
+            || self.vm_accel.is_some()
+    }
+}
+
+/// `--vm-net`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum VmNetArg {
+    /// Loopback inside the guest
+    Loopback,
+    /// Two virtio-net NICs of the guest looped to each other
+    Pair,
+    /// The guest to `netbisect serve` on this host
+    Host,
+}
+
+/// `--vm-accel`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum VmAccelArg {
+    /// KVM when it works, else TCG
+    Auto,
+    /// KVM only
+    Kvm,
+    /// TCG (emulation) only
+    Tcg,
+}
+
+/// `netbisect ab`.
+#[derive(Debug, Args)]
+pub struct AbArgs {
+    /// The base kernel image
+    #[arg(long, value_name = "IMAGE")]
+    pub kernel_a: PathBuf,
+    /// The patched kernel image
+    #[arg(long, value_name = "IMAGE")]
+    pub kernel_b: PathBuf,
+    /// Boots of each kernel, alternating A B A B ...
+    #[arg(short = 'n', value_name = "N", default_value_t = 5)]
+    pub rounds: u32,
+    /// Label of A's runs
+    #[arg(long, value_name = "LABEL", default_value = "current")]
+    pub label_a: String,
+    /// Label of B's runs
+    #[arg(long, value_name = "LABEL", default_value = "patched")]
+    pub label_b: String,
+    /// Significance level of the comparison, in (0, 1)
+    #[arg(long, value_name = "ALPHA", default_value_t = 0.05)]
+    pub alpha: f64,
+    /// The test, with `netbisect bench` flags, and the VM options.
+    #[command(flatten)]
+    pub bench: BenchArgs,
 }

@@ -66,6 +66,9 @@ pub fn classify(err: &anyhow::Error) -> Code {
             || cause.is::<bench_core::record::UnknownMetric>()
             || cause.is::<archive::import::ImportError>()
             || cause
+                .downcast_ref::<crate::vm::VmError>()
+                .is_some_and(crate::vm::VmError::is_input)
+            || cause
                 .downcast_ref::<archive::ArchiveError>()
                 .is_some_and(is_input_archive_error)
     });

@@ -6,6 +6,7 @@ mod cli;
 mod commands;
 mod exit;
 mod render;
+mod vm;
 
 use clap::{CommandFactory, Parser};
 use std::io::Write;

@@ -91,6 +91,7 @@ fn record(seed: u64) -> RunRecord {
         env: Environments {
             local,
             remote: None,
+            vm: None,
         },
         iterations,
         summary: Summary {

@@ -15,8 +15,10 @@
 mod address;
 mod ethtool;
 mod netlink;
+mod vm;
 
-pub use address::{egress_interface, interface_for_address};
+pub use address::{egress_interface, interface_for_address, interface_ipv4};
+pub use vm::VmEnv;
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

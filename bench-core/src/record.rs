@@ -43,7 +43,7 @@
 //! microseconds, `_pct` percent).
 
 use crate::canonical::{self, CanonicalError};
-use crate::env::HostEnv;
+use crate::env::{HostEnv, VmEnv};
 use crate::spec::RunSpec;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -165,13 +165,17 @@ pub struct Subject {
 }
 
 /// The environment of both ends.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Environments {
     /// The end that ran `bench`.
     pub local: HostEnv,
     /// The server end, when it reported one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote: Option<HostEnv>,
+    /// The virtual machine the local end ran in, when it ran in one
+    /// (`netbisect bench --kernel`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vm: Option<VmEnv>,
 }
 
 /// CPU figures of one iteration or of a whole run.
@@ -655,6 +659,10 @@ struct ConfigKeyInput<'a, S: Serialize> {
     testbed: &'a str,
     local_env: BTreeMap<String, String>,
     remote_env: Option<BTreeMap<String, String>>,
+    /// Left out when there was no VM, so that such records keep the key
+    /// they had before VMs were described.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    vm: Option<BTreeMap<String, String>>,
 }
 
 /// What a spec key hashes.
@@ -690,6 +698,7 @@ impl RunRecord {
             testbed: &self.testbed,
             local_env: self.env.local.comparable_knobs(),
             remote_env: self.env.remote.as_ref().map(HostEnv::comparable_knobs),
+            vm: self.env.vm.as_ref().map(VmEnv::comparable_knobs),
         };
         Ok(canonical::hash_hex(&canonical::to_canonical_bytes(&input)?))
     }

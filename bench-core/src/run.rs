@@ -111,7 +111,11 @@ fn assemble(
     started_at: String,
     finished_at: String,
 ) -> Result<RunRecord, RecordError> {
-    let interface = sockets::egress_interface(outcome.server.ip());
+    // Beyond loopback, the route to the server names the interface (a
+    // guest's virtio-net NIC, a test box's port).
+    let server_ip = outcome.server.ip();
+    let interface =
+        sockets::egress_interface(server_ip).or_else(|| env::egress_interface(server_ip));
     let mut record = RunRecord {
         schema: SCHEMA.to_string(),
         id: String::new(),
@@ -130,6 +134,7 @@ fn assemble(
         env: Environments {
             local: env::capture_local(interface.as_deref()),
             remote: Some(outcome.remote_env),
+            vm: None,
         },
         summary: summarize(&request.spec, &outcome.iterations),
         iterations: outcome.iterations,

@@ -1,7 +1,7 @@
 //! The canonical run record as a reader sees it: golden bytes, id and
 //! config_key of a fixture, round trips, and every way a file can be bad.
 
-use bench_core::env::{HostEnv, InterfaceEnv};
+use bench_core::env::{HostEnv, InterfaceEnv, VmEnv};
 use bench_core::latency::Histogram;
 use bench_core::record::{
     BufferTruth, ConfidenceOutcome, CpuConfidence, CpuDetail, CpuFigures, EndReport, Endpoint,
@@ -302,6 +302,7 @@ fn fixture() -> RunRecord {
         env: Environments {
             local: host_env("eth0", "performance"),
             remote: Some(host_env("ens1f0", "performance")),
+            vm: None,
         },
         iterations,
         summary: Summary {
@@ -740,6 +741,48 @@ fn records_read_back_as_written() {
     tree["schema"] = "netbisect.run/1.2".into();
     tree["summary"]["new_figure"] = 1.into();
     assert!(RunRecord::from_slice(&reseal(tree)).is_ok());
+}
+
+#[test]
+fn a_vm_section_round_trips_and_keys_the_guest_knobs() {
+    let base = fixture();
+    let mut guest = base.clone();
+    guest.env.vm = Some(VmEnv {
+        runner: "virtme-ng".into(),
+        runner_version: Some("1.42".into()),
+        accelerator: "tcg".into(),
+        vcpus: 2,
+        memory_mib: 1024,
+        network: "pair".into(),
+        network_backend: Some("virtio-net, qemu hub".into()),
+        append: vec!["mitigations=off".into()],
+        sysctls: BTreeMap::from([("net.ipv4.tcp_rmem".into(), "4096 4096 4096".into())]),
+        boot_to_test_s: Some(9.25),
+    });
+    guest.seal().unwrap();
+    assert_ne!(guest.config_key, base.config_key);
+    let bytes = guest.to_canonical_bytes().unwrap();
+    let read = RunRecord::from_slice(&bytes).unwrap();
+    assert_eq!(read, guest);
+    assert_eq!(read.to_canonical_bytes().unwrap(), bytes);
+
+    // Another boot of the same guest: only the boot time and the
+    // runner's version differ, which do not make runs incomparable.
+    let mut again = guest.clone();
+    if let Some(vm) = again.env.vm.as_mut() {
+        vm.boot_to_test_s = Some(11.5);
+        vm.runner_version = Some("1.43".into());
+    }
+    again.seal().unwrap();
+    assert_eq!(again.config_key, guest.config_key);
+    assert_ne!(again.id, guest.id);
+
+    // Without a VM, nothing of it is written.
+    assert!(
+        !String::from_utf8(base.to_canonical_bytes().unwrap())
+            .unwrap()
+            .contains("\"vm\"")
+    );
 }
 
 #[test]

@@ -89,8 +89,9 @@ pub fn check() -> Result<(), Interrupted> {
     }
 }
 
-/// Records `group` as the process group a signal must kill (0: none).
-pub(crate) fn set_running_group(group: i32) {
+/// Records `group` as the process group a signal must kill (0: none):
+/// the build or measure command here, a guest's runner elsewhere.
+pub fn set_running_group(group: i32) {
     RUNNING_GROUP.store(group, Ordering::SeqCst);
 }
 

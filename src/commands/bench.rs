@@ -20,6 +20,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub fn run(global: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<Code> {
+    if args.vm.kernel.is_some() || args.vm.options.any() {
+        return super::kernel::bench(global, args);
+    }
     // Nothing to journal: a signal ends the test at once with exit 130.
     bisect::interrupt::install(bisect::interrupt::Mode::ExitNow);
     if let Some(sweep) = &args.sweep {
@@ -157,6 +160,14 @@ pub fn request_from_args(args: &BenchArgs) -> anyhow::Result<BenchRequest> {
     test_options::refuse_clashing_globals(args)?;
     let test_options = test_options::parse(test, &args.test_options)?;
     test_options.apply(&mut spec);
+    if let Some(path) = &args.vm.spec_file {
+        // The host resolved the spec from the user's flags; the guest
+        // runs exactly that.
+        let text = std::fs::read(path)
+            .map_err(|err| InputError(format!("cannot read {}: {err}", path.display())))?;
+        spec = serde_json::from_slice(&text)
+            .map_err(|err| InputError(format!("{} is not a test spec: {err}", path.display())))?;
+    }
     spec.validate().map_err(|err| InputError(err.to_string()))?;
     let interim = match args.interim {
         None => None,

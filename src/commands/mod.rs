@@ -7,6 +7,7 @@ mod compare;
 mod env;
 mod help;
 mod history;
+mod kernel;
 mod plan;
 mod record;
 mod selector;
@@ -34,6 +35,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<Code> {
         Command::Verdict(args) => verdict::run(&cli.global, args),
         Command::Compare(args) => compare::run(&cli.global, args),
         Command::History(args) => history::run(&cli.global, args),
+        Command::Ab(args) => kernel::ab(&cli.global, args),
         Command::Plan(args) => plan::run(&cli.global, args),
     }
 }

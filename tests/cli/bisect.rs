@@ -115,7 +115,12 @@ fn signature() -> Signature<'static> {
 }
 
 /// Commits `files` over the first parent's tree.
-fn commit(repo: &Repository, files: &[(&str, &str)], parents: &[Oid], message: &str) -> Oid {
+pub(crate) fn commit(
+    repo: &Repository,
+    files: &[(&str, &str)],
+    parents: &[Oid],
+    message: &str,
+) -> Oid {
     let mut builder = match parents.first() {
         Some(&parent) => repo
             .treebuilder(Some(&repo.find_commit(parent).unwrap().tree().unwrap()))
@@ -152,7 +157,7 @@ fn commit(repo: &Repository, files: &[(&str, &str)], parents: &[Oid], message: &
     .unwrap()
 }
 
-fn set_head(repo: &Repository, oid: Oid) {
+pub(crate) fn set_head(repo: &Repository, oid: Oid) {
     repo.reference("refs/heads/main", oid, true, "test")
         .unwrap();
     repo.set_head("refs/heads/main").unwrap();

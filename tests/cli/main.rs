@@ -19,6 +19,7 @@ mod signals;
 mod soak;
 mod sweep;
 mod templates;
+mod vm;
 
 use std::path::Path;
 
@@ -30,6 +31,12 @@ pub fn netbisect_with(archive: &Path) -> assert_cmd::Command {
         .env("NETBISECT_ARCHIVE", archive)
         .env_remove("NETBISECT_TEMPLATE_DIR");
     command
+}
+
+/// True when the slow tests are switched on (`NETBISECT_SLOW_TESTS=1`):
+/// the soak of serve and the slowest VM tests.
+pub fn slow_tests() -> bool {
+    std::env::var("NETBISECT_SLOW_TESTS").is_ok_and(|value| value == "1")
 }
 
 /// The binary with the shared scratch archive.

@@ -60,27 +60,57 @@ impl Drop for AddressList {
     }
 }
 
+impl AddressList {
+    /// The list of this host's interface addresses, `None` when
+    /// getifaddrs(3) fails.
+    fn read() -> Option<AddressList> {
+        let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
+        // SAFETY: `head` is a live out-pointer; on success getifaddrs(3)
+        // stores a list that AddressList frees.
+        if unsafe { libc::getifaddrs(&raw mut head) } != 0 {
+            return None;
+        }
+        Some(AddressList(head))
+    }
+
+    /// The nodes of the list, which live as long as it does.
+    fn entries(&self) -> impl Iterator<Item = &libc::ifaddrs> {
+        // SAFETY: every node pointer is null or a node of the list, which
+        // outlives the borrow of `self`.
+        std::iter::successors(unsafe { self.0.as_ref() }, |entry| unsafe {
+            entry.ifa_next.as_ref()
+        })
+    }
+}
+
 /// Every IPv4 and IPv6 address of every interface.
 fn interface_addresses() -> Option<Vec<InterfaceAddress>> {
-    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
-    // SAFETY: `head` is a live out-pointer; on success getifaddrs(3)
-    // stores a list that AddressList frees.
-    if unsafe { libc::getifaddrs(&raw mut head) } != 0 {
-        return None;
-    }
-    let list = AddressList(head);
-    let mut addresses = Vec::new();
-    let mut cursor = list.0;
-    while !cursor.is_null() {
-        // SAFETY: `cursor` is a node of the list, which lives until `list`
-        // is dropped at the end of this function.
-        let entry = unsafe { &*cursor };
-        if let Some(found) = entry_address(entry) {
-            addresses.push(found);
+    Some(
+        AddressList::read()?
+            .entries()
+            .filter_map(entry_address)
+            .collect(),
+    )
+}
+
+/// The first IPv4 address of `interface` with the length of its prefix;
+/// `None` when the interface has none (or does not exist).
+pub fn interface_ipv4(interface: &str) -> Option<(Ipv4Addr, u8)> {
+    let list = AddressList::read()?;
+    list.entries().find_map(|entry| {
+        let found = entry_address(entry)?;
+        let IpAddr::V4(address) = found.address else {
+            return None;
+        };
+        if found.interface != interface || entry.ifa_netmask.is_null() {
+            return None;
         }
-        cursor = entry.ifa_next;
-    }
-    Some(addresses)
+        // SAFETY: the node holds an AF_INET address, so its non-null
+        // netmask is a sockaddr_in too.
+        let mask = unsafe { &*entry.ifa_netmask.cast::<libc::sockaddr_in>() };
+        let prefix = u32::from_be_bytes(mask.sin_addr.s_addr.to_ne_bytes()).count_ones();
+        Some((address, u8::try_from(prefix).ok()?))
+    })
 }
 
 fn entry_address(entry: &libc::ifaddrs) -> Option<InterfaceAddress> {
@@ -159,6 +189,12 @@ mod tests {
         );
         // 192.0.2.0/24 is reserved for documentation and never assigned.
         assert_eq!(interface_for_address("192.0.2.1".parse().unwrap()), None);
+    }
+
+    #[test]
+    fn the_loopback_device_has_127_0_0_1_of_a_slash_8() {
+        assert_eq!(interface_ipv4("lo"), Some((Ipv4Addr::LOCALHOST, 8)));
+        assert_eq!(interface_ipv4("no-such-device"), None);
     }
 
     #[test]

@@ -82,6 +82,9 @@ pub struct SessionSpec {
     /// Timeout of the measure command, seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_s: Option<f64>,
+    /// `--kernel`: each step boots the built image and tests inside.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<wiring::KernelSession>,
     /// Commits in the range.
     pub n_commits: u32,
     /// The engine's options.
@@ -193,7 +196,11 @@ fn start(global: &GlobalArgs, args: &BisectStartArgs) -> anyhow::Result<Code> {
     if let Some(build) = &args.build {
         runner::check_command(build, &workdir).map_err(input)?;
     }
+    let kernel = kernel_session(args)?;
     let bench = match &args.measure {
+        MeasureArgs {
+            bench: Some(spec), ..
+        } if kernel.is_some() => Some(wiring::parse_guest_bench_spec(spec)?),
         MeasureArgs {
             bench: Some(spec), ..
         } => Some(wiring::parse_bench_spec(spec)?),
@@ -219,7 +226,16 @@ fn start(global: &GlobalArgs, args: &BisectStartArgs) -> anyhow::Result<Code> {
             args.min_effect
         )));
     }
-    let defaults = DecisionConfig::default();
+    let mut defaults = DecisionConfig::default();
+    if let Some(n) = args.end_repeats {
+        if n < 2 {
+            return Err(input(format!("--end-repeats {n} is below 2")));
+        }
+        defaults.min_end_repeats = n;
+    }
+    if let Some(n) = args.confirm_repeats {
+        defaults.confirm_repeats = n;
+    }
     if args.max_repeats < defaults.min_repeats {
         return Err(input(format!(
             "--max-repeats {} is below the {} repeats a step needs",
@@ -245,6 +261,7 @@ fn start(global: &GlobalArgs, args: &BisectStartArgs) -> anyhow::Result<Code> {
         bench: args.measure.bench.clone(),
         measure: args.measure.measure.clone(),
         timeout_s: args.timeout,
+        kernel,
         n_commits: graph.nodes.len() as u32,
         config: BisectConfig {
             metric: metric.name().to_string(),
@@ -269,6 +286,39 @@ fn start(global: &GlobalArgs, args: &BisectStartArgs) -> anyhow::Result<Code> {
         engine::status(&graph, &spec.config, &[]).context("failed to plan the bisection")?;
     print_status(global, &session, &spec, &graph, &status)?;
     Ok(Code::Ok)
+}
+
+/// The kernel part of the session: checked options, the runner's tools
+/// found. The image itself is only there once a step is built.
+fn kernel_session(args: &BisectStartArgs) -> anyhow::Result<Option<wiring::KernelSession>> {
+    let Some(image) = &args.kernel else {
+        if args.vm.any() {
+            return Err(input("--vm-* options need --kernel RELPATH"));
+        }
+        return Ok(None);
+    };
+    if args.measure.bench.is_none() {
+        return Err(input(
+            "--kernel runs --bench SPEC in the guest: give --bench, not --measure",
+        ));
+    }
+    if image.is_absolute() {
+        return Err(input(format!(
+            "--kernel {} must be a path in the worktree, such as arch/x86/boot/bzImage",
+            image.display()
+        )));
+    }
+    let options = super::kernel::vm_options(&args.vm, None)?;
+    crate::vm::check_tools()?;
+    Ok(Some(wiring::KernelSession {
+        image: image.to_string_lossy().into_owned(),
+        options,
+        settings: args
+            .vm
+            .vm_settings
+            .as_ref()
+            .map(|path| path.to_string_lossy().into_owned()),
+    }))
 }
 
 /// An active session with its repository and range.
@@ -354,9 +404,18 @@ fn run_session(global: &GlobalArgs, args: &BisectRepoArgs) -> anyhow::Result<Cod
     let worktree = BisectWorktree::open_or_create(&loaded.repo, &dir, WORKTREE_NAME, bad_oid)
         .context("failed to prepare the bisect worktree")?;
     let metric: Metric = spec.config.metric.parse()?;
-    let method = match &spec.bench {
-        Some(text) => Method::Bench(Box::new(wiring::parse_bench_spec(text)?)),
-        None => Method::Command,
+    let method = match (&spec.bench, &spec.kernel) {
+        (Some(text), Some(kernel)) => Method::Kernel(Box::new(wiring::KernelStep {
+            request: wiring::parse_guest_bench_spec(text)?,
+            worktree: worktree.path().to_path_buf(),
+            image: PathBuf::from(&kernel.image),
+            session: kernel.clone(),
+            console_dir: dir.join("consoles"),
+            quiet: global.quiet,
+            verbose: global.verbose > 0,
+        })),
+        (Some(text), None) => Method::Bench(Box::new(wiring::parse_bench_spec(text)?)),
+        (None, _) => Method::Command,
     };
     let step = CommandStep {
         build: spec.build.clone(),
@@ -663,6 +722,9 @@ fn reproduce(spec: &SessionSpec) -> Vec<String> {
     if let Some(measure) = &spec.measure {
         words.push(format!("--measure {}", quote(measure)));
     }
+    if let Some(kernel) = &spec.kernel {
+        words.extend(kernel_words(kernel));
+    }
     words.push(format!("--metric {}", spec.config.metric));
     let decision = &spec.config.decision;
     let defaults = DecisionConfig::default();
@@ -671,6 +733,12 @@ fn reproduce(spec: &SessionSpec) -> Vec<String> {
     }
     if decision.max_repeats != defaults.max_repeats {
         words.push(format!("--max-repeats {}", decision.max_repeats));
+    }
+    if decision.min_end_repeats != defaults.min_end_repeats {
+        words.push(format!("--end-repeats {}", decision.min_end_repeats));
+    }
+    if decision.confirm_repeats != defaults.confirm_repeats {
+        words.push(format!("--confirm-repeats {}", decision.confirm_repeats));
     }
     if let Some(timeout) = spec.timeout_s {
         words.push(format!("--timeout {timeout}"));
@@ -681,6 +749,43 @@ fn reproduce(spec: &SessionSpec) -> Vec<String> {
     let mut lines = shell_lines(&words);
     lines.push("netbisect bisect run".to_string());
     lines
+}
+
+/// The `--kernel` and `--vm-*` words of a session.
+fn kernel_words(kernel: &wiring::KernelSession) -> Vec<String> {
+    let options = &kernel.options;
+    let defaults = crate::vm::VmOptions::default();
+    let mut words = vec![format!("--kernel {}", quote(&kernel.image))];
+    if options.net != defaults.net {
+        words.push(format!("--vm-net {}", options.net.name()));
+    }
+    if options.cpus != defaults.cpus {
+        words.push(format!("--vm-cpus {}", options.cpus));
+    }
+    if options.memory_mib != defaults.memory_mib {
+        words.push(format!("--vm-memory {}M", options.memory_mib));
+    }
+    for append in &options.append {
+        words.push(format!("--vm-append {}", quote(append)));
+    }
+    for (key, value) in &options.sysctls {
+        words.push(format!("--vm-sysctl {}", quote(&format!("{key}={value}"))));
+    }
+    if let Some(settings) = &kernel.settings {
+        words.push(format!("--vm-settings {}", quote(settings)));
+    }
+    if let Some(tap) = &options.tap {
+        words.push(format!("--vm-tap {}", quote(tap)));
+    }
+    if options.timeout_s != defaults.timeout_s {
+        words.push(format!("--vm-timeout {}", options.timeout_s));
+    }
+    match options.accel {
+        crate::vm::AccelChoice::Auto => {}
+        crate::vm::AccelChoice::Kvm => words.push("--vm-accel kvm".to_string()),
+        crate::vm::AccelChoice::Tcg => words.push("--vm-accel tcg".to_string()),
+    }
+    words
 }
 
 /// The first archived run of `commit` under `config_key` when given.

@@ -9,6 +9,7 @@
 
 use crate::cli::BenchSpecLine;
 use crate::exit::InputError;
+use crate::vm::VmOptions;
 use archive::{Archive, CanonicalRun, RunQuery};
 use bench_core::record::{Metric, RunRecord};
 use bench_core::run::BenchRequest;
@@ -17,6 +18,8 @@ use bisect::journal::BoxError;
 use bisect::measure::{CommandMeasurer, RecordMeasurement};
 use bisect::{Journal, JournalEvent, Measurement, Measurer, Sample};
 use clap::Parser;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
 
 /// Parses `--bench "SPEC"` with the flags of `netbisect bench` into a
 /// request. `--commit` and `--no-archive` are refused: the commit is the
@@ -38,6 +41,12 @@ pub fn parse_bench_spec(text: &str) -> anyhow::Result<BenchRequest> {
         )
         .into());
     }
+    if line.args.vm.kernel.is_some() || line.args.vm.options.any() {
+        return Err(InputError(
+            "--bench takes no --kernel or --vm-* options: give them to bisect start".to_string(),
+        )
+        .into());
+    }
     if line.args.no_archive {
         return Err(InputError(
             "--bench takes no --no-archive: every run of a bisection is archived".to_string(),
@@ -45,6 +54,17 @@ pub fn parse_bench_spec(text: &str) -> anyhow::Result<BenchRequest> {
         .into());
     }
     super::super::bench::request_from_args(&line.args)
+}
+
+/// Parses `--bench "SPEC"` for a test in a VM: as [`parse_bench_spec`],
+/// refusing what a guest cannot take.
+pub fn parse_guest_bench_spec(text: &str) -> anyhow::Result<BenchRequest> {
+    let request = parse_bench_spec(text)?;
+    let words = shlex::split(text).unwrap_or_default();
+    if let Ok(line) = BenchSpecLine::try_parse_from(&words) {
+        crate::commands::kernel::check_guest_bench_args(&line.args)?;
+    }
+    Ok(request)
 }
 
 /// The sample a record gives for `metric`: the mean over its iterations,
@@ -63,8 +83,91 @@ pub fn sample_value(record: &RunRecord, metric: Metric) -> Option<f64> {
 pub enum Method {
     /// A bench test run in-process after the build.
     Bench(Box<BenchRequest>),
+    /// A bench test run in a VM booting the image the build left.
+    Kernel(Box<KernelStep>),
     /// The user's command, run by bisect's command measurer.
     Command,
+}
+
+/// What `--kernel` steps need: the test, the image's place in the
+/// worktree, how the VM is made, and where failed boots' consoles go.
+pub struct KernelStep {
+    /// The test, resolved.
+    pub request: BenchRequest,
+    /// The worktree.
+    pub worktree: PathBuf,
+    /// The image, relative to the worktree.
+    pub image: PathBuf,
+    /// The VM options of the session.
+    pub session: KernelSession,
+    /// Where console tails of failed boots are kept.
+    pub console_dir: PathBuf,
+    /// Only errors on stderr.
+    pub quiet: bool,
+    /// More detail on stderr.
+    pub verbose: bool,
+}
+
+/// The kernel part of a bisection session, as `start` recorded it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KernelSession {
+    /// The image the build leaves, relative to the worktree.
+    pub image: String,
+    /// The VM options from the command line.
+    pub options: VmOptions,
+    /// A settings file the build may leave in the worktree, read at each
+    /// step (its sysctls and command line join the options).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings: Option<String>,
+}
+
+impl KernelStep {
+    /// Boots the image the build left and tests it; a missing image, a
+    /// failed boot or a failed test is a skip with its reason.
+    fn measure(&self) -> RecordMeasurement {
+        let image = self.worktree.join(&self.image);
+        let mut options = self.session.options.clone();
+        if let Some(settings) = &self.session.settings {
+            let path = self.worktree.join(settings);
+            if path.exists() {
+                match crate::commands::kernel::read_settings(&path) {
+                    Ok(settings) => {
+                        let mut append = settings.append;
+                        append.append(&mut options.append);
+                        options.append = append;
+                        for (key, value) in settings.sysctls {
+                            options.sysctls.entry(key).or_insert(value);
+                        }
+                    }
+                    Err(err) => {
+                        return RecordMeasurement::Skip(format!("bad guest settings: {err:#}"));
+                    }
+                }
+            }
+        }
+        let kernel = match crate::commands::kernel::prepare(&image, options) {
+            Ok(kernel) => kernel,
+            Err(err) => return RecordMeasurement::Skip(format!("cannot boot the build: {err:#}")),
+        };
+        match crate::commands::kernel::run_in_vm(
+            &kernel,
+            &self.request,
+            None,
+            None,
+            // "loopback" is bench's default without -H: a VM run names
+            // its testbed after its network mode instead.
+            (self.request.testbed != "loopback").then_some(self.request.testbed.as_str()),
+            &self.console_dir,
+            self.quiet,
+            self.verbose,
+        ) {
+            Ok(record) => RecordMeasurement::Record {
+                value: f64::NAN,
+                record: Box::new(record),
+            },
+            Err(err) => RecordMeasurement::Skip(format!("{err:#}")),
+        }
+    }
 }
 
 /// The measurer of a bisection session.
@@ -112,6 +215,12 @@ impl<'w> SessionMeasurer<'w> {
     fn record_of(&mut self, commit: &CommitInfo) -> Result<RecordMeasurement, BoxError> {
         match &self.method {
             Method::Command => self.commands.measure_record(commit),
+            Method::Kernel(step) => {
+                if let Some(reason) = self.commands.prepare(commit)? {
+                    return Ok(RecordMeasurement::Skip(reason));
+                }
+                Ok(step.measure())
+            }
             Method::Bench(request) => {
                 if let Some(reason) = self.commands.prepare(commit)? {
                     return Ok(RecordMeasurement::Skip(reason));
@@ -206,7 +315,7 @@ impl Measurer for SessionMeasurer<'_> {
 
     /// The mean wall time of this process's repeats; before any, a bench
     /// test's nominal length (a resumed bisection whose ends were
-    /// journaled); a command's is then unknown.
+    /// journaled); a command's, or a boot's, is then unknown.
     fn seconds_per_sample(&self) -> Option<f64> {
         if self.n_measured > 0 {
             return Some(self.seconds_measuring / f64::from(self.n_measured));
@@ -215,7 +324,7 @@ impl Measurer for SessionMeasurer<'_> {
             Method::Bench(request) => {
                 Some(request.spec.duration_s * f64::from(request.spec.iterations_max.max(1)))
             }
-            Method::Command => None,
+            Method::Kernel(_) | Method::Command => None,
         }
     }
 }

@@ -1,0 +1,849 @@
+//! Kernels under test: `bench --kernel`, `ab` and `bisect --kernel` boot
+//! real Debian kernels with virtme-ng under qemu (TCG where KVM does not
+//! work) and test inside the guests.
+//!
+//! These tests need vng, qemu-system-x86_64 and the two kernels below.
+//! Without them they say why and pass, unless the slow tests are switched
+//! on (`NETBISECT_SLOW_TESTS=1`, as CI runs them): then a missing tool
+//! fails the test. The slowest tests (`ab`, the bisection over VM boots,
+//! the KVM probe, interruptions) only run with that switch.
+
+use git2::Repository;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+const BINARY: &str = env!("CARGO_BIN_EXE_netbisect");
+/// Two releases of Debian's generic flavour (9p and virtio as modules).
+const KERNEL_OLD: &str = "/boot/vmlinuz-6.1.0-55-amd64";
+const KERNEL_NEW: &str = "/boot/vmlinuz-6.1.0-57-amd64";
+const RELEASE_OLD: &str = "6.1.0-55-amd64";
+const RELEASE_NEW: &str = "6.1.0-57-amd64";
+/// Generous: TCG boots on a loaded two-core host.
+const TIMEOUT: &str = "400";
+
+fn slow_switch_on() -> bool {
+    crate::slow_tests()
+}
+
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
+}
+
+/// True when guests can be booted here; else says why (and fails when
+/// the slow switch demands the VM tests).
+fn vm_ready(test: &str) -> bool {
+    let mut missing = Vec::new();
+    for program in ["vng", "qemu-system-x86_64"] {
+        if !on_path(program) {
+            missing.push(program.to_string());
+        }
+    }
+    for kernel in [KERNEL_OLD, KERNEL_NEW] {
+        if !Path::new(kernel).exists() {
+            missing.push(kernel.to_string());
+        }
+    }
+    if missing.is_empty() {
+        return true;
+    }
+    assert!(
+        !slow_switch_on(),
+        "NETBISECT_SLOW_TESTS=1 but missing: {}",
+        missing.join(", ")
+    );
+    eprintln!("{test}: skipped, missing {}", missing.join(", "));
+    false
+}
+
+fn slow(test: &str) -> bool {
+    if !slow_switch_on() {
+        eprintln!("{test}: skipped, set NETBISECT_SLOW_TESTS=1 to run it");
+        return false;
+    }
+    vm_ready(test)
+}
+
+fn run(archive: &Path, args: &[&str]) -> (i32, String, String) {
+    let output = crate::netbisect_with(archive)
+        .args(args)
+        .env("TMPDIR", archive.parent().unwrap())
+        .output()
+        .unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// No process of this machine has `needle` on its command line, at the
+/// latest a few seconds from now (a killed qemu takes a moment to free
+/// its guest's memory and go).
+fn nothing_left_running(needle: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = processes_with(needle);
+        if left.is_empty() {
+            return;
+        }
+        assert!(Instant::now() < deadline, "left running: {left:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn fake_kernel(path: &Path) {
+    let mut bytes = vec![0u8; 0x1000];
+    bytes[0x202..0x206].copy_from_slice(b"HdrS");
+    std::fs::write(path, bytes).unwrap();
+}
+
+#[test]
+fn vm_options_need_a_kernel_and_bad_images_are_refused_before_boot() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive.db");
+    let (code, _, stderr) = run(&archive, &["bench", "--vm-cpus", "2"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("need --kernel"), "{stderr}");
+
+    let missing = dir.path().join("no-such-bzImage");
+    let (code, _, stderr) = run(&archive, &["bench", "--kernel", missing.to_str().unwrap()]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("does not exist"), "{stderr}");
+
+    let script = dir.path().join("not-a-kernel");
+    std::fs::write(&script, "#!/bin/sh\necho hi\n").unwrap();
+    let (code, _, stderr) = run(&archive, &["bench", "--kernel", script.to_str().unwrap()]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("not a kernel image"), "{stderr}");
+
+    let image = dir.path().join("bzImage");
+    fake_kernel(&image);
+    let output = crate::netbisect_with(&archive)
+        .args(["bench", "--kernel", image.to_str().unwrap()])
+        .env("PATH", dir.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("vng not found"), "{stderr}");
+    assert!(stderr.contains("pip install virtme-ng"), "{stderr}");
+
+    for args in [
+        vec!["--vm-sysctl", "tcp_rmem"],
+        vec!["--vm-memory", "lots"],
+        vec!["-H", "127.0.0.1"],
+    ] {
+        let mut full = vec!["bench", "--kernel", image.to_str().unwrap()];
+        full.extend(args.iter().copied());
+        let (code, _, stderr) = run(&archive, &full);
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+    }
+    let (code, _, stderr) = run(
+        &archive,
+        &[
+            "ab",
+            "--kernel-a",
+            image.to_str().unwrap(),
+            "--kernel-b",
+            missing.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("does not exist"), "{stderr}");
+}
+
+/// The record's guest-side facts.
+fn guest_facts(record: &Value) -> (String, String, Value) {
+    (
+        record["subject"]["kernel_release"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        record["env"]["local"]["kernel_release"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        record["env"]["vm"].clone(),
+    )
+}
+
+#[test]
+fn a_kernel_is_booted_and_its_record_comes_back_to_the_archive() {
+    if !vm_ready("a_kernel_is_booted") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive.db");
+    let (code, stdout, stderr) = run(
+        &archive,
+        &[
+            "bench",
+            "--json",
+            "--kernel",
+            KERNEL_OLD,
+            "--vm-accel",
+            "tcg",
+            "--vm-timeout",
+            TIMEOUT,
+            "-l",
+            "0.5",
+            "--label",
+            "old",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let record: Value = serde_json::from_str(stdout.trim()).unwrap();
+    let (subject_release, env_release, vm) = guest_facts(&record);
+    assert_eq!(subject_release, RELEASE_OLD);
+    assert_eq!(env_release, RELEASE_OLD);
+    assert_eq!(vm["runner"], "virtme-ng");
+    assert_eq!(vm["accelerator"], "tcg");
+    assert_eq!(vm["network"], "loopback");
+    assert_eq!(vm["vcpus"], 2);
+    assert!(vm["boot_to_test_s"].as_f64().unwrap() > 0.0);
+    assert_eq!(record["testbed"], "vm-loopback");
+    let mean = &record["summary"]["throughput_bps"]["mean"];
+    assert!(mean.as_f64().unwrap() > 0.0, "{}", record["summary"]);
+    // The record is archived on the host, byte for byte.
+    let id = record["id"].as_str().unwrap();
+    let (code, shown, stderr) = run(&archive, &["--json", "archive", "show", id]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(shown.trim(), stdout.trim());
+    let (code, checked, stderr) = run(&archive, &["archive", "check"]);
+    assert_eq!(code, 0, "{checked}{stderr}");
+}
+
+#[test]
+fn a_nic_pair_in_the_guest_carries_the_test_with_the_guest_sysctls() {
+    if !vm_ready("a_nic_pair") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive.db");
+    let settings = dir.path().join("guest.conf");
+    std::fs::write(&settings, "sysctl net.core.rmem_max=4194304\n").unwrap();
+    let (code, stdout, stderr) = run(
+        &archive,
+        &[
+            "bench",
+            "--json",
+            "--kernel",
+            KERNEL_NEW,
+            "--vm-accel",
+            "tcg",
+            "--vm-timeout",
+            TIMEOUT,
+            "--vm-net",
+            "pair",
+            "--vm-settings",
+            settings.to_str().unwrap(),
+            "--vm-sysctl",
+            "net.ipv4.tcp_wmem=4096 65536 1048576",
+            "--vm-cpus",
+            "1",
+            "-l",
+            "0.5",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let record: Value = serde_json::from_str(stdout.trim()).unwrap();
+    let (release, _, vm) = guest_facts(&record);
+    assert_eq!(release, RELEASE_NEW);
+    assert_eq!(vm["network"], "pair");
+    assert_eq!(vm["vcpus"], 1);
+    assert!(
+        vm["network_backend"]
+            .as_str()
+            .unwrap()
+            .contains("virtio-net")
+    );
+    assert_eq!(vm["sysctls"]["net.core.rmem_max"], "4194304");
+    let local = &record["env"]["local"];
+    assert_eq!(local["sysctls"]["net.ipv4.tcp_wmem"], "4096 65536 1048576");
+    assert_eq!(local["sysctls"]["net.core.rmem_max"], "4194304");
+    assert_eq!(local["interface"]["driver"], "virtio_net", "{local}");
+    assert!(
+        record["endpoint"]["host"]
+            .as_str()
+            .unwrap()
+            .starts_with("10.55.0.")
+    );
+}
+
+/// A network namespace of the test's own, deleted when dropped: the host
+/// mode's tap device lives there, so no traffic reaches any other
+/// address of this machine.
+struct Namespace(String);
+
+impl Namespace {
+    fn new(tag: &str) -> Option<Namespace> {
+        let name = format!("netbisect-{tag}-{}", std::process::id());
+        let made = std::process::Command::new("ip")
+            .args(["netns", "add", &name])
+            .output()
+            .is_ok_and(|output| output.status.success());
+        if !made {
+            assert!(
+                !slow_switch_on(),
+                "NETBISECT_SLOW_TESTS=1 but no network namespace can be made (root?)"
+            );
+            eprintln!("{tag}: skipped, cannot make a network namespace (root?)");
+            return None;
+        }
+        Some(Namespace(name))
+    }
+
+    /// Runs `ip ARGS` inside the namespace and expects success.
+    fn ip(&self, args: &[&str]) {
+        let output = std::process::Command::new("ip")
+            .args(["-n", &self.0])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "ip {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+
+    /// Runs netbisect inside the namespace.
+    fn netbisect(&self, archive: &Path, args: &[&str]) -> (i32, String, String) {
+        let output = std::process::Command::new("ip")
+            .args(["netns", "exec", &self.0, BINARY])
+            .args(args)
+            .env("NETBISECT_ARCHIVE", archive)
+            .env_remove("NETBISECT_TEMPLATE_DIR")
+            .env("TMPDIR", archive.parent().unwrap())
+            .output()
+            .unwrap();
+        (
+            output.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    }
+}
+
+impl Drop for Namespace {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("ip")
+            .args(["netns", "delete", &self.0])
+            .output();
+    }
+}
+
+#[test]
+fn host_mode_tests_the_guest_against_a_server_on_a_tap_of_this_host() {
+    if !vm_ready("host_mode") {
+        return;
+    }
+    let Some(namespace) = Namespace::new("vmtap") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive.db");
+    let host_mode = |extra: &[&str]| {
+        let mut args = vec![
+            "bench",
+            "--json",
+            "--kernel",
+            KERNEL_OLD,
+            "--vm-accel",
+            "tcg",
+            "--vm-timeout",
+            TIMEOUT,
+            "--vm-net",
+            "host",
+            "-l",
+            "0.5",
+        ];
+        args.extend_from_slice(extra);
+        namespace.netbisect(&archive, &args)
+    };
+    // Refused before anything boots: no tap named, no such device, a
+    // tap that is down, a tap without an address.
+    let (code, _, stderr) = host_mode(&[]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("needs --vm-tap"), "{stderr}");
+    let (code, _, stderr) = host_mode(&["--vm-tap", "nbtap0"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("no such device"), "{stderr}");
+    namespace.ip(&["tuntap", "add", "dev", "nbtap0", "mode", "tap"]);
+    let (code, _, stderr) = host_mode(&["--vm-tap", "nbtap0"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("ip link set nbtap0 up"), "{stderr}");
+    namespace.ip(&["link", "set", "nbtap0", "up"]);
+    let (code, _, stderr) = host_mode(&["--vm-tap", "nbtap0"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("no IPv4 address"), "{stderr}");
+    let (code, _, stderr) = host_mode(&["--vm-tap", "lo"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("not a tap device"), "{stderr}");
+
+    namespace.ip(&["addr", "add", "10.77.0.1/24", "dev", "nbtap0"]);
+    let (code, stdout, stderr) = host_mode(&["--vm-tap", "nbtap0"]);
+    assert_eq!(code, 0, "{stderr}");
+    let record: Value = serde_json::from_str(stdout.trim()).unwrap();
+    let (release, _, vm) = guest_facts(&record);
+    assert_eq!(release, RELEASE_OLD);
+    assert_eq!(vm["network"], "host");
+    assert_eq!(vm["network_backend"], "virtio-net, tap nbtap0");
+    assert_eq!(record["endpoint"]["host"], "10.77.0.1", "{record}");
+    assert_eq!(record["env"]["local"]["interface"]["driver"], "virtio_net");
+    assert!(
+        record["summary"]["throughput_bps"]["mean"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+}
+
+#[test]
+fn a_guest_past_its_timeout_is_killed_with_its_console_kept() {
+    if !vm_ready("a_guest_past_its_timeout") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive.db");
+    let started = Instant::now();
+    let (code, _, stderr) = run(
+        &archive,
+        &[
+            "bench",
+            "--kernel",
+            KERNEL_OLD,
+            "--vm-accel",
+            "tcg",
+            "--vm-timeout",
+            "4",
+            "-l",
+            "0.5",
+        ],
+    );
+    assert_eq!(code, 3, "{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(60));
+    assert!(stderr.contains("did not finish within 4 s"), "{stderr}");
+    let path = stderr
+        .split_whitespace()
+        .find(|word| word.contains("netbisect-console-"))
+        .map(|word| PathBuf::from(word.trim_end_matches([';', ')', ','])))
+        .unwrap_or_else(|| panic!("no console path in {stderr}"));
+    let console = std::fs::read_to_string(&path).unwrap();
+    assert!(console.lines().count() <= 40, "{console}");
+    assert!(path.starts_with(dir.path()));
+    nothing_left_running(&format!("{}/netbisect-vm-", dir.path().display()));
+}
+
+#[test]
+fn ab_alternates_two_kernels_and_compares_them() {
+    if !slow("ab_alternates_two_kernels") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive.db");
+    let (code, stdout, stderr) = run(
+        &archive,
+        &[
+            "ab",
+            "--kernel-a",
+            KERNEL_OLD,
+            "--kernel-b",
+            KERNEL_NEW,
+            "-n",
+            "2",
+            "--vm-accel",
+            "tcg",
+            "--vm-timeout",
+            TIMEOUT,
+            "-l",
+            "0.5",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let rounds: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.contains(": round "))
+        .collect();
+    assert_eq!(rounds.len(), 4, "{stderr}");
+    for (idx, label) in ["current", "patched", "current", "patched"]
+        .iter()
+        .enumerate()
+    {
+        assert!(rounds[idx].contains(label), "{stderr}");
+    }
+    assert!(stdout.contains("current"), "{stdout}");
+    assert!(stdout.contains("patched"), "{stdout}");
+    assert!(stdout.contains("Throughput"), "{stdout}");
+    crate::check_mailing_list_rules(&stdout);
+    for (label, release) in [("current", RELEASE_OLD), ("patched", RELEASE_NEW)] {
+        let (code, text, stderr) = run(&archive, &["archive", "export", "--label", label]);
+        assert_eq!(code, 0, "{stderr}");
+        let records: Vec<Value> = text
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        assert_eq!(records.len(), 2, "{label}");
+        for record in records {
+            assert_eq!(record["subject"]["kernel_release"], release);
+            assert_eq!(record["env"]["vm"]["accelerator"], "tcg");
+        }
+    }
+}
+
+#[test]
+fn kvm_is_tried_then_tcg_said_and_recorded() {
+    if !slow("kvm_is_tried_then_tcg") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive.db");
+    let (code, stdout, stderr) = run(
+        &archive,
+        &[
+            "bench",
+            "--json",
+            "--kernel",
+            KERNEL_NEW,
+            "--vm-timeout",
+            TIMEOUT,
+            "-l",
+            "0.5",
+            "--no-archive",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let record: Value = serde_json::from_str(stdout.trim()).unwrap();
+    let accelerator = record["env"]["vm"]["accelerator"].as_str().unwrap();
+    match accelerator {
+        "kvm" => assert!(Path::new("/dev/kvm").exists()),
+        "tcg" => assert!(
+            stderr.contains("TCG"),
+            "falling back to TCG must be said: {stderr}"
+        ),
+        other => panic!("accelerator {other}"),
+    }
+}
+
+/// A small history of guest kernels: each commit picks an image, and the
+/// build leaves beside it the guest settings `--vm-settings` reads; from
+/// `culprit` on they shrink the guest's TCP buffers to one page, a large
+/// and deterministic regression.
+fn kernel_history(repo: &Repository, kernels: &Path, culprit: usize) -> Vec<git2::Oid> {
+    let build = format!(
+        "cp {}/\"$(cat pick)\" bzImage\n\
+         if [ \"$(cat buffers)\" = small ]; then\n\
+         \x20   printf 'sysctl net.ipv4.tcp_rmem=4096 4096 4096\\n' > guest.conf\n\
+         \x20   printf 'sysctl net.ipv4.tcp_wmem=4096 4096 4096\\n' >> guest.conf\n\
+         else\n\
+         \x20   echo '# defaults' > guest.conf\n\
+         fi\n",
+        kernels.display()
+    );
+    let mut ids = Vec::new();
+    for idx in 0..4 {
+        let pick = if idx < 2 { "old\n" } else { "new\n" };
+        let buffers = if idx >= culprit {
+            "small\n"
+        } else {
+            "default\n"
+        };
+        let files = [
+            ("pick", pick),
+            ("buffers", buffers),
+            ("build.sh", build.as_str()),
+            (".gitignore", "bzImage\nguest.conf\n"),
+        ];
+        let parents: Vec<git2::Oid> = ids.last().copied().into_iter().collect();
+        ids.push(crate::bisect::commit(
+            repo,
+            &files,
+            &parents,
+            &format!("guest change {idx}"),
+        ));
+    }
+    crate::bisect::set_head(repo, *ids.last().unwrap());
+    ids
+}
+
+#[test]
+fn a_kernel_range_is_bisected_through_vm_boots_and_resumes_after_kill() {
+    if !slow("a_kernel_range_is_bisected") {
+        return;
+    }
+    let started = Instant::now();
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive.db");
+    let kernels = dir.path().join("kernels");
+    std::fs::create_dir(&kernels).unwrap();
+    std::fs::copy(KERNEL_OLD, kernels.join("old")).unwrap();
+    std::fs::copy(KERNEL_NEW, kernels.join("new")).unwrap();
+    let repo_path = dir.path().join("repo");
+    let repo = Repository::init(&repo_path).unwrap();
+    let ids = kernel_history(&repo, &kernels, 2);
+    let (good, bad) = (ids[0].to_string(), ids[3].to_string());
+    let in_repo = |args: &[&str]| {
+        let output = crate::netbisect_with(&archive)
+            .args(args)
+            .current_dir(&repo_path)
+            .env("TMPDIR", dir.path())
+            .output()
+            .unwrap();
+        (
+            output.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let (code, _, stderr) = in_repo(&[
+        "bisect",
+        "start",
+        "--good",
+        &good,
+        "--bad",
+        &bad,
+        "--build",
+        "sh build.sh",
+        "--kernel",
+        "bzImage",
+        "--bench",
+        "-t TCP_STREAM -l 0.4 -i 3,3",
+        "--vm-settings",
+        "guest.conf",
+        "--vm-accel",
+        "tcg",
+        "--vm-cpus",
+        "1",
+        "--vm-timeout",
+        TIMEOUT,
+        "--end-repeats",
+        "3",
+        "--confirm-repeats",
+        "1",
+        "--max-repeats",
+        "8",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+
+    // Killed with -9 once a few runs are archived, then resumed.
+    let mut child = std::process::Command::new(BINARY)
+        .args(["bisect", "run"])
+        .env("NETBISECT_ARCHIVE", &archive)
+        .env("TMPDIR", dir.path())
+        .current_dir(&repo_path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(600);
+    let runs_archived = || {
+        let (_, list, _) = in_repo(&["archive", "list", "--json"]);
+        serde_json::from_str::<Value>(&list)
+            .ok()
+            .and_then(|list| list.as_array().map(Vec::len))
+            .unwrap_or(0)
+    };
+    loop {
+        if runs_archived() >= 3 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no runs archived in time");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "bisect run ended early"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let pid = i32::try_from(child.id()).unwrap();
+    // SAFETY: kill on the id of a child this test started and has not
+    // reaped yet.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
+    assert!(child.wait().unwrap().code().is_none());
+    // The guest of the killed run goes with it.
+    nothing_left_running(&format!("{}/netbisect-vm-", dir.path().display()));
+    let runs_before = runs_archived();
+
+    let (code, stdout, stderr) = in_repo(&["bisect", "run", "--json"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["result"]["kind"], "first_bad", "{report}");
+    assert_eq!(
+        report["result"]["commit"]["id"],
+        ids[2].to_string(),
+        "{report}"
+    );
+    // The runs archived before the kill were used, none measured again.
+    let runs_after = runs_archived();
+    assert!(runs_after >= runs_before);
+    assert_eq!(report["n_measurements"], runs_after, "{report}");
+    // Every run came from a guest of the image its commit picked.
+    let (_, export, _) = in_repo(&["archive", "export"]);
+    for line in export.lines() {
+        let record: Value = serde_json::from_str(line).unwrap();
+        let commit = record["subject"]["commit"].as_str().unwrap();
+        let idx = ids.iter().position(|id| id.to_string() == commit).unwrap();
+        let release = if idx < 2 { RELEASE_OLD } else { RELEASE_NEW };
+        assert_eq!(record["subject"]["kernel_release"], release);
+        assert_eq!(record["env"]["vm"]["network"], "loopback");
+    }
+    eprintln!(
+        "kernel bisection with a kill -9: {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn bisect_start_checks_its_kernel_options_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive.db");
+    let repo_path = dir.path().join("repo");
+    let repo = Repository::init(&repo_path).unwrap();
+    let first = crate::bisect::commit(&repo, &[("pick", "old\n")], &[], "first");
+    let second = crate::bisect::commit(&repo, &[("pick", "new\n")], &[first], "second");
+    crate::bisect::set_head(&repo, second);
+    let (good, bad) = (first.to_string(), second.to_string());
+    let start = |extra: &[&str]| {
+        let mut args = vec![
+            "bisect", "start", "--good", &good, "--bad", &bad, "--build", "true",
+        ];
+        args.extend_from_slice(extra);
+        let output = crate::netbisect_with(&archive)
+            .args(&args)
+            .current_dir(&repo_path)
+            .output()
+            .unwrap();
+        (
+            output.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let (code, stderr) = start(&["--bench", "-l 0.1", "--vm-net", "pair"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("need --kernel"), "{stderr}");
+    let (code, stderr) = start(&["--bench", "-l 0.1", "--kernel", "/boot/vmlinuz"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("a path in the worktree"), "{stderr}");
+    let (code, stderr) = start(&["--measure", "true", "--kernel", "bzImage"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("give --bench"), "{stderr}");
+    let (code, stderr) = start(&["--bench", "-l 0.1 --kernel x", "--kernel", "bzImage"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("give them to bisect start"), "{stderr}");
+    let (code, stderr) = start(&["--bench", "-l 0.1 -H 127.0.0.1", "--kernel", "bzImage"]);
+    assert_eq!(code, 2, "{stderr}");
+}
+
+/// Processes whose command line holds `needle`.
+fn processes_with(needle: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| std::fs::read(entry.path().join("cmdline")).ok())
+        .map(|cmdline| String::from_utf8_lossy(&cmdline).replace('\0', " "))
+        .filter(|cmdline| cmdline.contains(needle))
+        .collect()
+}
+
+/// Starts netbisect with `args` and waits until its guest's qemu runs,
+/// then sends `signal`: netbisect must exit 130 at once, with its guest
+/// and the directory shared with it gone.
+fn interrupted_while_the_guest_runs(args: &[&str], signal: i32) {
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive.db");
+    let needle = format!("{}/netbisect-vm-", dir.path().display());
+    let mut command = std::process::Command::new(BINARY);
+    command
+        .args(args)
+        .env("NETBISECT_ARCHIVE", &archive)
+        .env("TMPDIR", dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    // SAFETY: signal() is async-signal-safe, as pre_exec requires. A
+    // background job of a non-interactive shell starts with SIGINT
+    // ignored, which netbisect keeps: restore the default.
+    unsafe {
+        command.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut child = command.spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !processes_with(&needle)
+        .iter()
+        .any(|cmdline| cmdline.contains("qemu-system"))
+    {
+        assert!(child.try_wait().unwrap().is_none(), "ended before boot");
+        assert!(Instant::now() < deadline, "qemu did not start");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let pid = i32::try_from(child.id()).unwrap();
+    // SAFETY: kill on the id of a child this test started and has not
+    // reaped yet.
+    assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            panic!("netbisect did not end within 30 s of the signal");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    nothing_left_running(&needle);
+    let shared: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .filter(|entry| {
+            entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with("netbisect-vm-")
+        })
+        .collect();
+    assert!(shared.is_empty(), "{shared:?}");
+}
+
+#[test]
+fn a_signal_kills_the_guest_of_bench_and_ab_and_exits_130() {
+    if !vm_ready("a_signal_kills_the_guest") {
+        return;
+    }
+    interrupted_while_the_guest_runs(
+        &[
+            "bench",
+            "--kernel",
+            KERNEL_OLD,
+            "--vm-accel",
+            "tcg",
+            "-l",
+            "30",
+        ],
+        libc::SIGINT,
+    );
+    interrupted_while_the_guest_runs(
+        &[
+            "ab",
+            "--kernel-a",
+            KERNEL_OLD,
+            "--kernel-b",
+            KERNEL_NEW,
+            "-n",
+            "2",
+            "--vm-accel",
+            "tcg",
+            "-l",
+            "30",
+        ],
+        libc::SIGTERM,
+    );
+}
