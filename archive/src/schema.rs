@@ -18,10 +18,13 @@
 //!    journals (see [`crate::journal`]); at most one active session per
 //!    repository.
 //! 4. `imported_at`: when an undated import was imported.
-//! 5. `spec_key` and `series` (every iteration's value of every metric
-//!    the run measured, see [`series_json`]), filled from the stored
-//!    records, so that a history reads neither records nor hashes
-//!    ([`crate::Archive::series_runs`]).
+//! 5. `run_series`: one row per run with its `spec_key` and `series`
+//!    (every iteration's value of every metric the run measured, see
+//!    [`series_json`]), filled from the stored records, so that a history
+//!    reads neither records nor hashes ([`crate::Archive::series_runs`]).
+//!    A side table rather than columns of `runs`: a few hundred bytes
+//!    more per `runs` row would take a typical row past half a page, and
+//!    SQLite would then store one row per page.
 
 use crate::ArchiveError;
 use bench_core::record::{Metric, RunRecord};
@@ -39,7 +42,7 @@ pub const CURRENT_VERSION: u32 = 5;
 /// back to reading the records.
 pub const OLDEST_READABLE_VERSION: u32 = 4;
 
-/// The version since which `spec_key` and `series` are filled.
+/// The version since which `run_series` exists and is filled.
 pub const SERIES_VERSION: u32 = 5;
 
 /// A data conversion that runs inside a migration's transaction.
@@ -122,8 +125,11 @@ pub const MIGRATIONS: &[Migration] = &[
     },
     Migration {
         sql: "
-            ALTER TABLE runs ADD COLUMN spec_key TEXT;
-            ALTER TABLE runs ADD COLUMN series TEXT;
+            CREATE TABLE run_series (
+                run_id TEXT PRIMARY KEY NOT NULL REFERENCES runs (id),
+                spec_key TEXT NOT NULL,
+                series TEXT NOT NULL CHECK (json_valid(series))
+            ) STRICT, WITHOUT ROWID;
         ",
         backfill: Some(backfill_series),
     },
@@ -172,7 +178,7 @@ fn backfill_metric_columns(transaction: &Connection) -> Result<(), ArchiveError>
     Ok(())
 }
 
-/// The `series` column of `record`: a JSON object with, for every metric
+/// The `series` of `record` in `run_series`: a JSON object with, for every metric
 /// the run measured, its value in each iteration, in iteration order
 /// (`{"throughput_bps":[9.4e9,9.41e9]}`); metrics without a value are
 /// left out. Values are finite, as in any valid record.
@@ -187,8 +193,8 @@ pub fn series_json(record: &RunRecord) -> Result<String, serde_json::Error> {
 
 fn backfill_series(transaction: &Connection) -> Result<(), ArchiveError> {
     let mut select = transaction.prepare("SELECT id, record FROM runs")?;
-    let mut update =
-        transaction.prepare("UPDATE runs SET spec_key = ?2, series = ?3 WHERE id = ?1")?;
+    let mut insert = transaction
+        .prepare("INSERT INTO run_series (run_id, spec_key, series) VALUES (?1, ?2, ?3)")?;
     let mut rows = select.query([])?;
     while let Some(row) = rows.next()? {
         let id: String = row.get(0)?;
@@ -202,7 +208,7 @@ fn backfill_series(transaction: &Connection) -> Result<(), ArchiveError> {
             .compute_spec_key()
             .map_err(|err| damaged(err.to_string()))?;
         let series = series_json(&record).map_err(|err| damaged(err.to_string()))?;
-        update.execute(params![id, spec_key, series])?;
+        insert.execute(params![id, spec_key, series])?;
     }
     Ok(())
 }

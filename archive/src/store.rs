@@ -47,6 +47,12 @@ use std::time::Duration;
 /// Length of a full id or config_key: 64 hex digits of blake3.
 const FULL_HASH_LEN: usize = 64;
 
+/// `runs` with each run's history row, if any ([`schema`] version 5).
+const SERIES_JOIN: &str = "runs LEFT JOIN run_series ON run_series.run_id = runs.id";
+
+/// What `archive check` and a history say of a run without a history row.
+const MISSING_SERIES: &str = "missing from run_series";
+
 /// How long a write waits for another writer before giving up.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -676,7 +682,9 @@ impl Archive {
             "id, commit_id, started_at, test, spec_key, json_extract(series, '$.{}')",
             metric.name()
         );
-        let (sql, values) = build_select(&columns, query)?;
+        // A left join, so that a run missing from `run_series` is an
+        // error rather than left out of the history.
+        let (sql, values) = build_select_from(&columns, SERIES_JOIN, query)?;
         let mut statement = self.connection.prepare(&sql)?;
         let mut rows = statement.query(rusqlite::params_from_iter(values.iter()))?;
         let mut found = Vec::new();
@@ -689,7 +697,7 @@ impl Archive {
             let test_name: String = row.get(3)?;
             let test = TestKind::from_str(&test_name).map_err(|err| damaged(err.to_string()))?;
             let spec_key: Option<String> = row.get(4)?;
-            let spec_key = spec_key.ok_or_else(|| damaged("no spec key stored".to_string()))?;
+            let spec_key = spec_key.ok_or_else(|| damaged(MISSING_SERIES.to_string()))?;
             let samples = match row.get::<_, Option<String>>(5)? {
                 Some(text) => serde_json::from_str::<Vec<f64>>(&text)
                     .map_err(|err| damaged(format!("its stored {metric} values: {err}")))?,
@@ -818,19 +826,32 @@ impl Archive {
 }
 
 impl Archive {
-    /// Adds to `damaged_runs` every run whose history columns (`spec_key`,
-    /// `series`) disagree with its record; runs whose record does not
-    /// decode are already listed.
+    /// Adds to `damaged_runs` every run missing from `run_series` or whose
+    /// row there (`spec_key`, `series`) disagrees with its record; runs
+    /// whose record does not decode are already listed. A `run_series`
+    /// row without its run is a foreign key violation.
     fn check_series(&self, damaged_runs: &mut Vec<DamagedRun>) -> Result<(), ArchiveError> {
-        let mut statement = self
-            .connection
-            .prepare("SELECT id, spec_key, series, record FROM runs ORDER BY started_at, id")?;
+        let mut statement = self.connection.prepare(&format!(
+            "SELECT id, spec_key, series, record, run_id IS NOT NULL FROM {SERIES_JOIN} \
+             ORDER BY started_at, id"
+        ))?;
         let mut rows = statement.query([])?;
         while let Some(row) = rows.next()? {
             let id: String = row.get(0)?;
             let spec_key: Option<String> = row.get(1)?;
             let series: Option<String> = row.get(2)?;
             let bytes: Vec<u8> = row.get(3)?;
+            let has_series: bool = row.get(4)?;
+            if damaged_runs.iter().any(|damaged| damaged.id == id) {
+                continue;
+            }
+            if !has_series {
+                damaged_runs.push(DamagedRun {
+                    problem: MISSING_SERIES.to_string(),
+                    id,
+                });
+                continue;
+            }
             let Ok(record) = RunRecord::from_slice(&bytes) else {
                 continue;
             };
@@ -841,9 +862,12 @@ impl Archive {
             if schema::series_json(&record).ok() != series {
                 wrong.push("series");
             }
-            if !wrong.is_empty() && !damaged_runs.iter().any(|damaged| damaged.id == id) {
+            if !wrong.is_empty() {
                 damaged_runs.push(DamagedRun {
-                    problem: format!("columns disagree with the record: {}", wrong.join(", ")),
+                    problem: format!(
+                        "its run_series row disagrees with the record: {}",
+                        wrong.join(", ")
+                    ),
                     id,
                 });
             }
@@ -1046,30 +1070,37 @@ fn open_existing(path: &Path) -> Result<Connection, ArchiveError> {
     Ok(connection)
 }
 
-fn prepare_insert<'conn>(
-    connection: &'conn Connection,
-) -> Result<rusqlite::Statement<'conn>, ArchiveError> {
+/// The statements that store one run: its `runs` row and its
+/// `run_series` row, in the caller's transaction.
+struct Insert<'conn> {
+    run: rusqlite::Statement<'conn>,
+    series: rusqlite::Statement<'conn>,
+}
+
+fn prepare_insert(connection: &Connection) -> Result<Insert<'_>, ArchiveError> {
     let metric_columns: Vec<&str> = V2_METRICS
         .iter()
         .map(|m| schema::metric_column(*m))
         .collect();
     let sql = format!(
-        "INSERT INTO runs ({RUN_COLUMNS}, record, {}, imported_at, spec_key, series) \
+        "INSERT INTO runs ({RUN_COLUMNS}, record, {}, imported_at) \
          VALUES ({}) ON CONFLICT (id) DO NOTHING",
         metric_columns.join(", "),
-        (1..=16 + metric_columns.len())
+        (1..=14 + metric_columns.len())
             .map(|idx| format!("?{idx}"))
             .collect::<Vec<_>>()
             .join(", ")
     );
-    Ok(connection.prepare(&sql)?)
+    Ok(Insert {
+        run: connection.prepare(&sql)?,
+        series: connection
+            .prepare("INSERT INTO run_series (run_id, spec_key, series) VALUES (?1, ?2, ?3)")?,
+    })
 }
 
-/// Inserts one run; false when its id was already present.
-fn insert_run(
-    insert: &mut rusqlite::Statement<'_>,
-    run: &CanonicalRun,
-) -> Result<bool, ArchiveError> {
+/// Inserts one run and its history row; false when its id was already
+/// present.
+fn insert_run(insert: &mut Insert<'_>, run: &CanonicalRun) -> Result<bool, ArchiveError> {
     let record = &run.record;
     let metrics = V2_METRICS.map(|metric| record.value(metric));
     let damaged = |detail: String| ArchiveError::DamagedRun {
@@ -1078,7 +1109,7 @@ fn insert_run(
     };
     let spec_key = record.compute_spec_key()?;
     let series = schema::series_json(record).map_err(|err| damaged(err.to_string()))?;
-    let changed = insert.execute(params![
+    let changed = insert.run.execute(params![
         record.id,
         record.subject.commit,
         record.subject.describe,
@@ -1102,10 +1133,14 @@ fn insert_run(
         metrics[7],
         metrics[8],
         record.source.undated.then_some(&record.started_at),
-        spec_key,
-        series,
     ])?;
-    Ok(changed == 1)
+    if changed != 1 {
+        return Ok(false);
+    }
+    insert
+        .series
+        .execute(params![record.id, spec_key, series])?;
+    Ok(true)
 }
 
 /// Escapes `prefix` for a GLOB pattern that matches strings starting
@@ -1129,6 +1164,17 @@ fn glob_prefix(prefix: &str) -> String {
 /// `SELECT columns FROM runs WHERE ... ORDER BY started_at, id`, with its
 /// parameters.
 fn build_select(columns: &str, query: &RunQuery) -> Result<(String, Vec<String>), ArchiveError> {
+    build_select_from(columns, "runs", query)
+}
+
+/// [`build_select`] from `from`: `runs` joined to tables whose column
+/// names are not those of `runs`, so that the conditions stay
+/// unambiguous.
+fn build_select_from(
+    columns: &str,
+    from: &str,
+    query: &RunQuery,
+) -> Result<(String, Vec<String>), ArchiveError> {
     let mut conditions = Vec::new();
     let mut values = Vec::new();
     let mut add = |condition: &str, value: String| {
@@ -1162,7 +1208,7 @@ fn build_select(columns: &str, query: &RunQuery) -> Result<(String, Vec<String>)
     if let Some(tool) = &query.source_tool {
         add("source_tool = ?", tool.clone());
     }
-    let mut sql = format!("SELECT {columns} FROM runs");
+    let mut sql = format!("SELECT {columns} FROM {from}");
     if !conditions.is_empty() {
         sql.push_str(" WHERE ");
         sql.push_str(&conditions.join(" AND "));
@@ -1400,14 +1446,29 @@ mod tests {
         // A history column changed behind the record's back is caught.
         archive
             .connection
-            .execute("UPDATE runs SET series = '{\"throughput_bps\":[1.0]}'", [])
+            .execute(
+                "UPDATE run_series SET series = '{\"throughput_bps\":[1.0]}'",
+                [],
+            )
             .unwrap();
         let report = archive.check().unwrap();
         assert_eq!(report.damaged_runs.len(), 1, "{report:?}");
         assert_eq!(
             report.damaged_runs[0].problem,
-            "columns disagree with the record: series"
+            "its run_series row disagrees with the record: series"
         );
+        // So is a run whose history row is gone.
+        archive
+            .connection
+            .execute("DELETE FROM run_series", [])
+            .unwrap();
+        let report = archive.check().unwrap();
+        assert_eq!(report.damaged_runs.len(), 1, "{report:?}");
+        assert_eq!(report.damaged_runs[0].problem, "missing from run_series");
+        let err = archive
+            .series_runs(&RunQuery::default(), Metric::ThroughputBps)
+            .unwrap_err();
+        assert!(err.to_string().contains("missing from run_series"), "{err}");
     }
 
     #[test]

@@ -309,13 +309,12 @@ fn another_users_archive_is_read_while_its_owner_writes() {
 }
 
 /// Takes an archive back to schema version 4, as a netbisect of that
-/// version left it: without the per-run columns history reads.
+/// version left it: without the per-run table history reads.
 fn as_version_4(db: &Path) {
     let connection = rusqlite::Connection::open(db).unwrap();
     connection
         .execute_batch(
-            "ALTER TABLE runs DROP COLUMN series;
-             ALTER TABLE runs DROP COLUMN spec_key;
+            "DROP TABLE run_series;
              PRAGMA user_version = 4;",
         )
         .unwrap();
@@ -356,7 +355,7 @@ fn history_reads_an_older_archive_it_may_not_upgrade() {
     assert_eq!(ok(&db, &args, Some(NOBODY)), from_columns);
     assert!(side_files(&db).is_empty(), "{:?}", side_files(&db));
     assert_eq!(user_version(&db), 4);
-    // Its owner upgrades it on the way, filling the columns from the
+    // Its owner upgrades it on the way, filling run_series from the
     // records.
     set_mode(dir.path(), 0o755);
     set_mode(&db, 0o644);
