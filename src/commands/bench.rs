@@ -30,10 +30,20 @@ pub fn run(global: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<Code> {
     }
     let request = request_from_args(args)?;
     let record = bench(&request).context("the test failed; no run was recorded")?;
-    // The run is stored before it is printed, so a closed pipe loses
-    // nothing; a run that cannot be stored is still printed, then the
-    // failure is reported.
-    let stored = hand_over_to_archive(global, &record, args);
+    store_and_print(global, args, &record)
+}
+
+/// Stores a finished run (unless `--no-archive`) and prints it: the
+/// record with `--json`, else its netperf table in bench's units. The
+/// run is stored before it is printed, so a closed pipe loses nothing; a
+/// run that cannot be stored is still printed, then the failure is
+/// reported.
+pub(super) fn store_and_print(
+    global: &GlobalArgs,
+    args: &BenchArgs,
+    record: &RunRecord,
+) -> anyhow::Result<Code> {
+    let stored = hand_over_to_archive(global, record, args);
     let text = if global.json {
         let mut bytes = record
             .to_canonical_bytes()

@@ -7,10 +7,9 @@
 //! the guest's record comes back through that directory, gets the `vm`
 //! section, is sealed again and stored here.
 
-use super::bench::{hand_over_to_archive, request_from_args};
+use super::bench::{hand_over_to_archive, request_from_args, store_and_print};
 use crate::cli::{AbArgs, BenchArgs, CompareArgs, GlobalArgs, VmAccelArg, VmNetArg, VmOptionArgs};
 use crate::exit::{Code, InputError};
-use crate::render::Renderer;
 use crate::vm::{self, AccelChoice, GuestJob, KernelImage, NetMode, VmOptions};
 use anyhow::Context;
 use bench_core::record::RunRecord;
@@ -344,24 +343,7 @@ pub fn bench(global: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<Code> {
         global.quiet,
         global.verbose > 0,
     )?;
-    let stored = hand_over_to_archive(global, &record, args);
-    let text = if global.json {
-        let mut bytes = record
-            .to_canonical_bytes()
-            .context("failed to write the run record")?;
-        bytes.push(b'\n');
-        bytes
-    } else {
-        Renderer::new(global.template_dir.as_deref())
-            .render("run", &serde_json::json!({ "record": record }))
-            .context("failed to render the run")?
-            .into_bytes()
-    };
-    std::io::stdout()
-        .write_all(&text)
-        .map_err(crate::exit::stdout_error)?;
-    stored?;
-    Ok(Code::Ok)
+    store_and_print(global, args, &record)
 }
 
 /// `netbisect ab`: A and B booted in turn, every run archived under its
