@@ -31,7 +31,8 @@ use crate::latency::Histogram;
 use crate::protocol::PortRange;
 use crate::record::{EndReport, HostCpu, SocketTruth};
 use crate::sockets::{
-    self, complete_truth, is_timeout, new_socket, record_addresses, recv_nowait, truth_after_setup,
+    self, PortCycle, complete_truth, is_timeout, new_socket, record_addresses, recv_nowait,
+    truth_after_setup,
 };
 use crate::spec::{RunSpec, TestKind};
 use crate::watchdog::{Fired, Nudge, Watchdog, current_thread};
@@ -453,9 +454,28 @@ fn connect_tcp(
     plan: &ClientPlan<'_>,
     server: SocketAddr,
 ) -> Result<(TcpStream, SocketTruth), DataError> {
+    connect_tcp_from(plan, server, None)
+}
+
+/// [`connect_tcp`] from `local_port` when given: bound with
+/// `SO_REUSEADDR`, which takes over a TIME_WAIT socket of that port (see
+/// [`PortCycle`]).
+fn connect_tcp_from(
+    plan: &ClientPlan<'_>,
+    server: SocketAddr,
+    local_port: Option<u16>,
+) -> Result<(TcpStream, SocketTruth), DataError> {
     let spec = plan.spec;
     let socket = new_socket(server.ip(), Type::STREAM, spec.local_socket_buffer_bytes)
         .map_err(io_error("socket set-up"))?;
+    if let Some(port) = local_port {
+        socket
+            .set_reuse_address(true)
+            .map_err(io_error("SO_REUSEADDR"))?;
+        socket
+            .bind(&SocketAddr::new(unspecified(server.ip()), port).into())
+            .map_err(io_error("bind"))?;
+    }
     if spec.nodelay {
         socket
             .set_tcp_nodelay(true)
@@ -487,6 +507,35 @@ fn connect_tcp(
             .map_err(io_error("send"))?;
     }
     Ok((stream, truth))
+}
+
+/// Ports of the range a TCP_CRR client tries in a row before it leaves
+/// the choice of one connection's port to the kernel.
+const CRR_PORT_TRIES: u32 = 64;
+
+/// A TCP_CRR connection from the next free port of `ports`. A port that
+/// cannot be bound (a listener or a socket without `SO_REUSEADDR` holds
+/// it) or connected from (a connection to the same server that is not in
+/// TIME_WAIT yet) is passed over; after `CRR_PORT_TRIES` of those, or
+/// without a range, the kernel picks the port.
+fn connect_crr(
+    plan: &ClientPlan<'_>,
+    server: SocketAddr,
+    ports: Option<&mut PortCycle>,
+) -> Result<(TcpStream, SocketTruth), DataError> {
+    if let Some(ports) = ports {
+        for _ in 0..ports.n_ports().min(CRR_PORT_TRIES) {
+            match connect_tcp_from(plan, server, Some(ports.take())) {
+                Err(DataError::Io { source, .. })
+                    if matches!(
+                        source.raw_os_error(),
+                        Some(libc::EADDRINUSE | libc::EADDRNOTAVAIL)
+                    ) => {}
+                done => return done,
+            }
+        }
+    }
+    connect_tcp(plan, server)
 }
 
 /// Reads the buffers and `TCP_INFO` of a TCP socket at the end of a test.
@@ -548,8 +597,9 @@ enum Link {
     Tcp(TcpStream),
     Udp(UdpSocket, Socket),
     /// TCP_CRR: a connection per transaction; the last one is kept until
-    /// the next opens, for its socket truth.
-    PerTransaction(Option<TcpStream>),
+    /// the next opens, for its socket truth. The local ports come from
+    /// the cycle, when the kernel's range could be read.
+    PerTransaction(Option<TcpStream>, Option<PortCycle>),
 }
 
 /// One client flow: its socket, buffers and counts.
@@ -607,7 +657,11 @@ impl ClientFlow {
                 check_peer(server, stream.peer_addr().ok())?;
                 (Link::Tcp(stream), truth)
             }
-            TestKind::TcpCrr => (Link::PerTransaction(None), SocketTruth::default()),
+            TestKind::TcpCrr => {
+                let ports =
+                    sockets::ephemeral_ports().map(|range| PortCycle::new(range, clock_ns()));
+                (Link::PerTransaction(None, ports), SocketTruth::default())
+            }
             TestKind::UdpStream | TestKind::UdpRr => {
                 let (udp, socket, truth) = connect_udp(plan, server)?;
                 (Link::Udp(udp, socket), truth)
@@ -698,12 +752,12 @@ impl ClientFlow {
                 counters.transactions += 1;
                 Ok(Step::Done)
             }
-            (Link::PerTransaction(last), _) => {
+            (Link::PerTransaction(last, ports), _) => {
                 // Close the previous connection before opening the next:
                 // one connection per transaction, as in netperf.
                 let first = last.is_none() && counters.transactions == 0;
                 drop(last.take());
-                let (mut stream, truth) = connect_tcp(plan, self.server)?;
+                let (mut stream, truth) = connect_crr(plan, self.server, ports.as_mut())?;
                 if first {
                     check_peer(self.server, stream.peer_addr().ok())?;
                 }
@@ -816,8 +870,8 @@ impl ClientFlow {
             Link::Udp(_, socket) => {
                 complete_truth(&mut self.truth, socket).map_err(io_error("reading the socket"))?;
             }
-            Link::PerTransaction(Some(stream)) => finish_tcp(stream, &mut self.truth)?,
-            Link::PerTransaction(None) => {}
+            Link::PerTransaction(Some(stream), _) => finish_tcp(stream, &mut self.truth)?,
+            Link::PerTransaction(None, _) => {}
         }
         if test.is_request_response() {
             let transactions = self.counters.transactions;
@@ -999,7 +1053,7 @@ fn client_flows<'scope, 'env>(
             .filter_map(|flow| match &flow.link {
                 Link::Tcp(stream) => Some(stream.as_fd()),
                 Link::Udp(udp, _) => Some(udp.as_fd()),
-                Link::PerTransaction(_) => None,
+                Link::PerTransaction(..) => None,
             })
             .collect();
         let nudge = (spec.test == TestKind::UdpRr).then(|| Nudge {

@@ -95,6 +95,72 @@ pub fn bind_in_range(socket: &Socket, ip: IpAddr, range: Option<PortRange>) -> i
     Err(last_error.unwrap_or_else(|| io::Error::from(io::ErrorKind::AddrInUse)))
 }
 
+/// The kernel's ephemeral port range for connections from this network
+/// namespace (`net.ipv4.ip_local_port_range`, which IPv6 shares), or
+/// `None` when it cannot be read.
+pub fn ephemeral_ports() -> Option<PortRange> {
+    let text = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok()?;
+    parse_ephemeral_ports(&text)
+}
+
+/// The two numbers of `ip_local_port_range` ("32768\t60999").
+fn parse_ephemeral_ports(text: &str) -> Option<PortRange> {
+    let mut numbers = text.split_whitespace().map(str::parse::<u16>);
+    let (Some(Ok(low)), Some(Ok(high)), None) = (numbers.next(), numbers.next(), numbers.next())
+    else {
+        return None;
+    };
+    (low >= 1 && low <= high).then_some(PortRange { low, high })
+}
+
+/// The local ports of a client that opens a connection per transaction
+/// (TCP_CRR): each connection is bound to the next port of the range,
+/// round and round, instead of letting `connect()` pick one.
+///
+/// Every such connection leaves its client socket in TIME_WAIT. The
+/// kernel's own choice searches the range for a port whose TIME_WAIT
+/// socket it may take over (`tcp_tw_reuse`: only one older than
+/// `tcp_tw_reuse_delay`), and searches longer as the range fills, until
+/// `connect()` fails: the rate of a run would depend on the runs before
+/// it. A socket bound explicitly, with `SO_REUSEADDR` as its TIME_WAIT
+/// predecessor had, takes that predecessor over at `connect()` (TCP
+/// timestamps keep the old and the new connection apart), so the cost of
+/// a connection stays the same however full the range is. netperf's
+/// TCP_CRR does the same.
+#[derive(Debug, Clone)]
+pub struct PortCycle {
+    range: PortRange,
+    next: u16,
+}
+
+impl PortCycle {
+    /// A cycle over `range` that starts at the port `seed` falls on, so
+    /// that flows and runs started together spread over the range.
+    pub fn new(range: PortRange, seed: u64) -> PortCycle {
+        let span = u64::from(range.high - range.low) + 1;
+        PortCycle {
+            range,
+            next: range.low + (seed % span) as u16,
+        }
+    }
+
+    /// Ports in the range.
+    pub fn n_ports(&self) -> u32 {
+        u32::from(self.range.high - self.range.low) + 1
+    }
+
+    /// The next port.
+    pub fn take(&mut self) -> u16 {
+        let port = self.next;
+        self.next = if port >= self.range.high {
+            self.range.low
+        } else {
+            port + 1
+        };
+        port
+    }
+}
+
 /// The interface traffic to `ip` leaves by, as far as this module can
 /// tell without a routing lookup: `lo` for loopback addresses.
 pub fn egress_interface(ip: IpAddr) -> Option<String> {
@@ -283,6 +349,59 @@ mod tests {
         // Linux doubles the request, within net.core.wmem_max.
         assert!(truth.send_buffer.after_setup_bytes >= 4_608);
         assert!(truth.recv_buffer.after_setup_bytes >= 2_304);
+    }
+
+    #[test]
+    fn reads_the_kernel_port_range() {
+        assert_eq!(
+            parse_ephemeral_ports("32768\t60999\n"),
+            Some(PortRange {
+                low: 32768,
+                high: 60999
+            })
+        );
+        assert_eq!(
+            parse_ephemeral_ports("40000 40000"),
+            Some(PortRange {
+                low: 40000,
+                high: 40000
+            })
+        );
+        for bad in [
+            "",
+            "32768",
+            "60999 32768",
+            "0 10",
+            "1 2 3",
+            "a b",
+            "1 70000",
+        ] {
+            assert_eq!(parse_ephemeral_ports(bad), None, "{bad:?}");
+        }
+        // This host's own range reads.
+        assert!(ephemeral_ports().is_some());
+    }
+
+    #[test]
+    fn port_cycle_goes_round_the_range_from_its_seed() {
+        let range = PortRange {
+            low: 40000,
+            high: 40002,
+        };
+        let mut cycle = PortCycle::new(range, 7);
+        assert_eq!(cycle.n_ports(), 3);
+        let ports: Vec<u16> = (0..5).map(|_| cycle.take()).collect();
+        assert_eq!(ports, [40001, 40002, 40000, 40001, 40002]);
+        let mut whole = PortCycle::new(
+            PortRange {
+                low: 1,
+                high: 65535,
+            },
+            u64::MAX,
+        );
+        let first = whole.take();
+        assert_eq!(first, 1 + (u64::MAX % 65535) as u16);
+        assert_eq!(whole.n_ports(), 65535);
     }
 
     #[test]

@@ -187,3 +187,49 @@ fn udp_table_shows_failed_sends_and_per_iteration_means() {
         "{implied_mbps} vs {throughput_mbps}\n{table}"
     );
 }
+
+#[test]
+fn tcp_crr_goes_round_a_narrow_port_range_without_failing() {
+    let namespace = match Namespace::new("crrports") {
+        Ok(namespace) => namespace,
+        Err(reason) => {
+            println!("skipped: no network namespace: {reason}");
+            return;
+        }
+    };
+    // Eight ports, some of them taken by the server's sockets and the
+    // control connection. Left to the kernel, connect() runs out of
+    // ports once they are all in TIME_WAIT (each younger than
+    // tcp_tw_reuse_delay); bound by the client, each port's TIME_WAIT
+    // socket is taken over at once, however often the range wraps.
+    let (low, high) = (40_000u16, 40_007u16);
+    namespace.run(&[
+        "sysctl",
+        "-qw",
+        &format!("net.ipv4.ip_local_port_range={low} {high}"),
+    ]);
+    let dir = tempfile::tempdir().unwrap();
+    let output = namespace
+        .netbisect(&dir.path().join("a.db"))
+        .args(["bench", "-t", "TCP_CRR", "-l", "0.5", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let record: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let iteration = &record["iterations"][0];
+    let transactions = iteration["transactions"].as_u64().unwrap();
+    let n_ports = u64::from(high - low) + 1;
+    assert!(
+        transactions > 8 * n_ports,
+        "{transactions} transactions over {n_ports} ports"
+    );
+    let local = iteration["ends"]["local"]["socket"]["local_address"]
+        .as_str()
+        .unwrap();
+    let port: u16 = local.rsplit(':').next().unwrap().parse().unwrap();
+    assert!((low..=high).contains(&port), "{local}");
+}
