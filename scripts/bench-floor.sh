@@ -17,6 +17,13 @@
 # under `chrt -f 1` (root) keeps other work off the pinned CPU, so the
 # rates are the ping-pong's and not the scheduler's share of the CPU.
 #
+# The rate of a round moves by tens of percent on a shared host, and
+# medians of RUNS rounds are not enough to judge 1%: the script also
+# prints, per round, the tool's figure over the floor's of the same
+# round (its runs follow each other, in an order that alternates from
+# round to round so that neither side always runs first), and the
+# median, quartiles and extremes of these paired ratios.
+#
 # Usage: scripts/bench-floor.sh   (env: RUNS, LENGTH, PINS, TESTS,
 #        NETBISECT, BEFORE)
 set -euo pipefail
@@ -58,22 +65,43 @@ median() {
         END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
-declare -A runs cpu
+declare -A runs cpu pair_rate pair_cpu
 # keep KEY "RATE CPU"
 keep() {
     local figures=($2)
     runs[$1]+="${figures[0]} "
     cpu[$1]+="${figures[1]} "
 }
+# measure WHO TEST PIN -> "RATE CPU"
+measure() {
+    case $1 in
+        floor) floor "$2" "$3" ;;
+        after) nb "$NETBISECT" "$2" "$3" ;;
+        before) nb "$BEFORE" "$2" "$3" ;;
+    esac
+}
+sides=(floor after)
+[ -n "$BEFORE" ] && sides+=(before)
 for run in $(seq 1 "$RUNS"); do
     echo "bench-floor: round $run of $RUNS" >&2
+    order=("${sides[@]}")
+    if [ $((run % 2)) = 0 ]; then
+        order=()
+        for ((k = ${#sides[@]} - 1; k >= 0; k--)); do order+=("${sides[k]}"); done
+    fi
     for pin in $PINS; do
         for test in $TESTS; do
-            keep "$test/$pin/floor" "$(floor "$test" "$pin")"
-            keep "$test/$pin/after" "$(nb "$NETBISECT" "$test" "$pin")"
-            if [ -n "$BEFORE" ]; then
-                keep "$test/$pin/before" "$(nb "$BEFORE" "$test" "$pin")"
-            fi
+            declare -A this=()
+            for who in "${order[@]}"; do
+                this[$who]=$(measure "$who" "$test" "$pin")
+                keep "$test/$pin/$who" "${this[$who]}"
+            done
+            for who in "${sides[@]:1}"; do
+                read -r fr fc <<<"${this[floor]}"
+                read -r tr tc <<<"${this[$who]}"
+                pair_rate[$test/$pin/$who]+="$(awk -v a="$tr" -v b="$fr" 'BEGIN { print a / b }') "
+                pair_cpu[$test/$pin/$who]+="$(awk -v a="$fc" -v b="$tc" 'BEGIN { print a / b }') "
+            done
         done
     done
 done
@@ -105,6 +133,31 @@ for pin in $PINS; do
             printf "  %6.2f %6.2f %6.3f", fc, ac, fc / ac
             if (bc != "") printf " %6.2f %6.3f", bc, fc / bc
             printf "\n" }'
+    done
+done
+# quartiles VALUES... -> "median q1 q3 min max"
+quartiles() {
+    printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 }
+        function at(q,   h, i) {
+            h = (NR - 1) * q + 1; i = int(h)
+            return i >= NR ? v[NR] : v[i] + (h - i) * (v[i + 1] - v[i])
+        }
+        END { print at(0.5), at(0.25), at(0.75), v[1], v[NR] }'
+}
+echo
+echo "Per-round ratios to the floor (rate: tool/floor; cpu: floor/tool):" \
+     "median [quartiles] (extremes)"
+for pin in $PINS; do
+    for test in $TESTS; do
+        for who in "${sides[@]:1}"; do
+            r=$(quartiles ${pair_rate[$test/$pin/$who]})
+            c=$(quartiles ${pair_cpu[$test/$pin/$who]})
+            awk -v t="$test" -v p="$pin" -v w="$who" -v r="$r" -v c="$c" 'BEGIN {
+                split(r, a, " "); split(c, b, " ")
+                printf "%-7s %-6s %-6s rate %.3f [%.3f %.3f] (%.2f %.2f)" \
+                    "  cpu %.3f [%.3f %.3f] (%.2f %.2f)\n", t, p, w,
+                    a[1], a[2], a[3], a[4], a[5], b[1], b[2], b[3], b[4], b[5] }'
+        done
     done
 done
 echo
