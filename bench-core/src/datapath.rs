@@ -31,8 +31,8 @@ use crate::latency::Histogram;
 use crate::protocol::PortRange;
 use crate::record::{EndReport, HostCpu, SocketTruth};
 use crate::sockets::{
-    self, PortCycle, complete_truth, is_timeout, new_socket, record_addresses, recv_nowait,
-    truth_after_setup,
+    self, PlainIo, PortCycle, complete_truth, is_timeout, new_socket, record_addresses,
+    recv_nowait, truth_after_setup,
 };
 use crate::spec::{RunSpec, TestKind};
 use crate::watchdog::{Fired, Nudge, Watchdog, current_thread};
@@ -219,7 +219,7 @@ fn warmup_of(spec: &RunSpec) -> Duration {
 
 /// Reads exactly `buffer.len()` bytes. Returns false on end of file before
 /// the first byte (a clean end between messages).
-fn read_message(stream: &mut TcpStream, buffer: &mut [u8]) -> Result<bool, DataError> {
+fn read_message(stream: &mut impl Read, buffer: &mut [u8]) -> Result<bool, DataError> {
     let mut filled = 0;
     while filled < buffer.len() {
         match stream.read(&mut buffer[filled..]) {
@@ -745,8 +745,9 @@ impl ClientFlow {
                 Ok(Step::Done)
             }
             (Link::Tcp(stream), _) => {
-                stream.write_all(&self.send).map_err(io_error("send"))?;
-                if !read_message(stream, &mut self.receive)? {
+                let mut socket = PlainIo::of(stream);
+                socket.write_all(&self.send).map_err(io_error("send"))?;
+                if !read_message(&mut socket, &mut self.receive)? {
                     return Err(DataError::PeerClosed);
                 }
                 counters.transactions += 1;
@@ -787,7 +788,7 @@ impl ClientFlow {
                 // window, which opens one request per response as on TCP.
                 let burst = plan.spec.first_burst;
                 while self.outstanding < self.window {
-                    match udp.send(&self.send) {
+                    match PlainIo::of(udp).write(&self.send) {
                         Ok(sent) => {
                             counters.bytes_sent += sent as u64;
                             counters.messages_sent += 1;
@@ -799,7 +800,7 @@ impl ClientFlow {
                     }
                     self.outstanding += 1;
                 }
-                let received = udp.recv(&mut self.receive);
+                let received = PlainIo::of(udp).read(&mut self.receive);
                 // Answered or given up, the oldest request is no longer
                 // outstanding.
                 self.outstanding -= 1;
@@ -1782,7 +1783,7 @@ fn server_tcp_rr_in<'scope>(
     prepared: Prepared,
     gate: &Gate,
 ) -> Result<(EndReport, Rusage), DataError> {
-    let (mut stream, mut truth, window) = accept_first(plan, prepared, gate)?;
+    let (stream, mut truth, window) = accept_first(plan, prepared, gate)?;
     let mut request = vec![0u8; plan.spec.request_size_bytes as usize];
     let response = vec![0u8; plan.spec.response_size_bytes as usize];
     let mut meter = Meter::new(&window);
@@ -1802,8 +1803,9 @@ fn server_tcp_rr_in<'scope>(
             err
         }
     };
-    while read_message(&mut stream, &mut request).map_err(overrun)? {
-        stream
+    let mut socket = PlainIo::of(&stream);
+    while read_message(&mut socket, &mut request).map_err(overrun)? {
+        socket
             .write_all(&response)
             .map_err(|err| overrun(io_error("send")(err)))?;
         meter.counters.transactions += 1;
@@ -1961,7 +1963,7 @@ fn server_udp_in<'scope, 'env>(
         let received = if empty_polls < spin {
             recv_nowait(&udp, &mut buffer)
         } else {
-            udp.recv(&mut buffer)
+            PlainIo::of(&udp).read(&mut buffer)
         };
         if let Some(end) = matches!(received, Ok(0) | Err(_)).then(ended).flatten() {
             end?;
@@ -1975,7 +1977,7 @@ fn server_udp_in<'scope, 'env>(
                 meter.counters.bytes_received += got as u64;
                 meter.counters.messages_received += 1;
                 if answer {
-                    match udp.send(&response) {
+                    match PlainIo::of(&udp).write(&response) {
                         Ok(sent) => {
                             meter.counters.bytes_sent += sent as u64;
                             meter.counters.messages_sent += 1;
