@@ -24,8 +24,17 @@
 # round to round so that neither side always runs first), and the
 # median, quartiles and extremes of these paired ratios.
 #
+# The CPU time per transaction moves with the load too. With PERF_RUNS
+# above 0 (perf installed, root), that many more rounds run each side
+# under `perf record -e cpu-clock` and keep the share of its samples
+# spent in the kernel. Tool and floor make the same system calls per
+# transaction (strace -c), so the kernel's work per transaction is the
+# same and the tool's share over the floor's is the floor's CPU per
+# transaction over the tool's, measured within each run and so mostly
+# free of what else the host does: 1.000 means the tool adds nothing.
+#
 # Usage: scripts/bench-floor.sh   (env: RUNS, LENGTH, PINS, TESTS,
-#        NETBISECT, BEFORE)
+#        NETBISECT, BEFORE, PERF_RUNS)
 set -euo pipefail
 
 RUNS=${RUNS:-5}
@@ -35,10 +44,14 @@ TESTS=${TESTS:-"TCP_RR UDP_RR"}
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 NETBISECT=${NETBISECT:-$HERE/target/release/netbisect}
 BEFORE=${BEFORE:-}
+PERF_RUNS=${PERF_RUNS:-0}
 
 for tool in cc jq; do
     command -v "$tool" >/dev/null || { echo "bench-floor: $tool not found" >&2; exit 2; }
 done
+if [ "$PERF_RUNS" -gt 0 ]; then
+    command -v perf >/dev/null || { echo "bench-floor: perf not found" >&2; exit 2; }
+fi
 [ -x "$NETBISECT" ] || { echo "bench-floor: $NETBISECT not found (cargo build --release)" >&2; exit 2; }
 build=$(mktemp -d)
 trap 'rm -rf "$build"' EXIT
@@ -160,6 +173,55 @@ for pin in $PINS; do
         done
     done
 done
+if [ "$PERF_RUNS" -gt 0 ]; then
+    # share WHO TEST PIN -> percent of the run's CPU samples in the kernel
+    share() {
+        local command=() proto=tcp cpus=(${3/,/ })
+        [ "$2" = UDP_RR ] && proto=udp
+        case $1 in
+            floor) command=("$build/rr-floor" "$proto" 1 1 "$LENGTH" "${cpus[0]}" "${cpus[1]}") ;;
+            after) command=("$NETBISECT" --json bench -l "$LENGTH" -T "$3" --no-archive
+                            -t "$2" -- -r 1,1) ;;
+            before) command=("$BEFORE" --json bench -l "$LENGTH" -T "$3" --no-archive
+                             -t "$2" -- -r 1,1) ;;
+        esac
+        perf record -q -e cpu-clock -F 5000 -o "$build/perf.data" -- "${command[@]}" \
+            >/dev/null 2>&1
+        perf report -i "$build/perf.data" --no-children --sort dso -q -g none 2>/dev/null \
+            | awk '/\[kernel\.kallsyms\]/ { sub("%", "", $1); print $1 }'
+    }
+    declare -A pair_share
+    for run in $(seq 1 "$PERF_RUNS"); do
+        echo "bench-floor: perf round $run of $PERF_RUNS" >&2
+        for pin in $PINS; do
+            for test in $TESTS; do
+                declare -A this=()
+                for who in "${sides[@]}"; do
+                    this[$who]=$(share "$who" "$test" "$pin")
+                done
+                for who in "${sides[@]:1}"; do
+                    pair_share[$test/$pin/$who]+="$(awk -v a="${this[$who]}" \
+                        -v b="${this[floor]}" 'BEGIN { print a / b }') "
+                done
+            done
+        done
+    done
+    echo
+    echo "Kernel share of the CPU samples, tool's over the floor's ($PERF_RUNS" \
+         "perf rounds): the floor's CPU"
+    echo "per transaction over the tool's; median [quartiles] (extremes)"
+    for pin in $PINS; do
+        for test in $TESTS; do
+            for who in "${sides[@]:1}"; do
+                q=$(quartiles ${pair_share[$test/$pin/$who]})
+                awk -v t="$test" -v p="$pin" -v w="$who" -v q="$q" 'BEGIN {
+                    split(q, a, " ")
+                    printf "%-7s %-6s %-6s cpu %.4f [%.4f %.4f] (%.4f %.4f)\n",
+                        t, p, w, a[1], a[2], a[3], a[4], a[5] }'
+            done
+        done
+    done
+fi
 echo
 for key in "${!runs[@]}"; do
     echo "runs: $key: ${runs[$key]}"
