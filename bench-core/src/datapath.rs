@@ -834,20 +834,105 @@ impl ClientFlow {
     }
 }
 
-/// Steps a flow is given per readiness event of its socket before the
-/// thread turns to the others.
-const POLL_BATCH: u32 = 16;
+/// Passes over the ready flows per wait for readiness: each pass steps
+/// every flow that can still move data once.
+const POLL_PASSES: u32 = 16;
 
 /// The epoll set of one thread's TCP stream flows, whose sockets it makes
 /// nonblocking: a thread driving several flows sends on whichever can
 /// take data instead of blocking on one while the others could.
+///
+/// The ready flows take turns, one message each per pass, as iperf3's
+/// streams do. A flow served until its socket would block instead
+/// (megabytes, with an autotuned send buffer) has its peer's ACKs
+/// arrive while the sender holds its socket, so they queue to the
+/// socket's backlog and are processed on the sender's CPU, the one that
+/// limits a loopback test; in turn, each flow's ACKs find its socket
+/// free and are processed where they are sent, by the receiver.
 struct Poller {
-    epoll: OwnedFd,
-    events: Vec<libc::epoll_event>,
+    epoll: Epoll,
+    /// The flows of the current turn (allocated once).
+    turn: Vec<usize>,
 }
 
 impl Poller {
     fn new(flows: &mut [ClientFlow]) -> Result<Poller, DataError> {
+        let epoll = Epoll::new(flows.len())?;
+        for (idx, flow) in flows.iter_mut().enumerate() {
+            let Link::Tcp(stream) = &flow.link else {
+                continue;
+            };
+            let interest = if flow.send.is_empty() {
+                libc::EPOLLIN
+            } else {
+                libc::EPOLLOUT
+            };
+            epoll.add(stream, interest, idx)?;
+            flow.polled = true;
+        }
+        Ok(Poller {
+            epoll,
+            turn: Vec::with_capacity(flows.len()),
+        })
+    }
+
+    /// Waits up to `timeout_ms` for flows to be ready, then steps them in
+    /// turn for up to `POLL_PASSES` passes; a flow leaves the turn when
+    /// its socket would block or its peer has closed, and is then given
+    /// to `ended`. A flow's error is given to `failed` with its index.
+    fn serve(
+        &mut self,
+        flows: &mut [ClientFlow],
+        plan: &ClientPlan<'_>,
+        timeout_ms: i32,
+        failed: &dyn Fn(usize, DataError) -> DataError,
+        ended: &mut dyn FnMut(usize, &mut ClientFlow) -> Result<(), DataError>,
+    ) -> Result<(), DataError> {
+        let n_ready = self.epoll.wait(timeout_ms)?;
+        self.turn.clear();
+        for k in 0..n_ready {
+            let idx = self.epoll.ready(k);
+            if !flows[idx].finished {
+                self.turn.push(idx);
+            }
+        }
+        for _ in 0..POLL_PASSES {
+            let mut k = 0;
+            while let Some(&idx) = self.turn.get(k) {
+                let flow = &mut flows[idx];
+                match flow.step(plan).map_err(|err| failed(idx, err))? {
+                    Step::Done | Step::Lost => k += 1,
+                    Step::Blocked => {
+                        self.turn.swap_remove(k);
+                    }
+                    Step::End => {
+                        self.turn.swap_remove(k);
+                        if let Link::Tcp(stream) = &flow.link {
+                            self.epoll.remove(stream);
+                        }
+                        ended(idx, flow)?;
+                    }
+                }
+            }
+            if self.turn.is_empty() {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An epoll set of TCP sockets, each known by an index; the sockets
+/// added are made nonblocking. Level-triggered: a socket that can still
+/// move data is reported again by the next wait.
+struct Epoll {
+    fd: OwnedFd,
+    events: Vec<libc::epoll_event>,
+}
+
+impl Epoll {
+    /// A set for up to `capacity` sockets.
+    fn new(capacity: usize) -> Result<Epoll, DataError> {
         // SAFETY: a plain system call; the descriptor returned is owned
         // by nobody else.
         let raw = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
@@ -855,50 +940,45 @@ impl Poller {
             return Err(io_error("epoll_create1")(io::Error::last_os_error()));
         }
         // SAFETY: `raw` is a new, open descriptor that only this owns.
-        let epoll = unsafe { OwnedFd::from_raw_fd(raw) };
-        for (idx, flow) in flows.iter_mut().enumerate() {
-            let Link::Tcp(stream) = &flow.link else {
-                continue;
-            };
-            stream
-                .set_nonblocking(true)
-                .map_err(io_error("setting O_NONBLOCK"))?;
-            let interest = if flow.send.is_empty() {
-                libc::EPOLLIN
-            } else {
-                libc::EPOLLOUT
-            };
-            let mut event = libc::epoll_event {
-                events: interest as u32,
-                u64: idx as u64,
-            };
-            // SAFETY: both descriptors are open; `event` is valid.
-            let done = unsafe {
-                libc::epoll_ctl(
-                    epoll.as_raw_fd(),
-                    libc::EPOLL_CTL_ADD,
-                    stream.as_raw_fd(),
-                    &mut event,
-                )
-            };
-            if done < 0 {
-                return Err(io_error("epoll_ctl")(io::Error::last_os_error()));
-            }
-            flow.polled = true;
-        }
-        Ok(Poller {
-            epoll,
-            events: vec![libc::epoll_event { events: 0, u64: 0 }; flows.len().max(1)],
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        Ok(Epoll {
+            fd,
+            events: vec![libc::epoll_event { events: 0, u64: 0 }; capacity.max(1)],
         })
     }
 
-    /// Waits up to `timeout_ms` for flows to be ready; their indices are
-    /// then `self.ready(0..n)`.
+    /// Watches `stream` for `interest` (`EPOLLIN` or `EPOLLOUT`) as
+    /// socket `idx`.
+    fn add(&self, stream: &TcpStream, interest: i32, idx: usize) -> Result<(), DataError> {
+        stream
+            .set_nonblocking(true)
+            .map_err(io_error("setting O_NONBLOCK"))?;
+        let mut event = libc::epoll_event {
+            events: interest as u32,
+            u64: idx as u64,
+        };
+        // SAFETY: both descriptors are open; `event` is valid.
+        let done = unsafe {
+            libc::epoll_ctl(
+                self.fd.as_raw_fd(),
+                libc::EPOLL_CTL_ADD,
+                stream.as_raw_fd(),
+                &mut event,
+            )
+        };
+        if done < 0 {
+            return Err(io_error("epoll_ctl")(io::Error::last_os_error()));
+        }
+        Ok(())
+    }
+
+    /// Waits up to `timeout_ms` for sockets to be ready; their indices
+    /// are then `self.ready(0..n)`.
     fn wait(&mut self, timeout_ms: i32) -> Result<usize, DataError> {
         // SAFETY: `events` has room for the count passed.
         let n = unsafe {
             libc::epoll_wait(
-                self.epoll.as_raw_fd(),
+                self.fd.as_raw_fd(),
                 self.events.as_mut_ptr(),
                 self.events.len() as i32,
                 timeout_ms,
@@ -919,20 +999,18 @@ impl Poller {
         data as usize
     }
 
-    /// Stops watching a flow whose peer has closed.
-    fn remove(&self, flow: &ClientFlow) {
-        if let Link::Tcp(stream) = &flow.link {
-            // SAFETY: both descriptors are open. A failure leaves the
-            // flow watched; it is marked finished and skipped anyway.
-            unsafe {
-                libc::epoll_ctl(
-                    self.epoll.as_raw_fd(),
-                    libc::EPOLL_CTL_DEL,
-                    stream.as_raw_fd(),
-                    std::ptr::null_mut(),
-                )
-            };
-        }
+    /// Stops watching a socket whose peer has closed.
+    fn remove(&self, stream: &TcpStream) {
+        // SAFETY: both descriptors are open. A failure leaves the socket
+        // watched; its owner marks it finished and skips it anyway.
+        unsafe {
+            libc::epoll_ctl(
+                self.fd.as_raw_fd(),
+                libc::EPOLL_CTL_DEL,
+                stream.as_raw_fd(),
+                std::ptr::null_mut(),
+            )
+        };
     }
 }
 
@@ -941,17 +1019,46 @@ fn poll_timeout_ms(now_ns: u64, until_ns: u64) -> i32 {
     (until_ns.saturating_sub(now_ns) / 1_000_000).clamp(1, 100) as i32
 }
 
-impl ClientFlow {
-    /// Up to `POLL_BATCH` steps of a polled flow, until its socket would
-    /// block or its peer has closed.
-    fn step_batch(&mut self, plan: &ClientPlan<'_>) -> Result<Step, DataError> {
-        for _ in 0..POLL_BATCH {
-            match self.step(plan)? {
-                Step::Done => {}
-                other => return Ok(other),
-            }
+/// A pinned TCP_STREAM sender thread gives up its CPU to the other
+/// flows' threads after about this many bytes.
+const TURN_BYTES: u64 = 64 * 1024;
+
+/// Turns of the client threads of a TCP_STREAM test pinned to one CPU,
+/// a flow each (`--flows` without `--threads`). A sender blocks only
+/// when its socket buffer is full, which with an autotuned buffer
+/// (megabytes) is rare on loopback: without turns, one thread sends
+/// while the others wait for the scheduler's tick, or forever under
+/// SCHED_FIFO, with the cost told at [`Poller`] and flows that get
+/// very unequal shares. Yielding every `TURN_BYTES` makes the threads
+/// take turns message by message, as one thread's polled flows do.
+struct Turns {
+    take: bool,
+    /// Bytes moved by the thread at its last turn.
+    last: u64,
+}
+
+impl Turns {
+    /// `shared`: other threads carry other flows of the test.
+    fn new(spec: &RunSpec, shared: bool) -> Turns {
+        Turns {
+            take: shared && spec.test == TestKind::TcpStream && spec.cpu_pinning.local.is_some(),
+            last: 0,
         }
-        Ok(Step::Done)
+    }
+
+    /// Called after each round of steps with the bytes the thread's
+    /// flows have moved so far.
+    #[inline]
+    fn after(&mut self, moved: u64) {
+        if self.take && moved.wrapping_sub(self.last) >= TURN_BYTES {
+            self.last = moved;
+            std::thread::yield_now();
+        }
+    }
+
+    /// The counts start again from zero.
+    fn restart(&mut self) {
+        self.last = 0;
     }
 }
 
@@ -1021,7 +1128,7 @@ fn client_flows<'scope, 'env>(
     let maerts = spec.test == TestKind::TcpMaerts;
     let n_flows = plan.servers.len();
     // A failure in a thread of several flows names its own flow.
-    let failed = |idx: usize| move |err| flow_error(Some(flow_indices[idx]), n_flows, err);
+    let failed = |idx: usize, err| flow_error(Some(flow_indices[idx]), n_flows, err);
     let mut poller =
         if flows.len() > 1 && matches!(spec.test, TestKind::TcpStream | TestKind::TcpMaerts) {
             Some(Poller::new(&mut flows)?)
@@ -1039,15 +1146,17 @@ fn client_flows<'scope, 'env>(
                     .saturating_duration_since(Instant::now()),
             );
         while now_ns < until_ns {
-            for k in 0..poller.wait(poll_timeout_ms(now_ns, until_ns))? {
-                let idx = poller.ready(k);
-                if flows[idx].step_batch(plan).map_err(failed(idx))? == Step::End {
-                    return Err(failed(idx)(DataError::PeerClosed));
-                }
-            }
+            poller.serve(
+                &mut flows,
+                plan,
+                poll_timeout_ms(now_ns, until_ns),
+                &failed,
+                &mut |idx, _| Err(failed(idx, DataError::PeerClosed)),
+            )?;
             now_ns = clock_ns();
         }
     }
+    let mut turns = Turns::new(spec, flow_indices.len() < n_flows);
     let mut now = Instant::now();
     while poller.is_none() && now < window.measure_start {
         for flow in flows.iter_mut().filter(|flow| !flow.finished) {
@@ -1055,12 +1164,12 @@ fn client_flows<'scope, 'env>(
                 return Err(DataError::PeerClosed);
             }
         }
-        alive.store(
-            flows.iter().map(ClientFlow::bytes_moved).sum(),
-            Ordering::Relaxed,
-        );
+        let moved = flows.iter().map(ClientFlow::bytes_moved).sum();
+        alive.store(moved, Ordering::Relaxed);
+        turns.after(moved);
         now = Instant::now();
     }
+    turns.restart();
     for flow in &mut flows {
         flow.start_counting();
     }
@@ -1075,19 +1184,18 @@ fn client_flows<'scope, 'env>(
     let mut n_open = flows.len();
     while let Some(poller) = &mut poller {
         let until_ns = if maerts { hard_ns } else { deadline_ns };
-        for k in 0..poller.wait(poll_timeout_ms(now_ns, until_ns))? {
-            let idx = poller.ready(k);
-            let flow = &mut flows[idx];
-            if flow.finished {
-                continue;
-            }
-            if flow.step_batch(plan).map_err(failed(idx))? == Step::End {
+        poller.serve(
+            &mut flows,
+            plan,
+            poll_timeout_ms(now_ns, until_ns),
+            &failed,
+            &mut |_, flow| {
                 flow.finished = true;
                 flow.elapsed = Duration::from_nanos(clock_ns().saturating_sub(start_ns));
                 n_open -= 1;
-                poller.remove(flow);
-            }
-        }
+                Ok(())
+            },
+        )?;
         now_ns = clock_ns();
         progress.bytes.store(
             flows.iter().map(ClientFlow::bytes_moved).sum(),
@@ -1133,6 +1241,7 @@ fn client_flows<'scope, 'env>(
         progress.bytes.store(moved, Ordering::Relaxed);
         progress.transactions.store(transactions, Ordering::Relaxed);
         alive.store(moved, Ordering::Relaxed);
+        turns.after(moved);
         if maerts {
             // The receiver counts until every sender has closed.
             if n_open == 0 {
