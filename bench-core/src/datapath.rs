@@ -14,9 +14,11 @@
 //! start gate, which fixes one window for all of them: `warmup_s` of
 //! traffic that is not counted, then `duration_s` that is. The client
 //! spreads its flows over `threads` threads, each serving its flows in
-//! turn; the server gives every flow a thread and a port of its own. The
-//! CPU of a host is read once, at the start and the end of the counted
-//! part of the window, so service demand covers all flows.
+//! turn; the server gives every flow a port of its own and a thread of
+//! its own, except that the flows of a TCP_STREAM test pinned to one CPU
+//! are received by one thread. The CPU of a host is read once, at the
+//! start and the end of the counted part of the window, so service
+//! demand covers all flows.
 //!
 //! Stream tests end when the sender reaches its deadline and shuts its
 //! side down; the receiver counts until end of file. Request/response
@@ -1590,17 +1592,31 @@ pub fn run_server(plan: &ServerPlan<'_>, prepared: Vec<Prepared>) -> Result<Serv
     } else {
         None
     };
-    let gate = Gate::new(n_flows + 1);
+    let polled = receives_polled(spec, n_flows);
+    let parties: Vec<Vec<Prepared>> = if polled {
+        vec![prepared]
+    } else {
+        prepared
+            .into_iter()
+            .map(|prepared| vec![prepared])
+            .collect()
+    };
+    let gate = Gate::new(parties.len() + 1);
     let (coordinated, outcomes) = std::thread::scope(|scope| {
         // A thread that cannot be started (a process or cgroup limit)
         // fails the test, never the server.
-        let mut handles = Vec::with_capacity(n_flows);
+        let mut handles = Vec::with_capacity(parties.len());
         let mut spawn_error = None;
-        for (flow_idx, prepared) in prepared.into_iter().enumerate() {
+        for (flow_idx, party) in parties.into_iter().enumerate() {
             let gate = &gate;
+            let name = if polled {
+                "flows".to_string()
+            } else {
+                format!("flow {flow_idx}")
+            };
             match std::thread::Builder::new()
-                .name(format!("flow {flow_idx}"))
-                .spawn_scoped(scope, move || server_flow(plan, prepared, gate))
+                .name(name)
+                .spawn_scoped(scope, move || server_party(plan, party, gate))
             {
                 Ok(handle) => handles.push(handle),
                 Err(err) => {
@@ -1634,10 +1650,10 @@ pub fn run_server(plan: &ServerPlan<'_>, prepared: Vec<Prepared>) -> Result<Serv
         });
         let outcomes: Vec<Result<(EndReport, Rusage), DataError>> = handles
             .into_iter()
-            .map(|handle| {
-                handle
-                    .join()
-                    .unwrap_or_else(|_| Err(DataError::Thread("a server flow panicked".into())))
+            .flat_map(|handle| {
+                handle.join().unwrap_or_else(|_| {
+                    vec![Err(DataError::Thread("a server flow panicked".into()))]
+                })
             })
             .collect();
         let span = match coordinated {
@@ -1673,6 +1689,36 @@ pub fn run_server(plan: &ServerPlan<'_>, prepared: Vec<Prepared>) -> Result<Serv
         _ => None,
     };
     Ok(side)
+}
+
+/// Whether the server receives the flows of `spec` in one thread: a
+/// TCP_STREAM test of several flows pinned to one CPU, on which threads
+/// of their own could only take turns.
+fn receives_polled(spec: &RunSpec, n_flows: usize) -> bool {
+    spec.test == TestKind::TcpStream && n_flows > 1 && spec.cpu_pinning.remote.is_some()
+}
+
+/// Runs the flows of one server thread: a flow, or the flows received
+/// in one thread. The thread's CPU time goes with the first flow.
+fn server_party(
+    plan: &ServerPlan<'_>,
+    party: Vec<Prepared>,
+    gate: &Gate,
+) -> Vec<Result<(EndReport, Rusage), DataError>> {
+    if party.len() > 1 {
+        return match server_tcp_stream_polled(plan, party, gate) {
+            Ok((reports, usage)) => reports
+                .into_iter()
+                .enumerate()
+                .map(|(idx, report)| Ok((report, if idx == 0 { usage } else { Rusage::default() })))
+                .collect(),
+            Err(err) => vec![Err(err)],
+        };
+    }
+    party
+        .into_iter()
+        .map(|prepared| server_flow(plan, prepared, gate))
+        .collect()
 }
 
 fn server_flow(
@@ -1781,6 +1827,128 @@ fn server_tcp_stream(
     let mut report = counters.report(plan.spec.test, elapsed, truth);
     report.tcp_info = tcp_info;
     Ok((report, usage))
+}
+
+/// How many empty polls the receiver of several TCP_STREAM flows makes
+/// before it sleeps. As for UDP_STREAM ([`UDP_SPIN_POLLS`]), a receiver
+/// that sleeps whenever its queues run dry has the sender wake it for
+/// nearly every message it sends, and on loopback the sender's CPU is
+/// the one that limits the test; polling a short while (tens of
+/// microseconds) keeps the receiver awake between messages.
+const STREAM_SPIN_POLLS: u32 = 256;
+
+/// TCP_STREAM's receiver of several flows on one CPU: one thread reads
+/// them all through an epoll set, one read per ready flow per pass, as
+/// iperf3's server does. A thread per flow sleeps whenever its own queue
+/// is empty, and the sender's CPU, the one that limits a loopback test,
+/// pays for waking it (across CPUs an interrupt, on a virtual machine an
+/// exit); one thread for all sleeps only when every queue is empty.
+/// Returns every flow's report and the thread's CPU time over the
+/// counted window.
+fn server_tcp_stream_polled(
+    plan: &ServerPlan<'_>,
+    prepared: Vec<Prepared>,
+    gate: &Gate,
+) -> Result<(Vec<EndReport>, Rusage), DataError> {
+    let n_flows = prepared.len();
+    let named = |idx: usize| move |err| flow_error(Some(idx), n_flows, err);
+    let mut flows = gated(gate, || {
+        pin(plan.spec.cpu_pinning.remote)?;
+        prepared
+            .into_iter()
+            .enumerate()
+            .map(|(idx, prepared)| {
+                let stream = accept_client(plan, &prepared.socket, plan.io_timeout)
+                    .and_then(|stream| stream.ok_or(DataError::NoClient(plan.io_timeout)))
+                    .map_err(named(idx))?;
+                let mut truth = prepared.truth;
+                record_addresses(&mut truth, &SockRef::from(&stream), None)
+                    .map_err(|err| named(idx)(io_error("getsockname")(err)))?;
+                Ok((stream, truth))
+            })
+            .collect::<Result<Vec<_>, DataError>>()
+    })?;
+    let window = gate.arrive(plan.spec, plan.io_timeout)?;
+    let mut epoll = Epoll::new(n_flows)?;
+    for (idx, (stream, _)) in flows.iter().enumerate() {
+        epoll.add(stream, libc::EPOLLIN, idx)?;
+    }
+    let mut buffer = vec![0u8; plan.spec.recv_size_bytes as usize];
+    let mut meters: Vec<Meter> = flows.iter().map(|_| Meter::new(&window)).collect();
+    let mut ends: Vec<Option<Instant>> = vec![None; n_flows];
+    let mut n_open = n_flows;
+    let mut turn = Vec::with_capacity(n_flows);
+    let hard = hard_deadline(&window, plan.io_timeout);
+    let mut empty_polls = 0u32;
+    while n_open > 0 {
+        let left = hard.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(DataError::Overrun);
+        }
+        let timeout_ms = if empty_polls < STREAM_SPIN_POLLS {
+            0
+        } else {
+            left.as_millis().clamp(1, 100) as i32
+        };
+        let n_ready = epoll.wait(timeout_ms)?;
+        empty_polls = if n_ready == 0 {
+            empty_polls.saturating_add(1)
+        } else {
+            0
+        };
+        turn.clear();
+        for k in 0..n_ready {
+            let idx = epoll.ready(k);
+            if ends[idx].is_none() {
+                turn.push(idx);
+            }
+        }
+        for _ in 0..POLL_PASSES {
+            let mut k = 0;
+            while let Some(&idx) = turn.get(k) {
+                let stream = &mut flows[idx].0;
+                match stream.read(&mut buffer) {
+                    Ok(0) => {
+                        ends[idx] = Some(Instant::now());
+                        n_open -= 1;
+                        epoll.remove(stream);
+                        turn.swap_remove(k);
+                    }
+                    Ok(got) => {
+                        let meter = &mut meters[idx];
+                        meter.counters.bytes_received += got as u64;
+                        meter.counters.messages_received += 1;
+                        meter.tick(Instant::now());
+                        k += 1;
+                    }
+                    Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
+                        turn.swap_remove(k);
+                    }
+                    Err(err) if err.kind() == io::ErrorKind::Interrupted => k += 1,
+                    Err(err) => return Err(named(idx)(io_error("receive")(err))),
+                }
+            }
+            if turn.is_empty() {
+                break;
+            }
+        }
+    }
+    let mut reports = Vec::with_capacity(n_flows);
+    let mut usage = Rusage::default();
+    for ((stream, mut truth), (meter, end)) in flows.into_iter().zip(meters.into_iter().zip(ends)) {
+        let tcp_info = tcp_info_of(&stream);
+        finish_tcp(&stream, &mut truth)?;
+        let (counters, elapsed, flow_usage) = meter.finish(end.unwrap_or_else(Instant::now));
+        // Every flow's meter reads this thread's CPU time: the one that
+        // started counting first covers the whole counted window.
+        if flow_usage.user + flow_usage.system > usage.user + usage.system {
+            usage = flow_usage;
+        }
+        let mut report = counters.report(plan.spec.test, elapsed, truth);
+        report.tcp_info = tcp_info;
+        reports.push(report);
+    }
+    Ok((reports, usage))
 }
 
 fn server_tcp_maerts(
