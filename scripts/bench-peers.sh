@@ -37,12 +37,14 @@
 #
 # On a shared host, RT_PRIO=1 runs every tool (and the iperf3 and
 # sockperf servers) under chrt -f 1, so that other work does not take
-# their CPUs; FLOWS_ONLY=1 runs the flows comparison alone.
+# their CPUs; FLOWS_ONLY=1 runs the flows comparison alone; BEFORE=PATH
+# adds an older netbisect build to the flows runs, interleaved, and its
+# ratios.
 #
 # Peers: apt-get install iperf3 sockperf jq
 # Usage: scripts/bench-peers.sh   (env: RUNS, LENGTH, CI_LENGTH, LOCAL_CPU,
-#        REMOTE_CPU, FLOWS, RT_PRIO, FLOWS_ONLY, NETBISECT, IPERF_PORT,
-#        SOCKPERF_PORT)
+#        REMOTE_CPU, FLOWS, RT_PRIO, FLOWS_ONLY, BEFORE, NETBISECT,
+#        IPERF_PORT, SOCKPERF_PORT)
 set -euo pipefail
 
 RUNS=${RUNS:-5}
@@ -53,6 +55,7 @@ REMOTE_CPU=${REMOTE_CPU:-1}
 FLOWS=${FLOWS:-8}
 RT_PRIO=${RT_PRIO:-}
 FLOWS_ONLY=${FLOWS_ONLY:-}
+BEFORE=${BEFORE:-}
 IPERF_PORT=${IPERF_PORT:-15201}
 SOCKPERF_PORT=${SOCKPERF_PORT:-15202}
 HERE=$(cd "$(dirname "$0")/.." && pwd)
@@ -66,6 +69,10 @@ for tool in iperf3 sockperf jq taskset cc; do
 done
 if [ ! -x "$NETBISECT" ]; then
     echo "bench-peers: $NETBISECT not found (cargo build --release)" >&2
+    exit 2
+fi
+if [ -n "$BEFORE" ] && [ ! -x "$BEFORE" ]; then
+    echo "bench-peers: BEFORE=$BEFORE is not an executable" >&2
     exit 2
 fi
 
@@ -100,6 +107,9 @@ pin="$LOCAL_CPU,$REMOTE_CPU"
 netbisect_json() {
     "${rt[@]}" "$NETBISECT" --json bench -l "$LENGTH" -T "$pin" --no-archive "$@"
 }
+before_json() {
+    "${rt[@]}" "$BEFORE" --json bench -l "$LENGTH" -T "$pin" --no-archive "$@"
+}
 iperf3_bin=$(command -v iperf3)
 iperf3() {
     "${rt[@]}" "$iperf3_bin" "$@"
@@ -126,8 +136,14 @@ row() {
 # ------------------------------------------------------------ flows
 flows_runs() {
     echo >&2 "bench-peers: $FLOWS-flow runs"
-    nb_flows=() ; nb_flows1=() ; ip_flows=()
+    nb_flows=() ; nb_flows1=() ; ip_flows=() ; bf_flows=() ; bf_flows1=()
     for run in $(seq 1 "$RUNS"); do
+        if [ -n "$BEFORE" ]; then
+            bf_flows+=("$(before_json -t TCP_STREAM -m 128K --flows "$FLOWS" \
+                | jq '.summary.throughput_bps.mean')")
+            bf_flows1+=("$(before_json -t TCP_STREAM -m 128K --flows "$FLOWS" \
+                --threads 1 | jq '.summary.throughput_bps.mean')")
+        fi
         nb_flows+=("$(netbisect_json -t TCP_STREAM -m 128K --flows "$FLOWS" \
             | jq '.summary.throughput_bps.mean')")
         nb_flows1+=("$(netbisect_json -t TCP_STREAM -m 128K --flows "$FLOWS" --threads 1 \
@@ -155,11 +171,24 @@ flows_report() {
     row "flows" 1e6 Mb/s "$t_flow" "iperf3-P$FLOWS" "$peer"
     row "flows T1" 1e6 Mb/s "$t_one" "iperf3-P$FLOWS" "$peer"
     row "flows T1" 1e6 Mb/s "$t_one" "flows" "$t_flow"
+    if [ -n "$BEFORE" ]; then
+        local b_flow b_one
+        b_flow=$(median "${bf_flows[@]}")
+        b_one=$(median "${bf_flows1[@]}")
+        row "flows" 1e6 Mb/s "$t_flow" "before" "$b_flow"
+        row "flows T1" 1e6 Mb/s "$t_one" "before" "$b_one"
+        row "before" 1e6 Mb/s "$b_flow" "iperf3-P$FLOWS" "$peer"
+        row "before T1" 1e6 Mb/s "$b_one" "iperf3-P$FLOWS" "$peer"
+    fi
     echo
     echo "runs, Gb/s, min-max: each run"
     printf '  %-22s %s\n' "netbisect --flows $FLOWS" "$(gbps "${nb_flows[@]}")" \
         "--threads 1" "$(gbps "${nb_flows1[@]}")" \
         "iperf3 -P $FLOWS" "$(gbps "${ip_flows[@]}")"
+    if [ -n "$BEFORE" ]; then
+        printf '  %-22s %s\n' "before --flows $FLOWS" "$(gbps "${bf_flows[@]}")" \
+            "before --threads 1" "$(gbps "${bf_flows1[@]}")"
+    fi
 }
 
 if [ -n "$FLOWS_ONLY" ]; then
