@@ -28,14 +28,23 @@
 #               both ends, and the CPU of netbisect's own data threads next
 #               to iperf3's own CPU figure (-J cpu_utilization_percent,
 #               its process's CPU time), both also per KB moved
-#   flows       TCP_STREAM --flows 8 aggregate (a thread per flow, and all
-#               flows in one epoll thread: --threads 1) vs iperf3 -P 8,
-#               which runs all its streams in one thread (3.12); all pinned
-#               to the same CPUs (-T / -A)
+#   flows       TCP_STREAM -m 128K --flows FLOWS aggregate (a thread per
+#               flow, and all flows in one epoll thread: --threads 1) vs
+#               iperf3 -l 128K -P FLOWS, which runs all its streams in one
+#               thread (3.12); all pinned to the same CPUs (-T / -A),
+#               interleaved, RUNS times; the ratios to iperf3 and of
+#               --threads 1 to a thread per flow are printed
+#
+# On a shared host, RT_PRIO=1 runs every tool (and the iperf3 and
+# sockperf servers) under chrt -f 1, so that other work does not take
+# their CPUs; FLOWS_ONLY=1 runs the flows comparison alone; BEFORE=PATH
+# adds an older netbisect build to the flows runs, interleaved, and its
+# ratios.
 #
 # Peers: apt-get install iperf3 sockperf jq
 # Usage: scripts/bench-peers.sh   (env: RUNS, LENGTH, CI_LENGTH, LOCAL_CPU,
-#        REMOTE_CPU, NETBISECT, IPERF_PORT, SOCKPERF_PORT)
+#        REMOTE_CPU, FLOWS, RT_PRIO, FLOWS_ONLY, BEFORE, NETBISECT,
+#        IPERF_PORT, SOCKPERF_PORT)
 set -euo pipefail
 
 RUNS=${RUNS:-5}
@@ -43,6 +52,10 @@ LENGTH=${LENGTH:-2}
 CI_LENGTH=${CI_LENGTH:-1}
 LOCAL_CPU=${LOCAL_CPU:-0}
 REMOTE_CPU=${REMOTE_CPU:-1}
+FLOWS=${FLOWS:-8}
+RT_PRIO=${RT_PRIO:-}
+FLOWS_ONLY=${FLOWS_ONLY:-}
+BEFORE=${BEFORE:-}
 IPERF_PORT=${IPERF_PORT:-15201}
 SOCKPERF_PORT=${SOCKPERF_PORT:-15202}
 HERE=$(cd "$(dirname "$0")/.." && pwd)
@@ -56,6 +69,10 @@ for tool in iperf3 sockperf jq taskset cc; do
 done
 if [ ! -x "$NETBISECT" ]; then
     echo "bench-peers: $NETBISECT not found (cargo build --release)" >&2
+    exit 2
+fi
+if [ -n "$BEFORE" ] && [ ! -x "$BEFORE" ]; then
+    echo "bench-peers: BEFORE=$BEFORE is not an executable" >&2
     exit 2
 fi
 
@@ -72,17 +89,115 @@ cleanup() {
 }
 trap cleanup EXIT
 
-taskset -c "$REMOTE_CPU" iperf3 -s -B 127.0.0.1 -p "$IPERF_PORT" >/dev/null 2>&1 &
-pids+=($!)
-taskset -c "$REMOTE_CPU" sockperf server --tcp -i 127.0.0.1 -p "$SOCKPERF_PORT" \
+# Every tool runs under the same scheduling policy: none, or SCHED_FIFO.
+rt=()
+if [ -n "$RT_PRIO" ]; then
+    rt=(chrt -f "$RT_PRIO")
+fi
+
+"${rt[@]}" taskset -c "$REMOTE_CPU" iperf3 -s -B 127.0.0.1 -p "$IPERF_PORT" \
     >/dev/null 2>&1 &
+pids+=($!)
+"${rt[@]}" taskset -c "$REMOTE_CPU" sockperf server --tcp -i 127.0.0.1 \
+    -p "$SOCKPERF_PORT" >/dev/null 2>&1 &
 pids+=($!)
 sleep 1
 
 pin="$LOCAL_CPU,$REMOTE_CPU"
 netbisect_json() {
-    "$NETBISECT" --json bench -l "$LENGTH" -T "$pin" --no-archive "$@"
+    "${rt[@]}" "$NETBISECT" --json bench -l "$LENGTH" -T "$pin" --no-archive "$@"
 }
+before_json() {
+    "${rt[@]}" "$BEFORE" --json bench -l "$LENGTH" -T "$pin" --no-archive "$@"
+}
+iperf3_bin=$(command -v iperf3)
+iperf3() {
+    "${rt[@]}" "$iperf3_bin" "$@"
+}
+
+median() {
+    printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 }
+        END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+gbps() {
+    # bits/s -> "min-max: each run" in Gb/s
+    printf '%s\n' "$@" | awk '{ g = $1 / 1e9; runs = runs sprintf(" %.2f", g)
+            if (NR == 1 || g < lo) lo = g; if (NR == 1 || g > hi) hi = g }
+        END { printf "%.2f-%.2f:%s", lo, hi, runs }'
+}
+
+row() {
+    # test, unit divisor, unit, netbisect median, peer name, peer median
+    awk -v t="$1" -v d="$2" -v u="$3" -v a="$4" -v p="$5" -v b="$6" 'BEGIN {
+        printf "%-11s %12.2f %-6s %-9s %12.2f %-6s %6.2f\n", t, a / d, u, p, b / d, u, a / b }'
+}
+
+# ------------------------------------------------------------ flows
+flows_runs() {
+    echo >&2 "bench-peers: $FLOWS-flow runs"
+    nb_flows=() ; nb_flows1=() ; ip_flows=() ; bf_flows=() ; bf_flows1=()
+    for run in $(seq 1 "$RUNS"); do
+        if [ -n "$BEFORE" ]; then
+            bf_flows+=("$(before_json -t TCP_STREAM -m 128K --flows "$FLOWS" \
+                | jq '.summary.throughput_bps.mean')")
+            bf_flows1+=("$(before_json -t TCP_STREAM -m 128K --flows "$FLOWS" \
+                --threads 1 | jq '.summary.throughput_bps.mean')")
+        fi
+        nb_flows+=("$(netbisect_json -t TCP_STREAM -m 128K --flows "$FLOWS" \
+            | jq '.summary.throughput_bps.mean')")
+        nb_flows1+=("$(netbisect_json -t TCP_STREAM -m 128K --flows "$FLOWS" --threads 1 \
+            | jq '.summary.throughput_bps.mean')")
+        ip_flows+=("$(iperf3 -c 127.0.0.1 -p "$IPERF_PORT" -t "$LENGTH" -l 128K \
+            -P "$FLOWS" -A "$pin" -J | jq '.end.sum_received.bits_per_second')")
+    done
+}
+
+flows_report() {
+    local t_flow t_one peer
+    t_flow=$(median "${nb_flows[@]}")
+    t_one=$(median "${nb_flows1[@]}")
+    peer=$(median "${ip_flows[@]}")
+    echo
+    echo "$FLOWS flows: TCP_STREAM -m 128K vs iperf3 -l 128K -P $FLOWS, median of"
+    echo "$RUNS interleaved runs of $LENGTH s, both ends pinned to CPUs $pin" \
+         "(-T, -A)${RT_PRIO:+,}"
+    [ -z "$RT_PRIO" ] || echo "all under chrt -f $RT_PRIO;"
+    echo "iperf3 $("$iperf3_bin" -v | awk 'NR == 1 { print $2 }') runs all its" \
+         "streams in one thread; flows: a thread per flow,"
+    echo "T1: --threads 1, all flows in one epoll thread"
+    echo
+    printf '%-11s %19s %-9s %19s %6s\n' "Test" "netbisect" "Peer" "" "Ratio"
+    row "flows" 1e6 Mb/s "$t_flow" "iperf3-P$FLOWS" "$peer"
+    row "flows T1" 1e6 Mb/s "$t_one" "iperf3-P$FLOWS" "$peer"
+    row "flows T1" 1e6 Mb/s "$t_one" "flows" "$t_flow"
+    if [ -n "$BEFORE" ]; then
+        local b_flow b_one
+        b_flow=$(median "${bf_flows[@]}")
+        b_one=$(median "${bf_flows1[@]}")
+        row "flows" 1e6 Mb/s "$t_flow" "before" "$b_flow"
+        row "flows T1" 1e6 Mb/s "$t_one" "before" "$b_one"
+        row "before" 1e6 Mb/s "$b_flow" "iperf3-P$FLOWS" "$peer"
+        row "before T1" 1e6 Mb/s "$b_one" "iperf3-P$FLOWS" "$peer"
+    fi
+    echo
+    echo "runs, Gb/s, min-max: each run"
+    printf '  %-22s %s\n' "netbisect --flows $FLOWS" "$(gbps "${nb_flows[@]}")" \
+        "--threads 1" "$(gbps "${nb_flows1[@]}")" \
+        "iperf3 -P $FLOWS" "$(gbps "${ip_flows[@]}")"
+    if [ -n "$BEFORE" ]; then
+        printf '  %-22s %s\n' "before --flows $FLOWS" "$(gbps "${bf_flows[@]}")" \
+            "before --threads 1" "$(gbps "${bf_flows1[@]}")"
+    fi
+}
+
+if [ -n "$FLOWS_ONLY" ]; then
+    flows_runs
+    flows_report
+    echo
+    echo "load: $(uptime | sed 's/.*load average/load average/')"
+    exit 0
+fi
 
 nb_stream=() ; ip_stream=() ; nb_rr=() ; sp_rr=() ; sp_lat_rr=() ; nb_udp=() ; ip_udp=()
 fl_stream=() ; fl_rr=()
@@ -99,7 +214,7 @@ for run in $(seq 1 "$RUNS"); do
     # SentMessages=7840; ReceivedMessages=7840", the run after sockperf's
     # warm-up. Its mean latency is dominated by a few slow round trips
     # and is only a cross-check.
-    sp_out=$(taskset -c "$LOCAL_CPU" sockperf ping-pong --tcp -i 127.0.0.1 \
+    sp_out=$("${rt[@]}" taskset -c "$LOCAL_CPU" sockperf ping-pong --tcp -i 127.0.0.1 \
         -p "$SOCKPERF_PORT" -m 14 -t "$LENGTH" --mps=max 2>&1 \
         | sed 's/\x1b\[[0-9;]*m//g')
     rate=$(sed -n 's/.*\[Valid Duration\] RunTime=\([0-9.]*\) sec;.*ReceivedMessages=\([0-9]*\).*/\1 \2/p' \
@@ -111,8 +226,8 @@ for run in $(seq 1 "$RUNS"); do
     fi
     sp_rr+=("$rate")
     sp_lat_rr+=("$(awk -v us="$latency" 'BEGIN { printf "%.2f", 1e6 / (2 * us) }')")
-    fl_rr+=("$("$build/rr-floor" tcp 14 14 "$LENGTH" "$LOCAL_CPU" "$REMOTE_CPU")")
-    fl_stream+=("$("$build/rr-floor" stream 131072 131072 "$LENGTH" "$LOCAL_CPU" \
+    fl_rr+=("$("${rt[@]}" "$build/rr-floor" tcp 14 14 "$LENGTH" "$LOCAL_CPU" "$REMOTE_CPU")")
+    fl_stream+=("$("${rt[@]}" "$build/rr-floor" stream 131072 131072 "$LENGTH" "$LOCAL_CPU" \
         "$REMOTE_CPU")")
 
     nb_udp+=("$(netbisect_json -t UDP_STREAM -m 1472 \
@@ -122,17 +237,6 @@ for run in $(seq 1 "$RUNS"); do
         | jq '.end.sum_received.bits_per_second
               // (.end.sum.bits_per_second * (100 - .end.sum.lost_percent) / 100)')")
 done
-
-median() {
-    printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 }
-        END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-
-row() {
-    # test, unit divisor, unit, netbisect median, peer name, peer median
-    awk -v t="$1" -v d="$2" -v u="$3" -v a="$4" -v p="$5" -v b="$6" 'BEGIN {
-        printf "%-11s %12.2f %-6s %-9s %12.2f %-6s %6.2f\n", t, a / d, u, p, b / d, u, a / b }'
-}
 
 echo
 echo "netbisect vs peers on loopback: median of $RUNS interleaved runs of" \
@@ -158,7 +262,7 @@ echo "runs: iperf3 UDP bits/s:           ${ip_udp[*]}"
 # ------------------------------------------------------------ confidence
 echo >&2 "bench-peers: confidence run"
 ci_start=$(date +%s.%N)
-ci_json=$("$NETBISECT" --json bench -l "$CI_LENGTH" -T "$pin" --no-archive \
+ci_json=$("${rt[@]}" "$NETBISECT" --json bench -l "$CI_LENGTH" -T "$pin" --no-archive \
     -t TCP_STREAM -m 128K -I 95,5 -i 30,3)
 ci_end=$(date +%s.%N)
 ci_wall=$(awk -v a="$ci_start" -v b="$ci_end" 'BEGIN { printf "%.1f", b - a }')
@@ -192,28 +296,14 @@ ip_cpu=$(jq -r '.end as $e | ($e.sum_received.bits_per_second / 8 / 1024) as $kb
     " \($e.cpu_utilization_percent.remote_total / 100 * 1e6 / $kbs * 1000 | round / 1000)" +
     " us/KB"' <<<"$ip_cpu_json")
 
-# ------------------------------------------------------------ 8 flows
-echo >&2 "bench-peers: 8-flow runs"
-nb_flows=() ; nb_flows1=() ; ip_flows=()
-for run in $(seq 1 "$RUNS"); do
-    nb_flows+=("$(netbisect_json -t TCP_STREAM -m 128K --flows 8 \
-        | jq '.summary.throughput_bps.mean')")
-    nb_flows1+=("$(netbisect_json -t TCP_STREAM -m 128K --flows 8 --threads 1 \
-        | jq '.summary.throughput_bps.mean')")
-    ip_flows+=("$(iperf3 -c 127.0.0.1 -p "$IPERF_PORT" -t "$LENGTH" -l 128K -P 8 \
-        -A "$pin" -J | jq '.end.sum_received.bits_per_second')")
-done
+flows_runs
 
-echo
-row "8 flows" 1e6 Mb/s "$(median "${nb_flows[@]}")" "iperf3-P8" "$(median "${ip_flows[@]}")"
-row "8 flows T1" 1e6 Mb/s "$(median "${nb_flows1[@]}")" "iperf3-P8" "$(median "${ip_flows[@]}")"
 echo
 echo "TCP_STREAM to +-2.5% at 95%: $ci_wall s wall; $ci_line"
 echo
 echo "CPU, TCP_STREAM -m 128K, $LENGTH s, CPUs $pin:"
 echo "  netbisect -c -C: $nb_cpu"
 echo "  iperf3 -J:       $ip_cpu"
+flows_report
 echo
-echo "runs: netbisect 8-flow bits/s:     ${nb_flows[*]}"
-echo "runs: netbisect 8 flows --threads 1: ${nb_flows1[*]}"
-echo "runs: iperf3 -P 8 bits/s:          ${ip_flows[*]}"
+echo "load: $(uptime | sed 's/.*load average/load average/')"

@@ -14,9 +14,11 @@
 //! start gate, which fixes one window for all of them: `warmup_s` of
 //! traffic that is not counted, then `duration_s` that is. The client
 //! spreads its flows over `threads` threads, each serving its flows in
-//! turn; the server gives every flow a thread and a port of its own. The
-//! CPU of a host is read once, at the start and the end of the counted
-//! part of the window, so service demand covers all flows.
+//! turn; the server gives every flow a port of its own and a thread of
+//! its own, except that the flows of a TCP_STREAM test pinned to one CPU
+//! are received by one thread. The CPU of a host is read once, at the
+//! start and the end of the counted part of the window, so service
+//! demand covers all flows.
 //!
 //! Stream tests end when the sender reaches its deadline and shuts its
 //! side down; the receiver counts until end of file. Request/response
@@ -889,20 +891,105 @@ impl ClientFlow {
     }
 }
 
-/// Steps a flow is given per readiness event of its socket before the
-/// thread turns to the others.
-const POLL_BATCH: u32 = 16;
+/// Passes over the ready flows per wait for readiness: each pass steps
+/// every flow that can still move data once.
+const POLL_PASSES: u32 = 16;
 
 /// The epoll set of one thread's TCP stream flows, whose sockets it makes
 /// nonblocking: a thread driving several flows sends on whichever can
 /// take data instead of blocking on one while the others could.
+///
+/// The ready flows take turns, one message each per pass, as iperf3's
+/// streams do. A flow served until its socket would block instead
+/// (megabytes, with an autotuned send buffer) has its peer's ACKs
+/// arrive while the sender holds its socket, so they queue to the
+/// socket's backlog and are processed on the sender's CPU, the one that
+/// limits a loopback test; in turn, each flow's ACKs find its socket
+/// free and are processed where they are sent, by the receiver.
 struct Poller {
-    epoll: OwnedFd,
-    events: Vec<libc::epoll_event>,
+    epoll: Epoll,
+    /// The flows of the current turn (allocated once).
+    turn: Vec<usize>,
 }
 
 impl Poller {
     fn new(flows: &mut [ClientFlow]) -> Result<Poller, DataError> {
+        let epoll = Epoll::new(flows.len())?;
+        for (idx, flow) in flows.iter_mut().enumerate() {
+            let Link::Tcp(stream) = &flow.link else {
+                continue;
+            };
+            let interest = if flow.send.is_empty() {
+                libc::EPOLLIN
+            } else {
+                libc::EPOLLOUT
+            };
+            epoll.add(stream, interest, idx)?;
+            flow.polled = true;
+        }
+        Ok(Poller {
+            epoll,
+            turn: Vec::with_capacity(flows.len()),
+        })
+    }
+
+    /// Waits up to `timeout_ms` for flows to be ready, then steps them in
+    /// turn for up to `POLL_PASSES` passes; a flow leaves the turn when
+    /// its socket would block or its peer has closed, and is then given
+    /// to `ended`. A flow's error is given to `failed` with its index.
+    fn serve(
+        &mut self,
+        flows: &mut [ClientFlow],
+        plan: &ClientPlan<'_>,
+        timeout_ms: i32,
+        failed: &dyn Fn(usize, DataError) -> DataError,
+        ended: &mut dyn FnMut(usize, &mut ClientFlow) -> Result<(), DataError>,
+    ) -> Result<(), DataError> {
+        let n_ready = self.epoll.wait(timeout_ms)?;
+        self.turn.clear();
+        for k in 0..n_ready {
+            let idx = self.epoll.ready(k);
+            if !flows[idx].finished {
+                self.turn.push(idx);
+            }
+        }
+        for _ in 0..POLL_PASSES {
+            let mut k = 0;
+            while let Some(&idx) = self.turn.get(k) {
+                let flow = &mut flows[idx];
+                match flow.step(plan).map_err(|err| failed(idx, err))? {
+                    Step::Done | Step::Lost => k += 1,
+                    Step::Blocked => {
+                        self.turn.swap_remove(k);
+                    }
+                    Step::End => {
+                        self.turn.swap_remove(k);
+                        if let Link::Tcp(stream) = &flow.link {
+                            self.epoll.remove(stream);
+                        }
+                        ended(idx, flow)?;
+                    }
+                }
+            }
+            if self.turn.is_empty() {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An epoll set of TCP sockets, each known by an index; the sockets
+/// added are made nonblocking. Level-triggered: a socket that can still
+/// move data is reported again by the next wait.
+struct Epoll {
+    fd: OwnedFd,
+    events: Vec<libc::epoll_event>,
+}
+
+impl Epoll {
+    /// A set for up to `capacity` sockets.
+    fn new(capacity: usize) -> Result<Epoll, DataError> {
         // SAFETY: a plain system call; the descriptor returned is owned
         // by nobody else.
         let raw = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
@@ -910,50 +997,45 @@ impl Poller {
             return Err(io_error("epoll_create1")(io::Error::last_os_error()));
         }
         // SAFETY: `raw` is a new, open descriptor that only this owns.
-        let epoll = unsafe { OwnedFd::from_raw_fd(raw) };
-        for (idx, flow) in flows.iter_mut().enumerate() {
-            let Link::Tcp(stream) = &flow.link else {
-                continue;
-            };
-            stream
-                .set_nonblocking(true)
-                .map_err(io_error("setting O_NONBLOCK"))?;
-            let interest = if flow.send.is_empty() {
-                libc::EPOLLIN
-            } else {
-                libc::EPOLLOUT
-            };
-            let mut event = libc::epoll_event {
-                events: interest as u32,
-                u64: idx as u64,
-            };
-            // SAFETY: both descriptors are open; `event` is valid.
-            let done = unsafe {
-                libc::epoll_ctl(
-                    epoll.as_raw_fd(),
-                    libc::EPOLL_CTL_ADD,
-                    stream.as_raw_fd(),
-                    &mut event,
-                )
-            };
-            if done < 0 {
-                return Err(io_error("epoll_ctl")(io::Error::last_os_error()));
-            }
-            flow.polled = true;
-        }
-        Ok(Poller {
-            epoll,
-            events: vec![libc::epoll_event { events: 0, u64: 0 }; flows.len().max(1)],
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        Ok(Epoll {
+            fd,
+            events: vec![libc::epoll_event { events: 0, u64: 0 }; capacity.max(1)],
         })
     }
 
-    /// Waits up to `timeout_ms` for flows to be ready; their indices are
-    /// then `self.ready(0..n)`.
+    /// Watches `stream` for `interest` (`EPOLLIN` or `EPOLLOUT`) as
+    /// socket `idx`.
+    fn add(&self, stream: &TcpStream, interest: i32, idx: usize) -> Result<(), DataError> {
+        stream
+            .set_nonblocking(true)
+            .map_err(io_error("setting O_NONBLOCK"))?;
+        let mut event = libc::epoll_event {
+            events: interest as u32,
+            u64: idx as u64,
+        };
+        // SAFETY: both descriptors are open; `event` is valid.
+        let done = unsafe {
+            libc::epoll_ctl(
+                self.fd.as_raw_fd(),
+                libc::EPOLL_CTL_ADD,
+                stream.as_raw_fd(),
+                &mut event,
+            )
+        };
+        if done < 0 {
+            return Err(io_error("epoll_ctl")(io::Error::last_os_error()));
+        }
+        Ok(())
+    }
+
+    /// Waits up to `timeout_ms` for sockets to be ready; their indices
+    /// are then `self.ready(0..n)`.
     fn wait(&mut self, timeout_ms: i32) -> Result<usize, DataError> {
         // SAFETY: `events` has room for the count passed.
         let n = unsafe {
             libc::epoll_wait(
-                self.epoll.as_raw_fd(),
+                self.fd.as_raw_fd(),
                 self.events.as_mut_ptr(),
                 self.events.len() as i32,
                 timeout_ms,
@@ -974,20 +1056,18 @@ impl Poller {
         data as usize
     }
 
-    /// Stops watching a flow whose peer has closed.
-    fn remove(&self, flow: &ClientFlow) {
-        if let Link::Tcp(stream) = &flow.link {
-            // SAFETY: both descriptors are open. A failure leaves the
-            // flow watched; it is marked finished and skipped anyway.
-            unsafe {
-                libc::epoll_ctl(
-                    self.epoll.as_raw_fd(),
-                    libc::EPOLL_CTL_DEL,
-                    stream.as_raw_fd(),
-                    std::ptr::null_mut(),
-                )
-            };
-        }
+    /// Stops watching a socket whose peer has closed.
+    fn remove(&self, stream: &TcpStream) {
+        // SAFETY: both descriptors are open. A failure leaves the socket
+        // watched; its owner marks it finished and skips it anyway.
+        unsafe {
+            libc::epoll_ctl(
+                self.fd.as_raw_fd(),
+                libc::EPOLL_CTL_DEL,
+                stream.as_raw_fd(),
+                std::ptr::null_mut(),
+            )
+        };
     }
 }
 
@@ -996,17 +1076,46 @@ fn poll_timeout_ms(now_ns: u64, until_ns: u64) -> i32 {
     (until_ns.saturating_sub(now_ns) / 1_000_000).clamp(1, 100) as i32
 }
 
-impl ClientFlow {
-    /// Up to `POLL_BATCH` steps of a polled flow, until its socket would
-    /// block or its peer has closed.
-    fn step_batch(&mut self, plan: &ClientPlan<'_>) -> Result<Step, DataError> {
-        for _ in 0..POLL_BATCH {
-            match self.step(plan)? {
-                Step::Done => {}
-                other => return Ok(other),
-            }
+/// A pinned TCP_STREAM sender thread gives up its CPU to the other
+/// flows' threads after about this many bytes.
+const TURN_BYTES: u64 = 64 * 1024;
+
+/// Turns of the client threads of a TCP_STREAM test pinned to one CPU,
+/// a flow each (`--flows` without `--threads`). A sender blocks only
+/// when its socket buffer is full, which with an autotuned buffer
+/// (megabytes) is rare on loopback: without turns, one thread sends
+/// while the others wait for the scheduler's tick, or forever under
+/// SCHED_FIFO, with the cost told at [`Poller`] and flows that get
+/// very unequal shares. Yielding every `TURN_BYTES` makes the threads
+/// take turns message by message, as one thread's polled flows do.
+struct Turns {
+    take: bool,
+    /// Bytes moved by the thread at its last turn.
+    last: u64,
+}
+
+impl Turns {
+    /// `shared`: other threads carry other flows of the test.
+    fn new(spec: &RunSpec, shared: bool) -> Turns {
+        Turns {
+            take: shared && spec.test == TestKind::TcpStream && spec.cpu_pinning.local.is_some(),
+            last: 0,
         }
-        Ok(Step::Done)
+    }
+
+    /// Called after each round of steps with the bytes the thread's
+    /// flows have moved so far.
+    #[inline]
+    fn after(&mut self, moved: u64) {
+        if self.take && moved.wrapping_sub(self.last) >= TURN_BYTES {
+            self.last = moved;
+            std::thread::yield_now();
+        }
+    }
+
+    /// The counts start again from zero.
+    fn restart(&mut self) {
+        self.last = 0;
     }
 }
 
@@ -1076,7 +1185,7 @@ fn client_flows<'scope, 'env>(
     let maerts = spec.test == TestKind::TcpMaerts;
     let n_flows = plan.servers.len();
     // A failure in a thread of several flows names its own flow.
-    let failed = |idx: usize| move |err| flow_error(Some(flow_indices[idx]), n_flows, err);
+    let failed = |idx: usize, err| flow_error(Some(flow_indices[idx]), n_flows, err);
     let mut poller =
         if flows.len() > 1 && matches!(spec.test, TestKind::TcpStream | TestKind::TcpMaerts) {
             Some(Poller::new(&mut flows)?)
@@ -1094,15 +1203,17 @@ fn client_flows<'scope, 'env>(
                     .saturating_duration_since(Instant::now()),
             );
         while now_ns < until_ns {
-            for k in 0..poller.wait(poll_timeout_ms(now_ns, until_ns))? {
-                let idx = poller.ready(k);
-                if flows[idx].step_batch(plan).map_err(failed(idx))? == Step::End {
-                    return Err(failed(idx)(DataError::PeerClosed));
-                }
-            }
+            poller.serve(
+                &mut flows,
+                plan,
+                poll_timeout_ms(now_ns, until_ns),
+                &failed,
+                &mut |idx, _| Err(failed(idx, DataError::PeerClosed)),
+            )?;
             now_ns = clock_ns();
         }
     }
+    let mut turns = Turns::new(spec, flow_indices.len() < n_flows);
     let mut now = Instant::now();
     while poller.is_none() && now < window.measure_start {
         for flow in flows.iter_mut().filter(|flow| !flow.finished) {
@@ -1110,12 +1221,12 @@ fn client_flows<'scope, 'env>(
                 return Err(DataError::PeerClosed);
             }
         }
-        alive.store(
-            flows.iter().map(ClientFlow::bytes_moved).sum(),
-            Ordering::Relaxed,
-        );
+        let moved = flows.iter().map(ClientFlow::bytes_moved).sum();
+        alive.store(moved, Ordering::Relaxed);
+        turns.after(moved);
         now = Instant::now();
     }
+    turns.restart();
     for flow in &mut flows {
         flow.start_counting();
     }
@@ -1130,19 +1241,18 @@ fn client_flows<'scope, 'env>(
     let mut n_open = flows.len();
     while let Some(poller) = &mut poller {
         let until_ns = if maerts { hard_ns } else { deadline_ns };
-        for k in 0..poller.wait(poll_timeout_ms(now_ns, until_ns))? {
-            let idx = poller.ready(k);
-            let flow = &mut flows[idx];
-            if flow.finished {
-                continue;
-            }
-            if flow.step_batch(plan).map_err(failed(idx))? == Step::End {
+        poller.serve(
+            &mut flows,
+            plan,
+            poll_timeout_ms(now_ns, until_ns),
+            &failed,
+            &mut |_, flow| {
                 flow.finished = true;
                 flow.elapsed = Duration::from_nanos(clock_ns().saturating_sub(start_ns));
                 n_open -= 1;
-                poller.remove(flow);
-            }
-        }
+                Ok(())
+            },
+        )?;
         now_ns = clock_ns();
         progress.bytes.store(
             flows.iter().map(ClientFlow::bytes_moved).sum(),
@@ -1188,6 +1298,7 @@ fn client_flows<'scope, 'env>(
         progress.bytes.store(moved, Ordering::Relaxed);
         progress.transactions.store(transactions, Ordering::Relaxed);
         alive.store(moved, Ordering::Relaxed);
+        turns.after(moved);
         if maerts {
             // The receiver counts until every sender has closed.
             if n_open == 0 {
@@ -1536,17 +1647,31 @@ pub fn run_server(plan: &ServerPlan<'_>, prepared: Vec<Prepared>) -> Result<Serv
     } else {
         None
     };
-    let gate = Gate::new(n_flows + 1);
+    let polled = receives_polled(spec, n_flows);
+    let parties: Vec<Vec<Prepared>> = if polled {
+        vec![prepared]
+    } else {
+        prepared
+            .into_iter()
+            .map(|prepared| vec![prepared])
+            .collect()
+    };
+    let gate = Gate::new(parties.len() + 1);
     let (coordinated, outcomes) = std::thread::scope(|scope| {
         // A thread that cannot be started (a process or cgroup limit)
         // fails the test, never the server.
-        let mut handles = Vec::with_capacity(n_flows);
+        let mut handles = Vec::with_capacity(parties.len());
         let mut spawn_error = None;
-        for (flow_idx, prepared) in prepared.into_iter().enumerate() {
+        for (flow_idx, party) in parties.into_iter().enumerate() {
             let gate = &gate;
+            let name = if polled {
+                "flows".to_string()
+            } else {
+                format!("flow {flow_idx}")
+            };
             match std::thread::Builder::new()
-                .name(format!("flow {flow_idx}"))
-                .spawn_scoped(scope, move || server_flow(plan, prepared, gate))
+                .name(name)
+                .spawn_scoped(scope, move || server_party(plan, party, gate))
             {
                 Ok(handle) => handles.push(handle),
                 Err(err) => {
@@ -1580,10 +1705,10 @@ pub fn run_server(plan: &ServerPlan<'_>, prepared: Vec<Prepared>) -> Result<Serv
         });
         let outcomes: Vec<Result<(EndReport, Rusage), DataError>> = handles
             .into_iter()
-            .map(|handle| {
-                handle
-                    .join()
-                    .unwrap_or_else(|_| Err(DataError::Thread("a server flow panicked".into())))
+            .flat_map(|handle| {
+                handle.join().unwrap_or_else(|_| {
+                    vec![Err(DataError::Thread("a server flow panicked".into()))]
+                })
             })
             .collect();
         let span = match coordinated {
@@ -1619,6 +1744,36 @@ pub fn run_server(plan: &ServerPlan<'_>, prepared: Vec<Prepared>) -> Result<Serv
         _ => None,
     };
     Ok(side)
+}
+
+/// Whether the server receives the flows of `spec` in one thread: a
+/// TCP_STREAM test of several flows pinned to one CPU, on which threads
+/// of their own could only take turns.
+fn receives_polled(spec: &RunSpec, n_flows: usize) -> bool {
+    spec.test == TestKind::TcpStream && n_flows > 1 && spec.cpu_pinning.remote.is_some()
+}
+
+/// Runs the flows of one server thread: a flow, or the flows received
+/// in one thread. The thread's CPU time goes with the first flow.
+fn server_party(
+    plan: &ServerPlan<'_>,
+    party: Vec<Prepared>,
+    gate: &Gate,
+) -> Vec<Result<(EndReport, Rusage), DataError>> {
+    if party.len() > 1 {
+        return match server_tcp_stream_polled(plan, party, gate) {
+            Ok((reports, usage)) => reports
+                .into_iter()
+                .enumerate()
+                .map(|(idx, report)| Ok((report, if idx == 0 { usage } else { Rusage::default() })))
+                .collect(),
+            Err(err) => vec![Err(err)],
+        };
+    }
+    party
+        .into_iter()
+        .map(|prepared| server_flow(plan, prepared, gate))
+        .collect()
 }
 
 fn server_flow(
@@ -1727,6 +1882,128 @@ fn server_tcp_stream(
     let mut report = counters.report(plan.spec.test, elapsed, truth);
     report.tcp_info = tcp_info;
     Ok((report, usage))
+}
+
+/// How many empty polls the receiver of several TCP_STREAM flows makes
+/// before it sleeps. As for UDP_STREAM ([`UDP_SPIN_POLLS`]), a receiver
+/// that sleeps whenever its queues run dry has the sender wake it for
+/// nearly every message it sends, and on loopback the sender's CPU is
+/// the one that limits the test; polling a short while (tens of
+/// microseconds) keeps the receiver awake between messages.
+const STREAM_SPIN_POLLS: u32 = 256;
+
+/// TCP_STREAM's receiver of several flows on one CPU: one thread reads
+/// them all through an epoll set, one read per ready flow per pass, as
+/// iperf3's server does. A thread per flow sleeps whenever its own queue
+/// is empty, and the sender's CPU, the one that limits a loopback test,
+/// pays for waking it (across CPUs an interrupt, on a virtual machine an
+/// exit); one thread for all sleeps only when every queue is empty.
+/// Returns every flow's report and the thread's CPU time over the
+/// counted window.
+fn server_tcp_stream_polled(
+    plan: &ServerPlan<'_>,
+    prepared: Vec<Prepared>,
+    gate: &Gate,
+) -> Result<(Vec<EndReport>, Rusage), DataError> {
+    let n_flows = prepared.len();
+    let named = |idx: usize| move |err| flow_error(Some(idx), n_flows, err);
+    let mut flows = gated(gate, || {
+        pin(plan.spec.cpu_pinning.remote)?;
+        prepared
+            .into_iter()
+            .enumerate()
+            .map(|(idx, prepared)| {
+                let stream = accept_client(plan, &prepared.socket, plan.io_timeout)
+                    .and_then(|stream| stream.ok_or(DataError::NoClient(plan.io_timeout)))
+                    .map_err(named(idx))?;
+                let mut truth = prepared.truth;
+                record_addresses(&mut truth, &SockRef::from(&stream), None)
+                    .map_err(|err| named(idx)(io_error("getsockname")(err)))?;
+                Ok((stream, truth))
+            })
+            .collect::<Result<Vec<_>, DataError>>()
+    })?;
+    let window = gate.arrive(plan.spec, plan.io_timeout)?;
+    let mut epoll = Epoll::new(n_flows)?;
+    for (idx, (stream, _)) in flows.iter().enumerate() {
+        epoll.add(stream, libc::EPOLLIN, idx)?;
+    }
+    let mut buffer = vec![0u8; plan.spec.recv_size_bytes as usize];
+    let mut meters: Vec<Meter> = flows.iter().map(|_| Meter::new(&window)).collect();
+    let mut ends: Vec<Option<Instant>> = vec![None; n_flows];
+    let mut n_open = n_flows;
+    let mut turn = Vec::with_capacity(n_flows);
+    let hard = hard_deadline(&window, plan.io_timeout);
+    let mut empty_polls = 0u32;
+    while n_open > 0 {
+        let left = hard.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(DataError::Overrun);
+        }
+        let timeout_ms = if empty_polls < STREAM_SPIN_POLLS {
+            0
+        } else {
+            left.as_millis().clamp(1, 100) as i32
+        };
+        let n_ready = epoll.wait(timeout_ms)?;
+        empty_polls = if n_ready == 0 {
+            empty_polls.saturating_add(1)
+        } else {
+            0
+        };
+        turn.clear();
+        for k in 0..n_ready {
+            let idx = epoll.ready(k);
+            if ends[idx].is_none() {
+                turn.push(idx);
+            }
+        }
+        for _ in 0..POLL_PASSES {
+            let mut k = 0;
+            while let Some(&idx) = turn.get(k) {
+                let stream = &mut flows[idx].0;
+                match stream.read(&mut buffer) {
+                    Ok(0) => {
+                        ends[idx] = Some(Instant::now());
+                        n_open -= 1;
+                        epoll.remove(stream);
+                        turn.swap_remove(k);
+                    }
+                    Ok(got) => {
+                        let meter = &mut meters[idx];
+                        meter.counters.bytes_received += got as u64;
+                        meter.counters.messages_received += 1;
+                        meter.tick(Instant::now());
+                        k += 1;
+                    }
+                    Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
+                        turn.swap_remove(k);
+                    }
+                    Err(err) if err.kind() == io::ErrorKind::Interrupted => k += 1,
+                    Err(err) => return Err(named(idx)(io_error("receive")(err))),
+                }
+            }
+            if turn.is_empty() {
+                break;
+            }
+        }
+    }
+    let mut reports = Vec::with_capacity(n_flows);
+    let mut usage = Rusage::default();
+    for ((stream, mut truth), (meter, end)) in flows.into_iter().zip(meters.into_iter().zip(ends)) {
+        let tcp_info = tcp_info_of(&stream);
+        finish_tcp(&stream, &mut truth)?;
+        let (counters, elapsed, flow_usage) = meter.finish(end.unwrap_or_else(Instant::now));
+        // Every flow's meter reads this thread's CPU time: the one that
+        // started counting first covers the whole counted window.
+        if flow_usage.user + flow_usage.system > usage.user + usage.system {
+            usage = flow_usage;
+        }
+        let mut report = counters.report(plan.spec.test, elapsed, truth);
+        report.tcp_info = tcp_info;
+        reports.push(report);
+    }
+    Ok((reports, usage))
 }
 
 fn server_tcp_maerts(

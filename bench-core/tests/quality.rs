@@ -147,6 +147,49 @@ fn many_flows_on_few_threads_move_every_flows_data() {
     }
 }
 
+#[test]
+fn pinned_stream_flows_share_one_receiving_thread_and_all_move_data() {
+    // Pinned to one CPU, the server receives every flow in one thread;
+    // the client's senders take turns (a thread per flow) or share one
+    // epoll thread. A warm-up is forgotten by each flow on its own, and
+    // the receiving thread's CPU time is counted once.
+    for (threads, warmup_s) in [(None, 0.0), (Some(1), 0.1)] {
+        let record = run(TestKind::TcpStream, |spec| {
+            spec.flows = 4;
+            spec.threads = threads;
+            spec.warmup_s = warmup_s;
+            spec.cpu_pinning.local = Some(0);
+            spec.cpu_pinning.remote = Some(0);
+            spec.local_cpu = true;
+            spec.remote_cpu = true;
+        });
+        let iteration = &record.iterations[0];
+        assert_eq!(iteration.flows.len(), 4, "{threads:?}");
+        let mut ports: Vec<&str> = iteration
+            .flows
+            .iter()
+            .map(|f| f.ends.remote.socket.local_address.as_str())
+            .collect();
+        ports.sort_unstable();
+        ports.dedup();
+        assert_eq!(ports.len(), 4, "{threads:?}");
+        for flow in &iteration.flows {
+            assert!(flow.bytes_received > 0, "{threads:?} {flow:?}");
+            assert!(flow.ends.local.bytes_sent > 0, "{threads:?} {flow:?}");
+            // After a warm-up, each end starts counting on its own clock.
+            if warmup_s == 0.0 {
+                assert_eq!(
+                    flow.ends.local.bytes_sent, flow.ends.remote.bytes_received,
+                    "{threads:?}"
+                );
+            }
+            assert!(flow.elapsed_s > 0.2 && flow.elapsed_s < 0.6, "{flow:?}");
+            assert!(flow.ends.remote.tcp_info.is_some(), "{flow:?}");
+        }
+        check_cpu(&record, |iteration| iteration.throughput_bps / 8.0 / 1024.0);
+    }
+}
+
 fn service_demand_by_formula(host: &HostCpu, units_per_s: f64) -> f64 {
     host.util_pct / 100.0 * f64::from(host.n_cpus) * 1e6 / units_per_s
 }
