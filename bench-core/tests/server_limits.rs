@@ -420,11 +420,7 @@ fn a_client_cannot_ask_for_data_port_zero() {
 #[test]
 fn a_stranger_on_the_data_port_cannot_take_a_flow() {
     // One data port, known in advance, as a firewall would have it.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port_below_ephemeral_range();
     let mut config = config();
     config.io_timeout = Duration::from_secs(2);
     config.data_ports = Some(PortRange {
@@ -484,4 +480,18 @@ fn a_stranger_on_the_data_port_cannot_take_a_flow() {
     }
     stop.store(true, Ordering::Relaxed);
     assert!(stranger.join().unwrap() > 10);
+}
+
+/// A port free for TCP and UDP on 127.0.0.1 below the ephemeral range:
+/// no connection of another test running beside this one (a TCP_CRR
+/// client walks the ephemeral range port by port) can hold it.
+fn free_port_below_ephemeral_range() -> u16 {
+    let low = bench_core::sockets::ephemeral_ports().map_or(32768, |range| range.low);
+    (1024..low)
+        .rev()
+        .find(|&port| {
+            std::net::TcpListener::bind(("127.0.0.1", port)).is_ok()
+                && std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok()
+        })
+        .unwrap()
 }
