@@ -25,6 +25,16 @@
 //!    A side table rather than columns of `runs`: a few hundred bytes
 //!    more per `runs` row would take a typical row past half a page, and
 //!    SQLite would then store one row per page.
+//! 6. `run_series` keyed by `(config_key, started_at, run_id)` instead of
+//!    `run_id` alone, and `runs_history`, an index of `runs` on
+//!    `(config_key, label, started_at, id, commit_id, test)` that holds
+//!    every column a history reads of `runs`. A history of one
+//!    configuration then reads neither `runs` rows (a page each, since
+//!    the record makes a row most of a page) nor `run_series` rows
+//!    scattered in id order: it walks the index and finds each series
+//!    row beside the one before it. A history still selects from `runs`
+//!    and joins `run_series` on all three columns, so a series row that
+//!    disagrees with its run's key is missing, not trusted.
 
 use crate::ArchiveError;
 use bench_core::record::{Metric, RunRecord};
@@ -35,7 +45,7 @@ use std::collections::BTreeMap;
 pub const APPLICATION_ID: i32 = 0x6e62_6973;
 
 /// The newest schema version this build writes and reads.
-pub const CURRENT_VERSION: u32 = 5;
+pub const CURRENT_VERSION: u32 = 6;
 
 /// The oldest schema an archive opened read-only (not migrated) may
 /// have: every read but a history's works on it, and a history falls
@@ -44,6 +54,10 @@ pub const OLDEST_READABLE_VERSION: u32 = 4;
 
 /// The version since which `run_series` exists and is filled.
 pub const SERIES_VERSION: u32 = 5;
+
+/// The version since which `run_series` is keyed by
+/// `(config_key, started_at, run_id)`.
+pub const SERIES_BY_CONFIG_VERSION: u32 = 6;
 
 /// A data conversion that runs inside a migration's transaction.
 pub type Backfill = fn(&Connection) -> Result<(), ArchiveError>;
@@ -132,6 +146,30 @@ pub const MIGRATIONS: &[Migration] = &[
             ) STRICT, WITHOUT ROWID;
         ",
         backfill: Some(backfill_series),
+    },
+    // The rows are copied in key order, so the new table is written
+    // from left to right.
+    Migration {
+        sql: "
+            CREATE TABLE run_series_by_config (
+                config_key TEXT NOT NULL,
+                started_at TEXT NOT NULL,
+                run_id TEXT NOT NULL REFERENCES runs (id),
+                spec_key TEXT NOT NULL,
+                series TEXT NOT NULL CHECK (json_valid(series)),
+                PRIMARY KEY (config_key, started_at, run_id)
+            ) STRICT, WITHOUT ROWID;
+            INSERT INTO run_series_by_config
+                SELECT runs.config_key, runs.started_at, run_series.run_id,
+                       run_series.spec_key, run_series.series
+                FROM run_series JOIN runs ON runs.id = run_series.run_id
+                ORDER BY 1, 2, 3;
+            DROP TABLE run_series;
+            ALTER TABLE run_series_by_config RENAME TO run_series;
+            CREATE INDEX runs_history
+                ON runs (config_key, label, started_at, id, commit_id, test);
+        ",
+        backfill: None,
     },
 ];
 

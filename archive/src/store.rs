@@ -47,8 +47,24 @@ use std::time::Duration;
 /// Length of a full id or config_key: 64 hex digits of blake3.
 const FULL_HASH_LEN: usize = 64;
 
-/// `runs` with each run's history row, if any ([`schema`] version 5).
-const SERIES_JOIN: &str = "runs LEFT JOIN run_series ON run_series.run_id = runs.id";
+/// `runs` with each run's history row, if any, on the whole key of
+/// `run_series` ([`schema`] version 6).
+const SERIES_JOIN: &str = "runs LEFT JOIN run_series ON run_series.config_key = runs.config_key \
+                           AND run_series.started_at = runs.started_at \
+                           AND run_series.run_id = runs.id";
+
+/// [`SERIES_JOIN`] at schema version 5, read where the file may not be
+/// upgraded: `run_series` keyed by the run id alone.
+const SERIES_JOIN_V5: &str = "runs LEFT JOIN run_series ON run_series.run_id = runs.id";
+
+/// The join of `runs` to `run_series` at schema `version` (5 or later).
+fn series_join(version: u32) -> &'static str {
+    if version >= schema::SERIES_BY_CONFIG_VERSION {
+        SERIES_JOIN
+    } else {
+        SERIES_JOIN_V5
+    }
+}
 
 /// What `archive check` and a history say of a run without a history row.
 const MISSING_SERIES: &str = "missing from run_series";
@@ -674,17 +690,19 @@ impl Archive {
         query: &RunQuery,
         metric: Metric,
     ) -> Result<Option<Vec<SeriesRun>>, ArchiveError> {
-        if self.schema_version()? < schema::SERIES_VERSION {
+        let version = self.schema_version()?;
+        if version < schema::SERIES_VERSION {
             return Ok(None);
         }
         // Metric names are plain identifiers, safe inside the path.
         let columns = format!(
-            "id, commit_id, started_at, test, spec_key, json_extract(series, '$.{}')",
+            "runs.id, runs.commit_id, runs.started_at, runs.test, spec_key, \
+             json_extract(series, '$.{}')",
             metric.name()
         );
         // A left join, so that a run missing from `run_series` is an
         // error rather than left out of the history.
-        let (sql, values) = build_select_from(&columns, SERIES_JOIN, query)?;
+        let (sql, values) = build_select_from(&columns, series_join(version), query)?;
         let mut statement = self.connection.prepare(&sql)?;
         let mut rows = statement.query(rusqlite::params_from_iter(values.iter()))?;
         let mut found = Vec::new();
@@ -812,7 +830,7 @@ impl Archive {
             Ok::<(), ArchiveError>(())
         })?;
         if schema_version >= schema::SERIES_VERSION {
-            self.check_series(&mut damaged_runs)?;
+            self.check_series(schema_version, &mut damaged_runs)?;
         }
         Ok(CheckReport {
             schema_version,
@@ -830,10 +848,15 @@ impl Archive {
     /// row there (`spec_key`, `series`) disagrees with its record; runs
     /// whose record does not decode are already listed. A `run_series`
     /// row without its run is a foreign key violation.
-    fn check_series(&self, damaged_runs: &mut Vec<DamagedRun>) -> Result<(), ArchiveError> {
+    fn check_series(
+        &self,
+        version: u32,
+        damaged_runs: &mut Vec<DamagedRun>,
+    ) -> Result<(), ArchiveError> {
         let mut statement = self.connection.prepare(&format!(
-            "SELECT id, spec_key, series, record, run_id IS NOT NULL FROM {SERIES_JOIN} \
-             ORDER BY started_at, id"
+            "SELECT id, spec_key, series, record, run_id IS NOT NULL FROM {} \
+             ORDER BY runs.started_at, id",
+            series_join(version)
         ))?;
         let mut rows = statement.query([])?;
         while let Some(row) = rows.next()? {
@@ -1093,8 +1116,10 @@ fn prepare_insert(connection: &Connection) -> Result<Insert<'_>, ArchiveError> {
     );
     Ok(Insert {
         run: connection.prepare(&sql)?,
-        series: connection
-            .prepare("INSERT INTO run_series (run_id, spec_key, series) VALUES (?1, ?2, ?3)")?,
+        series: connection.prepare(
+            "INSERT INTO run_series (config_key, started_at, run_id, spec_key, series) \
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+        )?,
     })
 }
 
@@ -1137,9 +1162,13 @@ fn insert_run(insert: &mut Insert<'_>, run: &CanonicalRun) -> Result<bool, Archi
     if changed != 1 {
         return Ok(false);
     }
-    insert
-        .series
-        .execute(params![record.id, spec_key, series])?;
+    insert.series.execute(params![
+        record.config_key,
+        record.started_at,
+        record.id,
+        spec_key,
+        series
+    ])?;
     Ok(true)
 }
 
@@ -1161,15 +1190,14 @@ fn glob_prefix(prefix: &str) -> String {
     pattern
 }
 
-/// `SELECT columns FROM runs WHERE ... ORDER BY started_at, id`, with its
-/// parameters.
+/// `SELECT columns FROM runs WHERE ... ORDER BY runs.started_at, runs.id`,
+/// with its parameters.
 fn build_select(columns: &str, query: &RunQuery) -> Result<(String, Vec<String>), ArchiveError> {
     build_select_from(columns, "runs", query)
 }
 
-/// [`build_select`] from `from`: `runs` joined to tables whose column
-/// names are not those of `runs`, so that the conditions stay
-/// unambiguous.
+/// [`build_select`] from `from`: `runs`, or `runs` joined to other
+/// tables; the conditions and the order name the columns of `runs`.
 fn build_select_from(
     columns: &str,
     from: &str,
@@ -1182,31 +1210,31 @@ fn build_select_from(
         conditions.push(condition.replace('?', &format!("?{}", values.len())));
     };
     if let Some(prefix) = &query.commit_prefix {
-        add("commit_id GLOB ?", glob_prefix(prefix));
+        add("runs.commit_id GLOB ?", glob_prefix(prefix));
     }
     if let Some(label) = &query.label {
-        add("label = ?", label.clone());
+        add("runs.label = ?", label.clone());
     }
     if let Some(prefix) = &query.id_prefix {
-        add("id GLOB ?", glob_prefix(prefix));
+        add("runs.id GLOB ?", glob_prefix(prefix));
     }
     if let Some(prefix) = &query.config_key_prefix {
         // A whole key is an equality, which lets the index on
         // (config_key, commit_id) narrow on the commit too.
         if prefix.len() == FULL_HASH_LEN {
-            add("config_key = ?", prefix.clone());
+            add("runs.config_key = ?", prefix.clone());
         } else {
-            add("config_key GLOB ?", glob_prefix(prefix));
+            add("runs.config_key GLOB ?", glob_prefix(prefix));
         }
     }
     if let Some(test) = query.test {
-        add("test = ?", test.name().to_string());
+        add("runs.test = ?", test.name().to_string());
     }
     if let Some(testbed) = &query.testbed {
-        add("testbed = ?", testbed.clone());
+        add("runs.testbed = ?", testbed.clone());
     }
     if let Some(tool) = &query.source_tool {
-        add("source_tool = ?", tool.clone());
+        add("runs.source_tool = ?", tool.clone());
     }
     let mut sql = format!("SELECT {columns} FROM {from}");
     if !conditions.is_empty() {
@@ -1214,7 +1242,7 @@ fn build_select_from(
         sql.push_str(&conditions.join(" AND "));
     }
     if columns != "count(*)" {
-        sql.push_str(" ORDER BY started_at, id");
+        sql.push_str(" ORDER BY runs.started_at, runs.id");
     }
     if let Some(limit) = query.limit {
         let limit = i64::try_from(limit)

@@ -107,10 +107,12 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<Code> {
         text.push('\n');
         text
     } else {
-        let mut context = serde_json::to_value(&history).context("failed to format the history")?;
-        if let Some(members) = context.as_object_mut() {
-            members.insert("units".to_string(), args.units.units.clone().into());
-        }
+        // Handed to the template as it is: a detour through a JSON tree
+        // would build and drop a map per point.
+        let context = HistoryContext {
+            history: &history,
+            units: &args.units.units,
+        };
         Renderer::new(global.template_dir.as_deref())
             .render("history", &context)
             .context("failed to render the history")?
@@ -119,6 +121,15 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<Code> {
         .write_all(text.as_bytes())
         .map_err(crate::exit::stdout_error)?;
     Ok(Code::Ok)
+}
+
+/// The history template's data: the history and `units`, the `-f`
+/// letter of throughput.
+#[derive(serde::Serialize)]
+struct HistoryContext<'a> {
+    #[serde(flatten)]
+    history: &'a archive::history::History,
+    units: &'a str,
 }
 
 /// What the history needs of each selected run: from the archive's

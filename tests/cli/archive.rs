@@ -248,7 +248,7 @@ fn a_corrupt_or_newer_archive_is_a_clear_error() {
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8(output.stderr).unwrap();
     assert!(
-        stderr.contains("has archive schema version 7, newer than version 5"),
+        stderr.contains("has archive schema version 7, newer than version 6"),
         "{stderr}"
     );
 }

@@ -315,7 +315,36 @@ fn as_version_4(db: &Path) {
     connection
         .execute_batch(
             "DROP TABLE run_series;
+             DROP INDEX runs_history;
              PRAGMA user_version = 4;",
+        )
+        .unwrap();
+    connection
+        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .unwrap();
+    drop(connection);
+    for side in side_files(db) {
+        std::fs::remove_file(side).unwrap();
+    }
+}
+
+/// Takes an archive back to schema version 5, as a netbisect of that
+/// version left it: `run_series` keyed by the run id alone, and no
+/// `runs_history` index.
+fn as_version_5(db: &Path) {
+    let connection = rusqlite::Connection::open(db).unwrap();
+    connection
+        .execute_batch(
+            "CREATE TABLE run_series_v5 (
+                 run_id TEXT PRIMARY KEY NOT NULL REFERENCES runs (id),
+                 spec_key TEXT NOT NULL,
+                 series TEXT NOT NULL CHECK (json_valid(series))
+             ) STRICT, WITHOUT ROWID;
+             INSERT INTO run_series_v5 SELECT run_id, spec_key, series FROM run_series;
+             DROP TABLE run_series;
+             ALTER TABLE run_series_v5 RENAME TO run_series;
+             DROP INDEX runs_history;
+             PRAGMA user_version = 5;",
         )
         .unwrap();
     connection
@@ -360,5 +389,35 @@ fn history_reads_an_older_archive_it_may_not_upgrade() {
     set_mode(dir.path(), 0o755);
     set_mode(&db, 0o644);
     assert_eq!(ok(&db, &args, None), from_columns);
+    assert_eq!(user_version(&db), 6);
+}
+
+#[test]
+fn history_reads_a_version_5_archive_it_may_not_upgrade() {
+    let (dir, db) = archive_with_runs();
+    let args = [
+        "history",
+        "--json",
+        "--metric",
+        "throughput_bps",
+        "--test",
+        "TCP_STREAM",
+    ];
+    let current = ok(&db, &args, None);
+    as_version_5(&db);
     assert_eq!(user_version(&db), 5);
+    // Read-only to this reader: run_series is read by the run id.
+    set_mode(&db, 0o444);
+    set_mode(dir.path(), 0o555);
+    assert_eq!(ok(&db, &args, Some(NOBODY)), current);
+    let check = ok(&db, &["archive", "check"], Some(NOBODY));
+    assert!(check.contains(", damaged: 0"), "{check}");
+    assert_eq!(user_version(&db), 5);
+    // Its owner upgrades it on the way, keying run_series anew.
+    set_mode(dir.path(), 0o755);
+    set_mode(&db, 0o644);
+    assert_eq!(ok(&db, &args, None), current);
+    assert_eq!(user_version(&db), 6);
+    let report = archive::Archive::open(&db).unwrap().check().unwrap();
+    assert!(report.is_clean(), "{report:?}");
 }
