@@ -23,6 +23,7 @@
 
 mod initramfs;
 mod kernel;
+mod vmlinux;
 
 pub use kernel::{KernelImage, check_image};
 
@@ -431,9 +432,11 @@ pub fn run_guest(
         }
     };
     let probing = options.accel == AccelChoice::Auto && known.is_none() && first == "kvm";
+    let preparing = Instant::now();
+    let kernel = boot_kernel(image, notify);
     let boot = Boot {
-        kernel: &image.path,
-        prepared: Duration::ZERO,
+        kernel: &kernel,
+        prepared: preparing.elapsed(),
     };
     match boot_once(image, &boot, options, job, console_dir, first, probing) {
         Err(Attempt::KvmFailed(reason)) => {
@@ -449,6 +452,26 @@ pub fn run_guest(
         Ok(result) => {
             remember(first);
             Ok(result)
+        }
+    }
+}
+
+/// The kernel qemu is given: the image's uncompressed kernel when it can
+/// be had (see [`vmlinux`]), else the image.
+fn boot_kernel(image: &KernelImage, notify: &mut dyn FnMut(&str)) -> PathBuf {
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let unpacked = std::fs::read(&image.path)
+        .map_err(|err| err.to_string())
+        .and_then(|bytes| vmlinux::uncompressed(&bytes, image.release.as_deref()));
+    match unpacked {
+        Ok(path) => path,
+        Err(reason) => {
+            if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                notify(&format!(
+                    "booting the compressed image, which is slower under TCG: {reason}"
+                ));
+            }
+            image.path.clone()
         }
     }
 }
