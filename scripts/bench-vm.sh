@@ -4,8 +4,8 @@
 # TCP_STREAM test of LENGTH seconds over the guest's loopback, and per
 # kernel:
 #
-#   overhead    seconds from the start of the boot (vng started) to the
-#               first byte of the test (the guest's marker just before
+#   overhead    seconds from the start of the boot (netbisect starts
+#               preparing the guest, qemu next) to the first byte of the test (the guest's marker just before
 #               `netbisect bench` starts): the env.vm.boot_to_test_s of
 #               each record; median, min and max
 #   wall        seconds of the whole bench --kernel command, mean
@@ -16,7 +16,7 @@
 # TCG), or ACCEL=kvm|tcg. Targets: overhead <= 10 s under TCG, <= 3 s
 # with KVM.
 #
-# Needs vng (pip install virtme-ng), qemu-system-x86_64 and jq.
+# Needs qemu-system-x86_64, busybox-static and jq.
 # Usage: scripts/bench-vm.sh [KERNEL...]
 #        (env: BOOTS, LENGTH, ACCEL, CPUS, NETBISECT)
 #        default kernels: the two newest /boot/vmlinuz-*
@@ -29,7 +29,7 @@ CPUS=${CPUS:-2}
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 NETBISECT=${NETBISECT:-$HERE/target/release/netbisect}
 
-for tool in vng qemu-system-x86_64 jq; do
+for tool in qemu-system-x86_64 jq; do
     command -v "$tool" >/dev/null || { echo "bench-vm: $tool not found" >&2; exit 2; }
 done
 [ -x "$NETBISECT" ] || { echo "bench-vm: build first: cargo build --release" >&2; exit 2; }

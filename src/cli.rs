@@ -734,8 +734,8 @@ pub struct HistoryArgs {
 /// `--kernel IMAGE` of `bench`, and how its VM is made.
 #[derive(Debug, Args)]
 pub struct KernelArgs {
-    /// Boot this kernel image (bzImage) in a VM with virtme-ng and run the
-    /// test inside it; the record comes back to this host's archive
+    /// Boot this kernel image (bzImage) in a VM with qemu and run the test
+    /// inside it; the record comes back to this host's archive
     #[arg(long, value_name = "IMAGE")]
     pub kernel: Option<PathBuf>,
     /// How the VM is made.

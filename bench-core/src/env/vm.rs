@@ -15,7 +15,8 @@ use std::collections::BTreeMap;
 /// How the guest was made, and what carried its traffic.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct VmEnv {
-    /// The program that booted the guest (`virtme-ng`).
+    /// The program that booted the guest (`qemu`; `virtme-ng` in older
+    /// records).
     pub runner: String,
     /// Its version, when it said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
