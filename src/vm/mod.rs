@@ -150,7 +150,8 @@ impl Default for VmOptions {
 /// server's address).
 #[derive(Clone, Debug)]
 pub struct GuestJob {
-    /// The netbisect binary, a path valid on the host and so in the guest.
+    /// The host's netbisect binary; the guest runs it from the shared
+    /// directory.
     pub binary: PathBuf,
     /// `bench` arguments.
     pub bench_args: Vec<String>,
@@ -513,6 +514,20 @@ impl From<VmError> for Attempt {
     }
 }
 
+/// The name of the netbisect binary in the shared directory.
+const GUEST_BINARY: &str = "netbisect";
+
+/// Puts the host's netbisect binary at `to`: a hard link where both are
+/// on one file system, else a copy.
+fn place_binary(from: &Path, to: &Path) -> Result<(), VmError> {
+    if std::fs::hard_link(from, to).is_ok() {
+        return Ok(());
+    }
+    std::fs::copy(from, to)
+        .map(|_| ())
+        .map_err(io(format!("copy {} for the guest", from.display())))
+}
+
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> VmError {
     let what = what.into();
     move |source| VmError::Io { what, source }
@@ -646,6 +661,14 @@ fn boot_once(
             .map_err(io(format!("create {name}")))?;
         std::io::Write::write_all(&mut file, bytes).map_err(io(format!("write {name}")))?;
     }
+    // The guest's tmpfs on /tmp, /var/tmp and /run hides what the host
+    // keeps there, a netbisect built or installed under /tmp included: the
+    // guest runs the binary from the shared directory, linked or copied.
+    place_binary(&job.binary, &dir.join(GUEST_BINARY))?;
+    let job = &GuestJob {
+        binary: Path::new(GUEST_SHARED_DIR).join(GUEST_BINARY),
+        ..job.clone()
+    };
     let script = guest_script(Path::new(GUEST_SHARED_DIR), options, job);
     std::fs::write(dir.join("guest.sh"), script).map_err(io("write the guest script"))?;
     let initrd = work.path().join("initramfs.cpio");
