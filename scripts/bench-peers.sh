@@ -33,7 +33,10 @@
 #               iperf3 -l 128K -P FLOWS, which runs all its streams in one
 #               thread (3.12); all pinned to the same CPUs (-T / -A),
 #               interleaved, RUNS times; the ratios to iperf3 and of
-#               --threads 1 to a thread per flow are printed
+#               --threads 1 to a thread per flow are printed, of the
+#               medians and per round (the median of each round's own
+#               ratio, which a change of the host's speed between rounds
+#               does not move)
 #
 # On a shared host, RT_PRIO=1 runs every tool (and the iperf3 and
 # sockperf servers) under chrt -f 1, so that other work does not take
@@ -137,6 +140,7 @@ row() {
 flows_runs() {
     echo >&2 "bench-peers: $FLOWS-flow runs"
     nb_flows=() ; nb_flows1=() ; ip_flows=() ; bf_flows=() ; bf_flows1=()
+    r_one_flow=() ; r_flow_ip=() ; r_one_ip=()
     for run in $(seq 1 "$RUNS"); do
         if [ -n "$BEFORE" ]; then
             bf_flows+=("$(before_json -t TCP_STREAM -m 128K --flows "$FLOWS" \
@@ -144,13 +148,44 @@ flows_runs() {
             bf_flows1+=("$(before_json -t TCP_STREAM -m 128K --flows "$FLOWS" \
                 --threads 1 | jq '.summary.throughput_bps.mean')")
         fi
-        nb_flows+=("$(netbisect_json -t TCP_STREAM -m 128K --flows "$FLOWS" \
-            | jq '.summary.throughput_bps.mean')")
-        nb_flows1+=("$(netbisect_json -t TCP_STREAM -m 128K --flows "$FLOWS" --threads 1 \
-            | jq '.summary.throughput_bps.mean')")
+        # The order alternates from round to round, so that a slow
+        # spell of the host does not always fall on the same tool.
+        if [ $((run % 2)) -eq 1 ]; then
+            flows_threads
+            flows_one
+        else
+            flows_one
+            flows_threads
+        fi
         ip_flows+=("$(iperf3 -c 127.0.0.1 -p "$IPERF_PORT" -t "$LENGTH" -l 128K \
             -P "$FLOWS" -A "$pin" -J | jq '.end.sum_received.bits_per_second')")
+        # This round's ratios: a change of the host's speed between
+        # rounds cancels out of them.
+        r_one_flow+=("$(ratio "${nb_flows1[-1]}" "${nb_flows[-1]}")")
+        r_flow_ip+=("$(ratio "${nb_flows[-1]}" "${ip_flows[-1]}")")
+        r_one_ip+=("$(ratio "${nb_flows1[-1]}" "${ip_flows[-1]}")")
     done
+}
+
+flows_threads() {
+    nb_flows+=("$(netbisect_json -t TCP_STREAM -m 128K --flows "$FLOWS" \
+        | jq '.summary.throughput_bps.mean')")
+}
+
+flows_one() {
+    nb_flows1+=("$(netbisect_json -t TCP_STREAM -m 128K --flows "$FLOWS" --threads 1 \
+        | jq '.summary.throughput_bps.mean')")
+}
+
+ratio() {
+    awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f\n", a / b }'
+}
+
+spread() {
+    # ratios -> "median (min-max)"
+    printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 }
+        END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+              printf "%.3f (%.3f-%.3f)", m, v[1], v[NR] }'
 }
 
 flows_report() {
@@ -180,6 +215,11 @@ flows_report() {
         row "before" 1e6 Mb/s "$b_flow" "iperf3-P$FLOWS" "$peer"
         row "before T1" 1e6 Mb/s "$b_one" "iperf3-P$FLOWS" "$peer"
     fi
+    echo
+    echo "per-round ratios, median (min-max) of $RUNS rounds"
+    printf '  %-22s %s\n' "flows / iperf3" "$(spread "${r_flow_ip[@]}")" \
+        "flows T1 / iperf3" "$(spread "${r_one_ip[@]}")" \
+        "flows T1 / flows" "$(spread "${r_one_flow[@]}")"
     echo
     echo "runs, Gb/s, min-max: each run"
     printf '  %-22s %s\n' "netbisect --flows $FLOWS" "$(gbps "${nb_flows[@]}")" \
