@@ -15,8 +15,8 @@
 //!    demand), filled from the stored records, so history over any metric
 //!    reads no JSON.
 //! 3. `bisect_sessions` and `bisect_events`: bisection sessions and their
-//!    journals (see [`crate::journal`]); at most one active session per
-//!    repository.
+//!    journals (written by the `journal` module); at most one active
+//!    session per repository.
 //! 4. `imported_at`: when an undated import was imported.
 //! 5. `run_series`: one row per run with its `spec_key` and `series`
 //!    (every iteration's value of every metric the run measured, see

@@ -992,17 +992,13 @@ fn wal_path(path: &Path) -> PathBuf {
 /// SQLite keeps the `-wal` and `-shm` files): false for another user's
 /// file, a read-only directory or a read-only mount.
 fn may_write(path: &Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
     };
-    [path, dir].iter().all(|entry| {
-        std::ffi::CString::new(entry.as_os_str().as_bytes()).is_ok_and(|name| {
-            // SAFETY: access reads the NUL-terminated name only.
-            unsafe { libc::access(name.as_ptr(), libc::W_OK) == 0 }
-        })
-    })
+    [path, dir]
+        .iter()
+        .all(|entry| rustix::fs::access(*entry, rustix::fs::Access::WRITE_OK).is_ok())
 }
 
 /// `path` for an SQLite `file:` URI: `%`, `?` and `#` escaped.
@@ -1022,19 +1018,11 @@ fn uri_path(path: &Path) -> String {
 
 /// True when the file system holding `path` has no block left for us.
 fn file_system_full(path: &Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
     };
-    let Ok(name) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
-        return false;
-    };
-    // SAFETY: statvfs fills the zeroed struct it is given.
-    unsafe {
-        let mut stats: libc::statvfs = std::mem::zeroed();
-        libc::statvfs(name.as_ptr(), &mut stats) == 0 && stats.f_bavail == 0
-    }
+    rustix::fs::statvfs(dir).is_ok_and(|stats| stats.f_bavail == 0)
 }
 
 /// `err`, or [`ArchiveError::Full`] when it is SQLite's "disk full" or an
