@@ -1,0 +1,428 @@
+//! Opening an archive file: creating it, refusing what is not an
+//! archive, migrating an older schema, the `quick_check` before the first
+//! write, read-only access for a user who may not write, and the names a
+//! failed open or write is given (a full file system, a damaged file).
+
+use super::Archive;
+use crate::ArchiveError;
+use crate::schema::{self, APPLICATION_ID, CURRENT_VERSION, MIGRATIONS};
+use rusqlite::{Connection, ErrorCode, OpenFlags};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How long a write waits for another writer before giving up.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Files up to this size get `PRAGMA quick_check` before their first
+/// write, whether or not they were closed cleanly.
+pub const QUICK_CHECK_MAX_BYTES: u64 = 256 << 20;
+
+impl Archive {
+    /// Opens the archive at `path`, creating it (not its directory) when
+    /// absent and bringing an older schema up to date. Refuses files that
+    /// are not archives, are damaged or have a newer schema, without
+    /// writing to them.
+    pub fn open(path: &Path) -> Result<Archive, ArchiveError> {
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        Archive::open_with_flags(path, flags).map_err(|err| full_or(path, err))
+    }
+
+    /// Opens the archive at `path` for reading: never creates it (a
+    /// missing file is [`ArchiveError::NoArchive`]) and never leaves files
+    /// beside it that the owner could not use. An archive this user may
+    /// write is opened as by [`Archive::open`].
+    pub fn open_read_only(path: &Path) -> Result<Archive, ArchiveError> {
+        if !path.exists() {
+            return Err(ArchiveError::NoArchive {
+                path: path.to_path_buf(),
+            });
+        }
+        if may_write(path) {
+            let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_URI
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+            return Archive::open_with_flags(path, flags).map_err(|err| full_or(path, err));
+        }
+        // Without a -wal file the database file holds everything committed
+        // and is read as immutable: no locks, no -shm. With one, a writer
+        // is active (or crashed): read through it without writing.
+        let wal = wal_path(path);
+        let immutable = !wal.exists();
+        let uri = format!(
+            "file:{}?mode=ro{}",
+            uri_path(path),
+            if immutable { "&immutable=1" } else { "" }
+        );
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let open_error = |source| ArchiveError::Open {
+            path: path.to_path_buf(),
+            source,
+        };
+        let connection = Connection::open_with_flags(&uri, flags).map_err(open_error)?;
+        connection.busy_timeout(BUSY_TIMEOUT).map_err(open_error)?;
+        let archive = Archive {
+            connection,
+            path: path.to_path_buf(),
+            check_before_write: std::cell::Cell::new(false),
+        };
+        let version = archive.read_version()?;
+        if version == 0 {
+            return Err(ArchiveError::NotAnArchive {
+                path: path.to_path_buf(),
+                detail: "no archive schema".to_string(),
+            });
+        }
+        // An older schema that has every table and column the reads use
+        // is read as it is; what it lacks ([`Archive::series_runs`]) is
+        // read the long way.
+        if version < schema::OLDEST_READABLE_VERSION {
+            return Err(ArchiveError::ReadOnlyOldSchema {
+                path: path.to_path_buf(),
+                found: version,
+                supported: CURRENT_VERSION,
+            });
+        }
+        Ok(archive)
+    }
+
+    fn open_with_flags(path: &Path, flags: OpenFlags) -> Result<Archive, ArchiveError> {
+        let open_error = |source| ArchiveError::Open {
+            path: path.to_path_buf(),
+            source,
+        };
+        let unclean = wal_path(path).exists();
+        let connection = Connection::open_with_flags(path, flags).map_err(open_error)?;
+        connection.busy_timeout(BUSY_TIMEOUT).map_err(open_error)?;
+        let small = std::fs::metadata(path).is_ok_and(|meta| meta.len() <= QUICK_CHECK_MAX_BYTES);
+        let archive = Archive {
+            connection,
+            path: path.to_path_buf(),
+            check_before_write: std::cell::Cell::new(unclean || small),
+        };
+        let version = archive.read_version()?;
+        // A foreign database is refused before WAL mode touches it. Tables
+        // seen with version 0 may be another process creating this archive
+        // right now, so the version is read again before deciding.
+        if version == 0 && archive.has_objects()? && archive.read_version()? == 0 {
+            return Err(archive.foreign_database());
+        }
+        archive.configure()?;
+        if version < CURRENT_VERSION {
+            archive.migrate()?;
+        }
+        Ok(archive)
+    }
+
+    /// Runs `PRAGMA quick_check` once, before the first write, when it is
+    /// due; a damaged file refuses the write.
+    pub(crate) fn check_before_write(&self) -> Result<(), ArchiveError> {
+        if !self.check_before_write.get() {
+            return Ok(());
+        }
+        let damaged = |detail: String| ArchiveError::Damaged {
+            path: self.path.clone(),
+            detail,
+        };
+        let mut statement = self
+            .connection
+            .prepare("PRAGMA quick_check(1)")
+            .map_err(|err| damaged(err.to_string()))?;
+        let first: String = statement
+            .query_row([], |row| row.get(0))
+            .map_err(|err| damaged(err.to_string()))?;
+        if first != "ok" {
+            return Err(damaged(first));
+        }
+        self.check_before_write.set(false);
+        Ok(())
+    }
+
+    /// Names a failed write's cause plainly: a full file system, or a
+    /// damaged file (with the command that tells more).
+    pub(crate) fn write_error(&self, err: ArchiveError) -> ArchiveError {
+        let code = match &err {
+            ArchiveError::Sqlite(sqlite) | ArchiveError::Open { source: sqlite, .. } => {
+                sqlite.sqlite_error_code()
+            }
+            _ => None,
+        };
+        match code {
+            Some(ErrorCode::DiskFull) => ArchiveError::Full {
+                path: self.path.clone(),
+            },
+            Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => ArchiveError::Damaged {
+                path: self.path.clone(),
+                detail: err.to_string(),
+            },
+            _ => full_or(&self.path, err),
+        }
+    }
+
+    /// Reads and checks the schema version and the application id.
+    fn read_version(&self) -> Result<u32, ArchiveError> {
+        read_header(&self.connection, &self.path)
+    }
+
+    fn has_objects(&self) -> Result<bool, ArchiveError> {
+        let n_objects: i64 = self
+            .connection
+            .query_row("SELECT count(*) FROM sqlite_schema", [], |row| row.get(0))
+            .map_err(|err| self.classify(err))?;
+        Ok(n_objects > 0)
+    }
+
+    fn foreign_database(&self) -> ArchiveError {
+        ArchiveError::NotAnArchive {
+            path: self.path.clone(),
+            detail: "an SQLite database with other tables and no archive schema".to_string(),
+        }
+    }
+
+    fn configure(&self) -> Result<(), ArchiveError> {
+        let connection = &self.connection;
+        // Switching to WAL takes an exclusive lock for a moment, which
+        // the busy handler does not wait for: several processes creating
+        // one archive at once retry here, within the busy timeout.
+        let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+        let mode: String = loop {
+            match connection.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0)) {
+                Ok(mode) => break mode,
+                Err(err)
+                    if matches!(
+                        err.sqlite_error_code(),
+                        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+                    ) && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(err) => return Err(self.classify(err)),
+            }
+        };
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(ArchiveError::NotAnArchive {
+                path: self.path.clone(),
+                detail: format!("cannot switch to WAL mode (journal mode is {mode})"),
+            });
+        }
+        connection.pragma_update(None, "foreign_keys", true)?;
+        connection.pragma_update(None, "synchronous", "NORMAL")?;
+        Ok(())
+    }
+
+    /// Applies every pending migration in one transaction. The version is
+    /// read again inside it, since another process may have migrated the
+    /// file meanwhile.
+    fn migrate(&self) -> Result<(), ArchiveError> {
+        let transaction = ImmediateTransaction::begin(&self.connection)?;
+        let version = read_header(transaction.connection, &self.path)?;
+        if version > CURRENT_VERSION {
+            return Err(ArchiveError::NewerSchema {
+                path: self.path.clone(),
+                found: version,
+                supported: CURRENT_VERSION,
+            });
+        }
+        if version == 0 && self.has_objects()? {
+            return Err(self.foreign_database());
+        }
+        migrate_from(transaction.connection, version, CURRENT_VERSION)?;
+        transaction.commit()
+    }
+
+    /// Maps "file is not a database" and similar to [`ArchiveError::NotAnArchive`].
+    fn classify(&self, err: rusqlite::Error) -> ArchiveError {
+        classify_open_error(&self.path, err)
+    }
+
+    /// The schema version of the file.
+    pub fn schema_version(&self) -> Result<u32, ArchiveError> {
+        read_header(&self.connection, &self.path)
+    }
+}
+
+/// A `BEGIN IMMEDIATE` transaction on a shared connection reference, used
+/// while the archive is borrowed immutably (opening); rolled back unless
+/// committed.
+struct ImmediateTransaction<'conn> {
+    connection: &'conn Connection,
+    done: bool,
+}
+
+impl<'conn> ImmediateTransaction<'conn> {
+    fn begin(connection: &'conn Connection) -> Result<Self, ArchiveError> {
+        connection.execute_batch("BEGIN IMMEDIATE")?;
+        Ok(ImmediateTransaction {
+            connection,
+            done: false,
+        })
+    }
+
+    fn commit(mut self) -> Result<(), ArchiveError> {
+        self.connection.execute_batch("COMMIT")?;
+        self.done = true;
+        Ok(())
+    }
+}
+
+impl Drop for ImmediateTransaction<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = self.connection.execute_batch("ROLLBACK");
+        }
+    }
+}
+
+/// Applies migrations `from + 1 ..= to` on `connection`, inside the
+/// caller's transaction, and records the new version.
+pub(crate) fn migrate_from(
+    connection: &Connection,
+    from: u32,
+    to: u32,
+) -> Result<(), ArchiveError> {
+    for (migration_idx, migration) in MIGRATIONS.iter().enumerate() {
+        let target = migration_idx as u32 + 1;
+        if target <= from || target > to {
+            continue;
+        }
+        connection.execute_batch(migration.sql)?;
+        if let Some(backfill) = migration.backfill {
+            backfill(connection)?;
+        }
+        connection.pragma_update(None, "user_version", target)?;
+    }
+    connection.pragma_update(None, "application_id", APPLICATION_ID)?;
+    Ok(())
+}
+
+/// Reads `user_version` and checks `application_id`.
+pub(super) fn read_header(connection: &Connection, path: &Path) -> Result<u32, ArchiveError> {
+    let version: i64 = connection
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .map_err(|err| classify_open_error(path, err))?;
+    let application_id: i32 = connection
+        .query_row("PRAGMA application_id", [], |row| row.get(0))
+        .map_err(|err| classify_open_error(path, err))?;
+    let version = u32::try_from(version).map_err(|_| ArchiveError::NotAnArchive {
+        path: path.to_path_buf(),
+        detail: format!("schema version {version} is not valid"),
+    })?;
+    if version > 0 && application_id != APPLICATION_ID {
+        return Err(ArchiveError::NotAnArchive {
+            path: path.to_path_buf(),
+            detail: format!("an SQLite database of another application (id {application_id:#x})"),
+        });
+    }
+    if version > CURRENT_VERSION {
+        return Err(ArchiveError::NewerSchema {
+            path: path.to_path_buf(),
+            found: version,
+            supported: CURRENT_VERSION,
+        });
+    }
+    Ok(version)
+}
+
+/// The `-wal` file beside `path`.
+fn wal_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_os_string();
+    name.push("-wal");
+    PathBuf::from(name)
+}
+
+/// True when this user may write both `path` and its directory (where
+/// SQLite keeps the `-wal` and `-shm` files): false for another user's
+/// file, a read-only directory or a read-only mount.
+fn may_write(path: &Path) -> bool {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    [path, dir]
+        .iter()
+        .all(|entry| rustix::fs::access(*entry, rustix::fs::Access::WRITE_OK).is_ok())
+}
+
+/// `path` for an SQLite `file:` URI: `%`, `?` and `#` escaped.
+fn uri_path(path: &Path) -> String {
+    let text = path.to_string_lossy();
+    let mut escaped = String::with_capacity(text.len());
+    for ch in text.chars() {
+        match ch {
+            '%' => escaped.push_str("%25"),
+            '?' => escaped.push_str("%3f"),
+            '#' => escaped.push_str("%23"),
+            _ => escaped.push(ch),
+        }
+    }
+    escaped
+}
+
+/// True when the file system holding `path` has no block left for us.
+fn file_system_full(path: &Path) -> bool {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    rustix::fs::statvfs(dir).is_ok_and(|stats| stats.f_bavail == 0)
+}
+
+/// `err`, or [`ArchiveError::Full`] when it is SQLite's "disk full" or an
+/// I/O failure on a file system with no space left (SQLite reports a
+/// file it cannot create on a full file system as "unable to open").
+fn full_or(path: &Path, err: ArchiveError) -> ArchiveError {
+    let code = match &err {
+        ArchiveError::Sqlite(sqlite) | ArchiveError::Open { source: sqlite, .. } => {
+            sqlite.sqlite_error_code()
+        }
+        _ => None,
+    };
+    let full = match code {
+        Some(ErrorCode::DiskFull) => true,
+        Some(ErrorCode::CannotOpen | ErrorCode::SystemIoFailure) => file_system_full(path),
+        _ => false,
+    };
+    if full {
+        ArchiveError::Full {
+            path: path.to_path_buf(),
+        }
+    } else {
+        err
+    }
+}
+
+pub(super) fn classify_open_error(path: &Path, err: rusqlite::Error) -> ArchiveError {
+    match err.sqlite_error_code() {
+        Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => ArchiveError::NotAnArchive {
+            path: path.to_path_buf(),
+            detail: err.to_string(),
+        },
+        _ => ArchiveError::Open {
+            path: path.to_path_buf(),
+            source: err,
+        },
+    }
+}
+
+/// Opens an existing archive for reading (merge source); never creates it.
+pub(super) fn open_existing(path: &Path) -> Result<Connection, ArchiveError> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_URI
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let connection =
+        Connection::open_with_flags(path, flags).map_err(|source| ArchiveError::Open {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    connection
+        .busy_timeout(BUSY_TIMEOUT)
+        .map_err(|source| ArchiveError::Open {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    Ok(connection)
+}

@@ -1,0 +1,426 @@
+//! Selecting stored runs: the filters of [`RunQuery`] as SQL, the
+//! indexed columns of a run, a metric's run-level values, what a history
+//! needs of each run, and the records themselves, verified as they are
+//! read.
+
+use super::Archive;
+use crate::ArchiveError;
+use crate::history::SeriesRun;
+use crate::schema;
+use bench_core::record::{Metric, RunRecord};
+use bench_core::spec::TestKind;
+use serde::Serialize;
+use std::str::FromStr;
+
+/// Length of a full id or config_key: 64 hex digits of blake3.
+const FULL_HASH_LEN: usize = 64;
+
+/// `runs` with each run's history row, if any, on the whole key of
+/// `run_series` ([`schema`] version 6).
+const SERIES_JOIN: &str = "runs LEFT JOIN run_series ON run_series.config_key = runs.config_key \
+                           AND run_series.started_at = runs.started_at \
+                           AND run_series.run_id = runs.id";
+
+/// [`SERIES_JOIN`] at schema version 5, read where the file may not be
+/// upgraded: `run_series` keyed by the run id alone.
+const SERIES_JOIN_V5: &str = "runs LEFT JOIN run_series ON run_series.run_id = runs.id";
+
+/// The join of `runs` to `run_series` at schema `version` (5 or later).
+pub(super) fn series_join(version: u32) -> &'static str {
+    if version >= schema::SERIES_BY_CONFIG_VERSION {
+        SERIES_JOIN
+    } else {
+        SERIES_JOIN_V5
+    }
+}
+
+/// What `archive check` and a history say of a run without a history row.
+pub(super) const MISSING_SERIES: &str = "missing from run_series";
+
+/// Which runs a query selects; every filter that is set must match.
+///
+/// Prefix filters match the start of the column, so abbreviated commit
+/// and run ids work as they do in git.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RunQuery {
+    /// Commit id starts with this.
+    pub commit_prefix: Option<String>,
+    /// Label equals this.
+    pub label: Option<String>,
+    /// Run id starts with this.
+    pub id_prefix: Option<String>,
+    /// config_key starts with this.
+    pub config_key_prefix: Option<String>,
+    /// Test kind.
+    pub test: Option<TestKind>,
+    /// Testbed name equals this.
+    pub testbed: Option<String>,
+    /// Source tool (`netbisect`, `netperf`, `iperf3`) equals this.
+    pub source_tool: Option<String>,
+    /// At most this many runs (the earliest ones).
+    pub limit: Option<u64>,
+}
+
+/// The indexed columns of one stored run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StoredRun {
+    /// Content id.
+    pub id: String,
+    /// Commit under test.
+    pub commit: Option<String>,
+    /// `git describe` of the commit.
+    pub describe: Option<String>,
+    /// Free-form label.
+    pub label: Option<String>,
+    /// Comparability hash.
+    pub config_key: String,
+    /// Testbed name.
+    pub testbed: String,
+    /// Test kind.
+    pub test: TestKind,
+    /// Tool that produced the run.
+    pub source_tool: String,
+    /// Start of the run, RFC 3339.
+    pub started_at: String,
+    /// Iterations in the run.
+    pub n_iterations: u32,
+    /// Mean throughput, bits per second.
+    pub throughput_bps: f64,
+    /// Mean transaction rate, per second (request/response tests).
+    pub transaction_rate: Option<f64>,
+}
+
+/// One run's value of one metric, for history and comparison.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MetricValue {
+    /// Run id.
+    pub run_id: String,
+    /// Commit under test.
+    pub commit: Option<String>,
+    /// Label.
+    pub label: Option<String>,
+    /// Comparability hash.
+    pub config_key: String,
+    /// Start of the run.
+    pub started_at: String,
+    /// The run-level value (the summary's figure).
+    pub value: f64,
+}
+
+pub(super) const RUN_COLUMNS: &str = "id, commit_id, describe, label, config_key, testbed, test, \
+                           source_tool, started_at, n_iterations, throughput_bps, transaction_rate";
+
+impl Archive {
+    /// Number of runs stored.
+    pub fn count(&self) -> Result<u64, ArchiveError> {
+        let n_runs: i64 = self
+            .connection
+            .query_row("SELECT count(*) FROM runs", [], |row| row.get(0))?;
+        Ok(u64::try_from(n_runs).unwrap_or(0))
+    }
+
+    /// The runs `query` selects, oldest first, without their records.
+    pub fn runs(&self, query: &RunQuery) -> Result<Vec<StoredRun>, ArchiveError> {
+        let (sql, values) = build_select(RUN_COLUMNS, query)?;
+        let mut statement = self.connection.prepare(&sql)?;
+        let mut rows = statement.query(rusqlite::params_from_iter(values.iter()))?;
+        let mut runs = Vec::new();
+        while let Some(row) = rows.next()? {
+            runs.push(stored_run_of(row)?);
+        }
+        Ok(runs)
+    }
+
+    /// Calls `visit` with each selected run and its canonical bytes,
+    /// oldest first, without holding them all in memory.
+    pub fn for_each_record<E, F>(&self, query: &RunQuery, mut visit: F) -> Result<(), E>
+    where
+        E: From<ArchiveError>,
+        F: FnMut(&StoredRun, &[u8]) -> Result<(), E>,
+    {
+        let columns = format!("{RUN_COLUMNS}, record");
+        let (sql, values) = build_select(&columns, query)?;
+        let mut statement = self.connection.prepare(&sql).map_err(ArchiveError::from)?;
+        let mut rows = statement
+            .query(rusqlite::params_from_iter(values.iter()))
+            .map_err(ArchiveError::from)?;
+        while let Some(row) = rows.next().map_err(ArchiveError::from)? {
+            let run = stored_run_of(row)?;
+            let bytes: Vec<u8> = row.get(12).map_err(ArchiveError::from)?;
+            visit(&run, &bytes)?;
+        }
+        Ok(())
+    }
+
+    /// Checks stored bytes against the run's id column: they must read as
+    /// a valid record (schema, numbers, id and config_key of its content)
+    /// whose id is that of the row. A tampered or damaged run is
+    /// [`ArchiveError::DamagedRun`].
+    pub fn verify_stored(run: &StoredRun, bytes: &[u8]) -> Result<(), ArchiveError> {
+        let damaged = |detail: String| ArchiveError::DamagedRun {
+            id: run.id.clone(),
+            detail,
+        };
+        let record = RunRecord::from_slice(bytes).map_err(|err| damaged(err.to_string()))?;
+        if record.id != run.id {
+            return Err(damaged(format!("its bytes are those of run {}", record.id)));
+        }
+        Ok(())
+    }
+
+    /// The decoded records of the selected runs, oldest first. Each is
+    /// verified (schema, id, config_key) as it is read.
+    pub fn records(&self, query: &RunQuery) -> Result<Vec<RunRecord>, ArchiveError> {
+        let mut records = Vec::new();
+        self.for_each_record(query, |run, bytes| {
+            records.push(decode_stored(&run.id, bytes)?);
+            Ok::<(), ArchiveError>(())
+        })?;
+        Ok(records)
+    }
+
+    /// The one run whose id starts with `id_prefix`, and its canonical
+    /// bytes.
+    pub fn find(&self, id_prefix: &str) -> Result<(StoredRun, Vec<u8>), ArchiveError> {
+        if id_prefix.is_empty() {
+            return Err(ArchiveError::InvalidQuery("empty run id".to_string()));
+        }
+        let query = RunQuery {
+            id_prefix: Some(id_prefix.to_string()),
+            limit: Some(2),
+            ..RunQuery::default()
+        };
+        let mut found = Vec::new();
+        self.for_each_record(&query, |run, bytes| {
+            found.push((run.clone(), bytes.to_vec()));
+            Ok::<(), ArchiveError>(())
+        })?;
+        if found.len() > 1 {
+            let (sql, values) = build_select(
+                "count(*)",
+                &RunQuery {
+                    limit: None,
+                    ..query
+                },
+            )?;
+            let n_matches: i64 = self.connection.query_row(
+                &sql,
+                rusqlite::params_from_iter(values.iter()),
+                |row| row.get(0),
+            )?;
+            return Err(ArchiveError::AmbiguousId {
+                prefix: id_prefix.to_string(),
+                n_matches: usize::try_from(n_matches).unwrap_or(usize::MAX),
+            });
+        }
+        found
+            .pop()
+            .ok_or_else(|| ArchiveError::NoSuchRun(id_prefix.to_string()))
+    }
+
+    /// The run-level value of `metric` for each selected run that has it,
+    /// oldest first. Reads indexed columns only.
+    pub fn metric_values(
+        &self,
+        query: &RunQuery,
+        metric: Metric,
+    ) -> Result<Vec<MetricValue>, ArchiveError> {
+        let columns = format!(
+            "id, commit_id, label, config_key, started_at, {}",
+            schema::metric_column(metric)
+        );
+        let (sql, values) = build_select(&columns, query)?;
+        let mut statement = self.connection.prepare(&sql)?;
+        let mut rows = statement.query(rusqlite::params_from_iter(values.iter()))?;
+        let mut found = Vec::new();
+        while let Some(row) = rows.next()? {
+            let Some(value) = row.get::<_, Option<f64>>(5)? else {
+                continue;
+            };
+            found.push(MetricValue {
+                run_id: row.get(0)?,
+                commit: row.get(1)?,
+                label: row.get(2)?,
+                config_key: row.get(3)?,
+                started_at: row.get(4)?,
+                value,
+            });
+        }
+        Ok(found)
+    }
+
+    /// What a history of `metric` needs of each selected run, oldest
+    /// first, from the columns filled when the run was stored: no record
+    /// is decoded or verified (`archive check` does that). `None` when
+    /// the archive is older than those columns (one opened read-only at
+    /// an older schema): read the records then
+    /// ([`crate::history::SeriesRun::of`]).
+    pub fn series_runs(
+        &self,
+        query: &RunQuery,
+        metric: Metric,
+    ) -> Result<Option<Vec<SeriesRun>>, ArchiveError> {
+        let version = self.schema_version()?;
+        if version < schema::SERIES_VERSION {
+            return Ok(None);
+        }
+        // Metric names are plain identifiers, safe inside the path.
+        let columns = format!(
+            "runs.id, runs.commit_id, runs.started_at, runs.test, spec_key, \
+             json_extract(series, '$.{}')",
+            metric.name()
+        );
+        // A left join, so that a run missing from `run_series` is an
+        // error rather than left out of the history.
+        let (sql, values) = build_select_from(&columns, series_join(version), query)?;
+        let mut statement = self.connection.prepare(&sql)?;
+        let mut rows = statement.query(rusqlite::params_from_iter(values.iter()))?;
+        let mut found = Vec::new();
+        while let Some(row) = rows.next()? {
+            let id: String = row.get(0)?;
+            let damaged = |detail: String| ArchiveError::DamagedRun {
+                id: id.clone(),
+                detail,
+            };
+            let test_name: String = row.get(3)?;
+            let test = TestKind::from_str(&test_name).map_err(|err| damaged(err.to_string()))?;
+            let spec_key: Option<String> = row.get(4)?;
+            let spec_key = spec_key.ok_or_else(|| damaged(MISSING_SERIES.to_string()))?;
+            let samples = match row.get::<_, Option<String>>(5)? {
+                Some(text) => serde_json::from_str::<Vec<f64>>(&text)
+                    .map_err(|err| damaged(format!("its stored {metric} values: {err}")))?,
+                None => Vec::new(),
+            };
+            found.push(SeriesRun {
+                commit: row.get(1)?,
+                started_at: row.get(2)?,
+                test,
+                spec_key,
+                samples,
+                id,
+            });
+        }
+        Ok(Some(found))
+    }
+}
+
+/// Escapes `prefix` for a GLOB pattern that matches strings starting
+/// with it (GLOB, unlike LIKE, is case-sensitive and uses the index).
+fn glob_prefix(prefix: &str) -> String {
+    let mut pattern = String::with_capacity(prefix.len() + 1);
+    for character in prefix.chars() {
+        match character {
+            '*' | '?' | '[' => {
+                pattern.push('[');
+                pattern.push(character);
+                pattern.push(']');
+            }
+            other => pattern.push(other),
+        }
+    }
+    pattern.push('*');
+    pattern
+}
+
+/// `SELECT columns FROM runs WHERE ... ORDER BY runs.started_at, runs.id`,
+/// with its parameters.
+fn build_select(columns: &str, query: &RunQuery) -> Result<(String, Vec<String>), ArchiveError> {
+    build_select_from(columns, "runs", query)
+}
+
+/// [`build_select`] from `from`: `runs`, or `runs` joined to other
+/// tables; the conditions and the order name the columns of `runs`.
+fn build_select_from(
+    columns: &str,
+    from: &str,
+    query: &RunQuery,
+) -> Result<(String, Vec<String>), ArchiveError> {
+    let mut conditions = Vec::new();
+    let mut values = Vec::new();
+    let mut add = |condition: &str, value: String| {
+        values.push(value);
+        conditions.push(condition.replace('?', &format!("?{}", values.len())));
+    };
+    if let Some(prefix) = &query.commit_prefix {
+        add("runs.commit_id GLOB ?", glob_prefix(prefix));
+    }
+    if let Some(label) = &query.label {
+        add("runs.label = ?", label.clone());
+    }
+    if let Some(prefix) = &query.id_prefix {
+        add("runs.id GLOB ?", glob_prefix(prefix));
+    }
+    if let Some(prefix) = &query.config_key_prefix {
+        // A whole key is an equality, which lets the index on
+        // (config_key, commit_id) narrow on the commit too.
+        if prefix.len() == FULL_HASH_LEN {
+            add("runs.config_key = ?", prefix.clone());
+        } else {
+            add("runs.config_key GLOB ?", glob_prefix(prefix));
+        }
+    }
+    if let Some(test) = query.test {
+        add("runs.test = ?", test.name().to_string());
+    }
+    if let Some(testbed) = &query.testbed {
+        add("runs.testbed = ?", testbed.clone());
+    }
+    if let Some(tool) = &query.source_tool {
+        add("runs.source_tool = ?", tool.clone());
+    }
+    let mut sql = format!("SELECT {columns} FROM {from}");
+    if !conditions.is_empty() {
+        sql.push_str(" WHERE ");
+        sql.push_str(&conditions.join(" AND "));
+    }
+    if columns != "count(*)" {
+        sql.push_str(" ORDER BY runs.started_at, runs.id");
+    }
+    if let Some(limit) = query.limit {
+        let limit = i64::try_from(limit)
+            .map_err(|_| ArchiveError::InvalidQuery(format!("limit {limit} is too large")))?;
+        sql.push_str(&format!(" LIMIT {limit}"));
+    }
+    Ok((sql, values))
+}
+
+fn stored_run_of(row: &rusqlite::Row<'_>) -> Result<StoredRun, ArchiveError> {
+    let id: String = row.get(0)?;
+    let test_name: String = row.get(6)?;
+    let test = TestKind::from_str(&test_name).map_err(|err| ArchiveError::DamagedRun {
+        id: id.clone(),
+        detail: err.to_string(),
+    })?;
+    Ok(StoredRun {
+        commit: row.get(1)?,
+        describe: row.get(2)?,
+        label: row.get(3)?,
+        config_key: row.get(4)?,
+        testbed: row.get(5)?,
+        test,
+        source_tool: row.get(7)?,
+        started_at: row.get(8)?,
+        n_iterations: row.get(9)?,
+        throughput_bps: row.get(10)?,
+        transaction_rate: row.get(11)?,
+        id,
+    })
+}
+
+fn decode_stored(id: &str, bytes: &[u8]) -> Result<RunRecord, ArchiveError> {
+    RunRecord::from_slice(bytes).map_err(|err| ArchiveError::DamagedRun {
+        id: id.to_string(),
+        detail: err.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn glob_prefix_escapes_wildcards() {
+        assert_eq!(glob_prefix("ab"), "ab*");
+        assert_eq!(glob_prefix("a*?[b"), "a[*][?][[]b*");
+    }
+}
