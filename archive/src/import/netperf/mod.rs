@@ -1,0 +1,194 @@
+//! netperf output: classic tables, omni `-k` keyval and omni `-o` CSV.
+//!
+//! Every form starts with netperf's banner line (`MIGRATED TCP STREAM TEST
+//! from ... to HOST () port 0 AF_INET : demo`), which names the test, the
+//! remote host, the address family and, with `-I`, the requested
+//! confidence interval (`: +/-2.500% @ 99% conf.`). A `!!!` warning block
+//! (confidence not reached) may follow; its throughput interval becomes
+//! the record's confidence outcome. Older netperfs' banners (`UDP
+//! UNIDIRECTIONAL SEND TEST`, `TCP STREAM TEST ... : +/-2.500% @ 95%
+//! conf.  : demo`) read the same; the notes `: first burst N` and `:
+//! nodelay` enter the spec.
+//!
+//! An input may hold several outputs (a log appended to, an email): each
+//! runs from its banner to the next. Text before the first banner, and
+//! after a table's block of results, is not read, except that a line of
+//! numbers there is refused rather than dropped. A table whose rows begin
+//! with a word (`current`, `patched`, `Org:`) gives one run per such row,
+//! labelled by the word; an unlabelled line under one is its second line.
+//!
+//! Nothing is guessed: the first line of a run needs a figure for every
+//! column, a run needs all its lines (request/response rows given by side
+//! name may leave out the second, which holds only socket sizes), and an
+//! input whose last line lacks its end was cut and is refused.
+//!
+//! netperf prints the socket buffer sizes the kernel granted, not those
+//! requested; they are recorded as the spec's socket buffers (receive
+//! buffer for request/response tests), so imports of the same command
+//! compare. The elapsed time rounded to whole seconds is taken as the
+//! test length (`-l` takes whole seconds). A CPU figure of -1 means "not
+//! measured" and is dropped.
+//!
+//! The parts: `banner` reads the banner and its warning block, `omni` the
+//! keyval and CSV forms, `classic` the tables, and `values` the numbers,
+//! sizes and throughput units all of them share.
+
+use super::{Format, ImportError, ImportOptions, PeerRun, build_record};
+use banner::{parse_banner, parse_warning_width};
+use bench_core::record::{ConfidenceOutcome, Endpoint, Environments, RunRecord, Source};
+use bench_core::spec::RunSpec;
+use classic::{ClassicRun, classic_runs};
+use omni::{is_keyval_line, omni_figures, parse_csv, parse_keyval};
+
+mod banner;
+mod classic;
+mod omni;
+mod values;
+
+pub use banner::is_banner;
+
+/// Parses every netperf output in `text`: each starts at a banner line
+/// and runs to the next one. Lines before the first banner (the prose of
+/// an email) are not read.
+pub fn parse(text: &str, options: &ImportOptions) -> Result<(Format, Vec<RunRecord>), ImportError> {
+    let lines: Vec<&str> = text.lines().collect();
+    let starts: Vec<usize> = (0..lines.len())
+        .filter(|&idx| is_banner(lines[idx]))
+        .collect();
+    let mut format = None;
+    let mut records = Vec::new();
+    for (start_idx, &start) in starts.iter().enumerate() {
+        let end = starts.get(start_idx + 1).copied().unwrap_or(lines.len());
+        let (section_format, section_records) = parse_section(&lines[..end], start, options)?;
+        format.get_or_insert(section_format);
+        records.extend(section_records);
+    }
+    // A cut in the middle of the last line would leave a figure shorter
+    // than printed; netperf ends every line, so a last line without its
+    // end is refused rather than read.
+    if let Some(last) = lines.last().filter(|line| !line.trim().is_empty())
+        && !text.ends_with('\n')
+        && !starts.is_empty()
+    {
+        return Err(ImportError::parse(
+            lines.len(),
+            format!(
+                "the input ends inside this line (cut short?): \"{}\"",
+                last.trim()
+            ),
+        ));
+    }
+    match format {
+        Some(format) => Ok((format, records)),
+        None => Err(ImportError::Empty),
+    }
+}
+
+/// Parses the netperf output whose banner is `lines[start]` and which
+/// runs to the end of `lines`. Line numbers are those of the whole input.
+fn parse_section(
+    lines: &[&str],
+    start: usize,
+    options: &ImportOptions,
+) -> Result<(Format, Vec<RunRecord>), ImportError> {
+    let banner = parse_banner(lines[start], start + 1)?;
+    let mut line_idx = start + 1;
+    let mut achieved_width = None;
+    while let Some(line) = lines.get(line_idx) {
+        let trimmed = line.trim();
+        if trimmed.starts_with("!!!") {
+            if achieved_width.is_none() {
+                achieved_width = parse_warning_width(trimmed);
+            }
+        } else if !trimmed.is_empty() {
+            break;
+        }
+        line_idx += 1;
+    }
+    let Some(first_body) = lines.get(line_idx) else {
+        return Err(ImportError::parse(
+            lines.len().max(start + 1),
+            "netperf banner without results",
+        ));
+    };
+    let mut spec = RunSpec::defaults(banner.test);
+    spec.family = banner.family;
+    spec.confidence = banner.confidence.clone();
+    spec.first_burst = banner.first_burst;
+    spec.nodelay = banner.nodelay;
+    let (format, runs) = if is_keyval_line(first_body) {
+        let values = parse_keyval(lines, line_idx)?;
+        let figures = omni_figures(&values, &mut spec, line_idx + 1)?;
+        (
+            Format::NetperfKeyval,
+            vec![ClassicRun::unlabelled(line_idx + 1, spec, figures)],
+        )
+    } else if first_body.contains(',') {
+        let values = parse_csv(lines, line_idx)?;
+        let figures = omni_figures(&values, &mut spec, line_idx + 1)?;
+        (
+            Format::NetperfCsv,
+            vec![ClassicRun::unlabelled(line_idx + 1, spec, figures)],
+        )
+    } else {
+        (
+            Format::NetperfClassic,
+            classic_runs(lines, line_idx, &spec)?,
+        )
+    };
+    let mut records = Vec::with_capacity(runs.len());
+    for run in runs {
+        let ClassicRun {
+            label,
+            line_no,
+            mut spec,
+            figures,
+        } = run;
+        if let Some(elapsed) = figures.elapsed_s {
+            spec.duration_s = elapsed.round().max(1.0);
+        }
+        let confidence = match (&spec.confidence, achieved_width) {
+            (Some(requested), Some(width_pct)) => {
+                let mean = if banner.test.is_request_response() {
+                    figures.transaction_rate
+                } else {
+                    figures.throughput_bps
+                }
+                .unwrap_or(0.0);
+                Some(ConfidenceOutcome {
+                    level_pct: requested.level_pct,
+                    low: mean * (1.0 - width_pct / 200.0),
+                    high: mean * (1.0 + width_pct / 200.0),
+                    width_pct,
+                    target_width_pct: requested.width_pct,
+                    met: width_pct <= requested.width_pct,
+                })
+            }
+            _ => None,
+        };
+        let run = PeerRun {
+            source: Source {
+                tool: String::from("netperf"),
+                version: None,
+                undated: false,
+            },
+            spec,
+            endpoint: Endpoint {
+                host: banner.host.clone(),
+                port: None,
+            },
+            env: Environments::default(),
+            started_at: None,
+            figures,
+            confidence,
+        };
+        let run_options = match &label {
+            Some(label) => options.with_side_label(label),
+            None => options.clone(),
+        };
+        let record = build_record(run, &run_options)
+            .map_err(|err| ImportError::parse(line_no, err.to_string()))?;
+        records.push(record);
+    }
+    Ok((format, records))
+}
