@@ -311,33 +311,17 @@ pub fn points_in_time_order(runs: &[SeriesRun]) -> Vec<PointRuns<'_>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::tests::{Noise, run};
-    use bench_core::spec::TestKind;
 
-    /// One run of three iterations per commit, at the given levels.
-    /// The throughput series of [`records`].
-    fn series(levels: &[f64], seed: u64) -> Vec<SeriesRun> {
-        records(levels, seed)
-            .iter()
-            .map(|record| SeriesRun::of(record, Metric::ThroughputBps).unwrap())
-            .collect()
-    }
-
-    fn records(levels: &[f64], seed: u64) -> Vec<RunRecord> {
-        let mut noise = Noise(seed);
-        levels
-            .iter()
-            .enumerate()
-            .map(|(idx, level)| {
-                run(
-                    TestKind::TcpStream,
-                    &format!("{idx:07x}{idx:033x}"),
-                    &format!("2024-01-01T00:{:02}:00Z", idx),
-                    &noise.around(*level, 0.005, 3),
-                    false,
-                )
-            })
-            .collect()
+    /// A run of `commit` at `minute` past midnight, with one sample.
+    fn series_run(commit: &str, minute: usize) -> SeriesRun {
+        SeriesRun {
+            id: format!("{minute:064x}"),
+            commit: Some(commit.to_string()),
+            started_at: format!("2024-01-01T00:{minute:02}:00Z"),
+            test: TestKind::TcpStream,
+            spec_key: "0".repeat(64),
+            samples: vec![1.0],
+        }
     }
 
     fn commits(n: usize) -> Vec<String> {
@@ -345,164 +329,15 @@ mod tests {
     }
 
     #[test]
-    fn marks_a_step_at_the_right_commit() {
-        let mut levels = vec![9.4e9; 8];
-        levels.extend([9.4e9 * 0.92; 7]);
-        let runs = series(&levels, 5);
-        let points = points_in_commit_order(&commits(levels.len()), &runs);
-        assert_eq!(points.len(), 15);
-        assert_eq!(points[3].label, "0000003".to_string() + "00000");
-        let history = history(
-            &points,
-            &HistoryOptions::new(Metric::ThroughputBps, SeriesOrder::Git),
-        )
-        .unwrap();
-        assert_eq!(history.n_change_points, 1);
-        assert_eq!(history.unit, "bits/s");
-        assert_eq!(history.tests, ["TCP_STREAM"]);
-        let marked: Vec<usize> = history
-            .points
-            .iter()
-            .enumerate()
-            .filter(|(_, point)| point.change.is_some())
-            .map(|(idx, _)| idx)
-            .collect();
-        assert_eq!(marked, [8]);
-        let change = history.points[8].change.as_ref().unwrap();
-        let change_pct = change.change_pct.unwrap();
-        assert!((change_pct - -8.0).abs() < 0.5, "{change_pct}");
-        assert!(change.p_value < 0.001);
-        assert_eq!(change.direction, Some(Direction::Regression));
-        assert_eq!(history.points[0].n_samples, 3);
-        assert!(history.min_mean.unwrap() < 9.4e9 * 0.93);
-        assert!(history.max_mean.unwrap() > 9.4e9 * 0.99);
-    }
-
-    #[test]
-    fn flat_series_has_no_change_point() {
-        let runs = series(&[9.4e9; 20], 9);
-        let points = points_in_time_order(&runs);
-        assert_eq!(points[0].label, "2024-01-01T00:00:00Z");
-        let history = history(
-            &points,
-            &HistoryOptions::new(Metric::ThroughputBps, SeriesOrder::Time),
-        )
-        .unwrap();
-        assert_eq!(history.points.len(), 20);
-        assert_eq!(history.n_change_points, 0);
-        assert!(history.points.iter().all(|point| point.change.is_none()));
-    }
-
-    #[test]
-    fn points_without_samples_are_shown_but_not_searched() {
-        let mut levels = vec![100.0; 6];
-        levels.extend([150.0; 6]);
-        let runs = series(&levels, 2);
-        let mut points = points_in_commit_order(&commits(levels.len()), &runs);
-        // A point with no runs, as a caller may hand over.
-        points.insert(
-            6,
-            PointRuns {
-                label: "unmeasured".into(),
-                runs: Vec::new(),
-            },
-        );
-        let history = history(
-            &points,
-            &HistoryOptions::new(Metric::ThroughputBps, SeriesOrder::Git),
-        )
-        .unwrap();
-        assert_eq!(history.points[6].mean, None);
-        assert!(history.points[6].change.is_none());
-        assert!(history.points[7].change.is_some());
-        assert_eq!(history.n_change_points, 1);
-    }
-
-    #[test]
-    fn template_samples_are_current() {
-        use crate::compare::tests::check_template_sample;
-
-        // Throughput across commits in git order, with an 8% drop.
-        let mut levels = vec![9.41e9; 8];
-        levels.extend([9.41e9 * 0.919; 7]);
-        let runs = series(&levels, 21);
-        let points = points_in_commit_order(&commits(levels.len()), &runs);
-        let step = history(
-            &points,
-            &HistoryOptions::new(Metric::ThroughputBps, SeriesOrder::Git),
-        )
-        .unwrap();
-        assert_eq!(step.n_change_points, 1);
-        check_template_sample("history--throughput-step", &step);
-
-        // p99 latency of request/response runs in time order: up, then
-        // partly back down, with a point that has no latency samples.
-        let mut noise = Noise(8);
-        let mut latency_runs = Vec::new();
-        for (idx, level) in [
-            45.2, 45.2, 45.2, 45.2, 45.2, 45.2, 52.8, 52.8, 52.8, 52.8, 52.8, 49.1, 49.1, 49.1,
-            49.1, 49.1, 49.1,
-        ]
-        .iter()
-        .enumerate()
-        {
-            let mut record = run(
-                TestKind::UdpRr,
-                "1a2b3c4d5e6f",
-                &format!("2024-02-{:02}T06:30:00Z", idx + 1),
-                &[1e6 / level; 3],
-                false,
-            );
-            for iteration in &mut record.iterations {
-                if let Some(latency) = iteration.latency.as_mut() {
-                    latency.p99_us = level * (1.0 + 0.004 * noise.next());
-                }
-            }
-            record.seal().unwrap();
-            latency_runs.push(record);
-        }
-        let latency_runs: Vec<SeriesRun> = latency_runs
-            .iter()
-            .map(|record| SeriesRun::of(record, Metric::LatencyP99Us).unwrap())
-            .collect();
-        let mut points = points_in_time_order(&latency_runs);
-        points.insert(
-            7,
-            PointRuns {
-                label: "2024-02-07T18:00:00Z".into(),
-                runs: Vec::new(),
-            },
-        );
-        let latency = history(
-            &points,
-            &HistoryOptions::new(Metric::LatencyP99Us, SeriesOrder::Time),
-        )
-        .unwrap();
-        assert_eq!(latency.n_change_points, 2, "{latency:#?}");
-        check_template_sample("history--latency-by-time", &latency);
-
-        // Extremes: 100 Gb/s, long describe labels, no change point.
-        let runs = series(&[1.0e11; 6], 4);
-        let listed = commits(6);
-        let mut points = points_in_commit_order(&listed, &runs);
-        for (idx, point) in points.iter_mut().enumerate() {
-            point.label = format!("v6.10-rc3-{:05}-g{}-dirty", 1200 + idx, &listed[idx][..12]);
-        }
-        let flat = history(
-            &points,
-            &HistoryOptions::new(Metric::ThroughputBps, SeriesOrder::Git),
-        )
-        .unwrap();
-        assert_eq!(flat.n_change_points, 0);
-        check_template_sample("history--extreme", &flat);
-    }
-
-    #[test]
     fn abbreviated_commits_match_and_unrelated_ones_do_not() {
         assert!(same_commit("abcdef1", "ABCDEF1234567890"));
         assert!(!same_commit("abcdef2", "abcdef1234567890"));
         assert!(!same_commit("abc", "abc1234567"));
-        let runs = series(&[1.0, 2.0], 1);
+        let runs: Vec<SeriesRun> = commits(2)
+            .iter()
+            .enumerate()
+            .map(|(idx, commit)| series_run(commit, idx))
+            .collect();
         let listed = vec![commits(2)[1].clone(), "f".repeat(40)];
         let points = points_in_commit_order(&listed, &runs);
         assert_eq!(points.len(), 1);
