@@ -21,7 +21,8 @@ pub fn signature() -> Signature<'static> {
 
 /// A repository with a working tree, made for a test.
 ///
-/// It dereferences to the git2 [`Repository`] for everything else.
+/// It dereferences to the git2 [`Repository`] for everything else; its
+/// own methods have names git2's do not use, so none is hidden.
 pub struct GitRepo {
     repo: Repository,
 }
@@ -54,38 +55,43 @@ impl GitRepo {
     /// Commits `files` (name, content) over the first parent's tree (a
     /// file not named keeps its content there) on top of `parents`, the
     /// first parent first; returns the commit's id. No branch moves.
-    pub fn commit(&self, files: &[(&str, &str)], parents: &[Oid], message: &str) -> Oid {
+    pub fn commit_files(&self, files: &[(&str, &str)], parents: &[Oid], message: &str) -> Oid {
         let base = parents.first().map(|&parent| self.tree_of(parent));
         self.commit_over(base.as_ref(), files, parents, message)
     }
 
     /// Commits a tree of exactly `files`, whatever the parents held; as
-    /// [`commit`](Self::commit) otherwise.
-    pub fn commit_exactly(&self, files: &[(&str, &str)], parents: &[Oid], message: &str) -> Oid {
+    /// [`commit_files`](Self::commit_files) otherwise.
+    pub fn commit_only_files(&self, files: &[(&str, &str)], parents: &[Oid], message: &str) -> Oid {
         self.commit_over(None, files, parents, message)
     }
 
     /// A line of `n_commits` commits after `parent` (or from a root), the
     /// tree of commit `idx` holding exactly `files_of(idx)`, its message
     /// `message_of(idx)`. Returns the ids, oldest first; no branch moves.
-    pub fn line<'a>(
+    pub fn line<'a, Content: AsRef<str>>(
         &self,
         parent: Option<Oid>,
         n_commits: usize,
-        files_of: impl Fn(usize) -> Vec<(&'a str, &'a str)>,
+        files_of: impl Fn(usize) -> Vec<(&'a str, Content)>,
         message_of: impl Fn(usize) -> String,
     ) -> Vec<Oid> {
         let mut ids: Vec<Oid> = Vec::with_capacity(n_commits);
         for idx in 0..n_commits {
             let parents: Vec<Oid> = ids.last().copied().or(parent).into_iter().collect();
-            ids.push(self.commit_exactly(&files_of(idx), &parents, &message_of(idx)));
+            let files = files_of(idx);
+            let files: Vec<(&str, &str)> = files
+                .iter()
+                .map(|(name, content)| (*name, content.as_ref()))
+                .collect();
+            ids.push(self.commit_only_files(&files, &parents, &message_of(idx)));
         }
         ids
     }
 
     /// Points `main` at `oid`, makes it HEAD and checks it out, discarding
     /// whatever the working tree held.
-    pub fn set_head(&self, oid: Oid) {
+    pub fn checkout_main(&self, oid: Oid) {
         self.set_main(oid);
         self.repo
             .checkout_head(Some(git2::build::CheckoutBuilder::new().force()))
@@ -102,7 +108,7 @@ impl GitRepo {
     }
 
     /// Puts the lightweight tag `name` on `oid`.
-    pub fn tag(&self, name: &str, oid: Oid) {
+    pub fn tag_commit(&self, name: &str, oid: Oid) {
         let object = self.repo.find_object(oid, None).expect("a commit to tag");
         self.repo
             .tag_lightweight(name, &object, false)
@@ -174,15 +180,15 @@ mod tests {
         let temp = tempfile::tempdir().unwrap();
         let dir = temp.path();
         let repo = GitRepo::init(dir);
-        let first = repo.commit(&[("a", "1"), ("config/x", "2")], &[], "first");
-        let second = repo.commit(&[("config/y", "3")], &[first], "second");
+        let first = repo.commit_files(&[("a", "1"), ("config/x", "2")], &[], "first");
+        let second = repo.commit_files(&[("config/y", "3")], &[first], "second");
         let tree = repo.tree_of(second);
         assert!(tree.get_path(Path::new("a")).is_ok());
         assert!(tree.get_path(Path::new("config/x")).is_ok());
         assert!(tree.get_path(Path::new("config/y")).is_ok());
-        let third = repo.commit_exactly(&[("b", "4")], &[second], "third");
+        let third = repo.commit_only_files(&[("b", "4")], &[second], "third");
         assert_eq!(repo.tree_of(third).len(), 1);
-        let merge = repo.commit(&[], &[first, third], "merge");
+        let merge = repo.commit_files(&[], &[first, third], "merge");
         assert_eq!(repo.find_commit(merge).unwrap().parent_count(), 2);
         let ids = repo.line(
             Some(merge),
@@ -194,9 +200,9 @@ mod tests {
             repo.find_commit(ids[0]).unwrap().parent_id(0).unwrap(),
             merge
         );
-        repo.set_head(ids[2]);
+        repo.checkout_main(ids[2]);
         assert_eq!(std::fs::read_to_string(dir.join("c")).unwrap(), "5");
-        repo.tag("E", ids[2]);
+        repo.tag_commit("E", ids[2]);
         assert_eq!(repo.revparse_single("E").unwrap().id(), ids[2]);
     }
 }

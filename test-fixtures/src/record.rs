@@ -22,7 +22,7 @@ enum SummaryOf {
     /// the transaction rate where iterations have one.
     Iterations(Box<dyn FnOnce(&mut Summary)>),
     /// As given.
-    Given(Summary),
+    Given(Box<Summary>),
 }
 
 /// Builds a [`RunRecord`].
@@ -209,7 +209,7 @@ impl RecordBuilder {
 
     /// Gives the summary as is instead of computing it.
     pub fn summary(mut self, summary: Summary) -> RecordBuilder {
-        self.summary = SummaryOf::Given(summary);
+        self.summary = SummaryOf::Given(Box::new(summary));
         self
     }
 
@@ -223,7 +223,7 @@ impl RecordBuilder {
     pub fn build_unsealed(self) -> RunRecord {
         let mut record = self.record;
         record.summary = match self.summary {
-            SummaryOf::Given(summary) => summary,
+            SummaryOf::Given(summary) => *summary,
             SummaryOf::Iterations(change) => {
                 let iterations = &record.iterations;
                 let throughputs: Vec<f64> = iterations.iter().map(|i| i.throughput_bps).collect();
