@@ -808,10 +808,8 @@ fn more_runs_per_side(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use bench_core::record::{
-        CpuFigures, Endpoint, Environments, Iteration, LatencyFigures, Source, Subject, Summary,
-    };
-    use bench_core::spec::RunSpec;
+    use bench_core::record::{CpuFigures, Summary};
+    use test_fixtures::record::RecordBuilder;
 
     /// Deterministic noise in [-1, 1): a 64-bit linear congruential
     /// generator (Knuth's MMIX constants), enough to scatter samples.
@@ -845,60 +843,20 @@ pub(crate) mod tests {
         samples: &[f64],
         cpu: bool,
     ) -> RunRecord {
-        let iterations = samples
-            .iter()
-            .map(|&sample| {
-                let request_response = test.is_request_response();
-                Iteration {
-                    elapsed_s: 10.0,
-                    throughput_bps: if request_response {
-                        16.0 * sample
-                    } else {
-                        sample
-                    },
-                    transaction_rate: request_response.then_some(sample),
-                    transactions: request_response.then_some((sample * 10.0) as u64),
-                    latency: request_response.then(|| LatencyFigures {
-                        p99_us: 1.5e6 / sample,
-                        ..LatencyFigures::default()
-                    }),
-                    cpu: cpu.then(|| CpuFigures {
-                        local_service_demand: Some(1000.0 / sample),
-                        ..CpuFigures::default()
-                    }),
-                    ..Iteration::default()
-                }
+        RecordBuilder::new(test)
+            .spec_with(|spec| spec.local_cpu = cpu)
+            .started_at(started_at)
+            .finished_at(started_at)
+            .commit(commit)
+            .samples(samples)
+            .each_iteration(|idx, iteration| {
+                iteration.cpu = cpu.then(|| CpuFigures {
+                    local_service_demand: Some(1000.0 / samples[idx]),
+                    ..CpuFigures::default()
+                });
             })
-            .collect();
-        let mut spec = RunSpec::defaults(test);
-        spec.local_cpu = cpu;
-        let mut record = RunRecord {
-            schema: String::new(),
-            id: String::new(),
-            config_key: String::new(),
-            source: Source {
-                tool: "netbisect".into(),
-                version: None,
-                undated: false,
-            },
-            started_at: started_at.into(),
-            finished_at: started_at.into(),
-            spec,
-            endpoint: Endpoint {
-                host: "127.0.0.1".into(),
-                port: None,
-            },
-            subject: Subject {
-                commit: Some(commit.into()),
-                ..Subject::default()
-            },
-            testbed: "lab".into(),
-            env: Environments::default(),
-            iterations,
-            summary: Summary::default(),
-        };
-        record.seal().unwrap();
-        record
+            .summary(Summary::default())
+            .build()
     }
 
     fn only_group(comparison: &Comparison) -> &ComparisonGroup {

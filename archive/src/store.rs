@@ -1319,8 +1319,8 @@ fn verify_row(run: &StoredRun, bytes: &[u8]) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bench_core::record::{CpuFigures, Endpoint, Iteration, Source, Spread, Summary};
-    use bench_core::spec::RunSpec;
+    use bench_core::record::{CpuFigures, Iteration};
+    use test_fixtures::record::RecordBuilder;
 
     fn cpu_record() -> RunRecord {
         let cpu = CpuFigures {
@@ -1328,43 +1328,19 @@ mod tests {
             remote_util_pct: Some(40.0),
             ..CpuFigures::default()
         };
-        let mut record = RunRecord {
-            schema: String::new(),
-            id: String::new(),
-            config_key: String::new(),
-            source: Source {
-                tool: "netbisect".to_string(),
-                version: None,
-                undated: false,
-            },
-            started_at: "2026-01-01T00:00:00.000000Z".to_string(),
-            finished_at: "2026-01-01T00:00:10.000000Z".to_string(),
-            spec: RunSpec::defaults(TestKind::TcpStream),
-            endpoint: Endpoint {
-                host: "127.0.0.1".to_string(),
-                port: None,
-            },
-            subject: bench_core::record::Subject {
-                commit: Some("abcdef".to_string()),
-                ..Default::default()
-            },
-            testbed: "lab".to_string(),
-            env: Default::default(),
-            iterations: vec![Iteration {
+        let summary_cpu = cpu.clone();
+        RecordBuilder::new(TestKind::TcpStream)
+            .started_at("2026-01-01T00:00:00.000000Z")
+            .finished_at("2026-01-01T00:00:10.000000Z")
+            .commit("abcdef")
+            .iteration(Iteration {
                 elapsed_s: 10.0,
                 throughput_bps: 1e9,
-                cpu: Some(cpu.clone()),
-                ..Iteration::default()
-            }],
-            summary: Summary {
-                n_iterations: 1,
-                throughput_bps: Spread::of(&[1e9]).unwrap_or_default(),
                 cpu: Some(cpu),
-                ..Summary::default()
-            },
-        };
-        record.seal().unwrap();
-        record
+                ..Iteration::default()
+            })
+            .summary_with(|summary| summary.cpu = Some(summary_cpu))
+            .build()
     }
 
     #[test]
