@@ -5,7 +5,7 @@ use bench_core::record::RunRecord;
 use bench_core::spec::TestKind;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, UNIX_EPOCH};
-use test_fixtures::record::RecordBuilder;
+use test_fixtures::record::{RecordBuilder, json_lines};
 
 fn data_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data")
@@ -278,14 +278,11 @@ fn a_killed_import_leaves_a_clean_archive_and_whole_files() {
     let db = dir.path().join("archive.db");
     let mut files = Vec::new();
     for file_idx in 0..N_FILES {
-        let mut text = String::new();
-        for run_idx in 0..RUNS_PER_FILE {
-            let record = generated_record(file_idx, file_idx * RUNS_PER_FILE + run_idx);
-            text.push_str(std::str::from_utf8(&record.to_canonical_bytes().unwrap()).unwrap());
-            text.push('\n');
-        }
+        let records: Vec<RunRecord> = (0..RUNS_PER_FILE)
+            .map(|run_idx| generated_record(file_idx, file_idx * RUNS_PER_FILE + run_idx))
+            .collect();
         let path = dir.path().join(format!("runs-{file_idx:04}.jsonl"));
-        std::fs::write(&path, text).unwrap();
+        std::fs::write(&path, json_lines(&records)).unwrap();
         files.push(path);
     }
     // Create the archive first, so the kill lands in the middle of imports.
