@@ -11,13 +11,12 @@
 
 use archive::{Archive, CanonicalRun, RunQuery};
 use bench_core::env::HostEnv;
-use bench_core::record::{
-    Endpoint, Environments, Iteration, Metric, RunRecord, Source, Spread, Subject, Summary,
-};
-use bench_core::spec::{RunSpec, TestKind};
+use bench_core::record::{Environments, Iteration, Metric, RunRecord};
+use bench_core::spec::TestKind;
 use std::io::Write;
 use std::path::Path;
 use std::time::Instant;
+use test_fixtures::record::RecordBuilder;
 
 const RUNS_PER_COMMIT: u64 = 100;
 const N_CONFIGS: u64 = 20;
@@ -29,10 +28,6 @@ fn commit_of(commit_idx: u64) -> String {
 fn record(seed: u64) -> RunRecord {
     let commit_idx = seed / RUNS_PER_COMMIT;
     let config_idx = (seed / 5) % N_CONFIGS;
-    let mut spec = RunSpec::defaults(TestKind::TcpStream);
-    spec.send_size_bytes = 1024 * (1 + config_idx as u32);
-    spec.iterations_max = 3;
-    spec.iterations_min = 3;
     let base = 9e9 + (seed % 7) as f64 * 1e7;
     let iterations: Vec<Iteration> = (0..3)
         .map(|idx| Iteration {
@@ -45,7 +40,6 @@ fn record(seed: u64) -> RunRecord {
             ..Iteration::default()
         })
         .collect();
-    let throughputs: Vec<f64> = iterations.iter().map(|i| i.throughput_bps).collect();
     let mut local = HostEnv {
         kernel_release: Some(format!("6.18.0-rc{}", commit_idx % 8)),
         cpu_model: Some("Generic x86-64 CPU".to_string()),
@@ -62,48 +56,31 @@ fn record(seed: u64) -> RunRecord {
     ] {
         local.sysctls.insert(name.to_string(), value.to_string());
     }
-    let mut record = RunRecord {
-        schema: String::new(),
-        id: String::new(),
-        config_key: String::new(),
-        source: Source {
-            tool: "netbisect".to_string(),
-            version: Some("0.1.0".to_string()),
-            undated: false,
-        },
-        started_at: bench_core::time::rfc3339_utc(
-            std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000 + seed * 11),
-        ),
-        finished_at: bench_core::time::rfc3339_utc(
-            std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_010 + seed * 11),
-        ),
-        spec,
-        endpoint: Endpoint {
-            host: "192.0.2.1".to_string(),
-            port: Some(12865),
-        },
-        subject: Subject {
-            commit: Some(commit_of(commit_idx)),
-            label: Some(format!("step{}", commit_idx % 10)),
-            ..Subject::default()
-        },
-        testbed: "lab1".to_string(),
-        env: Environments {
+    let at = |offset_s: u64| {
+        bench_core::time::rfc3339_utc(
+            std::time::UNIX_EPOCH + std::time::Duration::from_secs(offset_s + seed * 11),
+        )
+    };
+    RecordBuilder::new(TestKind::TcpStream)
+        .spec_with(|spec| {
+            spec.send_size_bytes = 1024 * (1 + config_idx as u32);
+            spec.iterations_max = 3;
+            spec.iterations_min = 3;
+        })
+        .tool_version("0.1.0")
+        .started_at(&at(1_700_000_000))
+        .finished_at(&at(1_700_000_010))
+        .endpoint("192.0.2.1", Some(12865))
+        .commit(&commit_of(commit_idx))
+        .label(&format!("step{}", commit_idx % 10))
+        .testbed("lab1")
+        .env(Environments {
             local,
             remote: None,
             vm: None,
-        },
-        iterations,
-        summary: Summary {
-            n_iterations: 3,
-            throughput_bps: Spread::of(&throughputs).unwrap_or_default(),
-            ..Summary::default()
-        },
-    };
-    if let Err(err) = record.seal() {
-        panic!("cannot seal a generated record: {err}");
-    }
-    record
+        })
+        .iterations(iterations)
+        .build()
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -3,53 +3,27 @@
 //! id, and several processes creating one file at once all succeed.
 
 use archive::{Archive, ArchiveError, CanonicalRun, RunQuery};
-use bench_core::record::{
-    Endpoint, Environments, Iteration, RunRecord, Source, Spread, Subject, Summary,
-};
-use bench_core::spec::{RunSpec, TestKind};
+use bench_core::record::Iteration;
+use bench_core::spec::TestKind;
+use test_fixtures::record::RecordBuilder;
 
 fn run(seed: u32) -> CanonicalRun {
-    let throughput_bps = 1e9 + f64::from(seed);
-    let iterations = vec![Iteration {
-        elapsed_s: 1.0,
-        throughput_bps,
-        bytes_sent: Some(1000),
-        bytes_received: Some(1000),
-        messages_sent: Some(10),
-        messages_received: Some(10),
-        ..Iteration::default()
-    }];
-    let mut record = RunRecord {
-        schema: String::new(),
-        id: String::new(),
-        config_key: String::new(),
-        source: Source {
-            tool: "netbisect".to_string(),
-            version: Some("0.1.0".to_string()),
-            undated: false,
-        },
-        started_at: "2026-11-30T07:00:00.000000Z".to_string(),
-        finished_at: "2026-11-30T07:00:01.000000Z".to_string(),
-        spec: RunSpec::defaults(TestKind::TcpStream),
-        endpoint: Endpoint {
-            host: "127.0.0.1".to_string(),
-            port: None,
-        },
-        subject: Subject {
-            commit: Some(format!("{seed:012x}")),
-            label: Some("fail-safe".to_string()),
-            ..Subject::default()
-        },
-        testbed: "lab1".to_string(),
-        env: Environments::default(),
-        summary: Summary {
-            n_iterations: 1,
-            throughput_bps: Spread::of(&[throughput_bps]).unwrap(),
-            ..Summary::default()
-        },
-        iterations,
-    };
-    record.seal().unwrap();
+    let record = RecordBuilder::new(TestKind::TcpStream)
+        .tool_version("0.1.0")
+        .finished_at("2026-11-30T07:00:01.000000Z")
+        .commit(&format!("{seed:012x}"))
+        .label("fail-safe")
+        .testbed("lab1")
+        .iteration(Iteration {
+            elapsed_s: 1.0,
+            throughput_bps: 1e9 + f64::from(seed),
+            bytes_sent: Some(1000),
+            bytes_received: Some(1000),
+            messages_sent: Some(10),
+            messages_received: Some(10),
+            ..Iteration::default()
+        })
+        .build();
     CanonicalRun::from_record(record).unwrap()
 }
 

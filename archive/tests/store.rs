@@ -2,10 +2,9 @@
 //! store and merge, refusals, queries, concurrency.
 
 use archive::{Archive, ArchiveError, CanonicalRun, RunQuery, StoreOutcome};
-use bench_core::record::{
-    Endpoint, Environments, Iteration, Metric, RunRecord, Source, Spread, Subject, Summary,
-};
-use bench_core::spec::{RunSpec, TestKind};
+use bench_core::record::{Iteration, Metric, RunRecord};
+use bench_core::spec::TestKind;
+use test_fixtures::record::RecordBuilder;
 
 fn record(commit: &str, label: &str, throughput_bps: f64, test: TestKind) -> RunRecord {
     let iterations: Vec<Iteration> = [0.99, 1.0, 1.01]
@@ -23,47 +22,18 @@ fn record(commit: &str, label: &str, throughput_bps: f64, test: TestKind) -> Run
             ..Iteration::default()
         })
         .collect();
-    let throughputs: Vec<f64> = iterations.iter().map(|i| i.throughput_bps).collect();
-    let rates: Vec<f64> = iterations
-        .iter()
-        .filter_map(|i| i.transaction_rate)
-        .collect();
-    let mut record = RunRecord {
-        schema: String::new(),
-        id: String::new(),
-        config_key: String::new(),
-        source: Source {
-            tool: "netbisect".to_string(),
-            version: Some("0.1.0".to_string()),
-            undated: false,
-        },
-        started_at: format!(
+    RecordBuilder::new(test)
+        .tool_version("0.1.0")
+        .started_at(&format!(
             "2026-11-30T07:00:{:02}.000000Z",
             (throughput_bps as u64) % 60
-        ),
-        finished_at: "2026-11-30T07:01:00.000000Z".to_string(),
-        spec: RunSpec::defaults(test),
-        endpoint: Endpoint {
-            host: "127.0.0.1".to_string(),
-            port: None,
-        },
-        subject: Subject {
-            commit: Some(commit.to_string()),
-            label: Some(label.to_string()),
-            ..Subject::default()
-        },
-        testbed: "lab1".to_string(),
-        env: Environments::default(),
-        summary: Summary {
-            n_iterations: 3,
-            throughput_bps: Spread::of(&throughputs).unwrap(),
-            transaction_rate: Spread::of(&rates),
-            ..Summary::default()
-        },
-        iterations,
-    };
-    record.seal().unwrap();
-    record
+        ))
+        .finished_at("2026-11-30T07:01:00.000000Z")
+        .commit(commit)
+        .label(label)
+        .testbed("lab1")
+        .iterations(iterations)
+        .build()
 }
 
 fn canonical(record: RunRecord) -> CanonicalRun {

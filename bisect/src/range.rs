@@ -262,28 +262,7 @@ pub fn load(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use git2::Signature;
-
-    /// Commits an empty tree on top of `parents` with a fixed author and
-    /// time, so the ids are the same on every run.
-    fn commit(repo: &Repository, parents: &[Oid], message: &str) -> Oid {
-        let signature = Signature::new(
-            "Ann Tester",
-            "ann@example.org",
-            &git2::Time::new(1_700_000_000, 0),
-        )
-        .unwrap();
-        let tree = repo
-            .find_tree(repo.treebuilder(None).unwrap().write().unwrap())
-            .unwrap();
-        let parents: Vec<git2::Commit> = parents
-            .iter()
-            .map(|&parent| repo.find_commit(parent).unwrap())
-            .collect();
-        let parent_refs: Vec<&git2::Commit> = parents.iter().collect();
-        repo.commit(None, &signature, &signature, message, &tree, &parent_refs)
-            .unwrap()
-    }
+    use test_fixtures::git::GitRepo;
 
     #[test]
     fn lists_a_range_oldest_first_with_or_without_side_branches() {
@@ -291,16 +270,15 @@ mod tests {
         //             \       /
         //              s1 - s2
         let dir = tempfile::tempdir().unwrap();
-        let repo = Repository::init(dir.path()).unwrap();
-        let root = commit(&repo, &[], "root");
-        let a = commit(&repo, &[root], "a");
-        let b = commit(&repo, &[a], "b");
-        let s1 = commit(&repo, &[b], "s1");
-        let s2 = commit(&repo, &[s1], "s2");
-        let m = commit(&repo, &[b, s2], "m");
-        let c = commit(&repo, &[m], "c");
-        repo.reference("refs/heads/main", c, true, "test").unwrap();
-        repo.set_head("refs/heads/main").unwrap();
+        let repo = GitRepo::init(dir.path());
+        let root = repo.commit_files(&[], &[], "root");
+        let a = repo.commit_files(&[], &[root], "a");
+        let b = repo.commit_files(&[], &[a], "b");
+        let s1 = repo.commit_files(&[], &[b], "s1");
+        let s2 = repo.commit_files(&[], &[s1], "s2");
+        let m = repo.commit_files(&[], &[b, s2], "m");
+        let c = repo.commit_files(&[], &[m], "c");
+        repo.set_main(c);
         repo.reference("refs/tags/start", a, true, "test").unwrap();
         let ids = |oids: &[Oid]| oids.iter().map(Oid::to_string).collect::<Vec<_>>();
 
@@ -334,8 +312,8 @@ mod tests {
     #[test]
     fn unknown_revisions_and_symmetric_ranges_are_refused() {
         let dir = tempfile::tempdir().unwrap();
-        let repo = Repository::init(dir.path()).unwrap();
-        let root = commit(&repo, &[], "root");
+        let repo = GitRepo::init(dir.path());
+        let root = repo.commit_files(&[], &[], "root");
         repo.reference("refs/heads/main", root, true, "test")
             .unwrap();
         let err = commits_in_order(&repo, "nope..main", false).unwrap_err();

@@ -1,10 +1,8 @@
 //! Bisections of real git repositories built in temp dirs with git2, with
 //! build and measure commands run through `sh`.
 
-use bench_core::record::{
-    Endpoint, Environments, Iteration, Metric, RunRecord, Source, Subject, Summary,
-};
-use bench_core::spec::{RunSpec, TestKind};
+use bench_core::record::{Metric, Summary};
+use bench_core::spec::TestKind;
 use bisect::decision::{DecisionConfig, Method, Verdict};
 use bisect::engine::{self, BisectConfig, Direction, Outcome};
 use bisect::journal::{BoxError, Journal, JournalEvent, MemoryJournal};
@@ -13,10 +11,12 @@ use bisect::range::{self, RangeError};
 use bisect::report::BisectResult;
 use bisect::worktree::BisectWorktree;
 use bisect::{Measurement, Measurer};
-use git2::{Oid, Repository, Signature};
+use git2::{Oid, Repository};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use test_fixtures::git::GitRepo;
+use test_fixtures::record::RecordBuilder;
 
 struct Fixture {
     _dir: tempfile::TempDir,
@@ -31,7 +31,7 @@ fn fixture() -> Fixture {
     let state_dir = dir.path().join("state");
     let records_dir = dir.path().join("records");
     std::fs::create_dir_all(&records_dir).unwrap();
-    Repository::init(&repo_path).unwrap();
+    GitRepo::init(&repo_path);
     write_records(&records_dir);
     Fixture {
         _dir: dir,
@@ -46,110 +46,39 @@ fn write_records(dir: &Path) {
     for (level, base) in [("old", 1.0e9), ("new", 0.9e9)] {
         for (variant, wobble) in [0.0, 0.004, -0.003, 0.002].iter().enumerate() {
             let value = base * (1.0 + wobble);
-            let mut record = RunRecord {
-                schema: String::new(),
-                id: String::new(),
-                config_key: String::new(),
-                source: Source {
-                    tool: "netbisect".into(),
-                    version: None,
-                    undated: false,
-                },
-                started_at: "2025-01-01T00:00:00Z".into(),
-                finished_at: "2025-01-01T00:00:01Z".into(),
-                spec: RunSpec::defaults(TestKind::TcpStream),
-                endpoint: Endpoint {
-                    host: "127.0.0.1".into(),
-                    port: None,
-                },
-                subject: Subject::default(),
-                testbed: "test".into(),
-                env: Environments::default(),
-                iterations: vec![Iteration {
-                    elapsed_s: 1.0,
-                    throughput_bps: value,
-                    ..Iteration::default()
-                }],
-                summary: Summary::default(),
-            };
-            record.seal().unwrap();
+            let record = RecordBuilder::new(TestKind::TcpStream)
+                .started_at("2025-01-01T00:00:00Z")
+                .finished_at("2025-01-01T00:00:01Z")
+                .testbed("test")
+                .throughput(1.0, value)
+                .summary(Summary::default())
+                .build();
             let bytes = record.to_canonical_bytes().unwrap();
             std::fs::write(dir.join(format!("{level}-{variant}.json")), bytes).unwrap();
         }
     }
 }
 
-/// Commits `files` (name, content) on top of `parents`; returns the id.
-fn commit(repo: &Repository, files: &[(&str, &str)], parents: &[Oid], message: &str) -> Oid {
-    commit_tree(repo, files, parents, message, true)
-}
-
-/// Commits `files`; with `inherit`, files not named keep the first
-/// parent's content, otherwise the tree holds only `files`.
-fn commit_tree(
-    repo: &Repository,
-    files: &[(&str, &str)],
-    parents: &[Oid],
-    message: &str,
-    inherit: bool,
-) -> Oid {
-    let signature = Signature::new(
-        "Ann Tester",
-        "ann@example.org",
-        &git2::Time::new(1_700_000_000, 0),
-    )
-    .unwrap();
-    let mut builder = match parents.first().filter(|_| inherit) {
-        Some(&parent) => repo
-            .treebuilder(Some(&repo.find_commit(parent).unwrap().tree().unwrap()))
-            .unwrap(),
-        None => repo.treebuilder(None).unwrap(),
-    };
-    for &(name, content) in files {
-        let blob = repo.blob(content.as_bytes()).unwrap();
-        builder.insert(name, blob, 0o100644).unwrap();
-    }
-    let tree = repo.find_tree(builder.write().unwrap()).unwrap();
-    let parent_commits: Vec<git2::Commit> = parents
-        .iter()
-        .map(|&p| repo.find_commit(p).unwrap())
-        .collect();
-    let parent_refs: Vec<&git2::Commit> = parent_commits.iter().collect();
-    repo.commit(None, &signature, &signature, message, &tree, &parent_refs)
-        .unwrap()
-}
-
-fn set_head(repo: &Repository, oid: Oid) {
-    repo.reference("refs/heads/main", oid, true, "test")
-        .unwrap();
-    repo.set_head("refs/heads/main").unwrap();
-    repo.checkout_head(Some(git2::build::CheckoutBuilder::new().force()))
-        .unwrap();
-}
-
 /// A line of `n` commits; commits from `culprit` on are `new`. Returns
 /// the ids, oldest first; extra files per commit from `extra`.
 fn linear(
-    repo: &Repository,
+    repo: &GitRepo,
     n: usize,
     culprit: usize,
     extra: &dyn Fn(usize) -> Vec<(&'static str, &'static str)>,
 ) -> Vec<Oid> {
-    let mut ids: Vec<Oid> = Vec::new();
-    for idx in 0..n {
-        let level = if idx >= culprit { "new" } else { "old" };
-        let mut files = vec![("level", level), ("build.sh", "test ! -f broken\n")];
-        files.extend(extra(idx));
-        let parents: Vec<Oid> = ids.last().copied().into_iter().collect();
-        ids.push(commit_tree(
-            repo,
-            &files,
-            &parents,
-            &format!("commit {idx}"),
-            false,
-        ));
-    }
-    set_head(repo, *ids.last().unwrap());
+    let ids = repo.line(
+        None,
+        n,
+        |idx| {
+            let level = if idx >= culprit { "new" } else { "old" };
+            let mut files = vec![("level", level), ("build.sh", "test ! -f broken\n")];
+            files.extend(extra(idx));
+            files
+        },
+        |idx| format!("commit {idx}"),
+    );
+    repo.checkout_main(*ids.last().unwrap());
     ids
 }
 
@@ -217,7 +146,7 @@ fn first_bad(outcome: &Outcome) -> String {
 #[test]
 fn linear_history_finds_the_culprit_and_leaves_the_checkout_alone() {
     let fixture = fixture();
-    let repo = Repository::open(&fixture.repo_path).unwrap();
+    let repo = GitRepo::open(&fixture.repo_path);
     let ids = linear(&repo, 24, 15, &|_| Vec::new());
     let head_before = repo.head().unwrap().target().unwrap();
     let mut journal = MemoryJournal::default();
@@ -290,13 +219,8 @@ fn linear_history_finds_the_culprit_and_leaves_the_checkout_alone() {
 #[test]
 fn merge_heavy_history_finds_a_culprit_on_a_side_branch() {
     let fixture = fixture();
-    let repo = Repository::open(&fixture.repo_path).unwrap();
-    let base = commit(
-        &repo,
-        &[("level", "old"), ("build.sh", "true\n")],
-        &[],
-        "base",
-    );
+    let repo = GitRepo::open(&fixture.repo_path);
+    let base = repo.commit_files(&[("level", "old"), ("build.sh", "true\n")], &[], "base");
     let mut main = base;
     let mut culprit = None;
     for topic in 0..6 {
@@ -308,8 +232,7 @@ fn merge_heavy_history_finds_a_culprit_on_a_side_branch() {
             } else {
                 "old"
             };
-            side = commit(
-                &repo,
+            side = repo.commit_files(
                 &[(name.as_str(), "x"), ("level", level)],
                 &[side],
                 &format!("topic {topic} patch {idx}"),
@@ -318,23 +241,19 @@ fn merge_heavy_history_finds_a_culprit_on_a_side_branch() {
                 culprit = Some(side);
             }
         }
-        main = commit(
-            &repo,
+        main = repo.commit_files(
             &[(format!("m{topic}").as_str(), "y")],
             &[main],
             &format!("main work {topic}"),
         );
-        let level = std::fs::read_to_string(fixture.repo_path.join("level")).ok();
-        let _ = level;
         let side_level = if culprit.is_some() { "new" } else { "old" };
-        main = commit(
-            &repo,
+        main = repo.commit_files(
             &[("level", side_level)],
             &[main, side],
             &format!("merge topic {topic}"),
         );
     }
-    set_head(&repo, main);
+    repo.checkout_main(main);
     let outcome = bisect_with(
         &fixture,
         base,
@@ -367,7 +286,7 @@ fn merge_heavy_history_finds_a_culprit_on_a_side_branch() {
 #[test]
 fn unbuildable_commits_are_skipped_and_can_hide_the_culprit() {
     let fixture = fixture();
-    let repo = Repository::open(&fixture.repo_path).unwrap();
+    let repo = GitRepo::open(&fixture.repo_path);
     // Commits 13 and 14 do not build; the culprit is 15.
     let ids = linear(&repo, 24, 15, &|idx| {
         if idx == 13 || idx == 14 {
@@ -417,7 +336,7 @@ fn unbuildable_commits_are_skipped_and_can_hide_the_culprit() {
 
     // Unbuildable commits after the culprit do not hide it.
     let fixture = self::fixture();
-    let repo = Repository::open(&fixture.repo_path).unwrap();
+    let repo = GitRepo::open(&fixture.repo_path);
     let ids = linear(&repo, 24, 9, &|idx| {
         if idx == 11 || idx == 12 {
             vec![("broken", "1")]
@@ -440,7 +359,7 @@ fn unbuildable_commits_are_skipped_and_can_hide_the_culprit() {
 #[test]
 fn a_hanging_measurement_is_killed_and_skipped() {
     let fixture = fixture();
-    let repo = Repository::open(&fixture.repo_path).unwrap();
+    let repo = GitRepo::open(&fixture.repo_path);
     // The first commit tested (the midpoint) hangs.
     let ids = linear(&repo, 17, 5, &|idx| {
         if idx == 8 {
@@ -521,7 +440,7 @@ fn an_interrupted_bisection_resumes_without_measuring_again() {
 
 fn interrupted_bisection_resumes(method: Method) {
     let fixture = fixture();
-    let repo = Repository::open(&fixture.repo_path).unwrap();
+    let repo = GitRepo::open(&fixture.repo_path);
     let ids = linear(&repo, 40, 27, &|_| Vec::new());
     let graph = range::load(&repo, ids[0], ids[39], false).unwrap();
     let worktree =
@@ -658,7 +577,7 @@ fn interrupted_bisection_resumes(method: Method) {
 #[test]
 fn ends_that_do_not_differ_are_refused_with_figures() {
     let fixture = fixture();
-    let repo = Repository::open(&fixture.repo_path).unwrap();
+    let repo = GitRepo::open(&fixture.repo_path);
     let ids = linear(&repo, 8, 100, &|_| Vec::new());
     let outcome = bisect_with(
         &fixture,
@@ -686,12 +605,12 @@ fn ends_that_do_not_differ_are_refused_with_figures() {
 #[test]
 fn bad_input_is_refused_before_anything_runs() {
     let fixture = fixture();
-    let repo = Repository::open(&fixture.repo_path).unwrap();
+    let repo = GitRepo::open(&fixture.repo_path);
     let ids = linear(&repo, 4, 2, &|_| Vec::new());
     let err = range::resolve(&repo, "no-such-rev").unwrap_err();
     assert_eq!(err.to_string(), "unknown revision 'no-such-rev'");
     // Good on a side branch: not an ancestor of bad.
-    let side = commit(&repo, &[("other", "1")], &[ids[1]], "side");
+    let side = repo.commit_files(&[("other", "1")], &[ids[1]], "side");
     let err = range::load(&repo, side, ids[3], false).unwrap_err();
     assert!(matches!(err, RangeError::NotAncestor { .. }));
     assert!(

@@ -339,12 +339,10 @@ mod tests {
 mod render_tests {
     use crate::render::Renderer;
     use bench_core::client::combine;
-    use bench_core::record::{
-        BufferTruth, EndReport, Endpoint, Environments, RunRecord, SCHEMA, SocketTruth, Source,
-        Subject,
-    };
+    use bench_core::record::{BufferTruth, EndReport, RunRecord, SocketTruth};
     use bench_core::run::summarize;
     use bench_core::spec::{AddressFamily, RunSpec, TestKind};
+    use test_fixtures::record::RecordBuilder;
 
     fn buffer(bytes: u64) -> BufferTruth {
         BufferTruth {
@@ -414,34 +412,16 @@ mod render_tests {
             iteration.lost_transactions = Some(3);
         }
         let iterations = vec![iteration];
-        let mut record = RunRecord {
-            schema: SCHEMA.to_string(),
-            id: String::new(),
-            config_key: String::new(),
-            source: Source {
-                tool: "netbisect".to_string(),
-                version: None,
-                undated: false,
-            },
-            started_at: "2024-01-01T00:00:00Z".to_string(),
-            finished_at: "2024-01-01T00:00:10Z".to_string(),
-            summary: summarize(&spec, &iterations),
-            spec,
-            endpoint: Endpoint {
-                host: "127.0.0.1".to_string(),
-                port: None,
-            },
-            subject: Subject {
-                commit: Some("abcdef123456".to_string()),
-                label: Some("patched".to_string()),
-                ..Subject::default()
-            },
-            testbed: "loopback".to_string(),
-            env: Environments::default(),
-            iterations,
-        };
-        record.seal().unwrap();
-        record
+        RecordBuilder::new(test)
+            .summary(summarize(&spec, &iterations))
+            .spec(spec)
+            .started_at("2024-01-01T00:00:00Z")
+            .finished_at("2024-01-01T00:00:10Z")
+            .commit("abcdef123456")
+            .label("patched")
+            .testbed("loopback")
+            .iterations(iterations)
+            .build()
     }
 
     fn render(record: &RunRecord) -> String {

@@ -1,12 +1,11 @@
 //! `netbisect archive` end to end, on SQLite files in temp dirs.
 
 use assert_cmd::Command;
-use bench_core::record::{
-    Endpoint, Environments, Iteration, RunRecord, Source, Spread, Subject, Summary,
-};
-use bench_core::spec::{RunSpec, TestKind};
+use bench_core::record::RunRecord;
+use bench_core::spec::TestKind;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, UNIX_EPOCH};
+use test_fixtures::record::{RecordBuilder, json_lines};
 
 fn data_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data")
@@ -265,42 +264,10 @@ fn set_user_version(db: &Path, version: u32) {
 
 /// A sealed record of `commit`; `seed` makes it unique.
 fn generated_record(commit: u32, seed: u32) -> RunRecord {
-    let throughput_bps = 1e9 + f64::from(seed);
-    let mut record = RunRecord {
-        schema: String::new(),
-        id: String::new(),
-        config_key: String::new(),
-        source: Source {
-            tool: "netbisect".to_string(),
-            version: None,
-            undated: false,
-        },
-        started_at: "2026-11-30T07:00:00.000000Z".to_string(),
-        finished_at: "2026-11-30T07:00:10.000000Z".to_string(),
-        spec: RunSpec::defaults(TestKind::TcpStream),
-        endpoint: Endpoint {
-            host: "127.0.0.1".to_string(),
-            port: None,
-        },
-        subject: Subject {
-            commit: Some(format!("{commit:08x}")),
-            ..Subject::default()
-        },
-        testbed: "lab".to_string(),
-        env: Environments::default(),
-        iterations: vec![Iteration {
-            elapsed_s: 10.0,
-            throughput_bps,
-            ..Iteration::default()
-        }],
-        summary: Summary {
-            n_iterations: 1,
-            throughput_bps: Spread::of(&[throughput_bps]).unwrap(),
-            ..Summary::default()
-        },
-    };
-    record.seal().unwrap();
-    record
+    RecordBuilder::new(TestKind::TcpStream)
+        .commit(&format!("{commit:08x}"))
+        .throughput(10.0, 1e9 + f64::from(seed))
+        .build()
 }
 
 #[test]
@@ -311,14 +278,11 @@ fn a_killed_import_leaves_a_clean_archive_and_whole_files() {
     let db = dir.path().join("archive.db");
     let mut files = Vec::new();
     for file_idx in 0..N_FILES {
-        let mut text = String::new();
-        for run_idx in 0..RUNS_PER_FILE {
-            let record = generated_record(file_idx, file_idx * RUNS_PER_FILE + run_idx);
-            text.push_str(std::str::from_utf8(&record.to_canonical_bytes().unwrap()).unwrap());
-            text.push('\n');
-        }
+        let records: Vec<RunRecord> = (0..RUNS_PER_FILE)
+            .map(|run_idx| generated_record(file_idx, file_idx * RUNS_PER_FILE + run_idx))
+            .collect();
         let path = dir.path().join(format!("runs-{file_idx:04}.jsonl"));
-        std::fs::write(&path, text).unwrap();
+        std::fs::write(&path, json_lines(&records)).unwrap();
         files.push(path);
     }
     // Create the archive first, so the kill lands in the middle of imports.

@@ -6,11 +6,12 @@
 
 use assert_cmd::Command;
 use bench_core::record::RunRecord;
-use git2::{Oid, Repository, Signature};
+use git2::{Oid, Repository};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+use test_fixtures::git::GitRepo;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_netbisect");
 
@@ -29,7 +30,7 @@ pub fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let repo = dir.path().join("repo");
     let archive = dir.path().join("archive.db");
-    Repository::init(&repo).unwrap();
+    GitRepo::init(&repo);
     Fixture {
         _dir: dir,
         repo,
@@ -105,66 +106,6 @@ pub fn measure_command(prefix: &str) -> String {
     )
 }
 
-fn signature() -> Signature<'static> {
-    Signature::new(
-        "Ann Tester",
-        "ann@example.org",
-        &git2::Time::new(1_700_000_000, 0),
-    )
-    .unwrap()
-}
-
-/// Commits `files` over the first parent's tree.
-pub(crate) fn commit(
-    repo: &Repository,
-    files: &[(&str, &str)],
-    parents: &[Oid],
-    message: &str,
-) -> Oid {
-    let mut builder = match parents.first() {
-        Some(&parent) => repo
-            .treebuilder(Some(&repo.find_commit(parent).unwrap().tree().unwrap()))
-            .unwrap(),
-        None => repo.treebuilder(None).unwrap(),
-    };
-    for &(name, content) in files {
-        let blob = repo.blob(content.as_bytes()).unwrap();
-        if let Some((dir, file)) = name.split_once('/') {
-            let existing = builder.get(dir).unwrap().map(|entry| entry.id());
-            let mut sub = repo
-                .treebuilder(existing.map(|id| repo.find_tree(id).unwrap()).as_ref())
-                .unwrap();
-            sub.insert(file, blob, 0o100644).unwrap();
-            builder.insert(dir, sub.write().unwrap(), 0o040000).unwrap();
-        } else {
-            builder.insert(name, blob, 0o100644).unwrap();
-        }
-    }
-    let tree = repo.find_tree(builder.write().unwrap()).unwrap();
-    let parents: Vec<git2::Commit> = parents
-        .iter()
-        .map(|&p| repo.find_commit(p).unwrap())
-        .collect();
-    let parent_refs: Vec<&git2::Commit> = parents.iter().collect();
-    repo.commit(
-        None,
-        &signature(),
-        &signature(),
-        message,
-        &tree,
-        &parent_refs,
-    )
-    .unwrap()
-}
-
-pub(crate) fn set_head(repo: &Repository, oid: Oid) {
-    repo.reference("refs/heads/main", oid, true, "test")
-        .unwrap();
-    repo.set_head("refs/heads/main").unwrap();
-    repo.checkout_head(Some(git2::build::CheckoutBuilder::new().force()))
-        .unwrap();
-}
-
 /// The receive socket size asked of the far end: a 2280-byte window
 /// caps loopback TCP some fifty-fold below a 1 MB one. Unlike a slow send
 /// size (64-byte writes), it leaves nothing to pile up in the buffers
@@ -178,56 +119,29 @@ fn socket_size(slow: bool) -> &'static str {
 /// bytes.
 /// `extra(idx)` adds files to commit `idx`.
 pub fn linear(
-    repo: &Repository,
+    repo: &GitRepo,
     n: usize,
     culprit: usize,
     extra: &dyn Fn(usize) -> Vec<(&'static str, &'static str)>,
 ) -> Vec<Oid> {
-    let mut ids: Vec<Oid> = Vec::new();
-    for idx in 0..n {
-        let mut files = vec![
-            ("config/socket_size", socket_size(idx >= culprit)),
-            ("build.sh", BUILD_SCRIPT),
-            (".gitignore", "out\n"),
-            ("counter", if idx % 2 == 0 { "even\n" } else { "odd\n" }),
-            ("broken", ""),
-            ("hang", ""),
-        ];
-        // Marker files exist only where `extra` names them.
-        files.retain(|(name, _)| *name != "broken" && *name != "hang");
-        files.extend(extra(idx));
-        let parents: Vec<Oid> = ids.last().copied().into_iter().collect();
-        let mut id = commit(repo, &files, &parents, &format!("commit {idx}"));
-        if idx > 0 {
-            // Drop marker files the parent had and this commit does not.
-            let tree = repo.find_commit(id).unwrap().tree().unwrap();
-            let mut builder = repo.treebuilder(Some(&tree)).unwrap();
-            let names: Vec<&str> = extra(idx).iter().map(|(name, _)| *name).collect();
-            let mut changed = false;
-            for marker in ["broken", "hang"] {
-                if !names.contains(&marker) && builder.get(marker).unwrap().is_some() {
-                    builder.remove(marker).unwrap();
-                    changed = true;
-                }
-            }
-            if changed {
-                let tree = repo.find_tree(builder.write().unwrap()).unwrap();
-                let parent = repo.find_commit(ids[idx - 1]).unwrap();
-                id = repo
-                    .commit(
-                        None,
-                        &signature(),
-                        &signature(),
-                        &format!("commit {idx}"),
-                        &tree,
-                        &[&parent],
-                    )
-                    .unwrap();
-            }
-        }
-        ids.push(id);
-    }
-    set_head(repo, *ids.last().unwrap());
+    let ids = repo.line(
+        None,
+        n,
+        |idx| {
+            let mut files = vec![
+                ("config/socket_size", socket_size(idx >= culprit)),
+                ("build.sh", BUILD_SCRIPT),
+                (".gitignore", "out\n"),
+                ("counter", if idx % 2 == 0 { "even\n" } else { "odd\n" }),
+            ];
+            // Marker files (`broken`, `hang`) exist only where `extra`
+            // names them.
+            files.extend(extra(idx));
+            files
+        },
+        |idx| format!("commit {idx}"),
+    );
+    repo.checkout_main(*ids.last().unwrap());
     ids
 }
 
@@ -240,7 +154,7 @@ fn first_bad(report: &Value) -> &str {
 fn a_linear_history_is_bisected_to_the_commit_that_slowed_loopback() {
     let started = Instant::now();
     let fixture = fixture();
-    let repo = Repository::open(&fixture.repo).unwrap();
+    let repo = GitRepo::open(&fixture.repo);
     let ids = linear(&repo, 30, 19, &|_| Vec::new());
     let head_before = repo.head().unwrap().target().unwrap();
     fixture.start(ids[0], ids[29], &[]);
@@ -337,9 +251,8 @@ fn a_linear_history_is_bisected_to_the_commit_that_slowed_loopback() {
 #[test]
 fn a_merge_heavy_history_is_bisected_into_a_side_branch() {
     let fixture = fixture();
-    let repo = Repository::open(&fixture.repo).unwrap();
-    let base = commit(
-        &repo,
+    let repo = GitRepo::open(&fixture.repo);
+    let base = repo.commit_files(
         &[
             ("config/socket_size", socket_size(false)),
             ("build.sh", BUILD_SCRIPT),
@@ -359,32 +272,25 @@ fn a_merge_heavy_history_is_bisected_into_a_side_branch() {
             if is_culprit {
                 files.push(("config/socket_size", socket_size(true)));
             }
-            side = commit(
-                &repo,
-                &files,
-                &[side],
-                &format!("topic {topic} patch {idx}"),
-            );
+            side = repo.commit_files(&files, &[side], &format!("topic {topic} patch {idx}"));
             if is_culprit {
                 culprit = Some(side);
             }
         }
         let main_file = format!("main{topic}");
-        main = commit(
-            &repo,
+        main = repo.commit_files(
             &[(main_file.as_str(), "y")],
             &[main],
             &format!("main work {topic}"),
         );
         let slow = culprit.is_some();
-        main = commit(
-            &repo,
+        main = repo.commit_files(
             &[("config/socket_size", socket_size(slow))],
             &[main, side],
             &format!("merge topic {topic}"),
         );
     }
-    set_head(&repo, main);
+    repo.checkout_main(main);
     fixture.start(base, main, &[]);
     let report = fixture.json(&["bisect", "run", "--json"]);
     assert_eq!(first_bad(&report), culprit.unwrap().to_string());
@@ -393,7 +299,7 @@ fn a_merge_heavy_history_is_bisected_into_a_side_branch() {
 #[test]
 fn unbuildable_commits_around_the_culprit_are_skipped() {
     let fixture = fixture();
-    let repo = Repository::open(&fixture.repo).unwrap();
+    let repo = GitRepo::open(&fixture.repo);
     // The culprit is 15; its parent 14 and its child 16 do not build.
     let ids = linear(&repo, 24, 15, &|idx| {
         if idx == 14 || idx == 16 {
@@ -432,7 +338,7 @@ fn unbuildable_commits_around_the_culprit_are_skipped() {
 #[test]
 fn a_hanging_measure_command_is_killed_and_skipped() {
     let fixture = fixture();
-    let repo = Repository::open(&fixture.repo).unwrap();
+    let repo = GitRepo::open(&fixture.repo);
     // The first commit tested (the midpoint) hangs.
     let ids = linear(&repo, 17, 5, &|idx| {
         if idx == 8 {
@@ -494,7 +400,7 @@ fn a_hanging_measure_command_is_killed_and_skipped() {
 fn a_bisection_killed_mid_way_resumes_without_measuring_again() {
     let started = Instant::now();
     let fixture = fixture();
-    let repo = Repository::open(&fixture.repo).unwrap();
+    let repo = GitRepo::open(&fixture.repo);
     let ids = linear(&repo, 30, 21, &|_| Vec::new());
     fixture.start(ids[0], ids[29], &[]);
 
@@ -567,7 +473,7 @@ fn a_bisection_killed_mid_way_resumes_without_measuring_again() {
 #[test]
 fn ends_that_do_not_differ_are_refused_with_the_figures() {
     let fixture = fixture();
-    let repo = Repository::open(&fixture.repo).unwrap();
+    let repo = GitRepo::open(&fixture.repo);
     let ids = linear(&repo, 6, 100, &|_| Vec::new());
     let (good, bad) = (ids[0].to_string(), ids[5].to_string());
     let (code, _, stderr) = fixture.run(&[
@@ -602,9 +508,9 @@ fn ends_that_do_not_differ_are_refused_with_the_figures() {
 #[test]
 fn bad_input_is_refused_before_anything_runs() {
     let fixture = fixture();
-    let repo = Repository::open(&fixture.repo).unwrap();
+    let repo = GitRepo::open(&fixture.repo);
     let ids = linear(&repo, 4, 2, &|_| Vec::new());
-    let side = commit(&repo, &[("other", "1")], &[ids[1]], "side");
+    let side = repo.commit_files(&[("other", "1")], &[ids[1]], "side");
     let (good, bad, side) = (ids[0].to_string(), ids[3].to_string(), side.to_string());
     let command = measure_command("");
     let start = |good: &str, bad: &str, build: &str, measure: &[&str]| {
@@ -913,7 +819,7 @@ fn verdict_answers_as_git_bisect_run_expects() {
 #[test]
 fn a_latency_bisection_prints_its_status_in_microseconds() {
     let fixture = fixture();
-    let repo = Repository::open(&fixture.repo).unwrap();
+    let repo = GitRepo::open(&fixture.repo);
     let ids = linear(&repo, 4, 2, &|_| Vec::new());
     let (good, bad) = (ids[0].to_string(), ids[3].to_string());
     let (code, text, stderr) = fixture.run(&[
@@ -939,7 +845,7 @@ fn a_latency_bisection_prints_its_status_in_microseconds() {
 #[test]
 fn the_report_of_a_run_names_the_test_bisected_not_another_archived_one() {
     let fixture = fixture();
-    let repo = Repository::open(&fixture.repo).unwrap();
+    let repo = GitRepo::open(&fixture.repo);
     let ids = linear(&repo, 4, 2, &|_| Vec::new());
     // The good commit also has a request/response run in the archive.
     let good = ids[0].to_string();
@@ -958,7 +864,7 @@ fn the_report_of_a_run_names_the_test_bisected_not_another_archived_one() {
 #[test]
 fn the_rest_is_estimated_once_the_ends_are_measured() {
     let fixture = fixture();
-    let repo = Repository::open(&fixture.repo).unwrap();
+    let repo = GitRepo::open(&fixture.repo);
     let ids = linear(&repo, 12, 7, &|_| Vec::new());
     fixture.start(ids[0], ids[11], &[]);
     // Before the ends are measured there is nothing to estimate from.

@@ -2,12 +2,11 @@
 //! generated run records with chosen samples.
 
 use assert_cmd::Command;
-use bench_core::record::{
-    Endpoint, Environments, Iteration, LatencyFigures, RunRecord, Source, Spread, Subject, Summary,
-};
-use bench_core::spec::{RunSpec, TestKind};
+use bench_core::record::RunRecord;
+use bench_core::spec::TestKind;
 use serde::Deserialize;
 use std::path::Path;
+use test_fixtures::record::{RecordBuilder, json_lines};
 
 pub const BASE_COMMIT: &str = "1a2b3c4d5e6f708192a3b4c5d6e7f80912345678";
 pub const PATCHED_COMMIT: &str = "9f8e7d6c5b4a39281706f5e4d3c2b1a098765432";
@@ -57,75 +56,23 @@ impl<'a> RunOf<'a> {
 
     /// A sealed record.
     pub fn record(&self) -> RunRecord {
-        let request_response = self.test.is_request_response();
-        let iterations: Vec<Iteration> = self
-            .samples
-            .iter()
-            .map(|&sample| Iteration {
-                elapsed_s: 10.0,
-                throughput_bps: if request_response {
-                    16.0 * sample
-                } else {
-                    sample
-                },
-                transaction_rate: request_response.then_some(sample),
-                transactions: request_response.then_some((sample * 10.0) as u64),
-                latency: request_response.then(|| LatencyFigures {
-                    p99_us: 1.5e6 / sample,
-                    ..LatencyFigures::default()
-                }),
-                ..Iteration::default()
-            })
-            .collect();
-        let throughputs: Vec<f64> = iterations.iter().map(|i| i.throughput_bps).collect();
-        let mut env = Environments::default();
-        env.local
-            .sysctls
-            .insert("net.ipv4.tcp_rmem".to_string(), self.tcp_rmem.to_string());
-        let mut record = RunRecord {
-            schema: String::new(),
-            id: String::new(),
-            config_key: String::new(),
-            source: Source {
-                tool: "netbisect".to_string(),
-                version: None,
-                undated: false,
-            },
-            started_at: self.started_at.to_string(),
-            finished_at: self.started_at.to_string(),
-            spec: RunSpec::defaults(self.test),
-            endpoint: Endpoint {
-                host: "127.0.0.1".to_string(),
-                port: None,
-            },
-            subject: Subject {
-                commit: Some(self.commit.to_string()),
-                label: self.label.map(str::to_string),
-                ..Subject::default()
-            },
-            testbed: "lab".to_string(),
-            env,
-            summary: Summary {
-                n_iterations: iterations.len() as u32,
-                throughput_bps: Spread::of(&throughputs).unwrap(),
-                ..Summary::default()
-            },
-            iterations,
-        };
-        record.seal().unwrap();
-        record
+        let mut builder = RecordBuilder::new(self.test)
+            .started_at(self.started_at)
+            .finished_at(self.started_at)
+            .commit(self.commit)
+            .local_sysctl("net.ipv4.tcp_rmem", self.tcp_rmem)
+            .samples(self.samples);
+        if let Some(label) = self.label {
+            builder = builder.label(label);
+        }
+        builder.build()
     }
 }
 
 /// Imports `records` into `archive` with `netbisect archive import`.
 pub fn import(archive: &Path, records: &[RunRecord]) {
     let file = archive.with_extension(format!("import-{}.jsonl", records.len()));
-    let mut text = String::new();
-    for record in records {
-        text.push_str(std::str::from_utf8(&record.to_canonical_bytes().unwrap()).unwrap());
-        text.push('\n');
-    }
-    std::fs::write(&file, text).unwrap();
+    std::fs::write(&file, json_lines(records)).unwrap();
     stdout_of(netbisect(archive).args(["archive", "import"]).arg(&file));
 }
 

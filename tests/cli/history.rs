@@ -3,57 +3,26 @@
 
 use crate::compare::{RunOf, around, import, netbisect, stderr_of_failure, stdout_of};
 use bench_core::spec::TestKind;
-use git2::{Oid, Repository, Signature};
+use git2::Oid;
 use serde::Deserialize;
 use std::path::Path;
+use test_fixtures::git::GitRepo;
 
 /// A line of `n` commits in a new repository at `dir`, with a fixed
 /// author and time so the ids are the same on every run; tag `A` on the
 /// first and `E` on the last. Returns the ids, oldest first.
 fn linear_repository(dir: &Path, n_commits: usize) -> Vec<String> {
-    let repo = Repository::init(dir).unwrap();
-    let signature = Signature::new(
-        "Ann Tester",
-        "ann@example.org",
-        &git2::Time::new(1_700_000_000, 0),
-    )
-    .unwrap();
-    let mut parent: Option<Oid> = None;
-    let mut ids = Vec::new();
-    for commit_idx in 0..n_commits {
-        let mut builder = repo.treebuilder(None).unwrap();
-        let blob = repo.blob(format!("{commit_idx}\n").as_bytes()).unwrap();
-        builder.insert("counter", blob, 0o100644).unwrap();
-        let tree = repo.find_tree(builder.write().unwrap()).unwrap();
-        let parents: Vec<git2::Commit> = parent
-            .iter()
-            .map(|&oid| repo.find_commit(oid).unwrap())
-            .collect();
-        let parent_refs: Vec<&git2::Commit> = parents.iter().collect();
-        let oid = repo
-            .commit(
-                None,
-                &signature,
-                &signature,
-                &format!("commit {commit_idx}"),
-                &tree,
-                &parent_refs,
-            )
-            .unwrap();
-        parent = Some(oid);
-        ids.push(oid.to_string());
-    }
-    let first = repo
-        .find_object(Oid::from_str(&ids[0]).unwrap(), None)
-        .unwrap();
-    repo.tag_lightweight("A", &first, false).unwrap();
-    let last = Oid::from_str(&ids[n_commits - 1]).unwrap();
-    repo.tag_lightweight("E", &repo.find_object(last, None).unwrap(), false)
-        .unwrap();
-    repo.reference("refs/heads/main", last, true, "test")
-        .unwrap();
-    repo.set_head("refs/heads/main").unwrap();
-    ids
+    let repo = GitRepo::init(dir);
+    let ids = repo.line(
+        None,
+        n_commits,
+        |commit_idx| vec![("counter", format!("{commit_idx}\n"))],
+        |commit_idx| format!("commit {commit_idx}"),
+    );
+    repo.tag_commit("A", ids[0]);
+    repo.tag_commit("E", ids[n_commits - 1]);
+    repo.set_main(ids[n_commits - 1]);
+    ids.iter().map(Oid::to_string).collect()
 }
 
 /// The parts of `history --json` these tests read.

@@ -5,11 +5,11 @@
 //! `git bisect run`) on usage and configuration errors.
 
 use crate::bisect::{Fixture, fixture, linear, measure_command};
-use git2::Repository;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
+use test_fixtures::git::GitRepo;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_netbisect");
 
@@ -105,7 +105,7 @@ fn signal(pid: u32, signal: i32) {
 /// A bisection whose measure command measures once, then from its second
 /// run on writes its pid to `pid_file` and sleeps.
 fn hanging_bisection(fixture: &Fixture) -> std::path::PathBuf {
-    let repo = Repository::open(&fixture.repo).unwrap();
+    let repo = GitRepo::open(&fixture.repo);
     let ids = linear(&repo, 6, 3, &|_| Vec::new());
     let state = fixture.repo.parent().unwrap();
     let count = state.join("count");

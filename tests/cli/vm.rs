@@ -9,11 +9,11 @@
 //! fails the test. The slowest tests (`ab`, the bisection over VM boots,
 //! the KVM probe, interruptions) only run with that switch.
 
-use git2::Repository;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
+use test_fixtures::git::GitRepo;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_netbisect");
 /// Two releases of Debian's generic flavour (9p and virtio as modules).
@@ -593,7 +593,7 @@ fn kvm_is_tried_then_tcg_said_and_recorded() {
 /// build leaves beside it the guest settings `--vm-settings` reads; from
 /// `culprit` on they shrink the guest's TCP buffers to one page, a large
 /// and deterministic regression.
-fn kernel_history(repo: &Repository, kernels: &Path, culprit: usize) -> Vec<git2::Oid> {
+fn kernel_history(repo: &GitRepo, kernels: &Path, culprit: usize) -> Vec<git2::Oid> {
     let build = format!(
         "cp {}/\"$(cat pick)\" bzImage\n\
          if [ \"$(cat buffers)\" = small ]; then\n\
@@ -604,29 +604,26 @@ fn kernel_history(repo: &Repository, kernels: &Path, culprit: usize) -> Vec<git2
          fi\n",
         kernels.display()
     );
-    let mut ids = Vec::new();
-    for idx in 0..4 {
-        let pick = if idx < 2 { "old\n" } else { "new\n" };
-        let buffers = if idx >= culprit {
-            "small\n"
-        } else {
-            "default\n"
-        };
-        let files = [
-            ("pick", pick),
-            ("buffers", buffers),
-            ("build.sh", build.as_str()),
-            (".gitignore", "bzImage\nguest.conf\n"),
-        ];
-        let parents: Vec<git2::Oid> = ids.last().copied().into_iter().collect();
-        ids.push(crate::bisect::commit(
-            repo,
-            &files,
-            &parents,
-            &format!("guest change {idx}"),
-        ));
-    }
-    crate::bisect::set_head(repo, *ids.last().unwrap());
+    let ids = repo.line(
+        None,
+        4,
+        |idx| {
+            let pick = if idx < 2 { "old\n" } else { "new\n" };
+            let buffers = if idx >= culprit {
+                "small\n"
+            } else {
+                "default\n"
+            };
+            vec![
+                ("pick", pick),
+                ("buffers", buffers),
+                ("build.sh", build.as_str()),
+                (".gitignore", "bzImage\nguest.conf\n"),
+            ]
+        },
+        |idx| format!("guest change {idx}"),
+    );
+    repo.checkout_main(*ids.last().unwrap());
     ids
 }
 
@@ -643,7 +640,7 @@ fn a_kernel_range_is_bisected_through_vm_boots_and_resumes_after_kill() {
     std::fs::copy(KERNEL_OLD, kernels.join("old")).unwrap();
     std::fs::copy(KERNEL_NEW, kernels.join("new")).unwrap();
     let repo_path = dir.path().join("repo");
-    let repo = Repository::init(&repo_path).unwrap();
+    let repo = GitRepo::init(&repo_path);
     let ids = kernel_history(&repo, &kernels, 2);
     let (good, bad) = (ids[0].to_string(), ids[3].to_string());
     let in_repo = |args: &[&str]| {
@@ -765,10 +762,10 @@ fn bisect_start_checks_its_kernel_options_before_anything_runs() {
     let dir = tempfile::tempdir().unwrap();
     let archive = dir.path().join("archive.db");
     let repo_path = dir.path().join("repo");
-    let repo = Repository::init(&repo_path).unwrap();
-    let first = crate::bisect::commit(&repo, &[("pick", "old\n")], &[], "first");
-    let second = crate::bisect::commit(&repo, &[("pick", "new\n")], &[first], "second");
-    crate::bisect::set_head(&repo, second);
+    let repo = GitRepo::init(&repo_path);
+    let first = repo.commit_files(&[("pick", "old\n")], &[], "first");
+    let second = repo.commit_files(&[("pick", "new\n")], &[first], "second");
+    repo.checkout_main(second);
     let (good, bad) = (first.to_string(), second.to_string());
     let start = |extra: &[&str]| {
         let mut args = vec![

@@ -127,8 +127,9 @@ mod tests {
     use super::*;
     use crate::history::SeriesRun;
     use crate::schema::CURRENT_VERSION;
-    use bench_core::record::{CpuFigures, Endpoint, Iteration, Metric, Source, Spread, Summary};
-    use bench_core::spec::{RunSpec, TestKind};
+    use bench_core::record::{CpuFigures, Iteration, Metric, Summary};
+    use bench_core::spec::TestKind;
+    use test_fixtures::record::RecordBuilder;
     use open::migrate_from;
     use rusqlite::{Connection, params};
 
@@ -138,43 +139,19 @@ mod tests {
             remote_util_pct: Some(40.0),
             ..CpuFigures::default()
         };
-        let mut record = RunRecord {
-            schema: String::new(),
-            id: String::new(),
-            config_key: String::new(),
-            source: Source {
-                tool: "netbisect".to_string(),
-                version: None,
-                undated: false,
-            },
-            started_at: "2026-01-01T00:00:00.000000Z".to_string(),
-            finished_at: "2026-01-01T00:00:10.000000Z".to_string(),
-            spec: RunSpec::defaults(TestKind::TcpStream),
-            endpoint: Endpoint {
-                host: "127.0.0.1".to_string(),
-                port: None,
-            },
-            subject: bench_core::record::Subject {
-                commit: Some("abcdef".to_string()),
-                ..Default::default()
-            },
-            testbed: "lab".to_string(),
-            env: Default::default(),
-            iterations: vec![Iteration {
+        let summary_cpu = cpu.clone();
+        RecordBuilder::new(TestKind::TcpStream)
+            .started_at("2026-01-01T00:00:00.000000Z")
+            .finished_at("2026-01-01T00:00:10.000000Z")
+            .commit("abcdef")
+            .iteration(Iteration {
                 elapsed_s: 10.0,
                 throughput_bps: 1e9,
-                cpu: Some(cpu.clone()),
-                ..Iteration::default()
-            }],
-            summary: Summary {
-                n_iterations: 1,
-                throughput_bps: Spread::of(&[1e9]).unwrap_or_default(),
                 cpu: Some(cpu),
-                ..Summary::default()
-            },
-        };
-        record.seal().unwrap();
-        record
+                ..Iteration::default()
+            })
+            .summary_with(|summary| summary.cpu = Some(summary_cpu))
+            .build()
     }
 
     #[test]

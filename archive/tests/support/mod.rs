@@ -2,11 +2,9 @@
 //! runs carrying them, and the check (or rewrite) of the committed
 //! template samples those tests generate.
 
-use bench_core::record::{
-    CpuFigures, Endpoint, Environments, Iteration, LatencyFigures, RunRecord, Source, Subject,
-    Summary,
-};
-use bench_core::spec::{RunSpec, TestKind};
+use bench_core::record::{CpuFigures, RunRecord, Summary};
+use bench_core::spec::TestKind;
+use test_fixtures::record::RecordBuilder;
 use serde::Serialize;
 
 /// Deterministic noise in [-1, 1): a 64-bit linear congruential
@@ -41,60 +39,20 @@ pub fn run(
     samples: &[f64],
     cpu: bool,
 ) -> RunRecord {
-    let iterations = samples
-        .iter()
-        .map(|&sample| {
-            let request_response = test.is_request_response();
-            Iteration {
-                elapsed_s: 10.0,
-                throughput_bps: if request_response {
-                    16.0 * sample
-                } else {
-                    sample
-                },
-                transaction_rate: request_response.then_some(sample),
-                transactions: request_response.then_some((sample * 10.0) as u64),
-                latency: request_response.then(|| LatencyFigures {
-                    p99_us: 1.5e6 / sample,
-                    ..LatencyFigures::default()
-                }),
-                cpu: cpu.then(|| CpuFigures {
-                    local_service_demand: Some(1000.0 / sample),
-                    ..CpuFigures::default()
-                }),
-                ..Iteration::default()
-            }
+    RecordBuilder::new(test)
+        .spec_with(|spec| spec.local_cpu = cpu)
+        .started_at(started_at)
+        .finished_at(started_at)
+        .commit(commit)
+        .samples(samples)
+        .each_iteration(|idx, iteration| {
+            iteration.cpu = cpu.then(|| CpuFigures {
+                local_service_demand: Some(1000.0 / samples[idx]),
+                ..CpuFigures::default()
+            });
         })
-        .collect();
-    let mut spec = RunSpec::defaults(test);
-    spec.local_cpu = cpu;
-    let mut record = RunRecord {
-        schema: String::new(),
-        id: String::new(),
-        config_key: String::new(),
-        source: Source {
-            tool: "netbisect".into(),
-            version: None,
-            undated: false,
-        },
-        started_at: started_at.into(),
-        finished_at: started_at.into(),
-        spec,
-        endpoint: Endpoint {
-            host: "127.0.0.1".into(),
-            port: None,
-        },
-        subject: Subject {
-            commit: Some(commit.into()),
-            ..Subject::default()
-        },
-        testbed: "lab".into(),
-        env: Environments::default(),
-        iterations,
-        summary: Summary::default(),
-    };
-    record.seal().unwrap();
-    record
+        .summary(Summary::default())
+        .build()
 }
 
 /// Where the template samples live: the renderer's rules test renders

@@ -1,0 +1,25 @@
+//! What the tests of every crate build the same way: run records
+//! ([`record::RecordBuilder`]) and git repositories with a fixed author and
+//! time ([`git::GitRepo`]). A dev-dependency only: no production code
+//! links it.
+//!
+//! ```
+//! use test_fixtures::record::RecordBuilder;
+//! use bench_core::spec::TestKind;
+//!
+//! let record = RecordBuilder::new(TestKind::TcpRr)
+//!     .commit("abcdef")
+//!     .samples(&[40_000.0, 41_000.0])
+//!     .build();
+//! assert_eq!(record.iterations.len(), 2);
+//! assert_eq!(record.id, record.compute_id().unwrap());
+//! ```
+//!
+//! The crate that defines the record cannot use this one in its own unit
+//! tests: a dev-dependency back on it would link a second copy of the
+//! record types there.
+
+#![deny(missing_docs)]
+
+pub mod git;
+pub mod record;
