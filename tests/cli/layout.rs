@@ -699,6 +699,20 @@ pub fn oversized_files(root: &Path) -> Vec<String> {
     problems
 }
 
+/// True when a Cargo.toml's `[lints]` table says `workspace = true`.
+fn takes_workspace_lints(manifest: &str) -> bool {
+    let mut in_lints = false;
+    for line in manifest.lines() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.starts_with('[') {
+            in_lints = line == "[lints]";
+        } else if in_lints && line.replace(' ', "") == "workspace=true" {
+            return true;
+        }
+    }
+    false
+}
+
 fn workspace_root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
@@ -719,6 +733,23 @@ fn no_source_file_over_the_limit_unless_kept_whole() {
          the first comment:\n{}",
         problems.join("\n")
     );
+}
+
+#[test]
+fn every_crate_takes_the_workspace_lints() {
+    let root = workspace_root();
+    let manifest = fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    assert!(takes_workspace_lints(&manifest), "the root package");
+    for member in workspace_members(&manifest) {
+        let manifest = fs::read_to_string(root.join(&member).join("Cargo.toml")).unwrap();
+        assert!(
+            takes_workspace_lints(&manifest),
+            "{member}/Cargo.toml has no [lints] workspace = true"
+        );
+    }
+    assert!(!takes_workspace_lints(
+        "[package]\nworkspace = true\n[lints]\n[dependencies]\nworkspace = true\n"
+    ));
 }
 
 #[test]
