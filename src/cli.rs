@@ -354,6 +354,10 @@ pub struct ImportArgs {
     /// Label the runs of rows beginning with the side name NAME (as in
     /// "current", "patched", "Org") LABEL instead [repeatable]
     #[arg(long, value_name = "NAME=LABEL")]
+    #[expect(
+        rustdoc::broken_intra_doc_links,
+        reason = "the comment is clap's help text, where [repeatable] is no link"
+    )]
     pub side_label: Vec<String>,
     /// Put PREFIX before the label taken from a row's side name
     #[arg(long, value_name = "PREFIX")]

@@ -19,6 +19,40 @@
 //! Architecture invariant: SQL lives in this crate only, and this crate
 //! knows nothing of git, the command line or templates. Commit order for
 //! history comes from the caller.
+//!
+//! # Example
+//!
+//! A netperf result imported into an archive in a temporary directory,
+//! then read back: its record by a query, its canonical bytes by an
+//! abbreviated id.
+//!
+//! ```
+//! use archive::import::{self, ImportOptions};
+//! use archive::{Archive, RunQuery, StoreOutcome};
+//!
+//! let netperf = "\
+//! MIGRATED TCP STREAM TEST from 0.0.0.0 (0.0.0.0) port 0 AF_INET to 127.0.0.1 () port 0 AF_INET : demo
+//! Recv   Send    Send
+//! Socket Socket  Message  Elapsed
+//! Size   Size    Size     Time     Throughput
+//! bytes  bytes   bytes    secs.    10^6bits/sec
+//!
+//! 131072  16384  16384    10.00    11967.53
+//! ";
+//! let imported = import::parse(netperf.as_bytes(), &ImportOptions::default())?;
+//! let run = &imported.runs[0];
+//!
+//! let dir = tempfile::tempdir()?;
+//! let mut archive = Archive::open(&dir.path().join("runs.db"))?;
+//! assert_eq!(archive.store(run)?, StoreOutcome::Added);
+//! assert_eq!(archive.store(run)?, StoreOutcome::AlreadyPresent);
+//!
+//! assert_eq!(archive.records(&RunQuery::default())?, [run.record().clone()]);
+//! let (stored, bytes) = archive.find(&run.record().id[..12])?;
+//! assert_eq!(stored.source_tool, "netperf");
+//! assert_eq!(bytes, run.bytes());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![deny(missing_docs)]
 
 pub mod compare;

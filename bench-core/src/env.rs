@@ -9,8 +9,8 @@
 //!
 //! The interface is described from three sources: sysfs (link speed, and
 //! the driver when the device has one), rtnetlink (MTU, queue length,
-//! qdisc, GSO/GRO limits; [`netlink`]) and the ethtool ioctl (driver and
-//! offload features; [`ethtool`]). None needs root.
+//! qdisc, GSO/GRO limits; `netlink`) and the ethtool ioctl (driver and
+//! offload features; `ethtool`). None needs root.
 
 mod address;
 mod ethtool;

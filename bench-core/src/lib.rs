@@ -5,7 +5,7 @@
 //!   its `config_key`.
 //! - [`canonical`]: RFC 8785 (JCS) bytes with the checks JSON numbers need.
 //! - [`spec`]: the resolved test specification.
-//! - [`env`]: the state of a host that moves network numbers.
+//! - [`env`](mod@env): the state of a host that moves network numbers.
 //! - [`kernel`]: what a kernel release string says about its commit.
 //! - [`time`]: absolute times as RFC 3339 strings.
 //! - [`stats`]: the statistics every part of netbisect shares.
@@ -24,6 +24,34 @@
 //!
 //! Architecture invariant: bench-core depends on no other crate of this
 //! workspace and knows nothing of SQLite, git or templates.
+//!
+//! # Example
+//!
+//! A quarter-second `TCP_RR` test against a server that the run starts in
+//! the process, on loopback; the sealed record reads back whole from its
+//! canonical bytes.
+//!
+//! ```
+//! use bench_core::record::RunRecord;
+//! use bench_core::run::{BenchRequest, bench};
+//! use bench_core::spec::{RunSpec, TestKind};
+//!
+//! let mut spec = RunSpec::defaults(TestKind::TcpRr);
+//! spec.duration_s = 0.25;
+//! let request = BenchRequest {
+//!     spec,
+//!     // No server given: one runs in-process on loopback.
+//!     server: None,
+//!     subject: Default::default(),
+//!     testbed: "loopback".to_string(),
+//!     interim: None,
+//! };
+//! let record = bench(&request)?;
+//! assert!(record.iterations[0].transaction_rate.unwrap() > 0.0);
+//! let bytes = record.to_canonical_bytes()?;
+//! assert_eq!(RunRecord::from_slice(&bytes)?, record);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![deny(missing_docs)]
 
 pub mod canonical;

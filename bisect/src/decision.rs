@@ -76,8 +76,6 @@ use serde::{Deserialize, Serialize};
 pub const CLIP_SIGMAS: f64 = 1.0;
 /// Tuning constant of the Huber location estimate, in noise scales.
 pub const HUBER_K: f64 = 1.5;
-/// Factor on the estimated noise scale.
-pub const SIGMA_INFLATION: f64 = 1.0;
 /// Standard errors below its estimate at which one side's own noise
 /// scale is taken as a floor of the scale (see [`Model::estimate`]).
 pub const SIDE_SCALE_Z: f64 = 1.0;
@@ -251,7 +249,7 @@ impl Model {
         Some(Model {
             old_mean,
             new_mean,
-            sigma: sigma_raw.max(floor) * SIGMA_INFLATION,
+            sigma: sigma_raw.max(floor),
             n_old: old.len() as f64,
             n_new: new.len() as f64,
         })
@@ -332,12 +330,6 @@ pub fn classify(samples: &[f64], model: &Model, config: &DecisionConfig) -> Step
 pub fn wald_bound(alpha: f64) -> f64 {
     let alpha = alpha.clamp(1e-12, 0.49);
     ((1.0 - alpha) / alpha).ln()
-}
-
-/// The probability that a verdict with log-likelihood ratio `llr` is
-/// right, with even prior odds.
-pub fn posterior_confidence(llr: f64) -> f64 {
-    1.0 / (1.0 + (-llr.abs()).exp())
 }
 
 /// Where the comparison of the two ends stands.

@@ -103,15 +103,3 @@ pub fn signal_name(signal: i32) -> String {
         other => format!("signal {other}"),
     }
 }
-
-/// True when an error chain holds an [`Interrupted`].
-pub fn is_interrupted(err: &(dyn std::error::Error + 'static)) -> bool {
-    let mut cause = Some(err);
-    while let Some(current) = cause {
-        if current.is::<Interrupted>() {
-            return true;
-        }
-        cause = current.source();
-    }
-    false
-}

@@ -2,7 +2,7 @@
 //! never with uncommitted changes to tracked files), resolve the good and
 //! bad revisions, and load the commits reachable from bad and not from
 //! good, merges included (or first parents only), into a
-//! [`CommitGraph`](crate::graph::CommitGraph).
+//! [`CommitGraph`].
 //!
 //! For `history`, [`commits_in_order`] lists the commits of a range
 //! oldest first, from a repository opened with [`discover`]

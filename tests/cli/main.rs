@@ -9,6 +9,7 @@ mod env;
 mod help;
 mod history;
 mod imports;
+mod layout;
 mod netns;
 mod netperf_layout;
 mod parity;

@@ -95,11 +95,9 @@ fn wait_dead(pid: i32) -> bool {
 }
 
 fn signal(pid: u32, signal: i32) {
+    let pid = i32::try_from(pid).unwrap();
     // SAFETY: kill on a child this test started and has not reaped yet.
-    assert_eq!(
-        unsafe { libc::kill(i32::try_from(pid).unwrap(), signal) },
-        0
-    );
+    assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
 }
 
 /// A bisection whose measure command measures once, then from its second

@@ -434,7 +434,7 @@ mod tests {
     fn ln_gamma_matches_factorials() {
         let mut factorial: f64 = 1.0;
         for n in 1..30 {
-            assert_close(ln_gamma(n as f64 + 1.0), factorial.ln() * 1.0, 1e-13);
+            assert_close(ln_gamma(n as f64 + 1.0), factorial.ln(), 1e-13);
             factorial *= (n + 1) as f64;
         }
         assert_close(ln_gamma(0.5), 0.5 * PI.ln(), 1e-14);
