@@ -25,16 +25,14 @@ const POSTERIOR_CLIP_SIGMAS: f64 = 2.0;
 
 /// What the probabilistic method keeps between two of its rounds.
 pub(super) struct PosteriorState {
-    pub(super) ancestry: Ancestry,
+    ancestry: Ancestry,
     /// `P(x new)` of every commit after the last round: commits it puts
     /// beyond doubt join the references of the model.
-    pub(super) p_new: Vec<f64>,
+    p_new: Vec<f64>,
     /// Commits in the order they were first measured or skipped.
     pub(super) visited: Vec<usize>,
     /// The commits that may hold the culprit when the walk ends in a range.
     pub(super) range: Option<Vec<usize>>,
-    /// The culprit's posterior probability when it was named.
-    pub(super) culprit_probability: Option<f64>,
     /// Estimated samples left, from the posterior's entropy.
     pub(super) est_samples_left: u32,
 }
@@ -46,7 +44,6 @@ impl PosteriorState {
             p_new: Vec::new(),
             visited: Vec::new(),
             range: None,
-            culprit_probability: None,
             est_samples_left: 0,
         }
     }
@@ -165,9 +162,6 @@ impl Machine<'_> {
                 .filter(|&target| self.samples(target).len() < guard);
             if let Some(target) = short {
                 return Some(Action::Measure(target));
-            }
-            if let Some(state) = &mut self.posterior {
-                state.culprit_probability = culprit.get(best).copied();
             }
             self.close_posterior(&p_new, confidence);
             self.start_confirm(best);
