@@ -1,4 +1,6 @@
-//! [`EngineError`]: why a bisection stopped without an outcome.
+//! [`EngineError`]: why a bisection stopped without an outcome (a range
+//! that cannot be bisected, an end that cannot be measured, a measurer or
+//! a journal that failed, a journal of another bisection, a signal).
 
 use crate::graph::GraphError;
 use crate::journal::BoxError;
