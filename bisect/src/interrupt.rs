@@ -9,6 +9,7 @@
 //! an interrupted command): nothing is half-written, since every archive
 //! write is a transaction.
 
+use rustix::process::{Pid, Signal};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 /// The exit code of an interrupted command.
@@ -46,6 +47,7 @@ pub enum Mode {
 pub fn install(mode: Mode) {
     EXIT_NOW.store(mode == Mode::ExitNow, Ordering::SeqCst);
     for signal in [libc::SIGINT, libc::SIGTERM] {
+        // Hand-written: rustix's sigaction is in its unstable, hidden runtime API.
         // SAFETY: sigaction with a zeroed, then filled, struct; the
         // handler only touches atomics and calls kill and _exit, which
         // are async-signal-safe.
@@ -68,14 +70,16 @@ pub fn install(mode: Mode) {
 
 extern "C" fn on_signal(signal: libc::c_int) {
     let earlier = SIGNAL.swap(signal, Ordering::SeqCst);
+    // kill is async-signal-safe (a bare system call); a stale group only
+    // fails.
     let group = RUNNING_GROUP.load(Ordering::SeqCst);
-    if group > 0 {
-        // SAFETY: kill is async-signal-safe; a stale group only fails.
-        unsafe {
-            libc::kill(-group, libc::SIGKILL);
-        }
+    if group > 0
+        && let Some(group) = Pid::from_raw(group)
+    {
+        let _ = rustix::process::kill_process_group(group, Signal::KILL);
     }
     if earlier != 0 || EXIT_NOW.load(Ordering::SeqCst) {
+        // Hand-written: rustix's exit_group is runtime-only; std's exit is not signal-safe.
         // SAFETY: _exit is async-signal-safe and skips atexit handlers.
         unsafe { libc::_exit(i32::from(EXIT_INTERRUPTED)) }
     }

@@ -10,9 +10,9 @@
 //! event of a journal is a `start` naming the schema, [`JOURNAL_SCHEMA`].
 //! Version 1.1 added `estimate`; journals of version 1 are read too.
 
+use crate::config::BisectConfig;
 use crate::decision::Verdict;
-use crate::engine::BisectConfig;
-use crate::plan::Estimate;
+use crate::estimate::Estimate;
 use serde::{Deserialize, Serialize};
 
 /// The schema of journal events this crate writes and reads.
@@ -87,8 +87,9 @@ pub enum JournalEvent {
         llr: f64,
     },
     /// Once the ends were measured: what the rest of the bisection was
-    /// estimated to take ([`crate::plan::from_ends`]). Written once, for
-    /// `status` and the progress lines; replay does not depend on it.
+    /// estimated to take (the planner's estimate from the ends' samples).
+    /// Written once, for `status` and the progress lines; replay does not
+    /// depend on it.
     Estimate {
         /// The estimate.
         estimate: Estimate,

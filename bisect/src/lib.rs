@@ -1,18 +1,31 @@
 //! bisect: statistical, resumable bisection of a git range.
 //!
+//! What a bisection is made of, from the leaves up:
+//!
 //! - [`graph`]: the range as a commit graph and git's choice of the next
 //!   commit, independent of git itself.
+//! - [`config`]: the options of a bisection ([`BisectConfig`]).
+//! - [`robust`]: estimates of location and scale (Huber, winsorised
+//!   pooled scale; the methods are cited there).
 //! - [`decision`]: the sequential good/bad test at each step (the method
-//!   is cited there).
+//!   is cited there); [`ends`]: whether the two ends differ enough to
+//!   bisect.
 //! - [`posterior`]: the probabilistic bisection's posterior over the
 //!   culprit and its choice of the next commit (the method is cited
 //!   there).
-//! - [`engine`]: the state machine; it measures through [`Measurer`] and
-//!   keeps its journal through [`Journal`], so the same engine runs
-//!   against real commits and against simulated histories.
-//! - [`journal`]: the events that make a bisection resumable.
-//! - [`report`]: the end of a bisection as serialisable data.
-//! - [`sim`]: simulated noisy histories and a naive bisection to compare.
+//! - [`measurement`]: what measuring a commit gives, and the [`Measurer`]
+//!   trait the engine measures through.
+//! - [`journal`]: the events that make a bisection resumable, behind the
+//!   [`Journal`] trait.
+//! - [`estimate`], [`progress`], [`report`], [`error`]: what a bisection
+//!   tells: the estimate of its cost, where it stands, how it ended, why
+//!   it stopped.
+//! - [`engine`]: a bisection from start to end, [`engine::run`] and
+//!   [`engine::status`]; inside, a deterministic state machine, the
+//!   journal's replay and the loop that feeds the machine, so the same
+//!   engine runs against real commits and against simulated histories.
+//! - [`sim`]: simulated noisy histories, the engine run over them, and a
+//!   naive bisection to compare.
 //! - [`plan`]: how many measurements and how much time a bisection will
 //!   take, from the simulator, before it runs.
 //! - [`range`]: the git side: open the repository, resolve revisions, load
@@ -27,6 +40,11 @@
 //! the command line or templates. It takes measurements and keeps its
 //! journal through traits that the command-line tool implements.
 //!
+//! Architecture invariant: no module uses a module that uses it back. The
+//! engine uses the planner (for the estimate of the rest), the planner
+//! the simulator, and the simulator only the engine's inner loop, not the
+//! engine.
+//!
 //! # Example
 //!
 //! The engine over a straight range of 16 commits whose throughput drops
@@ -35,7 +53,8 @@
 //!
 //! ```
 //! use bisect::decision::DecisionConfig;
-//! use bisect::engine::{self, Direction};
+//! use bisect::config::Direction;
+//! use bisect::engine;
 //! use bisect::graph::{CommitGraph, CommitInfo};
 //! use bisect::journal::{BoxError, NullJournal};
 //! use bisect::report::BisectResult;
@@ -77,19 +96,31 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod config;
 pub mod decision;
+mod driver;
+pub mod ends;
 pub mod engine;
+pub mod error;
+pub mod estimate;
 pub mod graph;
 pub mod interrupt;
 pub mod journal;
+mod machine;
 pub mod measure;
+pub mod measurement;
 pub mod plan;
 pub mod posterior;
+pub mod progress;
 pub mod range;
+mod replay;
 pub mod report;
+pub mod robust;
 pub mod runner;
 pub mod sim;
 pub mod worktree;
 
-pub use engine::{BisectConfig, Measurement, Measurer, Outcome, Sample};
+pub use config::BisectConfig;
 pub use journal::{Journal, JournalEvent};
+pub use measurement::{Measurement, Measurer, Sample};
+pub use report::Outcome;

@@ -9,9 +9,9 @@
 //! Commands run with `sh -c` in the worktree, with `NETBISECT_COMMIT` (the
 //! full commit id) and `NETBISECT_WORKTREE` in their environment.
 
-use crate::engine::{Measurement, Measurer, Sample};
 use crate::graph::CommitInfo;
 use crate::journal::BoxError;
+use crate::measurement::{Measurement, Measurer, Sample};
 use crate::runner::{self, CommandOutcome};
 use crate::worktree::BisectWorktree;
 use bench_core::record::{Metric, RunRecord};

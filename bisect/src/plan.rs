@@ -16,9 +16,10 @@
 //! after the ends) will take.
 
 use crate::decision::DecisionConfig;
-use crate::engine::EngineError;
+use crate::error::EngineError;
+use crate::estimate::Estimate;
+use crate::robust::mean_var;
 use crate::sim::{History, NoiseShape, Rng, engine_bisect};
-use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 
 /// Why an estimate could not be made.
@@ -71,37 +72,6 @@ impl PlanInput {
             seed: 0x706c_616e,
         }
     }
-}
-
-/// The estimate, the schema of `plan --json`'s `estimate` and of the
-/// journal's `estimate` event.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Estimate {
-    /// Commits in the range.
-    pub n_commits: usize,
-    /// Change to find, percent.
-    pub step_pct: f64,
-    /// Noise assumed, percent.
-    pub cv_pct: f64,
-    /// Seconds per measurement assumed.
-    pub seconds_per_run: f64,
-    /// Simulated bisections the figures come from.
-    pub n_trials: u32,
-    /// Percent of them that named the right commit.
-    pub correct_pct: f64,
-    /// Mean measurements (ends and confirmation included).
-    pub mean_measurements: f64,
-    /// 95th percentile of the measurements (nearest rank).
-    pub p95_measurements: u32,
-    /// `mean_measurements` times `seconds_per_run`.
-    pub mean_seconds: f64,
-    /// `p95_measurements` times `seconds_per_run`.
-    pub p95_seconds: f64,
-    /// Mean measurements after the ends (steps and confirmation): what
-    /// is left once the ends are measured.
-    pub mean_after_ends: f64,
-    /// 95th percentile of those (nearest rank).
-    pub p95_after_ends: u32,
 }
 
 /// Estimates the measurements and time a bisection of `input` takes.
@@ -166,8 +136,8 @@ pub fn from_ends(good: &[f64], bad: &[f64]) -> Option<(f64, f64)> {
     if good.len() < 2 || bad.len() < 2 {
         return None;
     }
-    let (good_mean, good_var) = crate::decision::mean_var(good);
-    let (bad_mean, bad_var) = crate::decision::mean_var(bad);
+    let (good_mean, good_var) = mean_var(good);
+    let (bad_mean, bad_var) = mean_var(bad);
     let (n_good, n_bad) = (good.len() as f64, bad.len() as f64);
     let pooled =
         (((n_good - 1.0) * good_var + (n_bad - 1.0) * bad_var) / (n_good + n_bad - 2.0)).sqrt();

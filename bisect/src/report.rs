@@ -14,15 +14,30 @@
 //! `"kind"`: `first_bad` or `range` (the culprit is hidden among skipped
 //! commits, listed newest first).
 
-use crate::decision::{self, Difference, Method, Verdict};
-use crate::engine::Direction;
+use crate::config::Direction;
+use crate::decision::{Method, Verdict};
+use crate::ends::Difference;
 use crate::graph::CommitInfo;
+use crate::robust::mean_var;
 use serde::{Deserialize, Serialize};
 
 /// Schema of [`BisectReport`].
 pub const REPORT_SCHEMA: &str = "netbisect.bisect/1";
 /// Schema of [`Refusal`].
 pub const REFUSAL_SCHEMA: &str = "netbisect.bisect-refusal/1";
+
+/// How a bisection ended.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "made once at the end of a bisection; boxing buys nothing"
+)]
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    /// Bisected to a commit, or to a range hidden among skips.
+    Finished(BisectReport),
+    /// The ends do not differ enough to bisect.
+    Refused(Refusal),
+}
 
 /// One end of the range and its samples.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -43,7 +58,7 @@ impl EndSummary {
         let (mean, variance) = if samples.is_empty() {
             (0.0, 0.0)
         } else {
-            decision::mean_var(samples)
+            mean_var(samples)
         };
         EndSummary {
             commit,

@@ -4,8 +4,12 @@
 //! hang.
 
 use crate::interrupt::{self, Interrupted};
+use rustix::event::{PollFd, PollFlags, Timespec};
+use rustix::fs::OFlags;
+use rustix::io::Errno;
+use rustix::process::{Pid, Signal};
 use std::io::Read;
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -210,8 +214,12 @@ fn check_marker(marker: &Path) -> Result<(), RunnerError> {
     let Ok(group) = text.trim().parse::<i32>() else {
         return Ok(());
     };
-    // SAFETY: kill with signal 0 only checks that the group exists.
-    let alive = || group > 0 && unsafe { libc::kill(-group, 0) } == 0;
+    // Signal 0 only checks that the group exists.
+    let alive = || {
+        group > 0
+            && Pid::from_raw(group)
+                .is_some_and(|pid| rustix::process::test_kill_process_group(pid).is_ok())
+    };
     let deadline = Instant::now() + STALE_GRACE;
     while alive() {
         if Instant::now() >= deadline {
@@ -262,7 +270,7 @@ impl Drop for Drained {
     }
 }
 
-fn drain<R: Read + AsRawFd + Send + 'static>(pipe: Option<R>) -> Drained {
+fn drain<R: Read + AsFd + Send + 'static>(pipe: Option<R>) -> Drained {
     let bytes = Arc::new(Mutex::new(Vec::new()));
     let ended = Arc::new(AtomicBool::new(false));
     let thread = pipe.map(|pipe| {
@@ -279,8 +287,11 @@ fn drain<R: Read + AsRawFd + Send + 'static>(pipe: Option<R>) -> Drained {
 /// Reads `pipe` into `bytes` to its end, or once `ended` is set until it
 /// is empty (or [`DRAIN_TIMEOUT`] has passed with a writer that never
 /// pauses).
-fn read_pipe(mut pipe: impl Read + AsRawFd, bytes: &Mutex<Vec<u8>>, ended: &AtomicBool) {
-    let fd = pipe.as_raw_fd();
+fn read_pipe(mut pipe: impl Read + AsFd, bytes: &Mutex<Vec<u8>>, ended: &AtomicBool) {
+    let poll_timeout = Timespec::try_from(POLL_INTERVAL).unwrap_or(Timespec {
+        tv_sec: 0,
+        tv_nsec: 20_000_000,
+    });
     let mut buffer = [0u8; 8192];
     let mut give_up = None;
     loop {
@@ -288,13 +299,10 @@ fn read_pipe(mut pipe: impl Read + AsRawFd, bytes: &Mutex<Vec<u8>>, ended: &Atom
         if emptying && give_up.is_none() {
             // From now on a read that would wait returns at once: the pipe
             // is empty.
-            // SAFETY: fcntl on a descriptor this thread owns through
-            // `pipe`, which lives as long as the loop.
-            unsafe {
-                let flags = libc::fcntl(fd, libc::F_GETFL);
-                if flags < 0 || libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) < 0 {
-                    return;
-                }
+            let nonblocking = rustix::fs::fcntl_getfl(&pipe)
+                .and_then(|flags| rustix::fs::fcntl_setfl(&pipe, flags | OFlags::NONBLOCK));
+            if nonblocking.is_err() {
+                return;
             }
             give_up = Some(Instant::now() + DRAIN_TIMEOUT);
         }
@@ -304,22 +312,11 @@ fn read_pipe(mut pipe: impl Read + AsRawFd, bytes: &Mutex<Vec<u8>>, ended: &Atom
         if !emptying {
             // Wait for data, and now and then look whether the command
             // ended.
-            let mut poll_fd = libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            let timeout_ms = i32::try_from(POLL_INTERVAL.as_millis()).unwrap_or(20);
-            // SAFETY: one pollfd, valid for the call.
-            let ready = unsafe { libc::poll(&mut poll_fd, 1, timeout_ms) };
-            if ready == 0 {
-                continue;
-            }
-            if ready < 0 {
-                if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return;
+            let mut poll_fds = [PollFd::new(&pipe, PollFlags::IN)];
+            match rustix::event::poll(&mut poll_fds, Some(&poll_timeout)) {
+                Ok(0) | Err(Errno::INTR) => continue,
+                Ok(_) => {}
+                Err(_) => return,
             }
         }
         match pipe.read(&mut buffer) {
@@ -335,14 +332,11 @@ fn read_pipe(mut pipe: impl Read + AsRawFd, bytes: &Mutex<Vec<u8>>, ended: &Atom
 }
 
 fn kill_group(child: &mut Child) {
-    if let Ok(pid) = i32::try_from(child.id()) {
-        // The child leads its own group (process_group(0)), so -pid names
-        // the group: the shell and everything it started.
-        // SAFETY: kill has no memory effects; a stale group id only makes
-        // it fail with ESRCH.
-        unsafe {
-            libc::kill(-pid, libc::SIGKILL);
-        }
+    // The child leads its own group (process_group(0)), so its pid names
+    // the group: the shell and everything it started. A stale group only
+    // makes the kill fail with ESRCH.
+    if let Some(pid) = i32::try_from(child.id()).ok().and_then(Pid::from_raw) {
+        let _ = rustix::process::kill_process_group(pid, Signal::KILL);
     }
     let _ = child.kill();
     let _ = child.wait();

@@ -8,11 +8,16 @@
 //! engine and by [`naive_bisect`], a fixed-repeat threshold bisection,
 //! for comparison.
 
-use crate::decision::{self, DecisionConfig};
-use crate::engine::{self, BisectConfig, Direction, Measurement, Measurer, Outcome, Sample};
+use crate::config::{BisectConfig, Direction};
+use crate::decision::DecisionConfig;
+use crate::driver;
+use crate::error::EngineError;
 use crate::graph::{CommitGraph, CommitInfo};
 use crate::journal::{BoxError, NullJournal};
-use crate::report::BisectResult;
+use crate::measurement::{Measurement, Measurer, Sample};
+use crate::progress::Phase;
+use crate::report::{BisectResult, Outcome};
+use crate::robust::mean_var;
 use std::str::FromStr;
 
 /// A small seeded generator: xoshiro256** (Blackman and Vigna, 2018),
@@ -237,12 +242,13 @@ pub struct TrialResult {
     pub ended_in_range: bool,
 }
 
-/// Bisects `history` with the engine.
+/// Bisects `history` with the engine: its loop, fed by a [`SimMeasurer`],
+/// which never asks for the estimate of the rest.
 pub fn engine_bisect(
     history: &History,
     decision: &DecisionConfig,
     rng: &mut Rng,
-) -> Result<TrialResult, engine::EngineError> {
+) -> Result<TrialResult, EngineError> {
     let graph = CommitGraph::linear(history.n_commits);
     let config = BisectConfig {
         metric: "throughput_bps".to_string(),
@@ -255,12 +261,13 @@ pub fn engine_bisect(
         n_measurements: 0,
     };
     let mut n_ends = 0;
-    let outcome = engine::run(
+    let outcome = driver::drive(
         &graph,
         &config,
         &mut measurer,
         &mut NullJournal,
-        &mut |progress| n_ends += u32::from(progress.phase == engine::Phase::Ends),
+        &mut |progress| n_ends += u32::from(progress.phase == Phase::Ends),
+        None,
     )?;
     let n_total = measurer.n_measurements;
     let n_confirm = 2 * decision.confirm_repeats;
@@ -298,7 +305,7 @@ pub fn naive_bisect(history: &History, repeats: u32, rng: &mut Rng) -> TrialResu
     let mut mean_of = |node_idx: Option<usize>, rng: &mut Rng| {
         n_measurements += repeats;
         let samples: Vec<f64> = (0..repeats).map(|_| history.draw(node_idx, rng)).collect();
-        decision::mean_var(&samples).0
+        mean_var(&samples).0
     };
     let good_mean = mean_of(None, rng);
     let bad_mean = mean_of(Some(history.n_commits - 1), rng);

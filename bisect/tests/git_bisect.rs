@@ -3,12 +3,14 @@
 
 use bench_core::record::{Metric, Summary};
 use bench_core::spec::TestKind;
+use bisect::config::{BisectConfig, Direction};
 use bisect::decision::{DecisionConfig, Method, Verdict};
-use bisect::engine::{self, BisectConfig, Direction, Outcome};
+use bisect::engine;
+use bisect::error::EngineError;
 use bisect::journal::{BoxError, Journal, JournalEvent, MemoryJournal};
 use bisect::measure::{CommandMeasurer, CommandStep};
 use bisect::range::{self, RangeError};
-use bisect::report::BisectResult;
+use bisect::report::{BisectResult, Outcome};
 use bisect::worktree::BisectWorktree;
 use bisect::{Measurement, Measurer};
 use git2::{Oid, Repository};
@@ -115,7 +117,7 @@ fn bisect_with(
     first_parent: bool,
     step: CommandStep,
     journal: &mut dyn Journal,
-) -> Result<Outcome, engine::EngineError> {
+) -> Result<Outcome, EngineError> {
     let repo = range::open_repository(&fixture.repo_path).unwrap();
     let graph = range::load(&repo, good, bad, first_parent).unwrap();
     let worktree =
@@ -463,7 +465,7 @@ fn interrupted_bisection_resumes(method: Method) {
         &mut |_| {},
     )
     .unwrap_err();
-    assert!(matches!(err, engine::EngineError::Journal(_)), "{err}");
+    assert!(matches!(err, EngineError::Journal(_)), "{err}");
     let journal_events = crashing.inner.events.clone();
     let decided: Vec<String> = journal_events
         .iter()

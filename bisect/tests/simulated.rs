@@ -1,11 +1,14 @@
 //! Property tests of the decision engine over many simulated noisy
 //! histories, with fixed seeds so that they are deterministic.
 
+use bisect::config::{BisectConfig, Direction};
 use bisect::decision::{DecisionConfig, Method};
-use bisect::engine::{self, BisectConfig, Direction, Measurement, Measurer, Outcome, Sample};
+use bisect::engine;
 use bisect::graph::{CommitGraph, CommitInfo};
 use bisect::journal::{BoxError, JournalEvent, MemoryJournal};
-use bisect::report::BisectResult;
+use bisect::measurement::{Measurement, Measurer, Sample};
+use bisect::progress::Phase;
+use bisect::report::{BisectResult, Outcome};
 use bisect::sim::{self, History, NoiseShape, Rng, Tally};
 use std::collections::BTreeMap;
 
@@ -220,7 +223,7 @@ fn the_rest_is_estimated_once_when_the_ends_are_measured() {
     let history = History::random(16, 10.0, 2.0, NoiseShape::Normal, &mut Rng::new(5));
     let mut journal = MemoryJournal::default();
     let mut measurer = Timed(Replayable::after(&history, 1, &[]));
-    let mut seen: Vec<(engine::Phase, bool)> = Vec::new();
+    let mut seen: Vec<(Phase, bool)> = Vec::new();
     let outcome = engine::run(
         &graph,
         &config,
@@ -271,7 +274,7 @@ fn the_rest_is_estimated_once_when_the_ends_are_measured() {
     // The progress of the ends has none; every later one has it.
     assert!(
         seen.iter()
-            .all(|(phase, has)| *has == (*phase != engine::Phase::Ends))
+            .all(|(phase, has)| *has == (*phase != Phase::Ends))
     );
 
     // The status shows it; a resume keeps it and makes no other.

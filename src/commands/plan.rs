@@ -11,7 +11,8 @@ use crate::render::Renderer;
 use anyhow::Context;
 use archive::RunQuery;
 use bench_core::record::Metric;
-use bisect::plan::{Estimate, PlanInput, estimate};
+use bisect::estimate::Estimate;
+use bisect::plan::{PlanInput, estimate};
 use serde::Serialize;
 use std::io::Write;
 

@@ -5,8 +5,8 @@
 //! what the rest will take, from the estimate the engine journaled
 //! ([`bisect::plan`], the figures of `netbisect plan`).
 
-use bisect::engine::{Phase, Progress};
-use bisect::plan::Estimate;
+use bisect::estimate::Estimate;
+use bisect::progress::{Phase, Progress};
 use std::io::{IsTerminal, Write};
 use std::time::Instant;
 

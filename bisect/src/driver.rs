@@ -1,0 +1,171 @@
+//! The loop that drives the machine: it replays the journal first
+//! (feeding journaled samples instead of measuring), then asks the
+//! archive once per commit, then the measurer, and appends every fresh
+//! measurement and every verdict to the journal before the next step
+//! starts. A signal stops it between two measurements, journaled.
+//!
+//! The engine's `run` drives it with the estimate of the rest; the
+//! simulator drives it without (a simulated measurer never asks for one),
+//! which keeps the simulator, and the planner built on it, free of the
+//! engine that uses them.
+
+use crate::config::BisectConfig;
+use crate::error::EngineError;
+use crate::estimate::Estimate;
+use crate::graph::CommitGraph;
+use crate::interrupt;
+use crate::journal::{BoxError, JOURNAL_SCHEMA, Journal, JournalEvent, JournalSample};
+use crate::machine::{Action, Machine};
+use crate::measurement::{Measurement, Measurer, Sample};
+use crate::progress::{Phase, Progress};
+use crate::replay::Replay;
+use crate::report::{BisectResult, Outcome};
+
+/// Makes the estimate of the rest once the ends are measured, from the
+/// samples of the good and the bad end and the seconds one sample takes;
+/// `None` when the ends show no usable step.
+pub(crate) type EstimateRest<'a> =
+    &'a dyn Fn((&[f64], &[f64]), f64) -> Result<Option<Estimate>, EngineError>;
+
+/// Runs (or resumes) the bisection of `graph` to its end, journaling the
+/// estimate of the rest made by `estimate_rest` when the measurer can
+/// tell the time of a sample.
+pub(crate) fn drive(
+    graph: &CommitGraph,
+    config: &BisectConfig,
+    measurer: &mut dyn Measurer,
+    journal: &mut dyn Journal,
+    progress: &mut dyn FnMut(&Progress<'_>),
+    estimate_rest: Option<EstimateRest<'_>>,
+) -> Result<Outcome, EngineError> {
+    graph.validate()?;
+    let events = journal.load().map_err(EngineError::Journal)?;
+    let mut replay = Replay::from_events(&events, graph, config)?;
+    if events.is_empty() {
+        journal
+            .append(&JournalEvent::Start {
+                schema: JOURNAL_SCHEMA.to_string(),
+                good: graph.good.id.clone(),
+                bad: graph.nodes[graph.bad_idx()].info.id.clone(),
+                first_parent: graph.first_parent,
+                config: config.clone(),
+            })
+            .map_err(EngineError::Journal)?;
+    }
+    let mut machine = Machine::new(graph, config);
+    machine.estimate = replay.estimate.clone();
+    loop {
+        let action = machine.next()?;
+        replay.sync_verdicts(machine.take_new_verdicts(), Some(&mut *journal))?;
+        // Once the ends are measured, before the first step: estimate
+        // what the rest takes, once per bisection.
+        if machine.phase != Phase::Ends
+            && machine.estimate.is_none()
+            && let Some(estimate_rest) = estimate_rest
+            && let Some(seconds) = measurer.seconds_per_sample()
+            && let Some(estimate) = estimate_rest(machine.ends_samples(), seconds)?
+        {
+            journal
+                .append(&JournalEvent::Estimate {
+                    estimate: estimate.clone(),
+                })
+                .map_err(EngineError::Journal)?;
+            machine.estimate = Some(estimate);
+        }
+        let target = match action {
+            Action::Done(outcome) => {
+                if !replay.finished {
+                    journal
+                        .append(&finished_event(&outcome))
+                        .map_err(EngineError::Journal)?;
+                }
+                return Ok(outcome);
+            }
+            Action::Measure(target) => target,
+        };
+        let info = machine.info(target);
+        if let Some(measurement) = replay.next_measurement(&info.id) {
+            machine.feed(target, measurement);
+            continue;
+        }
+        if !replay.archive_checked(&info.id) {
+            let samples = measurer
+                .archived(info)
+                .map_err(|source| EngineError::Measure {
+                    commit: info.id.clone(),
+                    source,
+                })?;
+            journal
+                .append(&JournalEvent::Archived {
+                    commit: info.id.clone(),
+                    samples: samples.iter().map(journal_sample).collect(),
+                })
+                .map_err(EngineError::Journal)?;
+            replay.add_archived(&info.id, samples);
+            continue;
+        }
+        progress(&machine.progress(target));
+        let measured = interrupt::check()
+            .map_err(|interrupted| Box::new(interrupted) as BoxError)
+            .and_then(|()| measurer.measure(info));
+        let measurement = match (measured, interrupt::check()) {
+            (Ok(measurement), Ok(())) => measurement,
+            (_, Err(interrupted)) => {
+                journal
+                    .append(&JournalEvent::Interrupted {
+                        commit: info.id.clone(),
+                        signal: interrupt::signal_name(interrupted.signal),
+                    })
+                    .map_err(EngineError::Journal)?;
+                return Err(EngineError::Interrupted {
+                    commit: info.id.clone(),
+                    source: interrupted,
+                });
+            }
+            (Err(source), Ok(())) => {
+                return Err(EngineError::Measure {
+                    commit: info.id.clone(),
+                    source,
+                });
+            }
+        };
+        let event = match &measurement {
+            Measurement::Sample(sample) => JournalEvent::Sample {
+                commit: info.id.clone(),
+                sample: journal_sample(sample),
+            },
+            Measurement::Skip(reason) => JournalEvent::Skip {
+                commit: info.id.clone(),
+                reason: reason.clone(),
+            },
+        };
+        journal.append(&event).map_err(EngineError::Journal)?;
+        machine.feed(target, measurement);
+    }
+}
+
+fn journal_sample(sample: &Sample) -> JournalSample {
+    JournalSample {
+        value: sample.value,
+        run_id: sample.run_id.clone(),
+    }
+}
+
+fn finished_event(outcome: &Outcome) -> JournalEvent {
+    match outcome {
+        Outcome::Refused(_) => JournalEvent::Finished {
+            result: "refused".to_string(),
+            commit: None,
+        },
+        Outcome::Finished(bisect_report) => match &bisect_report.result {
+            BisectResult::FirstBad { commit, .. } => JournalEvent::Finished {
+                result: "first_bad".to_string(),
+                commit: Some(commit.id.clone()),
+            },
+            BisectResult::Range { .. } => JournalEvent::Finished {
+                result: "range".to_string(),
+                commit: None,
+            },
+        },
+    }
+}

@@ -1,0 +1,49 @@
+//! [`EngineError`]: why a bisection stopped without an outcome (a range
+//! that cannot be bisected, an end that cannot be measured, a measurer or
+//! a journal that failed, a journal of another bisection, a signal).
+
+use crate::graph::GraphError;
+use crate::journal::BoxError;
+
+/// Why a bisection stopped without an outcome.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The range is not bisectable.
+    #[error(transparent)]
+    Graph(#[from] GraphError),
+    /// An end could not be measured.
+    #[error("cannot measure the {end} commit {commit}: {reason}")]
+    EndUnmeasurable {
+        /// `good` or `bad`.
+        end: &'static str,
+        /// Commit id.
+        commit: String,
+        /// Why.
+        reason: String,
+    },
+    /// The measurer failed (not a skip: the measuring itself broke).
+    #[error("measuring {commit} failed")]
+    Measure {
+        /// Commit id.
+        commit: String,
+        /// The measurer's error.
+        #[source]
+        source: BoxError,
+    },
+    /// A signal stopped the bisection (journaled).
+    #[error("stopped while measuring {commit}")]
+    Interrupted {
+        /// The commit being measured.
+        commit: String,
+        /// The signal.
+        #[source]
+        source: crate::interrupt::Interrupted,
+    },
+    /// Reading or writing the journal failed.
+    #[error("journal failed")]
+    Journal(#[source] BoxError),
+    /// The journal belongs to another bisection or was written by an
+    /// incompatible version.
+    #[error("the journal does not match this bisection: {0}")]
+    JournalMismatch(String),
+}

@@ -1,0 +1,38 @@
+//! What a bisection is estimated to take, [`Estimate`]: the output of
+//! the planner (`netbisect plan`), and the payload of the journal's
+//! `estimate` event, which a bisection writes once its ends are measured.
+//! The planner's module makes it; this one only holds the schema, so that
+//! the journal and the progress reports need not depend on the simulator.
+
+use serde::{Deserialize, Serialize};
+
+/// The estimate, the schema of `plan --json`'s `estimate` and of the
+/// journal's `estimate` event.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Estimate {
+    /// Commits in the range.
+    pub n_commits: usize,
+    /// Change to find, percent.
+    pub step_pct: f64,
+    /// Noise assumed, percent.
+    pub cv_pct: f64,
+    /// Seconds per measurement assumed.
+    pub seconds_per_run: f64,
+    /// Simulated bisections the figures come from.
+    pub n_trials: u32,
+    /// Percent of them that named the right commit.
+    pub correct_pct: f64,
+    /// Mean measurements (ends and confirmation included).
+    pub mean_measurements: f64,
+    /// 95th percentile of the measurements (nearest rank).
+    pub p95_measurements: u32,
+    /// `mean_measurements` times `seconds_per_run`.
+    pub mean_seconds: f64,
+    /// `p95_measurements` times `seconds_per_run`.
+    pub p95_seconds: f64,
+    /// Mean measurements after the ends (steps and confirmation): what
+    /// is left once the ends are measured.
+    pub mean_after_ends: f64,
+    /// 95th percentile of those (nearest rank).
+    pub p95_after_ends: u32,
+}

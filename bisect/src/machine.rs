@@ -1,0 +1,547 @@
+//! The deterministic core of a bisection: a state machine that asks for
+//! the next commit to measure and is fed the measurement, through the
+//! phases of a bisection: measure the ends, refuse or bisect, walk the
+//! range (one commit at a time with the sequential decision, or where
+//! the posterior says with the probabilistic method, in
+//! [`probabilistic`]), confirm the culprit, and build the report.
+//!
+//! It does no input or output of its own: it is a pure function of what
+//! it is fed, so the journal's replay and the fresh measurements that
+//! follow walk the same path (the driver feeds it, the journal's replay
+//! checks its verdicts).
+
+mod probabilistic;
+
+use crate::config::BisectConfig;
+use crate::decision::{self, Method, Model, StepDecision, Verdict};
+use crate::ends::{self, Difference, EndsDecision};
+use crate::error::EngineError;
+use crate::estimate::Estimate;
+use crate::graph::{self, CommitGraph, CommitInfo};
+use crate::journal::JournalEvent;
+use crate::measurement::Measurement;
+use crate::progress::{Phase, Progress};
+use crate::report::{self, BisectReport, BisectResult, EndSummary, Outcome, Refusal, StepReport};
+use crate::robust::mean_var;
+use probabilistic::PosteriorState;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A commit the engine measures: the good end or a node of the range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Target {
+    Good,
+    Node(usize),
+}
+
+/// What the machine wants next.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "the done action is made once per bisection"
+)]
+pub(crate) enum Action {
+    /// A measurement of this commit.
+    Measure(Target),
+    /// Nothing: the bisection ended.
+    Done(Outcome),
+}
+
+struct StepState {
+    node_idx: usize,
+    verdict: Verdict,
+    llr: f64,
+    candidates_after: u32,
+}
+
+struct Confirm {
+    culprit: usize,
+    parent: Target,
+    culprit_goal: usize,
+    parent_goal: usize,
+    parent_unmeasurable: bool,
+}
+
+/// The deterministic core: asks for measurements, is fed them.
+pub(crate) struct Machine<'g> {
+    graph: &'g CommitGraph,
+    config: &'g BisectConfig,
+    good_samples: Vec<f64>,
+    node_samples: Vec<Vec<f64>>,
+    skip_reasons: BTreeMap<usize, String>,
+    verdicts: BTreeMap<usize, Verdict>,
+    steps: Vec<StepState>,
+    pub(crate) phase: Phase,
+    bad: usize,
+    olds: Vec<usize>,
+    skipped: BTreeSet<usize>,
+    current: Option<(usize, Model, u32)>,
+    confirm: Option<Confirm>,
+    end_failure: Option<(Target, String)>,
+    new_verdicts: Vec<JournalEvent>,
+    pub(crate) candidates_left: u32,
+    /// The probabilistic method's state; `None` for the sequential one.
+    posterior: Option<PosteriorState>,
+    /// The journaled estimate of the rest, once made.
+    pub(crate) estimate: Option<Estimate>,
+}
+
+impl<'g> Machine<'g> {
+    pub(crate) fn new(graph: &'g CommitGraph, config: &'g BisectConfig) -> Machine<'g> {
+        Machine {
+            graph,
+            config,
+            good_samples: Vec::new(),
+            node_samples: vec![Vec::new(); graph.nodes.len()],
+            skip_reasons: BTreeMap::new(),
+            verdicts: BTreeMap::new(),
+            steps: Vec::new(),
+            phase: Phase::Ends,
+            bad: graph.bad_idx(),
+            olds: Vec::new(),
+            skipped: BTreeSet::new(),
+            current: None,
+            confirm: None,
+            end_failure: None,
+            new_verdicts: Vec::new(),
+            candidates_left: graph.nodes.len() as u32,
+            posterior: (config.decision.method == Method::Posterior)
+                .then(|| PosteriorState::new(graph)),
+            estimate: None,
+        }
+    }
+
+    pub(crate) fn info(&self, target: Target) -> &'g CommitInfo {
+        match target {
+            Target::Good => &self.graph.good,
+            Target::Node(node_idx) => &self.graph.nodes[node_idx].info,
+        }
+    }
+
+    pub(crate) fn samples(&self, target: Target) -> &[f64] {
+        match target {
+            Target::Good => &self.good_samples,
+            Target::Node(node_idx) => &self.node_samples[node_idx],
+        }
+    }
+
+    pub(crate) fn n_measurements(&self) -> u32 {
+        (self.good_samples.len() + self.node_samples.iter().map(Vec::len).sum::<usize>()) as u32
+    }
+
+    /// The samples of the good and the bad end.
+    pub(crate) fn ends_samples(&self) -> (&[f64], &[f64]) {
+        (
+            &self.good_samples,
+            self.samples(Target::Node(self.graph.bad_idx())),
+        )
+    }
+
+    /// The verdicts reached since the last call, as journal events.
+    pub(crate) fn take_new_verdicts(&mut self) -> Vec<JournalEvent> {
+        std::mem::take(&mut self.new_verdicts)
+    }
+
+    pub(crate) fn feed(&mut self, target: Target, measurement: Measurement) {
+        if let (Target::Node(node_idx), Some(state), Phase::Steps) =
+            (target, &mut self.posterior, self.phase)
+            && self.node_samples[node_idx].is_empty()
+            && !self.skip_reasons.contains_key(&node_idx)
+        {
+            state.visited.push(node_idx);
+        }
+        match measurement {
+            Measurement::Sample(sample) if sample.value.is_finite() => match target {
+                Target::Good => self.good_samples.push(sample.value),
+                Target::Node(node_idx) => self.node_samples[node_idx].push(sample.value),
+            },
+            Measurement::Sample(sample) => {
+                self.feed_skip(
+                    target,
+                    format!("measured value {} is not finite", sample.value),
+                );
+            }
+            Measurement::Skip(reason) => self.feed_skip(target, reason),
+        }
+    }
+
+    fn feed_skip(&mut self, target: Target, reason: String) {
+        let is_end = target == Target::Good || target == Target::Node(self.graph.bad_idx());
+        if self.phase == Phase::Ends && is_end {
+            self.end_failure = Some((target, reason));
+            return;
+        }
+        if let Some(confirm) = &mut self.confirm {
+            if target == confirm.parent {
+                confirm.parent_unmeasurable = true;
+                return;
+            }
+            if target == Target::Node(confirm.culprit) {
+                // The culprit measured before; a flaky skip now only ends
+                // the confirmation early.
+                confirm.culprit_goal = self.node_samples[confirm.culprit].len();
+                return;
+            }
+        }
+        if let Target::Node(node_idx) = target {
+            self.skip_reasons.insert(node_idx, reason);
+        }
+    }
+
+    fn model(&self) -> Option<Model> {
+        let mut old_groups: Vec<&[f64]> = vec![&self.good_samples];
+        let mut new_groups: Vec<&[f64]> = vec![&self.node_samples[self.graph.bad_idx()]];
+        for (&node_idx, &verdict) in &self.verdicts {
+            match verdict {
+                Verdict::Old => old_groups.push(&self.node_samples[node_idx]),
+                Verdict::New => new_groups.push(&self.node_samples[node_idx]),
+                Verdict::Unknown | Verdict::Skip => {}
+            }
+        }
+        Model::estimate(&old_groups, &new_groups)
+    }
+
+    fn record_verdict(&mut self, node_idx: usize, verdict: Verdict, llr: f64) {
+        self.verdicts.insert(node_idx, verdict);
+        match verdict {
+            Verdict::Old => self.olds.push(node_idx),
+            // The probabilistic method gives its verdicts in the order the
+            // commits were visited: the bad end moves only backwards.
+            Verdict::New if node_idx < self.bad => self.bad = node_idx,
+            Verdict::New => {}
+            Verdict::Unknown | Verdict::Skip => {
+                self.skipped.insert(node_idx);
+            }
+        }
+        self.current = None;
+        let candidates_after = self.graph.candidates(self.bad, &self.olds).len() as u32;
+        self.candidates_left = candidates_after;
+        self.steps.push(StepState {
+            node_idx,
+            verdict,
+            llr,
+            candidates_after,
+        });
+        self.new_verdicts.push(JournalEvent::Verdict {
+            commit: self.graph.nodes[node_idx].info.id.clone(),
+            verdict,
+            n_samples: self.node_samples[node_idx].len() as u32,
+            llr,
+        });
+    }
+
+    pub(crate) fn next(&mut self) -> Result<Action, EngineError> {
+        if let Some((target, reason)) = self.end_failure.take() {
+            return Err(EngineError::EndUnmeasurable {
+                end: if target == Target::Good {
+                    "good"
+                } else {
+                    "bad"
+                },
+                commit: self.info(target).id.clone(),
+                reason,
+            });
+        }
+        loop {
+            match self.phase {
+                Phase::Ends => {
+                    let bad = Target::Node(self.graph.bad_idx());
+                    let decision = ends::compare_ends(
+                        &self.good_samples,
+                        self.samples(bad),
+                        &self.config.decision,
+                    );
+                    match decision {
+                        EndsDecision::NeedMore => {
+                            let target = if self.good_samples.len() <= self.samples(bad).len() {
+                                Target::Good
+                            } else {
+                                bad
+                            };
+                            return Ok(Action::Measure(target));
+                        }
+                        EndsDecision::Refuse => {
+                            return Ok(Action::Done(Outcome::Refused(self.refusal())));
+                        }
+                        EndsDecision::Differ => self.phase = Phase::Steps,
+                    }
+                }
+                Phase::Steps => {
+                    let action = if self.posterior.is_some() {
+                        self.posterior_step()
+                    } else {
+                        self.step()?
+                    };
+                    if let Some(action) = action {
+                        return Ok(action);
+                    }
+                }
+                Phase::Confirm => {
+                    let Some(confirm) = &self.confirm else {
+                        return Ok(Action::Done(self.finish(None)));
+                    };
+                    let n_parent = self.samples(confirm.parent).len();
+                    let n_culprit = self.node_samples[confirm.culprit].len();
+                    let parent_left =
+                        !confirm.parent_unmeasurable && n_parent < confirm.parent_goal;
+                    let culprit_left = n_culprit < confirm.culprit_goal;
+                    let parent_done = confirm.parent_goal - n_parent.min(confirm.parent_goal);
+                    let culprit_done = confirm.culprit_goal - n_culprit.min(confirm.culprit_goal);
+                    // Alternate, parent first, so that a slow drift of the
+                    // machine hits both alike.
+                    if parent_left && (parent_done >= culprit_done || !culprit_left) {
+                        return Ok(Action::Measure(confirm.parent));
+                    }
+                    if culprit_left {
+                        return Ok(Action::Measure(Target::Node(confirm.culprit)));
+                    }
+                    let culprit = confirm.culprit;
+                    return Ok(Action::Done(self.finish(Some(culprit))));
+                }
+            }
+        }
+    }
+
+    /// One round of the step phase: `Some` to ask for a measurement or to
+    /// end, `None` to go round again.
+    fn step(&mut self) -> Result<Option<Action>, EngineError> {
+        if let Some(node_idx) = self
+            .skip_reasons
+            .keys()
+            .copied()
+            .find(|node_idx| !self.verdicts.contains_key(node_idx))
+        {
+            let llr = match &self.current {
+                Some((current, model, _)) if *current == node_idx => {
+                    model.llr(&self.node_samples[node_idx])
+                }
+                _ => 0.0,
+            };
+            self.record_verdict(node_idx, Verdict::Skip, llr);
+            return Ok(None);
+        }
+        let (node_idx, model) = match &self.current {
+            Some((node_idx, model, _)) => (*node_idx, *model),
+            None => {
+                let candidates = self.graph.candidates(self.bad, &self.olds);
+                self.candidates_left = candidates.len() as u32;
+                if candidates.len() == 1 {
+                    self.start_confirm(candidates[0]);
+                    return Ok(None);
+                }
+                let Some(node_idx) = self.graph.next_commit(&candidates, self.bad, &self.skipped)
+                else {
+                    return Ok(Some(Action::Done(self.finish(None))));
+                };
+                let Some(model) = self.model() else {
+                    return Ok(Some(Action::Done(self.finish(None))));
+                };
+                self.current = Some((node_idx, model, candidates.len() as u32));
+                (node_idx, model)
+            }
+        };
+        let samples = &self.node_samples[node_idx];
+        match decision::classify(samples, &model, &self.config.decision) {
+            StepDecision::NeedMore { .. } => {
+                // The evidence a commit can give is bounded by how well the
+                // two references are known: once the commit has as many
+                // samples as the smaller reference, the next repeat goes to
+                // that reference's end instead (and the model is estimated
+                // again).
+                let n_samples = samples.len() as f64;
+                let n_min = f64::from(self.config.decision.min_repeats);
+                if n_samples >= n_min && n_samples >= model.n_old.min(model.n_new) {
+                    self.current = None;
+                    let end = if model.n_old <= model.n_new {
+                        Target::Good
+                    } else {
+                        Target::Node(self.graph.bad_idx())
+                    };
+                    return Ok(Some(Action::Measure(end)));
+                }
+                Ok(Some(Action::Measure(Target::Node(node_idx))))
+            }
+            StepDecision::Decided { verdict, llr } => {
+                self.record_verdict(node_idx, verdict, llr);
+                Ok(None)
+            }
+        }
+    }
+
+    fn start_confirm(&mut self, culprit: usize) {
+        let parent = match self.graph.nodes[culprit].parents.first() {
+            Some(&parent_idx) => Target::Node(parent_idx),
+            None => Target::Good,
+        };
+        let extra = self.config.decision.confirm_repeats as usize;
+        self.confirm = Some(Confirm {
+            culprit,
+            parent,
+            culprit_goal: self.node_samples[culprit].len() + extra,
+            parent_goal: self.samples(parent).len() + extra,
+            parent_unmeasurable: false,
+        });
+        self.phase = Phase::Confirm;
+    }
+
+    fn end_summary(&self, target: Target) -> EndSummary {
+        EndSummary::of(self.info(target).clone(), self.samples(target))
+    }
+
+    fn refusal(&self) -> Refusal {
+        let bad = Target::Node(self.graph.bad_idx());
+        Refusal {
+            schema: report::REFUSAL_SCHEMA.to_string(),
+            metric: self.config.metric.clone(),
+            direction: self.config.direction,
+            good: self.end_summary(Target::Good),
+            bad: self.end_summary(bad),
+            difference: Difference::welch(&self.good_samples, self.samples(bad), 0.95),
+            min_effect_pct: self.config.decision.min_effect_pct,
+        }
+    }
+
+    pub(crate) fn step_reports(&self, model: Option<&Model>) -> Vec<StepReport> {
+        self.steps
+            .iter()
+            .enumerate()
+            .map(|(step_idx, step)| {
+                let samples = &self.node_samples[step.node_idx];
+                StepReport {
+                    step: step_idx as u32 + 1,
+                    commit: self.graph.nodes[step.node_idx].info.clone(),
+                    mean: mean_var(samples).0,
+                    samples: samples.clone(),
+                    verdict: step.verdict,
+                    llr: step.llr,
+                    final_llr: model.map(|model| model.llr(samples)),
+                    skip_reason: self.skip_reasons.get(&step.node_idx).cloned(),
+                    candidates_after: step.candidates_after,
+                }
+            })
+            .collect()
+    }
+
+    fn finish(&self, culprit: Option<usize>) -> Outcome {
+        let bad = Target::Node(self.graph.bad_idx());
+        let model = self.model();
+        let steps = self.step_reports(model.as_ref());
+        let result = match (culprit, &self.confirm) {
+            (Some(culprit), Some(confirm)) => {
+                let culprit_samples = &self.node_samples[culprit];
+                let parent_samples = self.samples(confirm.parent);
+                // The culprit is right when every verdict on the way is:
+                // the product of each verdict's posterior under the final
+                // model.
+                let confidence: f64 = if self.posterior.is_some() {
+                    // The culprit's posterior under the final model, with
+                    // the confirmation's samples.
+                    self.posterior_model()
+                        .map(|model| {
+                            let (culprit_probabilities, _) = self.posterior_of(&model);
+                            culprit_probabilities.get(culprit).copied().unwrap_or(0.0)
+                        })
+                        .unwrap_or(0.0)
+                } else {
+                    model
+                        .as_ref()
+                        .map(|model| {
+                            self.steps
+                                .iter()
+                                .filter(|step| matches!(step.verdict, Verdict::Old | Verdict::New))
+                                .map(|step| {
+                                    let llr = model.llr(&self.node_samples[step.node_idx]);
+                                    let sign = if step.verdict == Verdict::New {
+                                        1.0
+                                    } else {
+                                        -1.0
+                                    };
+                                    1.0 / (1.0 + (-sign * llr).exp())
+                                })
+                                .product()
+                        })
+                        .unwrap_or(0.0)
+                };
+                let confirmed = model.as_ref().is_some_and(|model| {
+                    let culprit_new = model.llr(culprit_samples) > 0.0;
+                    let parent_old = confirm.parent_unmeasurable || model.llr(parent_samples) < 0.0;
+                    culprit_new && parent_old
+                });
+                BisectResult::FirstBad {
+                    commit: self.graph.nodes[culprit].info.clone(),
+                    parent: self.info(confirm.parent).clone(),
+                    culprit_samples: culprit_samples.clone(),
+                    parent_samples: parent_samples.to_vec(),
+                    regression: Difference::welch(parent_samples, culprit_samples, 0.95),
+                    confidence_pct: confidence * 100.0,
+                    confirmed,
+                }
+            }
+            _ => {
+                let candidates = match self.posterior.as_ref().and_then(|s| s.range.clone()) {
+                    Some(mut range) => {
+                        range.sort_unstable();
+                        range
+                    }
+                    None => self.graph.candidates(self.bad, &self.olds),
+                };
+                BisectResult::Range {
+                    commits: candidates
+                        .iter()
+                        .rev()
+                        .map(|&node_idx| self.graph.nodes[node_idx].info.clone())
+                        .collect(),
+                }
+            }
+        };
+        let mut bisect_report = BisectReport {
+            schema: report::REPORT_SCHEMA.to_string(),
+            metric: self.config.metric.clone(),
+            direction: self.config.direction,
+            first_parent: self.graph.first_parent,
+            method: self.config.decision.method,
+            good: self.end_summary(Target::Good),
+            bad: self.end_summary(bad),
+            ends: Difference::welch(&self.good_samples, self.samples(bad), 0.95),
+            result,
+            steps,
+            n_measurements: self.n_measurements(),
+            log: Vec::new(),
+        };
+        bisect_report.log = report::bisect_log(&bisect_report);
+        Outcome::Finished(bisect_report)
+    }
+
+    pub(crate) fn progress(&self, target: Target) -> Progress<'_> {
+        let left = graph::steps_left(self.candidates_left as usize);
+        let (step, est_steps_total, est_samples_left) = match (&self.posterior, self.phase) {
+            (_, Phase::Ends) => (0, left, None),
+            // The probabilistic method has no steps of its own: count the
+            // commits it has visited, and estimate the samples left from
+            // the posterior's entropy.
+            (Some(state), Phase::Steps) => {
+                let visited = state.visited.len() as u32 + 1;
+                (visited, visited + left, Some(state.est_samples_left))
+            }
+            (Some(state), Phase::Confirm) => {
+                let visited = state.visited.len() as u32;
+                (visited, visited, Some(0))
+            }
+            (None, Phase::Steps) => (
+                self.steps.len() as u32 + 1,
+                self.steps.len() as u32 + left,
+                None,
+            ),
+            (None, Phase::Confirm) => (self.steps.len() as u32, self.steps.len() as u32, None),
+        };
+        Progress {
+            phase: self.phase,
+            step,
+            est_steps_total,
+            est_samples_left,
+            commit: self.info(target),
+            n_samples: self.samples(target).len() as u32,
+            n_measurements: self.n_measurements(),
+            candidates_left: self.candidates_left,
+            estimate: self.estimate.as_ref(),
+        }
+    }
+}
