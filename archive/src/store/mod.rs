@@ -127,7 +127,7 @@ mod tests {
     use super::*;
     use crate::history::SeriesRun;
     use crate::schema::CURRENT_VERSION;
-    use bench_core::record::{CpuFigures, Iteration, Metric, Summary};
+    use bench_core::record::{CpuFigures, Iteration, Metric};
     use bench_core::spec::TestKind;
     use test_fixtures::record::RecordBuilder;
     use open::migrate_from;
