@@ -17,6 +17,7 @@ mod netlink;
 pub use address::{egress_interface, interface_for_address, interface_ipv4};
 
 use crate::env::{HostEnv, InterfaceEnv};
+use rustix::net::{AddressFamily, SocketFlags, SocketType};
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
@@ -74,12 +75,17 @@ fn add_live_interface_state(interface: &mut InterfaceEnv) {
     }
 }
 
-/// The kernel's index of interface `name`.
+/// The kernel's index of interface `name`, asked as if_nametoindex(3)
+/// does: `SIOCGIFINDEX` on a datagram socket.
 fn interface_index(name: &str) -> Option<u32> {
-    let name = std::ffi::CString::new(name).ok()?;
-    // SAFETY: `name` is a live NUL-terminated string; if_nametoindex(3)
-    // only reads it.
-    let index = unsafe { libc::if_nametoindex(name.as_ptr()) };
+    let socket = rustix::net::socket_with(
+        AddressFamily::INET,
+        SocketType::DGRAM,
+        SocketFlags::CLOEXEC,
+        None,
+    )
+    .ok()?;
+    let index = rustix::net::netdevice::name_to_index(&socket, name).ok()?;
     (index != 0).then_some(index)
 }
 

@@ -5,10 +5,12 @@
 //! Message layout follows `<linux/netlink.h>` and `<linux/rtnetlink.h>`:
 //! a 16-byte `nlmsghdr`, a 16-byte `ifinfomsg`, then attributes (`rtattr`:
 //! 16-bit length, 16-bit type, payload, padded to 4 bytes). Requests and
-//! replies are built and parsed as plain bytes in native byte order, so
-//! the only unsafe code is the system calls themselves.
+//! replies are built and parsed as plain bytes in native byte order, and
+//! the socket calls are rustix's, so there is no unsafe code here.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use rustix::net::{AddressFamily, RecvFlags, SendFlags, SocketFlags, SocketType, sockopt::Timeout};
+use std::os::fd::OwnedFd;
+use std::time::Duration;
 
 /// `nlmsghdr.nlmsg_type` of a request for one link.
 const RTM_GETLINK: u16 = 18;
@@ -57,33 +59,15 @@ pub(super) struct LinkAttributes {
 pub(super) fn link_attributes(index: u32) -> Option<LinkAttributes> {
     let socket = open_route_socket()?;
     let request = link_request(index, REQUEST_SEQUENCE)?;
-    // SAFETY: `request` is a live, initialised buffer of `request.len()`
-    // bytes for the duration of the call, and the descriptor is open.
-    let sent = unsafe {
-        libc::send(
-            socket.as_raw_fd(),
-            request.as_ptr().cast(),
-            request.len(),
-            0,
-        )
-    };
-    if usize::try_from(sent).ok() != Some(request.len()) {
+    let sent = rustix::net::send(&socket, &request, SendFlags::empty()).ok()?;
+    if sent != request.len() {
         return None;
     }
     let mut buffer = vec![0u8; RECEIVE_BUFFER_LEN];
     for _ in 0..MAX_REPLIES {
-        // SAFETY: `buffer` is a live, writable buffer of `buffer.len()`
-        // bytes; the kernel writes at most that many.
-        let received = unsafe {
-            libc::recv(
-                socket.as_raw_fd(),
-                buffer.as_mut_ptr().cast(),
-                buffer.len(),
-                libc::MSG_TRUNC,
-            )
-        };
-        let received = usize::try_from(received).ok()?;
-        if received > buffer.len() {
+        let (received, datagram_len) =
+            rustix::net::recv(&socket, &mut buffer[..], RecvFlags::TRUNC).ok()?;
+        if datagram_len > received {
             // MSG_TRUNC reports the full length of a datagram that did not
             // fit; a cut reply cannot be parsed reliably.
             return None;
@@ -98,38 +82,18 @@ pub(super) fn link_attributes(index: u32) -> Option<LinkAttributes> {
 }
 
 fn open_route_socket() -> Option<OwnedFd> {
-    // SAFETY: socket(2) with constant arguments; it returns a new
-    // descriptor or -1 and touches no memory of ours.
-    let fd = unsafe {
-        libc::socket(
-            libc::AF_NETLINK,
-            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-            libc::NETLINK_ROUTE,
-        )
-    };
-    if fd < 0 {
-        return None;
-    }
-    // SAFETY: `fd` was just returned by socket(2) and is owned by nobody
-    // else, so OwnedFd may close it.
-    let socket = unsafe { OwnedFd::from_raw_fd(fd) };
+    // NETLINK_ROUTE is protocol 0, the default.
+    let socket = rustix::net::socket_with(
+        AddressFamily::NETLINK,
+        SocketType::RAW,
+        SocketFlags::CLOEXEC,
+        None,
+    )
+    .ok()?;
     // A reply that never comes must not hang the capture.
-    let timeout = libc::timeval {
-        tv_sec: 1,
-        tv_usec: 0,
-    };
-    // SAFETY: `timeout` is a live timeval and the length passed is its
-    // size, which is what SO_RCVTIMEO expects.
-    let set = unsafe {
-        libc::setsockopt(
-            socket.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVTIMEO,
-            (&raw const timeout).cast(),
-            size_of::<libc::timeval>() as libc::socklen_t,
-        )
-    };
-    (set == 0).then_some(socket)
+    rustix::net::sockopt::set_socket_timeout(&socket, Timeout::Recv, Some(Duration::from_secs(1)))
+        .ok()?;
+    Some(socket)
 }
 
 /// An `RTM_GETLINK` request for link `index`, asking the kernel to leave
@@ -144,7 +108,7 @@ fn link_request(index: u32, sequence: u32) -> Option<Vec<u8>> {
     message.extend_from_slice(&sequence.to_ne_bytes());
     message.extend_from_slice(&0u32.to_ne_bytes());
     // ifinfomsg: family, padding, device type, index, flags, change mask.
-    message.push(libc::AF_UNSPEC as u8);
+    message.push(AddressFamily::UNSPEC.as_raw() as u8);
     message.push(0);
     message.extend_from_slice(&0u16.to_ne_bytes());
     message.extend_from_slice(&index.to_ne_bytes());
