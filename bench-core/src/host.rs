@@ -6,9 +6,11 @@
 //!
 //! The interface is described from three sources: sysfs (link speed, and
 //! the driver when the device has one), rtnetlink (MTU, queue length,
-//! qdisc, GSO/GRO limits; [`netlink`]) and the ethtool ioctl (driver and
-//! offload features; [`ethtool`]). None needs root. [`running_release`]
-//! reads the running kernel's release for the record's subject.
+//! qdisc, GSO/GRO limits; `host/netlink.rs`) and the ethtool ioctl (driver
+//! and offload features; `host/ethtool.rs`). None needs root; which
+//! interface owns an address comes from rtnetlink too (`host/address.rs`).
+//! [`running_release`] reads the running kernel's release for the
+//! record's subject.
 
 mod address;
 mod ethtool;

@@ -7,7 +7,7 @@
 //!   its `config_key`.
 //! - [`canonical`]: RFC 8785 (JCS) bytes with the checks JSON numbers need.
 //! - [`spec`]: the resolved test specification.
-//! - [`env`]: the state of a host that moves network numbers, as recorded.
+//! - [`env`](mod@env): the state of a host that moves network numbers, as recorded.
 //! - [`kernel`]: what a kernel release string says about its commit.
 //! - [`time`]: absolute times as RFC 3339 strings.
 //! - [`stats`]: the statistics every part of netbisect shares.
