@@ -41,6 +41,11 @@
 //! Bytes are RFC 8785 canonical JSON. Units are SI base units unless the
 //! key names another (`_bps` bits per second, `_bytes`, `_s` seconds, `_us`
 //! microseconds, `_pct` percent).
+//!
+//! This module holds the top level, [`RunRecord::seal`] and the keys;
+//! reading a record back is `read.rs` ([`RunRecord::from_slice`]), the
+//! members below the top level are `figures.rs`, the figures a run is
+//! judged by [`Metric`], and the latency histogram's layout [`histogram`].
 
 mod figures;
 pub mod histogram;
