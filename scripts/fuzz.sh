@@ -34,7 +34,7 @@ seed() {
         netperf_import) cp ../tests/data/peer-outputs/netperf* "$dir"/ 2>/dev/null || true ;;
         iperf3_import) cp ../tests/data/peer-outputs/iperf3* "$dir"/ 2>/dev/null || true ;;
         import_any) cp ../tests/data/peer-outputs/* "$dir"/ 2>/dev/null || true ;;
-        record_reader) cp ../bench-core/tests/data/record-fixture.json "$dir"/ ;;
+        record_reader) cp ../run-record/tests/data/record-fixture.json "$dir"/ ;;
     esac
 }
 

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""Write the reference values the statistics tests of bench-core compare with.
+"""Write the reference values the statistics tests of run-record compare with.
 
 The values come from scipy and numpy, computed once and committed as
-bench-core/tests/data/stats-reference.json, so the Rust tests need neither.
+run-record/tests/data/stats-reference.json, so the Rust tests need neither.
 Run again only to extend the data:
 
     pip install scipy
-    python3 scripts/stats-reference.py > bench-core/tests/data/stats-reference.json
+    python3 scripts/stats-reference.py > run-record/tests/data/stats-reference.json
 
 Sign conventions follow scipy: the t statistics and scipy's confidence
 interval are for mean(first) - mean(second). Each "welch" row also holds

@@ -1,14 +1,8 @@
-//! bench-core: everything that touches a socket or a clock, and the one
-//! document every other part of netbisect works on.
+//! bench-core: everything that touches a socket, a clock or the host,
+//! producing the run records of [`run_record`].
 //!
-//! - [`record`]: the canonical run record (`netbisect.run/1.1`), its id and
-//!   its `config_key`.
-//! - [`canonical`]: RFC 8785 (JCS) bytes with the checks JSON numbers need.
-//! - [`spec`]: the resolved test specification.
-//! - [`env`](mod@env): the state of a host that moves network numbers.
-//! - [`kernel`]: what a kernel release string says about its commit.
-//! - [`time`]: absolute times as RFC 3339 strings.
-//! - [`stats`]: the statistics every part of netbisect shares.
+//! - [`host`]: this host's state (/proc, /sys, rtnetlink, ethtool) read
+//!   into the record's environment, and the interface a test uses.
 //! - [`protocol`]: the control protocol between client and server.
 //! - [`auth`]: the pre-shared token and its challenge-response.
 //! - [`sockets`]: socket set-up, buffer truth, `TCP_INFO`, CPU pinning.
@@ -22,8 +16,12 @@
 //! - [`client`]: the client's control session and iterations.
 //! - [`run`]: a whole run, from spec to sealed record.
 //!
-//! Architecture invariant: bench-core depends on no other crate of this
-//! workspace and knows nothing of SQLite, git or templates.
+//! The record and what describes a run (`record`, `canonical`, `spec`,
+//! `env`, `kernel`, `time`, `stats`) live in the run-record crate and are
+//! re-exported here under their old paths.
+//!
+//! Architecture invariant: bench-core depends on no crate of this workspace
+//! but run-record, and knows nothing of SQLite, git or templates.
 //!
 //! # Example
 //!
@@ -54,13 +52,9 @@
 //! ```
 #![deny(missing_docs)]
 
-pub mod canonical;
-pub mod env;
-pub mod kernel;
-pub mod record;
-pub mod spec;
-pub mod stats;
-pub mod time;
+pub use run_record::{canonical, env, kernel, record, spec, stats, time};
+
+pub mod host;
 
 pub mod auth;
 pub mod client;

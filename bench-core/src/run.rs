@@ -5,7 +5,7 @@
 use crate::client::{self, ClientError, ClientOptions, TestOutcome};
 use crate::cpu;
 use crate::datapath::{Interim, InterimFigures};
-use crate::env;
+use crate::host;
 use crate::iterate;
 use crate::latency;
 use crate::record::{
@@ -115,7 +115,7 @@ fn assemble(
     // guest's virtio-net NIC, a test box's port).
     let server_ip = outcome.server.ip();
     let interface =
-        sockets::egress_interface(server_ip).or_else(|| env::egress_interface(server_ip));
+        sockets::egress_interface(server_ip).or_else(|| host::egress_interface(server_ip));
     let mut record = RunRecord {
         schema: SCHEMA.to_string(),
         id: String::new(),
@@ -132,7 +132,7 @@ fn assemble(
         subject: request.subject.clone(),
         testbed: request.testbed.clone(),
         env: Environments {
-            local: env::capture_local(interface.as_deref()),
+            local: host::capture_local(interface.as_deref()),
             remote: Some(outcome.remote_env),
             vm: None,
         },

@@ -941,7 +941,7 @@ fn run_one(
     };
     let env = env.get_or_insert_with(|| {
         let interface = sockets::egress_interface(local_ip);
-        Box::new(crate::env::capture_local(interface.as_deref()))
+        Box::new(crate::host::capture_local(interface.as_deref()))
     });
     write_frame(
         stream,

@@ -1,7 +1,8 @@
 //! The environment captured on this machine agrees with what the usual
 //! tools print: `uname`, /proc/cpuinfo, `sysctl`, `ip` and `ethtool`.
 
-use bench_core::env::{self, HostEnv, NETWORK_SYSCTLS};
+use bench_core::env::HostEnv;
+use bench_core::host::{self, NETWORK_SYSCTLS};
 use std::collections::BTreeMap;
 use std::process::Command;
 
@@ -29,7 +30,7 @@ fn fold(text: &str) -> String {
 }
 
 fn local() -> HostEnv {
-    env::capture_local(Some("lo"))
+    host::capture_local(Some("lo"))
 }
 
 #[test]
@@ -68,7 +69,7 @@ fn cpu_agrees_with_proc_cpuinfo() {
         .count();
     let online = env.cpus_online.as_deref().expect("online CPUs recorded");
     assert_eq!(
-        env::count_cpu_list(online),
+        host::count_cpu_list(online),
         Some(u32::try_from(n_processors).unwrap())
     );
     let cpu_count = env.cpu_count.expect("CPU count recorded");

@@ -195,7 +195,7 @@ pub fn request_from_args(args: &BenchArgs) -> anyhow::Result<BenchRequest> {
         }
     };
 
-    let release = bench_core::kernel::running_release();
+    let release = bench_core::host::running_release();
     let commit = match &args.commit {
         Some(commit) => Some(commit.clone()),
         None => release

@@ -7,7 +7,7 @@ use anyhow::Context;
 use std::io::Write;
 
 pub fn run(global: &GlobalArgs, args: &EnvArgs) -> anyhow::Result<Code> {
-    let env = bench_core::env::capture_local(args.interface.as_deref());
+    let env = bench_core::host::capture_local(args.interface.as_deref());
     let text = if global.json {
         let mut text =
             serde_json::to_string_pretty(&env).context("failed to format the environment")?;

@@ -321,7 +321,7 @@ mod tests {
     use crate::render::Renderer;
 
     fn fixture() -> RunRecord {
-        let bytes = include_bytes!("../../bench-core/tests/data/record-fixture.json");
+        let bytes = include_bytes!("../../run-record/tests/data/record-fixture.json");
         RunRecord::from_slice(bytes).unwrap()
     }
 

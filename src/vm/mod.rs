@@ -314,7 +314,7 @@ pub fn tap_link(tap: &str) -> Result<TapLink, VmError> {
     if read_hex("flags").is_none_or(|flags| flags & libc::IFF_UP as u32 == 0) {
         return Err(bad(format!("the device is down: ip link set {tap} up")));
     }
-    let Some((host, prefix)) = bench_core::env::interface_ipv4(tap) else {
+    let Some((host, prefix)) = bench_core::host::interface_ipv4(tap) else {
         return Err(bad(format!(
             "no IPv4 address: ip addr add 10.0.0.1/24 dev {tap} (or any free subnet)"
         )));

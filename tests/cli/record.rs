@@ -2,11 +2,11 @@
 
 use std::path::{Path, PathBuf};
 
-/// The golden record of bench-core's tests: a valid canonical record.
+/// The golden record of run-record's tests: a valid canonical record.
 fn fixture_path() -> PathBuf {
     [
         env!("CARGO_MANIFEST_DIR"),
-        "bench-core",
+        "run-record",
         "tests",
         "data",
         "record-fixture.json",

@@ -1,11 +1,11 @@
 //! RFC 8785 (JSON Canonicalization Scheme) test vectors, from the RFC's
-//! text, against `bench_core::canonical::to_canonical_bytes`.
+//! text, against `run_record::canonical::to_canonical_bytes`.
 //!
 //! The data files under tests/data/jcs/ hold the RFC's examples: the
 //! sample of section 3.2.2, the property sorting of section 3.2.3, the
 //! UTF-8 generation of section 3.2.4 and the number table of Appendix B.
 
-use bench_core::canonical::{CanonicalError, to_canonical_bytes};
+use run_record::canonical::{CanonicalError, to_canonical_bytes};
 use serde_json::Value;
 use std::path::PathBuf;
 

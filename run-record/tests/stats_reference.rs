@@ -1,4 +1,4 @@
-//! The statistics of bench-core against reference values computed once
+//! The statistics of run-record against reference values computed once
 //! with scipy and numpy by `scripts/stats-reference.py` and committed as
 //! `tests/data/stats-reference.json`.
 //!
@@ -6,10 +6,10 @@
 //! change to the generator that renames a field breaks this test rather
 //! than silently skipping a comparison.
 
-use bench_core::stats::distributions::{
+use run_record::stats::distributions::{
     normal_cdf, normal_quantile, student_t_cdf, student_t_quantile,
 };
-use bench_core::stats::{
+use run_record::stats::{
     MannWhitneyMethod, RatioMethod, mann_whitney_u, mean_interval, percentile, ratio_interval,
     student_t_test, welch_interval, welch_t_test,
 };

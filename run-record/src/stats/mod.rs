@@ -5,7 +5,7 @@
 //! reads a clock or draws random numbers. Each function names its method
 //! and its source. Results are checked against values computed once with
 //! scipy and numpy (`scripts/stats-reference.py`, committed as
-//! `bench-core/tests/data/stats-reference.json`).
+//! `run-record/tests/data/stats-reference.json`).
 //!
 //! - [`distributions`]: normal and Student's t distribution functions and
 //!   quantiles.

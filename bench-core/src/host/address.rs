@@ -1,7 +1,11 @@
-//! Which interface a local address belongs to, from getifaddrs(3), and
-//! which local address the kernel would send from to reach a host.
+//! Which interface a local address belongs to, and which local address
+//! the kernel would send from to reach a host.
+//!
+//! The addresses are read as getifaddrs(3) reads them, from rtnetlink
+//! dumps of the links and the addresses ([`super::netlink`]), which keeps
+//! this free of the C library's linked list of raw socket addresses.
 
-use std::ffi::CStr;
+use super::netlink;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 
 /// One address of one interface.
@@ -9,6 +13,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 struct InterfaceAddress {
     interface: String,
     address: IpAddr,
+    prefix_len: u8,
     loopback: bool,
 }
 
@@ -49,46 +54,24 @@ fn pick_interface(addresses: &[InterfaceAddress], address: IpAddr) -> Option<Str
         .map(|entry| entry.interface.clone())
 }
 
-/// Frees the list getifaddrs(3) returned when dropped.
-struct AddressList(*mut libc::ifaddrs);
-
-impl Drop for AddressList {
-    fn drop(&mut self) {
-        // SAFETY: the pointer came from a successful getifaddrs(3) and is
-        // freed exactly once, here.
-        unsafe { libc::freeifaddrs(self.0) }
-    }
-}
-
-impl AddressList {
-    /// The list of this host's interface addresses, `None` when
-    /// getifaddrs(3) fails.
-    fn read() -> Option<AddressList> {
-        let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
-        // SAFETY: `head` is a live out-pointer; on success getifaddrs(3)
-        // stores a list that AddressList frees.
-        if unsafe { libc::getifaddrs(&raw mut head) } != 0 {
-            return None;
-        }
-        Some(AddressList(head))
-    }
-
-    /// The nodes of the list, which live as long as it does.
-    fn entries(&self) -> impl Iterator<Item = &libc::ifaddrs> {
-        // SAFETY: every node pointer is null or a node of the list, which
-        // outlives the borrow of `self`.
-        std::iter::successors(unsafe { self.0.as_ref() }, |entry| unsafe {
-            entry.ifa_next.as_ref()
-        })
-    }
-}
-
-/// Every IPv4 and IPv6 address of every interface.
+/// Every IPv4 and IPv6 address of every interface, each named as
+/// getifaddrs(3) names it: by the address's label when it has one, else
+/// by its link's name; `None` when either dump fails.
 fn interface_addresses() -> Option<Vec<InterfaceAddress>> {
+    let links = netlink::links()?;
+    let addresses = netlink::addresses()?;
     Some(
-        AddressList::read()?
-            .entries()
-            .filter_map(entry_address)
+        addresses
+            .into_iter()
+            .filter_map(|entry| {
+                let link = links.iter().find(|link| link.index == entry.index)?;
+                Some(InterfaceAddress {
+                    interface: entry.label.unwrap_or_else(|| link.name.clone()),
+                    address: entry.address,
+                    prefix_len: entry.prefix_len,
+                    loopback: link.loopback,
+                })
+            })
             .collect(),
     )
 }
@@ -96,55 +79,14 @@ fn interface_addresses() -> Option<Vec<InterfaceAddress>> {
 /// The first IPv4 address of `interface` with the length of its prefix;
 /// `None` when the interface has none (or does not exist).
 pub fn interface_ipv4(interface: &str) -> Option<(Ipv4Addr, u8)> {
-    let list = AddressList::read()?;
-    list.entries().find_map(|entry| {
-        let found = entry_address(entry)?;
-        let IpAddr::V4(address) = found.address else {
-            return None;
-        };
-        if found.interface != interface || entry.ifa_netmask.is_null() {
-            return None;
-        }
-        // SAFETY: the node holds an AF_INET address, so its non-null
-        // netmask is a sockaddr_in too.
-        let mask = unsafe { &*entry.ifa_netmask.cast::<libc::sockaddr_in>() };
-        let prefix = u32::from_be_bytes(mask.sin_addr.s_addr.to_ne_bytes()).count_ones();
-        Some((address, u8::try_from(prefix).ok()?))
-    })
-}
-
-fn entry_address(entry: &libc::ifaddrs) -> Option<InterfaceAddress> {
-    if entry.ifa_addr.is_null() || entry.ifa_name.is_null() {
-        return None;
-    }
-    // SAFETY: getifaddrs(3) gives each node a NUL-terminated name.
-    let interface = unsafe { CStr::from_ptr(entry.ifa_name) }
-        .to_str()
-        .ok()?
-        .to_string();
-    // SAFETY: `ifa_addr` is non-null and points at a socket address at
-    // least as large as `sockaddr`, whose family says the real type.
-    let family = i32::from(unsafe { (*entry.ifa_addr).sa_family });
-    let address = match family {
-        libc::AF_INET => {
-            // SAFETY: the family is AF_INET, so the address is a
-            // sockaddr_in.
-            let inet = unsafe { &*entry.ifa_addr.cast::<libc::sockaddr_in>() };
-            IpAddr::from(inet.sin_addr.s_addr.to_ne_bytes())
-        }
-        libc::AF_INET6 => {
-            // SAFETY: the family is AF_INET6, so the address is a
-            // sockaddr_in6.
-            let inet6 = unsafe { &*entry.ifa_addr.cast::<libc::sockaddr_in6>() };
-            IpAddr::from(inet6.sin6_addr.s6_addr)
-        }
-        _ => return None,
-    };
-    Some(InterfaceAddress {
-        interface,
-        address,
-        loopback: entry.ifa_flags & libc::IFF_LOOPBACK as libc::c_uint != 0,
-    })
+    interface_addresses()?
+        .into_iter()
+        .find_map(|entry| match entry.address {
+            IpAddr::V4(address) if entry.interface == interface => {
+                Some((address, entry.prefix_len))
+            }
+            _ => None,
+        })
 }
 
 #[cfg(test)]
@@ -155,6 +97,7 @@ mod tests {
         InterfaceAddress {
             interface: interface.into(),
             address: address.parse().unwrap(),
+            prefix_len: 24,
             loopback,
         }
     }

@@ -1,19 +1,17 @@
 //! The canonical run record as a reader sees it: golden bytes, id and
 //! config_key of a fixture, round trips, and every way a file can be bad.
 
-use bench_core::env::{HostEnv, InterfaceEnv, VmEnv};
-use bench_core::latency::Histogram;
-use bench_core::record::{
+use run_record::env::{HostEnv, InterfaceEnv, VmEnv};
+use run_record::record::{
     BufferTruth, ConfidenceOutcome, CpuConfidence, CpuDetail, CpuFigures, EndReport, Endpoint,
     EndsReport, Environments, FlowFigures, HostCpu, Iteration, LatencyFigures, LatencyHistogram,
     LatencyReport, RecordError, RunRecord, SocketTruth, Source, Spread, Subject, Summary,
     TcpInfoFigures, UdpFigures,
 };
-use bench_core::spec::{AddressFamily, ConfidenceSpec, CpuPinning, RunSpec, TestKind};
+use run_record::spec::{AddressFamily, ConfidenceSpec, CpuPinning, RunSpec, TestKind};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::time::Duration;
 
 /// The id of the fixture record.
 const FIXTURE_ID: &str = "c63b9e12f749bc6e75dc95deece76e3e607ae9dbef37e88c6e6698a23bee8c92";
@@ -177,15 +175,17 @@ fn host_cpu(util_pct: f64) -> HostCpu {
     }
 }
 
-/// Transactions of 24 us, and one each of the fastest and slowest.
+/// Transactions of 24 us, and one each of the fastest and slowest, in the
+/// compact form bench-core's latency histogram writes (1/64 precision: each
+/// bucket named by the highest nanosecond it holds).
 fn histogram(transactions: u64) -> LatencyHistogram {
-    let mut histogram = Histogram::new();
-    histogram.record(Duration::from_nanos(18_500));
-    histogram.record(Duration::from_nanos(512_000));
-    for _ in 2..transactions {
-        histogram.record(Duration::from_nanos(24_000));
+    LatencyHistogram {
+        sub_buckets: 64,
+        count: transactions,
+        min_ns: 18_500,
+        max_ns: 512_000,
+        buckets: vec![[18_687, 1], [24_063, transactions - 2], [516_095, 1]],
     }
-    histogram.to_record().unwrap()
 }
 
 fn flow(transactions: u64, local_address: &str, peer_address: &str) -> FlowFigures {
@@ -375,7 +375,7 @@ fn fixture_id_and_config_key_are_pinned() {
     // The id is the blake3 hash of the canonical bytes without `id`.
     let mut tree: Value = serde_json::from_slice(&record.to_canonical_bytes().unwrap()).unwrap();
     tree.as_object_mut().unwrap().remove("id");
-    let without_id = bench_core::canonical::to_canonical_bytes(&tree).unwrap();
+    let without_id = run_record::canonical::to_canonical_bytes(&tree).unwrap();
     assert_eq!(blake3::hash(&without_id).to_hex().as_str(), FIXTURE_ID);
 }
 
@@ -699,7 +699,7 @@ fn duplicate_members_are_refused() {
 fn reseal(mut tree: Value) -> Vec<u8> {
     let members = tree.as_object_mut().unwrap();
     members.remove("id");
-    let without_id = bench_core::canonical::to_canonical_bytes(&tree).unwrap();
+    let without_id = run_record::canonical::to_canonical_bytes(&tree).unwrap();
     tree["id"] = blake3::hash(&without_id).to_hex().as_str().into();
     serde_json::to_vec(&tree).unwrap()
 }
