@@ -3,10 +3,10 @@
 //! One thread per control connection; each client is served on its own,
 //! so a client that stalls, babbles or vanishes costs only its own thread
 //! until its timeout. Every request is checked against the limits of
-//! [`RunSpec::validate`] and a bad one is answered with an `error` frame,
-//! after which the session goes on. A server listening beyond loopback
-//! (including the wildcard address) demands the pre-shared token unless
-//! it was explicitly told not to.
+//! [`RunSpec::validate`](crate::spec::RunSpec::validate) and a bad one
+//! is answered with an `error` frame, after which the session goes on.
+//! A server listening beyond loopback (including the wildcard address)
+//! demands the pre-shared token unless it was explicitly told not to.
 //!
 //! Nothing a client does holds the server for long:
 //!

@@ -61,10 +61,10 @@ pub(super) fn server_tcp_stream(
 }
 
 /// How many empty polls the receiver of several TCP_STREAM flows makes
-/// before it sleeps. As for UDP_STREAM ([`UDP_SPIN_POLLS`]), a receiver
-/// that sleeps whenever its queues run dry has the sender wake it for
-/// nearly every message it sends, and on loopback the sender's CPU is
-/// the one that limits the test; polling a short while (tens of
+/// before it sleeps. As for UDP_STREAM (`UDP_SPIN_POLLS` in `udp`), a
+/// receiver that sleeps whenever its queues run dry has the sender wake
+/// it for nearly every message it sends, and on loopback the sender's
+/// CPU is the one that limits the test; polling a short while (tens of
 /// microseconds) keeps the receiver awake between messages.
 const STREAM_SPIN_POLLS: u32 = 256;
 
