@@ -1,7 +1,8 @@
 //! Admission to the handshake: places per source address and in all,
 //! connections that wait for a place, and the refusal of the rest.
 
-use super::{PreAuth, ServerEvent, Shared};
+use super::config::ServerEvent;
+use super::shared::{PreAuth, Shared};
 use crate::protocol::{Frame, write_frame};
 use std::collections::HashMap;
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpStream};

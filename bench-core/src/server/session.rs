@@ -3,8 +3,9 @@
 //! its data phase run on threads of their own.
 
 use super::admission::forget_pre_auth;
+use super::config::ServerEvent;
 use super::data::{self, ServerPlan};
-use super::{ServerEvent, Shared, thread_error};
+use super::shared::{Shared, thread_error};
 use crate::auth::{self, Token};
 use crate::env::HostEnv;
 use crate::protocol::{
