@@ -6,6 +6,8 @@
 //! the answer in constant time.
 
 use hmac::{Hmac, KeyInit, Mac};
+use rustix::io::Errno;
+use rustix::rand::{GetRandomFlags, getrandom};
 use sha2::Sha256;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -131,18 +133,11 @@ pub fn new_challenge() -> Result<String, AuthError> {
     let mut bytes = [0u8; CHALLENGE_BYTES];
     let mut filled = 0;
     while filled < bytes.len() {
-        let rest = &mut bytes[filled..];
-        // SAFETY: the pointer and length describe the unfilled tail of
-        // `bytes`, which getrandom writes at most `rest.len()` bytes into.
-        let got = unsafe { libc::getrandom(rest.as_mut_ptr().cast(), rest.len(), 0) };
-        if got < 0 {
-            let err = std::io::Error::last_os_error();
-            if err.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(AuthError::Random(err));
+        match getrandom(&mut bytes[filled..], GetRandomFlags::empty()) {
+            Ok(got) => filled += got,
+            Err(Errno::INTR) => {}
+            Err(err) => return Err(AuthError::Random(err.into())),
         }
-        filled += got as usize;
     }
     Ok(hex(&bytes))
 }

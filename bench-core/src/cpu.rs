@@ -128,7 +128,8 @@ fn timeval(value: libc::timeval) -> Duration {
 }
 
 impl Rusage {
-    /// The calling thread's CPU time so far.
+    /// The calling thread's CPU time so far. `getrusage` is written by
+    /// hand: rustix does not have it.
     pub fn thread() -> Result<Rusage, CpuError> {
         // SAFETY: rusage is plain data for which all zeroes is valid.
         let mut usage: libc::rusage = unsafe { std::mem::zeroed() };

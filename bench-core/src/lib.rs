@@ -11,9 +11,9 @@
 //! - [`latency`]: the latency histogram of request/response tests.
 //! - [`iterate`]: repeating iterations until a confidence interval is
 //!   reached.
-//! - [`datapath`]: the data phase of every test, both ends.
-//! - [`server`]: `netbisect serve`, the remote end.
-//! - [`client`]: the client's control session and iterations.
+//! - [`datapath`]: what the data phases of both ends share.
+//! - [`server`]: `netbisect serve`, the remote end, and its data phase.
+//! - [`client`]: the client's control session, iterations and data phase.
 //! - [`run`]: a whole run, from spec to sealed record.
 //!
 //! The record and what describes a run (`record`, `canonical`, `spec`,

@@ -3,6 +3,8 @@
 
 use crate::protocol::PortRange;
 use crate::record::{BufferTruth, SocketTruth, TcpInfoFigures};
+use rustix::net::{self, RecvFlags, SendFlags};
+use rustix::thread::{CpuSet, sched_setaffinity};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr};
@@ -171,20 +173,13 @@ pub fn egress_interface(ip: IpAddr) -> Option<String> {
 /// Binds the calling thread to `cpu`.
 pub fn pin_current_thread(cpu: u32) -> io::Result<()> {
     let cpu = cpu as usize;
-    // SAFETY: cpu_set_t is plain data for which all zeroes is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    if cpu >= 8 * std::mem::size_of::<libc::cpu_set_t>() {
+    if cpu >= CpuSet::MAX_CPU {
         return Err(io::Error::from(io::ErrorKind::InvalidInput));
     }
-    // SAFETY: `cpu` is within the set's capacity, checked above.
-    unsafe { libc::CPU_SET(cpu, &mut set) };
-    // SAFETY: pid 0 is the calling thread; the set outlives the call.
-    let result = unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) };
-    if result == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    let mut set = CpuSet::new();
+    set.set(cpu);
+    // No pid: the calling thread.
+    Ok(sched_setaffinity(None, &set)?)
 }
 
 /// The start of Linux's `struct tcp_info` (include/uapi/linux/tcp.h) up
@@ -242,9 +237,9 @@ struct KernelTcpInfo {
     sndbuf_limited: u64,
 }
 
-/// `TCP_INFO` of a connected TCP socket.
+/// `TCP_INFO` of a connected TCP socket. Written by hand: neither
+/// socket2 nor rustix reads `TCP_INFO`.
 pub fn tcp_info(socket: &Socket) -> io::Result<TcpInfoFigures> {
-    use std::os::fd::AsRawFd;
     let mut info = KernelTcpInfo::default();
     let mut length = std::mem::size_of::<KernelTcpInfo>() as libc::socklen_t;
     // SAFETY: the buffer is a live, writable KernelTcpInfo of `length`
@@ -284,9 +279,9 @@ pub fn tcp_info(socket: &Socket) -> io::Result<TcpInfoFigures> {
 /// Asks the kernel to report errors of a UDP socket to its sender
 /// (`IP_RECVERR`, or `IPV6_RECVERR` for an IPv6 socket): a send that
 /// finds the device queue full then fails with `ENOBUFS` instead of
-/// succeeding while the datagram is dropped.
+/// succeeding while the datagram is dropped. Written by hand: neither
+/// socket2 nor rustix sets `IP_RECVERR`.
 pub fn set_recverr(socket: &Socket, ip: IpAddr) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
     let (level, name) = match ip {
         IpAddr::V4(_) => (libc::IPPROTO_IP, libc::IP_RECVERR),
         IpAddr::V6(_) => (libc::IPPROTO_IPV6, libc::IPV6_RECVERR),
@@ -312,27 +307,16 @@ pub fn set_recverr(socket: &Socket, ip: IpAddr) -> io::Result<()> {
 /// datagram is queued. Lets a receiver poll its queue for a short while
 /// before it sleeps, so that a sender does not have to wake it for every
 /// datagram.
-pub fn recv_nowait(socket: &impl std::os::fd::AsRawFd, buffer: &mut [u8]) -> io::Result<usize> {
-    // SAFETY: the buffer is live and writable for its whole length; the
-    // kernel writes at most that many bytes.
-    let got = unsafe {
-        libc::recv(
-            socket.as_raw_fd(),
-            buffer.as_mut_ptr().cast(),
-            buffer.len(),
-            libc::MSG_DONTWAIT,
-        )
-    };
-    if got < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(got as usize)
-    }
+pub fn recv_nowait(socket: &impl AsFd, buffer: &mut [u8]) -> io::Result<usize> {
+    let (got, _) = net::recv(socket, buffer, RecvFlags::DONTWAIT)?;
+    Ok(got)
 }
 
 /// A connected socket read and written by the system calls themselves
 /// (`recvfrom(2)`, `sendto(2)` with `MSG_NOSIGNAL`, as the standard
-/// library's sockets do), not by the C library's `recv` and `send`.
+/// library's sockets do), not by the C library's `recv` and `send`:
+/// rustix's `recv` and `send`, whose Linux backend (`linux_raw`, the
+/// default) makes the system call itself, without the C library.
 ///
 /// glibc's `recv` and `send` are thread cancellation points: around
 /// every system call they switch asynchronous cancellation on and off,
@@ -351,47 +335,20 @@ impl<'fd> PlainIo<'fd> {
     }
 }
 
-/// A system call's result: the count, or the error in `errno`.
-fn counted(result: libc::c_long) -> io::Result<usize> {
-    usize::try_from(result).map_err(|_| io::Error::last_os_error())
-}
-
 impl Read for PlainIo<'_> {
     #[inline]
     fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
-        // SAFETY: the buffer is live and writable for its whole length
-        // and the kernel writes at most that many bytes; no address is
-        // asked for (null pointers).
-        counted(unsafe {
-            libc::syscall(
-                libc::SYS_recvfrom,
-                self.0.as_raw_fd(),
-                buffer.as_mut_ptr(),
-                buffer.len(),
-                0,
-                std::ptr::null_mut::<libc::sockaddr>(),
-                std::ptr::null_mut::<libc::socklen_t>(),
-            )
-        })
+        // The system call itself, with no address asked for.
+        let (got, _) = net::recv(self.0, buffer, RecvFlags::empty())?;
+        Ok(got)
     }
 }
 
 impl Write for PlainIo<'_> {
     #[inline]
     fn write(&mut self, buffer: &[u8]) -> io::Result<usize> {
-        // SAFETY: the buffer is live and readable for its whole length;
-        // no address is given (a connected socket).
-        counted(unsafe {
-            libc::syscall(
-                libc::SYS_sendto,
-                self.0.as_raw_fd(),
-                buffer.as_ptr(),
-                buffer.len(),
-                libc::MSG_NOSIGNAL,
-                std::ptr::null::<libc::sockaddr>(),
-                0 as libc::socklen_t,
-            )
-        })
+        // The system call itself, with no address given.
+        Ok(net::send(self.0, buffer, SendFlags::NOSIGNAL)?)
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -451,6 +408,44 @@ mod tests {
         udp_b.set_nonblocking(true).unwrap();
         let err = PlainIo::of(&udp_b).read(&mut datagram).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::WouldBlock);
+        // A blocking socket polled without waiting: nothing queued, then
+        // a datagram.
+        let err = recv_nowait(&udp_a, &mut datagram).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::WouldBlock);
+        PlainIo::of(&udp_b).write_all(b"again").unwrap();
+        let mut got = None;
+        for _ in 0..1000 {
+            match recv_nowait(&udp_a, &mut datagram) {
+                Ok(n) => {
+                    got = Some(n);
+                    break;
+                }
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                Err(err) => panic!("{err}"),
+            }
+        }
+        assert_eq!(got, Some(5));
+        assert_eq!(&datagram[..5], b"again");
+    }
+
+    #[test]
+    fn pins_a_thread_to_one_cpu() {
+        let allowed = rustix::thread::sched_getaffinity(None).unwrap();
+        let cpu = (0..CpuSet::MAX_CPU)
+            .find(|&cpu| allowed.is_set(cpu))
+            .unwrap();
+        std::thread::spawn(move || {
+            pin_current_thread(cpu as u32).unwrap();
+            let now = rustix::thread::sched_getaffinity(None).unwrap();
+            assert_eq!(now.count(), 1);
+            assert!(now.is_set(cpu));
+        })
+        .join()
+        .unwrap();
+        let err = pin_current_thread(CpuSet::MAX_CPU as u32).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //! server told over the control connection that the client is done.
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::thread::{Scope, ScopedJoinHandle};
@@ -71,7 +71,9 @@ const NUDGE_SIGNAL: libc::c_int = libc::SIGURG;
 extern "C" fn on_nudge(_: libc::c_int) {}
 
 /// Installs the handler that lets [`NUDGE_SIGNAL`] interrupt a blocked
-/// receive (no `SA_RESTART`); once per process.
+/// receive (no `SA_RESTART`); once per process. Written by hand: rustix
+/// has `sigaction` only in its runtime module, for programs without a C
+/// library (nix has it, a second system-call crate for three calls).
 fn install_nudge_handler() -> io::Result<()> {
     static INSTALLED: OnceLock<Result<(), i32>> = OnceLock::new();
     let done = INSTALLED.get_or_init(|| {
@@ -91,7 +93,8 @@ fn install_nudge_handler() -> io::Result<()> {
     done.map_err(io::Error::from_raw_os_error)
 }
 
-/// The calling thread, for [`Nudge::thread`].
+/// The calling thread, for [`Nudge::thread`]. Written by hand: neither
+/// std (only through a `JoinHandle`) nor rustix gives a `pthread_t`.
 pub(crate) fn current_thread() -> libc::pthread_t {
     // SAFETY: always valid to call.
     unsafe { libc::pthread_self() }
@@ -185,6 +188,8 @@ fn watch(
         {
             let progress = nudge.progress.load(Ordering::Relaxed);
             if last_progress == Some(progress) {
+                // Written by hand: rustix signals a thread only in its
+                // runtime module, for programs without a C library.
                 // SAFETY: the thread outlives the watchdog (its owner
                 // drops the watchdog first, which joins this thread).
                 unsafe { libc::pthread_kill(nudge.thread, NUDGE_SIGNAL) };
@@ -206,9 +211,9 @@ fn watch(
     };
     shared.fired.store(why, Ordering::Release);
     for fd in fds {
-        // SAFETY: `fd` is an open descriptor this thread owns. A failure
-        // (the socket is not connected any more) leaves nothing to wake.
-        unsafe { libc::shutdown(fd.as_fd().as_raw_fd(), libc::SHUT_RDWR) };
+        // A failure (the socket is not connected any more) leaves nothing
+        // to wake.
+        let _ = rustix::net::shutdown(fd, rustix::net::Shutdown::Both);
     }
 }
 
@@ -230,6 +235,7 @@ mod tests {
     use super::*;
     use std::io::Read;
     use std::net::{TcpListener, TcpStream, UdpSocket};
+    use std::os::fd::AsFd;
 
     fn pair() -> (TcpStream, TcpStream) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();

@@ -262,7 +262,7 @@ fn pinned_run_records_its_pinning() {
 
 #[test]
 fn udp_rr_counts_lost_datagrams_instead_of_stalling() {
-    use bench_core::datapath::{ClientPlan, run_client};
+    use bench_core::client::data::{ClientPlan, run_client};
     use std::net::UdpSocket;
     use std::time::Duration;
 
@@ -335,7 +335,8 @@ fn udp_rr_counts_lost_datagrams_instead_of_stalling() {
 /// still stops at its hard deadline (the test's end plus the I/O timeout).
 #[test]
 fn tcp_rr_client_stops_at_its_hard_deadline_when_the_server_goes_silent() {
-    use bench_core::datapath::{ClientPlan, DataError, run_client};
+    use bench_core::client::data::{ClientPlan, run_client};
+    use bench_core::datapath::DataError;
     use std::io::{Read, Write};
     use std::net::TcpListener;
     use std::time::{Duration, Instant};

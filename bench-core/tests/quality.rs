@@ -3,8 +3,9 @@
 //! histograms, TCP_INFO, warm-up, interim reports, iterations driven by a
 //! confidence request, and a flow failing mid-test.
 
+use bench_core::client::data::{ClientPlan, run_client};
 use bench_core::cpu;
-use bench_core::datapath::{ClientPlan, DataError, InterimFigures, run_client};
+use bench_core::datapath::{DataError, InterimFigures};
 use bench_core::record::{HostCpu, Iteration, RunRecord};
 use bench_core::run::{BenchRequest, InterimReports, bench};
 use bench_core::spec::{ConfidenceSpec, RunSpec, TestKind};

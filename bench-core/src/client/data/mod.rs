@@ -1,0 +1,379 @@
+//! The client's half of the data phase: its flows spread over threads,
+//! each thread stepping its flows in turn (or through an epoll set, for
+//! several TCP stream flows), the warm-up and the counted window, the
+//! CPU read at the window's counted ends, and interim reports.
+//!
+//! The loops keep time in integer nanoseconds of the monotonic clock,
+//! read once per step. TCP_RR and UDP_RR receive without `SO_RCVTIMEO`:
+//! the watchdog ends them at the hard deadline, and wakes a UDP_RR
+//! receive that waits for a lost datagram once the thread's progress has
+//! stalled for the loss timeout.
+
+mod flow;
+mod plan;
+mod poller;
+
+pub use plan::{ClientPlan, ClientSide};
+
+use crate::cpu::{self, CpuMark, Rusage};
+use crate::datapath::counters::clock_ns;
+use crate::datapath::gate::{Gate, gated, sleep_until};
+use crate::datapath::{DataError, InterimFigures, flow_error, io_error, pin};
+use crate::latency::Histogram;
+use crate::record::EndReport;
+use crate::spec::TestKind;
+use crate::watchdog::{Nudge, Watchdog, current_thread};
+use flow::{ClientFlow, Link, Step};
+use poller::{Poller, Turns, poll_timeout_ms};
+use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Counts of the current window of one client thread, for interim
+/// reports; on a cache line of its own so that flows do not share one.
+#[repr(align(64))]
+#[derive(Default)]
+struct Progress {
+    bytes: AtomicU64,
+    transactions: AtomicU64,
+}
+
+fn nanos(duration: Duration) -> u64 {
+    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX / 2)
+}
+
+/// What one client thread returns: its flows' indices, reports and
+/// histograms, and its CPU time over the counted window.
+type ThreadOutcome = (Vec<(usize, EndReport, Option<Histogram>)>, Rusage);
+
+fn client_thread(
+    plan: &ClientPlan<'_>,
+    flow_indices: &[usize],
+    gate: &Gate,
+    progress: &Progress,
+) -> Result<ThreadOutcome, DataError> {
+    let alive = AtomicU64::new(0);
+    std::thread::scope(|scope| client_flows(scope, plan, flow_indices, gate, progress, &alive))
+}
+
+/// [`client_thread`]'s work, in a scope for its watchdog's thread.
+/// `alive` is raised as the thread's flows move data, for the watchdog
+/// to see a UDP_RR receive that waits for a lost datagram.
+fn client_flows<'scope, 'env>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    plan: &ClientPlan<'_>,
+    flow_indices: &[usize],
+    gate: &Gate,
+    progress: &Progress,
+    alive: &'env AtomicU64,
+) -> Result<ThreadOutcome, DataError> {
+    let spec = plan.spec;
+    let mut flows = gated(gate, || {
+        pin(spec.cpu_pinning.local)?;
+        flow_indices
+            .iter()
+            .map(|&flow_idx| ClientFlow::open(plan, plan.servers[flow_idx]))
+            .collect::<Result<Vec<_>, _>>()
+    })?;
+    let window = gate.arrive(spec, plan.io_timeout)?;
+    let hard = window.deadline + plan.io_timeout;
+    // TCP_RR and UDP_RR receive without a timeout: the watchdog ends
+    // them at the hard deadline, and wakes a UDP_RR receive that waits
+    // for a lost datagram (which then counts as lost).
+    let watchdog = if matches!(spec.test, TestKind::TcpRr | TestKind::UdpRr) {
+        let sockets: Vec<_> = flows
+            .iter()
+            .filter_map(|flow| match &flow.link {
+                Link::Tcp(stream) => Some(stream.as_fd()),
+                Link::Udp(udp, _) => Some(udp.as_fd()),
+                Link::PerTransaction(..) => None,
+            })
+            .collect();
+        let nudge = (spec.test == TestKind::UdpRr).then(|| Nudge {
+            every: plan.udp_rr_timeout,
+            progress: alive,
+            thread: current_thread(),
+        });
+        let watchdog = Watchdog::arm_nudging(scope, &sockets, hard, None, nudge);
+        Some(watchdog.map_err(io_error("starting the watchdog"))?)
+    } else {
+        None
+    };
+    // An end of file or error once the watchdog has shut the sockets
+    // down means the test ran past its hard deadline.
+    let overrun = |err: DataError| match &watchdog {
+        Some(watchdog) if watchdog.overran() => DataError::Overrun,
+        _ => err,
+    };
+    let maerts = spec.test == TestKind::TcpMaerts;
+    let n_flows = plan.servers.len();
+    // A failure in a thread of several flows names its own flow.
+    let failed = |idx: usize, err| flow_error(Some(flow_indices[idx]), n_flows, err);
+    let mut poller =
+        if flows.len() > 1 && matches!(spec.test, TestKind::TcpStream | TestKind::TcpMaerts) {
+            Some(Poller::new(&mut flows)?)
+        } else {
+            None
+        };
+
+    // Warm-up: traffic, not counted.
+    if let Some(poller) = &mut poller {
+        let mut now_ns = clock_ns();
+        let until_ns = now_ns
+            + nanos(
+                window
+                    .measure_start
+                    .saturating_duration_since(Instant::now()),
+            );
+        while now_ns < until_ns {
+            poller.serve(
+                &mut flows,
+                plan,
+                poll_timeout_ms(now_ns, until_ns),
+                &failed,
+                &mut |idx, _| Err(failed(idx, DataError::PeerClosed)),
+            )?;
+            now_ns = clock_ns();
+        }
+    }
+    let mut turns = Turns::new(spec, flow_indices.len() < n_flows);
+    let mut now = Instant::now();
+    while poller.is_none() && now < window.measure_start {
+        for flow in flows.iter_mut().filter(|flow| !flow.finished) {
+            if flow.step(plan).map_err(overrun)? == Step::End {
+                return Err(DataError::PeerClosed);
+            }
+        }
+        let moved = flows.iter().map(ClientFlow::bytes_moved).sum();
+        alive.store(moved, Ordering::Relaxed);
+        turns.after(moved);
+        now = Instant::now();
+    }
+    turns.restart();
+    for flow in &mut flows {
+        flow.start_counting();
+    }
+    let usage_start = Rusage::thread()?;
+    let counting_start = Instant::now();
+    // The loop keeps time in nanoseconds of the same clock: one read per
+    // step, plain integer arithmetic after it.
+    let start_ns = clock_ns();
+    let deadline_ns = start_ns + nanos(window.deadline.saturating_duration_since(counting_start));
+    let hard_ns = start_ns + nanos(hard.saturating_duration_since(counting_start));
+    let mut now_ns = start_ns;
+    let mut n_open = flows.len();
+    while let Some(poller) = &mut poller {
+        let until_ns = if maerts { hard_ns } else { deadline_ns };
+        poller.serve(
+            &mut flows,
+            plan,
+            poll_timeout_ms(now_ns, until_ns),
+            &failed,
+            &mut |_, flow| {
+                flow.finished = true;
+                flow.elapsed = Duration::from_nanos(clock_ns().saturating_sub(start_ns));
+                n_open -= 1;
+                Ok(())
+            },
+        )?;
+        now_ns = clock_ns();
+        progress.bytes.store(
+            flows.iter().map(ClientFlow::bytes_moved).sum(),
+            Ordering::Relaxed,
+        );
+        if maerts {
+            if n_open == 0 {
+                break;
+            }
+            if now_ns >= hard_ns {
+                return Err(DataError::Overrun);
+            }
+        } else if now_ns >= deadline_ns {
+            break;
+        }
+    }
+    while poller.is_none() {
+        let mut moved = 0u64;
+        let mut transactions = 0u64;
+        for flow in flows.iter_mut().filter(|flow| !flow.finished) {
+            let step = flow.step(plan).map_err(overrun)?;
+            let after_ns = clock_ns();
+            match step {
+                Step::Done => {
+                    // With a burst, a transaction's time runs from when
+                    // its own request was sent.
+                    let started = flow.started.take().unwrap_or(now_ns);
+                    if let Some(histogram) = &mut flow.latency {
+                        histogram.record_ns(after_ns.saturating_sub(started));
+                    }
+                }
+                Step::Lost | Step::Blocked => {}
+                Step::End => {
+                    flow.finished = true;
+                    flow.elapsed = Duration::from_nanos(after_ns.saturating_sub(start_ns));
+                    n_open -= 1;
+                }
+            }
+            now_ns = after_ns;
+            moved += flow.bytes_moved();
+            transactions += flow.counters.transactions;
+        }
+        progress.bytes.store(moved, Ordering::Relaxed);
+        progress.transactions.store(transactions, Ordering::Relaxed);
+        alive.store(moved, Ordering::Relaxed);
+        turns.after(moved);
+        if maerts {
+            // The receiver counts until every sender has closed.
+            if n_open == 0 {
+                break;
+            }
+            if now_ns >= hard_ns {
+                return Err(DataError::Overrun);
+            }
+        } else if now_ns >= deadline_ns {
+            break;
+        }
+    }
+    let usage = Rusage::thread()?.since(&usage_start);
+    let elapsed = counting_start.elapsed();
+    let mut reports = Vec::with_capacity(flows.len());
+    for (flow_idx, mut flow) in flow_indices.iter().copied().zip(flows) {
+        if !maerts {
+            flow.elapsed = elapsed;
+        }
+        let (report, histogram) = flow.finish(spec.test).map_err(overrun)?;
+        reports.push((flow_idx, report, histogram));
+    }
+    Ok((reports, usage))
+}
+
+/// Runs the client's side of one iteration: every flow, over threads.
+pub fn run_client(plan: &ClientPlan<'_>) -> Result<ClientSide, DataError> {
+    let spec = plan.spec;
+    let n_flows = plan.servers.len().max(1);
+    let n_threads = spec
+        .threads
+        .map_or(n_flows, |threads| threads as usize)
+        .clamp(1, n_flows);
+    let assignment: Vec<Vec<usize>> = (0..n_threads)
+        .map(|thread_idx| {
+            (thread_idx..plan.servers.len())
+                .step_by(n_threads)
+                .collect()
+        })
+        .collect();
+    let n_cpus = if spec.local_cpu {
+        Some(cpu::n_cpus()?)
+    } else {
+        None
+    };
+    let gate = Gate::new(n_threads + 1);
+    let progress: Vec<Progress> = (0..n_threads).map(|_| Progress::default()).collect();
+    let (coordinated, outcomes) = std::thread::scope(|scope| {
+        let handles: Vec<_> = assignment
+            .iter()
+            .zip(&progress)
+            .map(|(flow_indices, progress)| {
+                let gate = &gate;
+                scope.spawn(move || client_thread(plan, flow_indices, gate, progress))
+            })
+            .collect();
+        let coordinated = gated(&gate, || coordinate_client(plan, &gate, &progress));
+        let outcomes: Vec<Result<ThreadOutcome, DataError>> = handles
+            .into_iter()
+            .map(|handle| {
+                handle
+                    .join()
+                    .unwrap_or_else(|_| Err(DataError::Thread("a client flow panicked".into())))
+            })
+            .collect();
+        (coordinated, outcomes)
+    });
+    let mut flows: Vec<Option<(EndReport, Option<Histogram>)>> =
+        (0..plan.servers.len()).map(|_| None).collect();
+    let mut usage = Rusage::default();
+    let mut first_error = None;
+    for (thread_idx, outcome) in outcomes.into_iter().enumerate() {
+        match outcome {
+            Ok((reports, thread_usage)) => {
+                usage = usage.plus(&thread_usage);
+                for (flow_idx, report, histogram) in reports {
+                    flows[flow_idx] = Some((report, histogram));
+                }
+            }
+            // Another flow's failure is a consequence; keep looking for
+            // the cause.
+            Err(DataError::OtherFlowFailed) => {}
+            Err(err) if first_error.is_none() => {
+                first_error = Some((assignment[thread_idx].first().copied(), err));
+            }
+            Err(_) => {}
+        }
+    }
+    if let Some((flow_idx, source)) = first_error {
+        return Err(flow_error(flow_idx, plan.servers.len(), source));
+    }
+    let span = coordinated?;
+    let mut side = ClientSide::default();
+    for flow in flows {
+        let (report, histogram) = flow.ok_or(DataError::OtherFlowFailed)?;
+        side.flows.push(report);
+        side.latency.push(histogram);
+    }
+    side.cpu = match (span, n_cpus) {
+        (Some(span), Some(n_cpus)) => Some(span.host_cpu(n_cpus, usage)),
+        _ => None,
+    };
+    Ok(side)
+}
+
+/// The client's coordinator: waits for the window, reads the CPU at its
+/// counted ends and gives interim reports in between.
+fn coordinate_client(
+    plan: &ClientPlan<'_>,
+    gate: &Gate,
+    progress: &[Progress],
+) -> Result<Option<cpu::CpuSpan>, DataError> {
+    let spec = plan.spec;
+    let window = gate.arrive(spec, plan.io_timeout)?;
+    sleep_until(window.measure_start);
+    let mark = if spec.local_cpu {
+        Some(CpuMark::now()?)
+    } else {
+        None
+    };
+    if let Some(interim) = plan.interim {
+        let every = interim.every.max(Duration::from_millis(10));
+        let (mut last_at, mut last_bytes, mut last_transactions) = (window.measure_start, 0, 0);
+        let mut next = window.measure_start + every;
+        while next < window.deadline {
+            sleep_until(next);
+            let now = Instant::now();
+            let bytes: u64 = progress
+                .iter()
+                .map(|p| p.bytes.load(Ordering::Relaxed))
+                .sum();
+            let transactions: u64 = progress
+                .iter()
+                .map(|p| p.transactions.load(Ordering::Relaxed))
+                .sum();
+            let interval_s = (now - last_at).as_secs_f64();
+            (interim.report)(&InterimFigures {
+                since_start_s: (now - window.measure_start).as_secs_f64(),
+                interval_s,
+                throughput_bps: 8.0 * bytes.saturating_sub(last_bytes) as f64 / interval_s,
+                transaction_rate: spec
+                    .test
+                    .is_request_response()
+                    .then(|| transactions.saturating_sub(last_transactions) as f64 / interval_s),
+            });
+            (last_at, last_bytes, last_transactions) = (now, bytes, transactions);
+            next += every;
+        }
+    }
+    sleep_until(window.deadline);
+    Ok(match mark {
+        Some(mark) => Some(mark.stop()?),
+        None => None,
+    })
+}
