@@ -10,9 +10,9 @@
 //! three iterations, a local environment with the usual sysctls.
 
 use archive::{Archive, CanonicalRun, RunQuery};
-use bench_core::env::HostEnv;
-use bench_core::record::{Environments, Iteration, Metric, RunRecord};
-use bench_core::spec::TestKind;
+use run_record::env::HostEnv;
+use run_record::record::{Environments, Iteration, Metric, RunRecord};
+use run_record::spec::TestKind;
 use std::io::Write;
 use std::path::Path;
 use std::time::Instant;
@@ -57,7 +57,7 @@ fn record(seed: u64) -> RunRecord {
         local.sysctls.insert(name.to_string(), value.to_string());
     }
     let at = |offset_s: u64| {
-        bench_core::time::rfc3339_utc(
+        run_record::time::rfc3339_utc(
             std::time::UNIX_EPOCH + std::time::Duration::from_secs(offset_s + seed * 11),
         )
     };

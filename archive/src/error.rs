@@ -1,6 +1,6 @@
 //! The archive's error type.
 
-use bench_core::record::RecordError;
+use run_record::record::RecordError;
 use std::path::PathBuf;
 
 /// Why an archive operation failed.

@@ -9,8 +9,8 @@
 //! whole [`RunSpec`] without a rest pattern: a new spec parameter does not
 //! compile until it is given its words here.
 
-use bench_core::record::{Metric, RunRecord};
-use bench_core::spec::{AddressFamily, CpuPinning, RunSpec};
+use run_record::record::{Metric, RunRecord};
+use run_record::spec::{AddressFamily, CpuPinning, RunSpec};
 use serde::Serialize;
 
 /// One parameter of a spec, as a title shows it and as `netbisect bench`
@@ -257,7 +257,7 @@ impl SideFigures {
             figures.remote_recv_socket_bytes = Some(remote.recv_buffer.at_end_bytes);
             let maerts = runs
                 .first()
-                .is_some_and(|run| run.spec.test == bench_core::spec::TestKind::TcpMaerts);
+                .is_some_and(|run| run.spec.test == run_record::spec::TestKind::TcpMaerts);
             let (sender, receiver) = if maerts {
                 (remote, local)
             } else {
@@ -285,7 +285,7 @@ impl SideFigures {
                 }
             }
         }));
-        let per_iteration = |count: fn(&bench_core::record::Iteration) -> Option<u64>| {
+        let per_iteration = |count: fn(&run_record::record::Iteration) -> Option<u64>| {
             let counts: Option<Vec<f64>> = udp_iterations()
                 .map(|(_, iteration)| count(iteration).map(|value| value as f64))
                 .collect();
@@ -314,7 +314,7 @@ impl SideFigures {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bench_core::spec::{ConfidenceSpec, TestKind};
+    use run_record::spec::{ConfidenceSpec, TestKind};
 
     #[test]
     fn titles_name_every_parameter_off_its_default() {

@@ -8,7 +8,7 @@
 //! mean of all its samples (every iteration of every run at the point).
 //!
 //! Change points are found over the per-point means by
-//! [`bench_core::stats::change_points`], the method of Hunter (M. Fleming
+//! [`run_record::stats::change_points`], the method of Hunter (M. Fleming
 //! et al., "Hunter: Using Change Point Detection to Hunt for Performance
 //! Regressions", ICPE 2023): E-divisive means (Matteson and James, JASA
 //! 2014) proposes splits by binary segmentation and a Student's t-test
@@ -21,9 +21,9 @@
 //! Values are in `unit` (SI base units, as in the run record).
 
 use crate::compare::{Direction, metric_unit};
-use bench_core::record::{Metric, RecordError, RunRecord};
-use bench_core::spec::TestKind;
-use bench_core::stats::{self, ChangePointOptions, StatsError};
+use run_record::record::{Metric, RecordError, RunRecord};
+use run_record::spec::TestKind;
+use run_record::stats::{self, ChangePointOptions, StatsError};
 use serde::Serialize;
 use std::collections::BTreeSet;
 
@@ -242,7 +242,7 @@ pub fn history(
     let first_test = tests.first().copied();
     let unit = match first_test {
         Some(test) => metric_unit(metric, test),
-        None => metric_unit(metric, bench_core::spec::TestKind::TcpStream),
+        None => metric_unit(metric, run_record::spec::TestKind::TcpStream),
     };
     Ok(History {
         metric: metric.name().to_string(),

@@ -83,7 +83,7 @@ impl Archive {
         }
         transaction.execute(
             "INSERT INTO bisect_sessions (repo, spec, started_at) VALUES (?1, ?2, ?3)",
-            params![repo, spec, bench_core::time::now_rfc3339()],
+            params![repo, spec, run_record::time::now_rfc3339()],
         )?;
         let session_id = transaction.last_insert_rowid();
         transaction.commit()?;
@@ -170,7 +170,7 @@ impl Archive {
         transaction.execute(
             "INSERT INTO bisect_events (session_id, seq, event, written_at) \
              VALUES (?1, ?2, ?3, ?4)",
-            params![session_id, seq, event, bench_core::time::now_rfc3339()],
+            params![session_id, seq, event, run_record::time::now_rfc3339()],
         )?;
         transaction.commit()?;
         Ok(u64::try_from(seq).unwrap_or(0))
@@ -211,7 +211,7 @@ impl Archive {
         self.session(session_id)?;
         self.connection.execute(
             "UPDATE bisect_sessions SET ended_at = ?2 WHERE id = ?1 AND ended_at IS NULL",
-            params![session_id, bench_core::time::now_rfc3339()],
+            params![session_id, run_record::time::now_rfc3339()],
         )?;
         self.session(session_id)
     }

@@ -37,7 +37,7 @@
 //!    disagrees with its run's key is missing, not trusted.
 
 use crate::ArchiveError;
-use bench_core::record::{Metric, RunRecord};
+use run_record::record::{Metric, RunRecord};
 use rusqlite::{Connection, params};
 use std::collections::BTreeMap;
 

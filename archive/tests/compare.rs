@@ -8,9 +8,9 @@ use archive::compare::{
     CompareError, CompareOptions, Comparison, ComparisonGroup, Direction, EnvChange, Host, Metric,
     Side, Verdict, compare,
 };
-use bench_core::env::HostEnv;
-use bench_core::record::{CpuFigures, RunRecord};
-use bench_core::spec::{AddressFamily, TestKind};
+use run_record::env::HostEnv;
+use run_record::record::{CpuFigures, RunRecord};
+use run_record::spec::{AddressFamily, TestKind};
 use support::{Noise, check_template_sample, run};
 
 fn only_group(comparison: &Comparison) -> &ComparisonGroup {
@@ -626,7 +626,7 @@ fn template_samples_are_current() {
     extreme_base.env.local.cpu_count = Some(256);
     extreme_patched.env.local.cpu_count = Some(8);
     extreme_base.env.remote = Some(HostEnv {
-        interface: Some(bench_core::env::InterfaceEnv {
+        interface: Some(run_record::env::InterfaceEnv {
             name: "ens1f0np0".into(),
             features: [("tcp-segmentation-offload".to_string(), true)].into(),
             ..Default::default()
@@ -634,7 +634,7 @@ fn template_samples_are_current() {
         ..HostEnv::default()
     });
     extreme_patched.env.remote = Some(HostEnv {
-        interface: Some(bench_core::env::InterfaceEnv {
+        interface: Some(run_record::env::InterfaceEnv {
             name: "ens1f0np0".into(),
             features: [("tcp-segmentation-offload".to_string(), false)].into(),
             ..Default::default()

@@ -3,8 +3,8 @@
 //! id, and several processes creating one file at once all succeed.
 
 use archive::{Archive, ArchiveError, CanonicalRun, RunQuery};
-use bench_core::record::Iteration;
-use bench_core::spec::TestKind;
+use run_record::record::Iteration;
+use run_record::spec::TestKind;
 use test_fixtures::record::RecordBuilder;
 
 fn run(seed: u32) -> CanonicalRun {

@@ -3,7 +3,7 @@
 //! valid record, without a panic.
 
 use archive::import::{ImportOptions, iperf3, netperf, parse};
-use bench_core::record::RunRecord;
+use run_record::record::RunRecord;
 use std::path::Path;
 
 fn check_accepted(record: &RunRecord) {

@@ -8,8 +8,8 @@ use archive::history::{
     HistoryOptions, PointRuns, SeriesOrder, SeriesRun, history, points_in_commit_order,
     points_in_time_order,
 };
-use bench_core::record::{Metric, RunRecord};
-use bench_core::spec::TestKind;
+use run_record::record::{Metric, RunRecord};
+use run_record::spec::TestKind;
 use support::{Noise, check_template_sample, run};
 
 /// One run of three iterations per commit, at the given levels.

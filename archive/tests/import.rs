@@ -2,8 +2,8 @@
 //! figures; malformed inputs import nothing and name the line.
 
 use archive::import::{self, Format, ImportError, ImportOptions};
-use bench_core::record::{RunRecord, Subject};
-use bench_core::spec::{AddressFamily, TestKind};
+use run_record::record::{RunRecord, Subject};
+use run_record::spec::{AddressFamily, TestKind};
 use std::path::PathBuf;
 use std::time::{Duration, UNIX_EPOCH};
 
@@ -186,7 +186,7 @@ fn netperf_omni_keyval_and_csv() {
     assert_eq!(latency.max_us, Some(13097.0));
     assert_eq!(latency.stddev_us, Some(153.34));
     assert_eq!(latency.p999_us, None);
-    let p99 = record.samples(bench_core::record::Metric::LatencyP99Us);
+    let p99 = record.samples(run_record::record::Metric::LatencyP99Us);
     assert_eq!(p99, vec![494.0]);
 
     let (format, record) = import_one("peer-outputs/netperf-TCP_RR-l10-omni-o-latency.txt");

@@ -2,8 +2,8 @@
 //! store and merge, refusals, queries, concurrency.
 
 use archive::{Archive, ArchiveError, CanonicalRun, RunQuery, StoreOutcome};
-use bench_core::record::{Iteration, Metric, RunRecord};
-use bench_core::spec::TestKind;
+use run_record::record::{Iteration, Metric, RunRecord};
+use run_record::spec::TestKind;
 use test_fixtures::record::RecordBuilder;
 
 fn record(commit: &str, label: &str, throughput_bps: f64, test: TestKind) -> RunRecord {
@@ -77,7 +77,7 @@ fn pretty_json_is_stored_canonically_with_unknown_members_kept() {
     tree["future_field"] = serde_json::json!({"b": 1, "a": 2});
     tree.as_object_mut().unwrap().remove("id");
     let id =
-        bench_core::canonical::hash_hex(&bench_core::canonical::to_canonical_bytes(&tree).unwrap());
+        run_record::canonical::hash_hex(&run_record::canonical::to_canonical_bytes(&tree).unwrap());
     tree["id"] = serde_json::Value::String(id.clone());
     let text = serde_json::to_vec_pretty(&tree).unwrap();
     let parsed = CanonicalRun::from_json(&text).unwrap();

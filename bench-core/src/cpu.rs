@@ -9,7 +9,7 @@
 //! too. `guest` and `guest_nice` are already inside `user` and `nice` on
 //! Linux, so they are not added again.
 
-use crate::record::HostCpu;
+use run_record::record::HostCpu;
 use std::io;
 use std::time::{Duration, Instant};
 

@@ -18,7 +18,7 @@ mod netlink;
 
 pub use address::{egress_interface, interface_for_address, interface_ipv4};
 
-use crate::env::{HostEnv, InterfaceEnv};
+use run_record::env::{HostEnv, InterfaceEnv};
 use rustix::net::{AddressFamily, SocketFlags, SocketType};
 use std::collections::BTreeMap;
 use std::fs;
@@ -481,7 +481,7 @@ processor\t: 1\nmodel name\t: Test  CPU @ 3.00GHz\n";
             .unwrap();
         let printed = String::from_utf8(output.stdout).unwrap();
         assert_eq!(release, printed.trim());
-        let parsed = crate::kernel::parse_release(&release);
+        let parsed = run_record::kernel::parse_release(&release);
         assert_eq!(parsed.release, release);
         assert!(release.starts_with(&parsed.base));
     }

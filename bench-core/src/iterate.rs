@@ -5,15 +5,15 @@
 //! The loop is generic over where an iteration's figures come from: the
 //! socket tests pass a closure that runs one iteration against a server,
 //! tests pass one that yields prepared figures. After each iteration the
-//! Student-t interval ([`crate::stats::iteration_decision`]) is taken on
+//! Student-t interval ([`run_record::stats::iteration_decision`]) is taken on
 //! the primary metric (throughput, or transactions per second for
 //! request/response tests) and, when CPU was measured, on each measured
 //! end's utilisation; the loop stops when every one of them is within
 //! the width and the minimum has run, or when the maximum has run.
 
-use crate::record::{ConfidenceOutcome, CpuConfidence, Iteration, Metric};
-use crate::spec::{ConfidenceSpec, RunSpec};
-use crate::stats::{self, IterationDecision};
+use run_record::record::{ConfidenceOutcome, CpuConfidence, Iteration, Metric};
+use run_record::spec::{ConfidenceSpec, RunSpec};
+use run_record::stats::{self, IterationDecision};
 
 /// The samples the stop rule looks at after `iterations`.
 fn watched_samples(spec: &RunSpec, iterations: &[Iteration]) -> Vec<Vec<f64>> {
@@ -111,8 +111,8 @@ pub fn cpu_outcome(spec: &RunSpec, iterations: &[Iteration]) -> Option<CpuConfid
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::CpuFigures;
-    use crate::spec::TestKind;
+    use run_record::record::CpuFigures;
+    use run_record::spec::TestKind;
 
     fn spec(max: u32, min: u32, width_pct: f64) -> RunSpec {
         let mut spec = RunSpec::defaults(TestKind::TcpStream);

@@ -8,10 +8,10 @@
 //! 2^40 ns (18 minutes) that is 2240 counters, allocated once per flow.
 //! Mean and standard deviation are kept exactly beside the buckets.
 
-pub use crate::record::histogram::{HistogramError, MAX_NS, SUB_BUCKETS};
+pub use run_record::record::histogram::{HistogramError, MAX_NS, SUB_BUCKETS};
 
-use crate::record::histogram::{N_BUCKETS, bucket_high, bucket_of, percentile_of_buckets};
-use crate::record::{LatencyFigures, LatencyHistogram};
+use run_record::record::histogram::{N_BUCKETS, bucket_high, bucket_of, percentile_of_buckets};
+use run_record::record::{LatencyFigures, LatencyHistogram};
 use std::time::Duration;
 
 /// A latency histogram being recorded.
@@ -208,7 +208,7 @@ pub fn pooled_mean_stddev(parts: &[(u64, f64, f64)]) -> Option<(f64, f64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats;
+    use run_record::stats;
 
     /// A deterministic, skewed sample of times: a body around 20 us and a
     /// long tail, from a small linear congruential generator.

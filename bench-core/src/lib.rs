@@ -17,8 +17,7 @@
 //! - [`run`]: a whole run, from spec to sealed record.
 //!
 //! The record and what describes a run (`record`, `canonical`, `spec`,
-//! `env`, `kernel`, `time`, `stats`) live in the run-record crate and are
-//! re-exported here under their old paths.
+//! `env`, `kernel`, `time`, `stats`) live in the run-record crate.
 //!
 //! Architecture invariant: bench-core depends on no crate of this workspace
 //! but run-record, and knows nothing of SQLite, git or templates.
@@ -30,9 +29,9 @@
 //! canonical bytes.
 //!
 //! ```
-//! use bench_core::record::RunRecord;
+//! use run_record::record::RunRecord;
 //! use bench_core::run::{BenchRequest, bench};
-//! use bench_core::spec::{RunSpec, TestKind};
+//! use run_record::spec::{RunSpec, TestKind};
 //!
 //! let mut spec = RunSpec::defaults(TestKind::TcpRr);
 //! spec.duration_s = 0.25;
@@ -51,8 +50,6 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![deny(missing_docs)]
-
-pub use run_record::{canonical, env, kernel, record, spec, stats, time};
 
 pub mod host;
 

@@ -35,9 +35,9 @@
 //! port per flow and `results` a report per flow and the server's CPU. An
 //! older peer is refused at `hello`.
 
-use crate::env::HostEnv;
-use crate::record::{EndReport, HostCpu};
-use crate::spec::RunSpec;
+use run_record::env::HostEnv;
+use run_record::record::{EndReport, HostCpu};
+use run_record::spec::RunSpec;
 use serde::{Deserialize, Serialize};
 use std::io::{self, Read, Write};
 use std::net::TcpStream;

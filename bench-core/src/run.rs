@@ -8,13 +8,13 @@ use crate::datapath::{Interim, InterimFigures};
 use crate::host;
 use crate::iterate;
 use crate::latency;
-use crate::record::{
+use run_record::record::{
     CpuFigures, Endpoint, Environments, Iteration, LatencyFigures, LatencyHistogram, RecordError,
     RunRecord, SCHEMA, Source, Spread, Subject, Summary, UdpFigures,
 };
 use crate::server::{self, Server, ServerConfig, ServerError};
 use crate::sockets;
-use crate::spec::{RunSpec, TestKind};
+use run_record::spec::{RunSpec, TestKind};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -70,7 +70,7 @@ pub enum BenchError {
 /// Runs `request` and returns its sealed record.
 pub fn bench(request: &BenchRequest) -> Result<RunRecord, BenchError> {
     request.spec.validate().map_err(ClientError::from)?;
-    let started_at = crate::time::now_rfc3339();
+    let started_at = run_record::time::now_rfc3339();
     let interim = request.interim.as_ref().map(|interim| Interim {
         every: interim.every,
         report: &*interim.report,
@@ -99,7 +99,7 @@ pub fn bench(request: &BenchRequest) -> Result<RunRecord, BenchError> {
             (outcome?, endpoint)
         }
     };
-    let finished_at = crate::time::now_rfc3339();
+    let finished_at = run_record::time::now_rfc3339();
     let record = assemble(request, outcome, endpoint, started_at, finished_at)?;
     Ok(record)
 }

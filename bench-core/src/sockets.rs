@@ -2,7 +2,7 @@
 //! of them, addresses, port ranges, CPU pinning.
 
 use crate::protocol::PortRange;
-use crate::record::{BufferTruth, SocketTruth, TcpInfoFigures};
+use run_record::record::{BufferTruth, SocketTruth, TcpInfoFigures};
 use rustix::net::{self, RecvFlags, SendFlags};
 use rustix::thread::{CpuSet, sched_setaffinity};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};

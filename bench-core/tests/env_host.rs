@@ -1,7 +1,7 @@
 //! The environment captured on this machine agrees with what the usual
 //! tools print: `uname`, /proc/cpuinfo, `sysctl`, `ip` and `ethtool`.
 
-use bench_core::env::HostEnv;
+use run_record::env::HostEnv;
 use bench_core::host::{self, NETWORK_SYSCTLS};
 use std::collections::BTreeMap;
 use std::process::Command;

@@ -2,9 +2,9 @@
 //! exists): figures plausible and consistent between the two ends, the
 //! measured time close to `-l`, socket-buffer truth recorded.
 
-use bench_core::record::{Iteration, RunRecord};
+use run_record::record::{Iteration, RunRecord};
 use bench_core::run::{BenchRequest, bench};
-use bench_core::spec::{AddressFamily, RunSpec, TestKind};
+use run_record::spec::{AddressFamily, RunSpec, TestKind};
 use std::time::Instant;
 
 const DURATION_S: f64 = 0.25;

@@ -6,10 +6,10 @@
 use bench_core::client::data::{ClientPlan, run_client};
 use bench_core::cpu;
 use bench_core::datapath::{DataError, InterimFigures};
-use bench_core::record::{HostCpu, Iteration, RunRecord};
+use run_record::record::{HostCpu, Iteration, RunRecord};
 use bench_core::run::{BenchRequest, InterimReports, bench};
-use bench_core::spec::{ConfidenceSpec, RunSpec, TestKind};
-use bench_core::stats;
+use run_record::spec::{ConfidenceSpec, RunSpec, TestKind};
+use run_record::stats;
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
@@ -350,7 +350,7 @@ fn iterations_follow_the_confidence_request() {
         spec.iterations_min = 2;
     });
     // A third iteration ran only if the first two missed the width.
-    let rates = record.samples(bench_core::record::Metric::TransactionRate);
+    let rates = record.samples(run_record::record::Metric::TransactionRate);
     let after_two = stats::confidence_outcome(&rates[..2], &confidence).unwrap();
     assert_eq!(record.iterations.len(), if after_two.met { 2 } else { 3 });
     let reached = record.summary.confidence.as_ref().unwrap();

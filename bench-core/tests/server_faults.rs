@@ -7,7 +7,7 @@ use bench_core::protocol::{
     Frame, MAX_FRAME_BYTES, PROTOCOL_NAME, PROTOCOL_VERSION, read_frame, write_frame,
 };
 use bench_core::server::{EventSink, Server, ServerConfig, ServerError, ServerEvent, ServerHandle};
-use bench_core::spec::{AddressFamily, RunSpec, TestKind};
+use run_record::spec::{AddressFamily, RunSpec, TestKind};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::{Arc, Mutex};

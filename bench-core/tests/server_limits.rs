@@ -9,7 +9,7 @@ use bench_core::protocol::{
     Frame, PROTOCOL_NAME, PROTOCOL_VERSION, PortRange, read_frame, write_frame,
 };
 use bench_core::server::{Server, ServerConfig, ServerHandle, quiet};
-use bench_core::spec::{AddressFamily, RunSpec, TestKind};
+use run_record::spec::{AddressFamily, RunSpec, TestKind};
 use socket2::{Domain, Socket, Type};
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpStream};

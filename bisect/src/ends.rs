@@ -13,7 +13,7 @@
 
 use crate::decision::{DecisionConfig, Method, Model};
 use crate::robust::mean_var;
-use bench_core::stats::ratio::{self, MeanEstimate};
+use run_record::stats::ratio::{self, MeanEstimate};
 use serde::{Deserialize, Serialize};
 
 /// Confidence with which the ends must differ before bisecting.
@@ -64,7 +64,7 @@ pub struct Difference {
 impl Difference {
     /// Welch's means and degrees of freedom, with the interval on the
     /// change taken on the ratio of the means (Fieller's, see
-    /// [`bench_core::stats::ratio`]) at `level` (for example 0.95). `None`
+    /// [`run_record::stats::ratio`]) at `level` (for example 0.95). `None`
     /// with fewer than two samples on a side, or when the old mean is not
     /// clearly away from zero.
     pub fn welch(old: &[f64], new: &[f64], level: f64) -> Option<Difference> {

@@ -14,7 +14,7 @@ use crate::journal::BoxError;
 use crate::measurement::{Measurement, Measurer, Sample};
 use crate::runner::{self, CommandOutcome};
 use crate::worktree::BisectWorktree;
-use bench_core::record::{Metric, RunRecord};
+use run_record::record::{Metric, RunRecord};
 use git2::Oid;
 use std::time::Duration;
 

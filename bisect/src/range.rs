@@ -196,7 +196,7 @@ pub fn commit_info(repo: &Repository, oid: Oid) -> Result<CommitInfo, RangeError
             author.name().unwrap_or(""),
             author.email().unwrap_or("")
         ),
-        date: bench_core::time::rfc3339_utc(time),
+        date: run_record::time::rfc3339_utc(time),
     })
 }
 

@@ -1,8 +1,8 @@
 //! Bisections of real git repositories built in temp dirs with git2, with
 //! build and measure commands run through `sh`.
 
-use bench_core::record::{Metric, Summary};
-use bench_core::spec::TestKind;
+use run_record::record::{Metric, Summary};
+use run_record::spec::TestKind;
 use bisect::config::{BisectConfig, Direction};
 use bisect::decision::{DecisionConfig, Method, Verdict};
 use bisect::engine;

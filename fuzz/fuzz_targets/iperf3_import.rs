@@ -8,7 +8,7 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(text) = std::str::from_utf8(data) {
         if let Ok(record) = iperf3::parse(text, &ImportOptions::default()) {
             let bytes = record.to_canonical_bytes().expect("an imported run encodes");
-            bench_core::record::RunRecord::from_slice(&bytes).expect("an imported run reads back");
+            run_record::record::RunRecord::from_slice(&bytes).expect("an imported run reads back");
         }
     }
 });

@@ -10,7 +10,7 @@ fuzz_target!(|data: &[u8]| {
             // Whatever is accepted is a valid, sealed record.
             for record in records {
                 let bytes = record.to_canonical_bytes().expect("an imported run encodes");
-                bench_core::record::RunRecord::from_slice(&bytes)
+                run_record::record::RunRecord::from_slice(&bytes)
                     .expect("an imported run reads back");
             }
         }

@@ -2,7 +2,7 @@
 //! back to the same canonical bytes.
 #![no_main]
 
-use bench_core::record::RunRecord;
+use run_record::record::RunRecord;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

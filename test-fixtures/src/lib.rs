@@ -5,7 +5,7 @@
 //!
 //! ```
 //! use test_fixtures::record::RecordBuilder;
-//! use bench_core::spec::TestKind;
+//! use run_record::spec::TestKind;
 //!
 //! let record = RecordBuilder::new(TestKind::TcpRr)
 //!     .commit("abcdef")

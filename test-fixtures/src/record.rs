@@ -6,10 +6,10 @@
 //! [`RecordBuilder::build_unsealed`] leaves that to a test that changes
 //! the record further.
 
-use bench_core::record::{
+use run_record::record::{
     Endpoint, Environments, Iteration, LatencyFigures, RunRecord, Source, Spread, Subject, Summary,
 };
-use bench_core::spec::{RunSpec, TestKind};
+use run_record::spec::{RunSpec, TestKind};
 
 /// The start of a run when a test does not choose it.
 pub const STARTED_AT: &str = "2026-11-30T07:00:00.000000Z";

@@ -1,8 +1,8 @@
 //! `netbisect archive` end to end, on SQLite files in temp dirs.
 
 use assert_cmd::Command;
-use bench_core::record::RunRecord;
-use bench_core::spec::TestKind;
+use run_record::record::RunRecord;
+use run_record::spec::TestKind;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, UNIX_EPOCH};
 use test_fixtures::record::{RecordBuilder, json_lines};

@@ -5,7 +5,7 @@
 //! culprit on.
 
 use assert_cmd::Command;
-use bench_core::record::RunRecord;
+use run_record::record::RunRecord;
 use git2::{Oid, Repository};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -639,7 +639,7 @@ fn verdict_answers_as_git_bisect_run_expects() {
         let mut runs: Vec<RunRecord> = exported
             .lines()
             .map(|line| RunRecord::from_slice(line.as_bytes()).unwrap())
-            .filter(|run| run.spec.test == bench_core::spec::TestKind::TcpStream)
+            .filter(|run| run.spec.test == run_record::spec::TestKind::TcpStream)
             .collect();
         assert_eq!(runs.len(), 8, "{exported}");
         runs.sort_by(|a, b| {

@@ -2,8 +2,8 @@
 //! generated run records with chosen samples.
 
 use assert_cmd::Command;
-use bench_core::record::RunRecord;
-use bench_core::spec::TestKind;
+use run_record::record::RunRecord;
+use run_record::spec::TestKind;
 use serde::Deserialize;
 use std::path::Path;
 use test_fixtures::record::{RecordBuilder, json_lines};

@@ -2,7 +2,7 @@
 //! commit order from a git repository built with git2 in a temp dir.
 
 use crate::compare::{RunOf, around, import, netbisect, stderr_of_failure, stdout_of};
-use bench_core::spec::TestKind;
+use run_record::spec::TestKind;
 use git2::Oid;
 use serde::Deserialize;
 use std::path::Path;

@@ -3,7 +3,7 @@
 
 use crate::compare::{RunOf, import, stdout_of};
 use crate::netbisect_with;
-use bench_core::spec::TestKind;
+use run_record::spec::TestKind;
 use serde_json::Value;
 use std::path::Path;
 

@@ -10,7 +10,7 @@
 use bench_core::auth::Token;
 use bench_core::client::{ClientOptions, run_test};
 use bench_core::protocol::{Frame, PROTOCOL_NAME, PROTOCOL_VERSION, read_frame, write_frame};
-use bench_core::spec::{RunSpec, TestKind};
+use run_record::spec::{RunSpec, TestKind};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::process::Stdio;

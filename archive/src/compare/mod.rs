@@ -34,7 +34,7 @@
 //! # Verdict
 //!
 //! The test is Mann-Whitney U, two-sided
-//! ([`bench_core::stats::mann_whitney_u`] with
+//! ([`run_record::stats::mann_whitney_u`] with
 //! [`MannWhitneyMethod::Auto`]: exact null distribution for small untied
 //! samples, tie-corrected normal approximation otherwise), the same
 //! statistics bisect uses. Per row:
@@ -63,15 +63,15 @@
 //! `null`.
 
 use crate::figures::{SideFigures, spec_command, spec_options, spec_title};
-use bench_core::env::{self, HostEnv};
-use bench_core::record::{RecordError, RunRecord};
-use bench_core::spec::TestKind;
-use bench_core::stats::{self, MannWhitneyMethod, StatsError};
+use run_record::env::{self, HostEnv};
+use run_record::record::{RecordError, RunRecord};
+use run_record::spec::TestKind;
+use run_record::stats::{self, MannWhitneyMethod, StatsError};
 use std::collections::{BTreeMap, BTreeSet};
 
 mod output;
 
-pub use bench_core::record::Metric;
+pub use run_record::record::Metric;
 pub use output::{
     Comparison, ComparisonGroup, ComparisonRow, Direction, EnvChange, Host, Side, SideSummary,
     SpecSummary, UnmatchedGroup, Verdict,

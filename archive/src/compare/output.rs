@@ -4,9 +4,9 @@
 //! `compare` and `compare-stats` templates read.
 
 use crate::figures::SideFigures;
-use bench_core::record::{Metric, RunRecord};
-use bench_core::spec::{AddressFamily, RunSpec};
-use bench_core::stats::{self, StatsError};
+use run_record::record::{Metric, RunRecord};
+use run_record::spec::{AddressFamily, RunSpec};
+use run_record::stats::{self, StatsError};
 use serde::Serialize;
 
 /// The comparison of two sides, group by group.
@@ -166,7 +166,7 @@ pub struct ComparisonRow {
     pub change_pct: Option<f64>,
     /// Lower bound of the 95% interval on the change, percent: the
     /// interval on the ratio of the means (Fieller's, or on the log
-    /// scale; see `bench_core::stats::ratio`); `null` with fewer than two
+    /// scale; see `run_record::stats::ratio`); `null` with fewer than two
     /// samples a side or no bounded interval.
     pub change_low_pct: Option<f64>,
     /// Upper bound of that interval, percent.
@@ -182,7 +182,7 @@ pub struct ComparisonRow {
     /// side at which the Mann-Whitney test would reach alpha with
     /// [`DECIDE_POWER`](super::DECIDE_POWER) for a change of [`ComparisonRow::effect_pct`], at
     /// the noise observed (the pooled standard deviation of the sides;
-    /// see `bench_core::stats::power`); `null` when the sides show no
+    /// see `run_record::stats::power`); `null` when the sides show no
     /// noise or the row is decided.
     pub samples_to_decide: Option<usize>,
     /// The change `samples_to_decide` is for, percent: `--min-effect`,

@@ -12,8 +12,8 @@
 //!   buffer (`-w`) when set; start time from `start.timestamp.timesecs`.
 
 use super::{ImportError, ImportOptions, PeerFigures, PeerRun, build_record};
-use bench_core::record::{CpuFigures, Endpoint, Environments, RunRecord, Source};
-use bench_core::spec::{AddressFamily, RunSpec, TestKind};
+use run_record::record::{CpuFigures, Endpoint, Environments, RunRecord, Source};
+use run_record::spec::{AddressFamily, RunSpec, TestKind};
 use serde::Deserialize;
 use std::time::{Duration, UNIX_EPOCH};
 

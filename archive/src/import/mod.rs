@@ -25,11 +25,11 @@ pub mod netperf;
 mod records;
 
 use crate::store::CanonicalRun;
-use bench_core::record::{
+use run_record::record::{
     CpuFigures, Endpoint, Environments, Iteration, LatencyReport, RunRecord, Source, Spread,
     Subject, Summary, UdpFigures,
 };
-use bench_core::spec::RunSpec;
+use run_record::spec::RunSpec;
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -323,7 +323,7 @@ pub(crate) struct PeerRun {
     pub started_at: Option<SystemTime>,
     pub figures: PeerFigures,
     /// The confidence outcome, when the tool printed one.
-    pub confidence: Option<bench_core::record::ConfidenceOutcome>,
+    pub confidence: Option<run_record::record::ConfidenceOutcome>,
 }
 
 fn nonnegative(value: Option<f64>) -> Option<f64> {
@@ -338,7 +338,7 @@ pub(crate) enum BuildError {
     Implausible(String),
     /// The record could not be sealed.
     #[error(transparent)]
-    Record(#[from] bench_core::record::RecordError),
+    Record(#[from] run_record::record::RecordError),
 }
 
 /// How far past the import a run's stated start may be (clocks of two
@@ -366,7 +366,7 @@ fn check_plausible(run: &PeerRun, options: &ImportOptions) -> Result<(), BuildEr
         if started > now + MAX_CLOCK_SKEW {
             return implausible(format!(
                 "start {} is more than a day after the import",
-                bench_core::time::rfc3339_utc(started)
+                run_record::time::rfc3339_utc(started)
             ));
         }
     }
@@ -425,7 +425,7 @@ pub(crate) fn build_record(run: PeerRun, options: &ImportOptions) -> Result<RunR
         iteration.throughput_bps = figures.throughput_bps.unwrap_or(0.0);
     }
     let udp = match (spec.test, figures.messages_sent, figures.messages_received) {
-        (bench_core::spec::TestKind::UdpStream, Some(sent), Some(received)) => {
+        (run_record::spec::TestKind::UdpStream, Some(sent), Some(received)) => {
             let loss_pct = figures.loss_pct.unwrap_or(if sent > 0 {
                 100.0 * sent.saturating_sub(received) as f64 / sent as f64
             } else {
@@ -474,8 +474,8 @@ pub(crate) fn build_record(run: PeerRun, options: &ImportOptions) -> Result<RunR
         id: String::new(),
         config_key: String::new(),
         source,
-        started_at: bench_core::time::rfc3339_utc(started_at),
-        finished_at: bench_core::time::rfc3339_utc(finished_at),
+        started_at: run_record::time::rfc3339_utc(started_at),
+        finished_at: run_record::time::rfc3339_utc(finished_at),
         spec,
         endpoint,
         subject: options.subject.clone(),

@@ -5,7 +5,7 @@ use super::query::{MISSING_SERIES, RunQuery, StoredRun, series_join};
 use super::{Archive, CanonicalRun};
 use crate::ArchiveError;
 use crate::schema::{self, CURRENT_VERSION};
-use bench_core::record::RunRecord;
+use run_record::record::RunRecord;
 use serde::Serialize;
 
 /// What `check` found.

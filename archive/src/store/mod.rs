@@ -4,7 +4,7 @@
 //! beside indexed columns for the queries `list`, `compare` and `history`
 //! make: commit, describe, label, config_key, testbed, test, source tool,
 //! start time and one column per
-//! [`Metric`](bench_core::record::Metric). Storing a run whose id is
+//! [`Metric`](run_record::record::Metric). Storing a run whose id is
 //! already present changes nothing, which makes imports and merges
 //! idempotent.
 //!
@@ -39,8 +39,8 @@
 //! `check` (`archive check`).
 
 use crate::ArchiveError;
-use bench_core::canonical;
-use bench_core::record::{RecordError, RunRecord};
+use run_record::canonical;
+use run_record::record::{RecordError, RunRecord};
 use rusqlite::Connection;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -127,8 +127,8 @@ mod tests {
     use super::*;
     use crate::history::SeriesRun;
     use crate::schema::CURRENT_VERSION;
-    use bench_core::record::{CpuFigures, Iteration, Metric};
-    use bench_core::spec::TestKind;
+    use run_record::record::{CpuFigures, Iteration, Metric};
+    use run_record::spec::TestKind;
     use test_fixtures::record::RecordBuilder;
     use open::migrate_from;
     use rusqlite::{Connection, params};

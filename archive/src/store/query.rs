@@ -7,8 +7,8 @@ use super::Archive;
 use crate::ArchiveError;
 use crate::history::SeriesRun;
 use crate::schema;
-use bench_core::record::{Metric, RunRecord};
-use bench_core::spec::TestKind;
+use run_record::record::{Metric, RunRecord};
+use run_record::spec::TestKind;
 use serde::Serialize;
 use std::str::FromStr;
 

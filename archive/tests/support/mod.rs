@@ -2,8 +2,8 @@
 //! runs carrying them, and the check (or rewrite) of the committed
 //! template samples those tests generate.
 
-use bench_core::record::{CpuFigures, RunRecord, Summary};
-use bench_core::spec::TestKind;
+use run_record::record::{CpuFigures, RunRecord, Summary};
+use run_record::spec::TestKind;
 use test_fixtures::record::RecordBuilder;
 use serde::Serialize;
 

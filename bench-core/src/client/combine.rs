@@ -4,10 +4,10 @@
 use super::data::ClientSide;
 use crate::cpu;
 use crate::latency::Histogram;
-use crate::record::{
+use run_record::record::{
     CpuDetail, CpuFigures, EndReport, EndsReport, FlowFigures, HostCpu, Iteration,
 };
-use crate::spec::{RunSpec, TestKind};
+use run_record::spec::{RunSpec, TestKind};
 
 fn per_second(count: f64, elapsed_s: f64) -> f64 {
     if elapsed_s > 0.0 {

@@ -9,14 +9,14 @@ pub use combine::{combine, combine_flows, cpu_figures, work_rate};
 
 use crate::auth::Token;
 use crate::datapath::{DataError, Interim};
-use crate::env::HostEnv;
+use run_record::env::HostEnv;
 use crate::iterate;
 use crate::protocol::{
     Frame, PROTOCOL_NAME, PROTOCOL_VERSION, PortRange, ProtocolError, read_frame_within,
     write_frame,
 };
-use crate::record::Iteration;
-use crate::spec::{AddressFamily, RunSpec, SpecError, TestKind};
+use run_record::record::Iteration;
+use run_record::spec::{AddressFamily, RunSpec, SpecError, TestKind};
 use data::ClientPlan;
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;

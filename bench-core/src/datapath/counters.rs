@@ -2,8 +2,8 @@
 //! clock the client's loops read once per transaction.
 
 use super::{DataError, io_error};
-use crate::record::{EndReport, SocketTruth};
-use crate::spec::TestKind;
+use run_record::record::{EndReport, SocketTruth};
+use run_record::spec::TestKind;
 use rustix::io::Errno;
 use rustix::time::{ClockId, clock_gettime};
 use std::collections::BTreeMap;

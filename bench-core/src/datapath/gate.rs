@@ -2,7 +2,7 @@
 //! warm-up, then the counted part.
 
 use super::DataError;
-use crate::spec::RunSpec;
+use run_record::spec::RunSpec;
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 

@@ -2,7 +2,7 @@
 //! buffers and `TCP_INFO` read back.
 
 use super::{DataError, io_error};
-use crate::record::{SocketTruth, TcpInfoFigures};
+use run_record::record::{SocketTruth, TcpInfoFigures};
 use crate::sockets::{self, complete_truth};
 use socket2::SockRef;
 use std::io::{self, Read};

@@ -3,7 +3,7 @@
 
 use crate::auth::Token;
 use crate::protocol::PortRange;
-use crate::spec::AddressFamily;
+use run_record::spec::AddressFamily;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! One thread per control connection; each client is served on its own,
 //! so a client that stalls, babbles or vanishes costs only its own thread
 //! until its timeout. Every request is checked against the limits of
-//! [`RunSpec::validate`](crate::spec::RunSpec::validate) and a bad one
+//! [`RunSpec::validate`](run_record::spec::RunSpec::validate) and a bad one
 //! is answered with an `error` frame, after which the session goes on.
 //! A server listening beyond loopback (including the wildcard address)
 //! demands the pre-shared token unless it was explicitly told not to.

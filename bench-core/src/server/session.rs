@@ -7,13 +7,13 @@ use super::config::ServerEvent;
 use super::data::{self, ServerPlan};
 use super::shared::{Shared, thread_error};
 use crate::auth::{self, Token};
-use crate::env::HostEnv;
+use run_record::env::HostEnv;
 use crate::protocol::{
     Frame, PROTOCOL_NAME, PROTOCOL_VERSION, PortRange, ProtocolError, read_frame_within,
     write_frame,
 };
 use crate::sockets::{self, is_timeout};
-use crate::spec::RunSpec;
+use run_record::spec::RunSpec;
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -57,7 +57,7 @@ impl Drop for MemoryReservation<'_> {
 /// The bytes of message buffers the server allocates for `spec`: each
 /// flow's send and receive buffers.
 pub fn test_buffer_bytes(spec: &RunSpec) -> u64 {
-    use crate::spec::TestKind;
+    use run_record::spec::TestKind;
     let per_flow = match spec.test {
         TestKind::TcpStream => u64::from(spec.recv_size_bytes),
         TestKind::TcpMaerts => u64::from(spec.send_size_bytes),

@@ -3,7 +3,7 @@
 //! what was measured, and the `!!!` warning block under it.
 
 use crate::import::ImportError;
-use bench_core::spec::{AddressFamily, ConfidenceSpec, TestKind};
+use run_record::spec::{AddressFamily, ConfidenceSpec, TestKind};
 
 /// True when `line` is a netperf test banner: a test name that starts as
 /// netperf's do (`MIGRATED TCP STREAM`, `UDP UNIDIRECTIONAL SEND`, `TCP

@@ -13,7 +13,7 @@
 
 use super::values::{number, size, throughput_unit};
 use crate::import::{ImportError, PeerFigures};
-use bench_core::spec::{RunSpec, TestKind};
+use run_record::spec::{RunSpec, TestKind};
 
 /// True when `line` is the last line of netbisect's run table:
 /// `commit C, testbed T[, label L], run ID`.

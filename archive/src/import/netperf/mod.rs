@@ -35,8 +35,8 @@
 
 use super::{Format, ImportError, ImportOptions, PeerRun, build_record};
 use banner::{parse_banner, parse_warning_width};
-use bench_core::record::{ConfidenceOutcome, Endpoint, Environments, RunRecord, Source};
-use bench_core::spec::RunSpec;
+use run_record::record::{ConfidenceOutcome, Endpoint, Environments, RunRecord, Source};
+use run_record::spec::RunSpec;
 use classic::{ClassicRun, classic_runs};
 use omni::{is_keyval_line, omni_figures, parse_csv, parse_keyval};
 

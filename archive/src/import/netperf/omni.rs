@@ -3,7 +3,7 @@
 
 use super::values::{number, size, throughput_unit};
 use crate::import::{ImportError, PeerFigures};
-use bench_core::spec::{RunSpec, TestKind};
+use run_record::spec::{RunSpec, TestKind};
 use std::collections::BTreeMap;
 
 pub(super) fn is_keyval_line(line: &str) -> bool {

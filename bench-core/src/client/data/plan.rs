@@ -2,8 +2,8 @@
 
 use crate::datapath::Interim;
 use crate::latency::Histogram;
-use crate::record::{EndReport, HostCpu};
-use crate::spec::RunSpec;
+use run_record::record::{EndReport, HostCpu};
+use run_record::spec::RunSpec;
 use std::net::SocketAddr;
 use std::time::Duration;
 

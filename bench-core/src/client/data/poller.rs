@@ -6,7 +6,7 @@ use super::flow::{ClientFlow, Link, Step};
 use super::plan::ClientPlan;
 use crate::datapath::DataError;
 use crate::datapath::epoll::{Epoll, Interest, POLL_PASSES};
-use crate::spec::{RunSpec, TestKind};
+use run_record::spec::{RunSpec, TestKind};
 
 /// The epoll set of one thread's TCP stream flows, whose sockets it makes
 /// nonblocking: a thread driving several flows sends on whichever can

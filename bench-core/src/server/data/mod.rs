@@ -12,8 +12,8 @@ pub use flow::{FLOWS_FAILED, FLOWS_STARTED, Prepared, ServerPlan, prepare_server
 use crate::cpu::{self, CpuMark, Rusage};
 use crate::datapath::gate::{Gate, gated, sleep_until};
 use crate::datapath::{DataError, flow_error, pin};
-use crate::record::{EndReport, HostCpu};
-use crate::spec::{RunSpec, TestKind};
+use run_record::record::{EndReport, HostCpu};
+use run_record::spec::{RunSpec, TestKind};
 use std::sync::atomic::Ordering;
 
 /// The server's side of one iteration.

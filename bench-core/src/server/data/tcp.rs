@@ -17,9 +17,9 @@ use crate::datapath::message::{
 };
 use crate::datapath::meter::Meter;
 use crate::datapath::{DataError, flow_error, io_error, pin};
-use crate::record::EndReport;
+use run_record::record::EndReport;
 use crate::sockets::{PlainIo, record_addresses};
-use crate::spec::RunSpec;
+use run_record::spec::RunSpec;
 use crate::watchdog::Watchdog;
 use socket2::SockRef;
 use std::io::{self, Read, Write};
