@@ -9,8 +9,7 @@ use super::archive::open_archive_read;
 use super::selector::{self, Selector};
 use crate::cli::{CompareArgs, CompareLayout, GlobalArgs};
 use crate::exit::{Code, InputError};
-use crate::render::Renderer;
-use anyhow::Context;
+use crate::output;
 use archive::RunQuery;
 use archive::compare::{
     CompareError, CompareOptions, Comparison, ComparisonGroup, Side, UnmatchedGroup, compare,
@@ -19,7 +18,6 @@ use archive::figures::spec_options;
 use bench_core::spec::{RunSpec, TestKind};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
 
 pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<Code> {
     if args.email && args.layout == CompareLayout::Stats {
@@ -89,7 +87,7 @@ pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<Code> {
     }
     let (comparison, settings) = merge_pairs(pairs);
 
-    let text = if global.json {
+    let json = || {
         let n_differing = comparison
             .groups
             .iter()
@@ -102,30 +100,24 @@ pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<Code> {
                 if n_differing == 1 { "" } else { "s" }
             );
         }
-        let mut text =
-            serde_json::to_string_pretty(&comparison).context("failed to format the comparison")?;
-        text.push('\n');
-        text
-    } else {
-        let mut renderer = Renderer::new(global.template_dir.as_deref());
-        match args.layout {
-            CompareLayout::Stats => renderer.render("compare-stats", &comparison),
-            CompareLayout::Netperf | CompareLayout::Matrix => renderer.render(
-                "compare",
-                &NetperfContext::new(
-                    &comparison,
-                    &settings,
-                    args.layout,
-                    &args.units.units,
-                    args.email.then_some(&side_records),
-                ),
-            ),
-        }
-        .context("failed to render the comparison")?
+        output::pretty(&comparison, "the comparison")
     };
-    std::io::stdout()
-        .write_all(text.as_bytes())
-        .map_err(crate::exit::stdout_error)?;
+    let text = || match args.layout {
+        CompareLayout::Stats => {
+            output::template(global, "compare-stats", &comparison, "the comparison")
+        }
+        CompareLayout::Netperf | CompareLayout::Matrix => {
+            let context = NetperfContext::new(
+                &comparison,
+                &settings,
+                args.layout,
+                &args.units.units,
+                args.email.then_some(&side_records),
+            );
+            output::template(global, "compare", &context, "the comparison")
+        }
+    };
+    output::emit(global, json, text)?;
     Ok(Code::Ok)
 }
 

@@ -7,7 +7,8 @@
 //! the guest's record comes back through that directory, gets the `vm`
 //! section, is sealed again and stored here.
 
-use super::bench::{hand_over_to_archive, request_from_args, store_and_print};
+use super::request::{check_guest_bench_args, request_from_args};
+use super::store::{hand_over_to_archive, store_and_print};
 use crate::cli::{AbArgs, BenchArgs, CompareArgs, GlobalArgs, VmAccelArg, VmNetArg, VmOptionArgs};
 use crate::exit::{Code, InputError};
 use crate::vm::{self, AccelChoice, GuestJob, KernelImage, NetMode, VmOptions};
@@ -158,29 +159,6 @@ pub fn prepare(image: &Path, options: VmOptions) -> anyhow::Result<KernelUnderTe
         vm::tap_link(tap)?;
     }
     Ok(KernelUnderTest { image, options })
-}
-
-/// Refuses what a test in a VM cannot take.
-pub fn check_guest_bench_args(args: &BenchArgs) -> Result<(), InputError> {
-    if args.host.is_some() {
-        return Err(InputError(
-            "-H with --kernel: the server is chosen by --vm-net (host: this host)".to_string(),
-        ));
-    }
-    if args.sweep.is_some() {
-        return Err(InputError(
-            "--sweep is not supported with --kernel".to_string(),
-        ));
-    }
-    if args.interim.is_some() {
-        return Err(InputError("-D is not supported with --kernel".to_string()));
-    }
-    if args.token_file.is_some() {
-        return Err(InputError(
-            "--token-file is not used with --kernel".to_string(),
-        ));
-    }
-    Ok(())
 }
 
 /// Boots `kernel`, runs `request`'s test inside, and returns the sealed

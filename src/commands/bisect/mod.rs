@@ -200,10 +200,10 @@ fn start(global: &GlobalArgs, args: &BisectStartArgs) -> anyhow::Result<Code> {
     let bench = match &args.measure {
         MeasureArgs {
             bench: Some(spec), ..
-        } if kernel.is_some() => Some(wiring::parse_guest_bench_spec(spec)?),
+        } if kernel.is_some() => Some(super::request::parse_guest_bench_spec(spec)?),
         MeasureArgs {
             bench: Some(spec), ..
-        } => Some(wiring::parse_bench_spec(spec)?),
+        } => Some(super::request::parse_bench_spec(spec)?),
         MeasureArgs {
             measure: Some(command),
             ..
@@ -406,7 +406,7 @@ fn run_session(global: &GlobalArgs, args: &BisectRepoArgs) -> anyhow::Result<Cod
     let metric: Metric = spec.config.metric.parse()?;
     let method = match (&spec.bench, &spec.kernel) {
         (Some(text), Some(kernel)) => Method::Kernel(Box::new(wiring::KernelStep {
-            request: wiring::parse_guest_bench_spec(text)?,
+            request: super::request::parse_guest_bench_spec(text)?,
             worktree: worktree.path().to_path_buf(),
             image: PathBuf::from(&kernel.image),
             session: kernel.clone(),
@@ -414,7 +414,7 @@ fn run_session(global: &GlobalArgs, args: &BisectRepoArgs) -> anyhow::Result<Cod
             quiet: global.quiet,
             verbose: global.verbose > 0,
         })),
-        (Some(text), None) => Method::Bench(Box::new(wiring::parse_bench_spec(text)?)),
+        (Some(text), None) => Method::Bench(Box::new(super::request::parse_bench_spec(text)?)),
         (None, _) => Method::Command,
     };
     let step = CommandStep {
