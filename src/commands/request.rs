@@ -106,21 +106,11 @@ pub fn request_from_args(args: &BenchArgs) -> anyhow::Result<BenchRequest> {
             .map_err(|err| InputError(format!("{} is not a test spec: {err}", path.display())))?;
     }
     spec.validate().map_err(|err| InputError(err.to_string()))?;
-    let interim = match args.interim {
-        None => None,
-        Some(seconds) if seconds.is_finite() && (0.01..=3600.0).contains(&seconds) => {
-            Some(InterimReports {
-                every: Duration::from_secs_f64(seconds),
-                report: Arc::new(print_interim),
-            })
-        }
-        Some(seconds) => {
-            return Err(InputError(format!(
-                "interim interval (-D) must be between 0.01 and 3600, got {seconds}"
-            ))
-            .into());
-        }
-    };
+    // The range of -D is clap's (`cli::values::interim_seconds`).
+    let interim = args.interim.map(|seconds| InterimReports {
+        every: Duration::from_secs_f64(seconds),
+        report: Arc::new(print_interim),
+    });
 
     let release = bench_core::kernel::running_release();
     let commit = match &args.commit {

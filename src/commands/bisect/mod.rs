@@ -111,34 +111,12 @@ fn start(global: &GlobalArgs, args: &BisectStartArgs) -> anyhow::Result<Code> {
         None if metric.higher_is_better() => Direction::HigherIsBetter,
         None => Direction::LowerIsBetter,
     };
-    if !(args.min_effect.is_finite() && args.min_effect >= 0.0) {
-        return Err(input(format!(
-            "--min-effect {} is not a percentage >= 0",
-            args.min_effect
-        )));
-    }
     let mut defaults = DecisionConfig::default();
     if let Some(n) = args.end_repeats {
-        if n < 2 {
-            return Err(input(format!("--end-repeats {n} is below 2")));
-        }
         defaults.min_end_repeats = n;
     }
     if let Some(n) = args.confirm_repeats {
         defaults.confirm_repeats = n;
-    }
-    if args.max_repeats < defaults.min_repeats {
-        return Err(input(format!(
-            "--max-repeats {} is below the {} repeats a step needs",
-            args.max_repeats, defaults.min_repeats
-        )));
-    }
-    if let Some(timeout) = args.timeout
-        && !(timeout.is_finite() && timeout > 0.0)
-    {
-        return Err(input(format!(
-            "--timeout {timeout} is not a positive number of seconds"
-        )));
     }
     let spec = SessionSpec {
         schema: SESSION_SCHEMA.to_string(),
