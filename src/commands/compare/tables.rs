@@ -1,220 +1,18 @@
-//! `netbisect compare A B`: the runs of two selectors (see
-//! [`super::selector`]) side by side, group by group, with a significance
-//! verdict per metric; `--json` prints the archive's `Comparison`.
-//!
-//! compare reports and does not judge: it exits with 0 whatever the
-//! verdicts are, 2 when a selector or an option is wrong.
+//! What the `compare` template is given for netperf's layout and the
+//! matrix: size sweeps of a test as one table (families), every
+//! configuration of a test in one table (matrices), the sides as
+//! `--email` introduces them, and what the sides do not share.
 
-use super::archive::open_archive_read;
-use super::selector::{self, Selector};
-use crate::cli::{CompareArgs, CompareLayout, GlobalArgs};
-use crate::exit::{Code, InputError};
-use crate::output;
-use archive::RunQuery;
-use archive::compare::{
-    CompareError, CompareOptions, Comparison, ComparisonGroup, Side, UnmatchedGroup, compare,
-};
+use crate::cli::CompareLayout;
+use archive::compare::{Comparison, ComparisonGroup, Side, UnmatchedGroup};
 use archive::figures::spec_options;
 use bench_core::spec::{RunSpec, TestKind};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
-pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<Code> {
-    if args.email && args.layout == CompareLayout::Stats {
-        return Err(InputError(
-            "--email prints netperf's tables: give --layout netperf or matrix".to_string(),
-        )
-        .into());
-    }
-    let first_words: Vec<&str> = args.first.split(',').collect();
-    let second_words: Vec<&str> = args.second.split(',').collect();
-    if first_words.len() != second_words.len() {
-        return Err(InputError(format!(
-            "A names {} sides and B {}: list as many on each, paired in order \
-             (org-gso-on,org-gso-off new-gso-on,new-gso-off)",
-            first_words.len(),
-            second_words.len()
-        ))
-        .into());
-    }
-    let mut selectors = Vec::new();
-    for (first, second) in first_words.iter().zip(&second_words) {
-        selectors.push((Selector::parse(first)?, Selector::parse(second)?));
-    }
-    let filters = RunQuery {
-        test: args.test,
-        testbed: args.testbed.clone(),
-        ..RunQuery::default()
-    };
-    let base_options = CompareOptions {
-        alpha: args.alpha,
-        min_effect_pct: args.min_effect,
-        ..CompareOptions::default()
-    };
-    // Options are checked before the archive is read.
-    compare(&[], &[], &base_options).map_err(input_error_of)?;
-
-    let archive = open_archive_read(global)?;
-    let mut pairs = Vec::new();
-    let mut side_records: [Vec<bench_core::record::RunRecord>; 2] = [Vec::new(), Vec::new()];
-    for (first, second) in &selectors {
-        let first_selection = selector::resolve(&archive, first, &filters)?;
-        let second_selection = selector::resolve(&archive, second, &filters)?;
-        for ambiguity in [&first_selection.ambiguity, &second_selection.ambiguity]
-            .into_iter()
-            .flatten()
-        {
-            if !global.quiet {
-                eprintln!("netbisect: warning: {ambiguity}");
-            }
-        }
-        let options = CompareOptions {
-            first_label: first_selection.description,
-            second_label: second_selection.description,
-            first_name: short_name(&first.value),
-            second_name: short_name(&second.value),
-            ..base_options.clone()
-        };
-        let comparison = compare(
-            &first_selection.records,
-            &second_selection.records,
-            &options,
-        )
-        .map_err(input_error_of)?;
-        pairs.push(comparison);
-        side_records[0].extend(first_selection.records);
-        side_records[1].extend(second_selection.records);
-    }
-    let (comparison, settings) = merge_pairs(pairs);
-
-    let json = || {
-        let n_differing = comparison
-            .groups
-            .iter()
-            .filter(|group| !group.env_differences.is_empty() || group.config_keys_differ)
-            .count();
-        if n_differing > 0 && !global.quiet {
-            eprintln!(
-                "netbisect: warning: the environments of the sides differ in {n_differing} \
-                 group{} (see env_differences, config_keys_differ)",
-                if n_differing == 1 { "" } else { "s" }
-            );
-        }
-        output::pretty(&comparison, "the comparison")
-    };
-    let text = || match args.layout {
-        CompareLayout::Stats => {
-            output::template(global, "compare-stats", &comparison, "the comparison")
-        }
-        CompareLayout::Netperf | CompareLayout::Matrix => {
-            let context = NetperfContext::new(
-                &comparison,
-                &settings,
-                args.layout,
-                &args.units.units,
-                args.email.then_some(&side_records),
-            );
-            output::template(global, "compare", &context, "the comparison")
-        }
-    };
-    output::emit(global, json, text)?;
-    Ok(Code::Ok)
-}
-
-/// Options out of range are the user's to fix; anything else (a damaged
-/// record) is reported as it is.
-fn input_error_of(err: CompareError) -> anyhow::Error {
-    match err {
-        CompareError::InvalidOption(_) => InputError(err.to_string()).into(),
-        other => anyhow::Error::new(other).context("failed to compare the runs"),
-    }
-}
-
-/// The longest prefix of `names` that ends before a `-` (or is whole).
-fn common_prefix(names: &[&str]) -> String {
-    let Some(first) = names.first() else {
-        return String::new();
-    };
-    let mut len = first.len();
-    for name in &names[1..] {
-        len = len.min(
-            first
-                .bytes()
-                .zip(name.bytes())
-                .take_while(|(a, b)| a == b)
-                .count(),
-        );
-    }
-    let prefix = &first[..len];
-    match prefix.rfind('-') {
-        Some(dash) if names.iter().all(|name| name.len() > len) => first[..dash].to_string(),
-        _ if names.iter().all(|name| name.len() == len) => prefix.to_string(),
-        _ => String::new(),
-    }
-}
-
-/// One comparison of several pairs of sides (`org-gso-on,org-gso-off
-/// new-gso-on,new-gso-off`): the groups of every pair, each titled with
-/// its setting (the first side's name without the prefix its names
-/// share), and the setting of each group. One pair is returned as it is.
-fn merge_pairs(mut pairs: Vec<Comparison>) -> (Comparison, Vec<String>) {
-    if pairs.len() == 1 {
-        let comparison = pairs.remove(0);
-        let settings = vec![String::new(); comparison.groups.len()];
-        return (comparison, settings);
-    }
-    let first_names: Vec<&str> = pairs.iter().map(|pair| pair.first_name.as_str()).collect();
-    let second_names: Vec<&str> = pairs.iter().map(|pair| pair.second_name.as_str()).collect();
-    let first_prefix = common_prefix(&first_names);
-    let second_prefix = common_prefix(&second_names);
-    let setting_of = |pair: &Comparison| {
-        let setting = pair
-            .first_name
-            .strip_prefix(&first_prefix)
-            .unwrap_or(&pair.first_name)
-            .trim_start_matches('-');
-        if setting.is_empty() {
-            format!("{}/{}", pair.first_name, pair.second_name)
-        } else {
-            setting.to_string()
-        }
-    };
-    let mut merged = pairs[0].clone();
-    merged.groups.clear();
-    merged.unmatched.clear();
-    merged.first_label = first_names.join(", ");
-    merged.second_label = second_names.join(", ");
-    merged.first_name = if first_prefix.is_empty() {
-        "A".to_string()
-    } else {
-        first_prefix.clone()
-    };
-    merged.second_name = if second_prefix.is_empty() {
-        "B".to_string()
-    } else {
-        second_prefix
-    };
-    let mut settings = Vec::new();
-    for pair in &pairs {
-        let setting = setting_of(pair);
-        for group in &pair.groups {
-            let mut group = group.clone();
-            group.title = format!("{}, {setting}", group.title);
-            merged.groups.push(group);
-            settings.push(setting.clone());
-        }
-        for group in &pair.unmatched {
-            let mut group = group.clone();
-            group.title = format!("{}, {setting}", group.title);
-            merged.unmatched.push(group);
-        }
-    }
-    (merged, settings)
-}
-
 /// The short name of a side in the rows of a table: the selector without
 /// its kind, a commit or run id cut to 12 digits.
-fn short_name(value: &str) -> String {
+pub(super) fn short_name(value: &str) -> String {
     let is_hex = value.len() > 12 && value.bytes().all(|byte| byte.is_ascii_hexdigit());
     if is_hex {
         value[..12].to_string()
@@ -226,7 +24,7 @@ fn short_name(value: &str) -> String {
 /// Configurations laid out as one table: a size sweep (`netperf`
 /// layout) or every configuration of a test (`matrix`).
 #[derive(Debug, Serialize)]
-struct Family {
+pub(super) struct Family {
     /// The title: the test and the parameters every member shares.
     title: String,
     /// `send_size`, `datagram` or `request_response`: what the rows are
@@ -240,7 +38,7 @@ struct Family {
 
 /// Every configuration of one test in one table (`--layout matrix`).
 #[derive(Debug, Serialize)]
-struct Matrix {
+pub(super) struct Matrix {
     /// The test and the parameters every row shares.
     title: String,
     /// Headers of the columns that name a row (`-S`, `-m`, `setting`).
@@ -257,7 +55,7 @@ struct Matrix {
 
 /// One configuration of a [`Matrix`].
 #[derive(Debug, Serialize)]
-struct MatrixRow {
+pub(super) struct MatrixRow {
     /// The values of the matrix's columns.
     values: Vec<String>,
     /// Index of the group in `groups`.
@@ -266,7 +64,7 @@ struct MatrixRow {
 
 /// What the `compare` template is given.
 #[derive(Debug, Serialize)]
-struct NetperfContext<'a> {
+pub(super) struct NetperfContext<'a> {
     #[serde(flatten)]
     comparison: &'a Comparison,
     /// netperf's -f letter.
@@ -290,7 +88,7 @@ struct NetperfContext<'a> {
 }
 
 impl<'a> NetperfContext<'a> {
-    fn new(
+    pub(super) fn new(
         comparison: &'a Comparison,
         settings: &[String],
         layout: CompareLayout,
@@ -365,14 +163,14 @@ impl<'a> NetperfContext<'a> {
 
 /// The order in which titles name the parameters
 /// ([`archive::figures::spec_options`]).
-const TITLE_ORDER: &[&str] = &[
+pub(super) const TITLE_ORDER: &[&str] = &[
     "-6", "-l", "-c", "-C", "-T", "-I", "-i", "-s", "-S", "-m", "-M", "-r", "nodelay", "flows",
     "threads", "warm-up",
 ];
 
 /// One side as `--email` introduces it.
 #[derive(Debug, Serialize)]
-struct EmailSide {
+pub(super) struct EmailSide {
     name: String,
     description: String,
     labels: Vec<String>,
@@ -421,12 +219,14 @@ impl EmailSide {
 }
 
 /// The flag of an option's title (`-S` of `-S 2280`) and its value.
-fn flag_and_value(title: &str) -> (&str, &str) {
+pub(super) fn flag_and_value(title: &str) -> (&str, &str) {
     title.split_once(' ').unwrap_or((title, "yes"))
 }
 
 /// A numeric key that orders configurations by their parameters.
-fn numeric_order(spec: &RunSpec) -> (Option<u32>, Option<u32>, u32, u32, u32, u32, u32, u64) {
+pub(super) fn numeric_order(
+    spec: &RunSpec,
+) -> (Option<u32>, Option<u32>, u32, u32, u32, u32, u32, u64) {
     (
         spec.remote_socket_buffer_bytes,
         spec.local_socket_buffer_bytes,
@@ -442,7 +242,7 @@ fn numeric_order(spec: &RunSpec) -> (Option<u32>, Option<u32>, u32, u32, u32, u3
 /// One matrix per test and testbed, with the parameters that differ
 /// between its configurations as columns, and the setting of each pair
 /// of sides when there are several.
-fn matrices(groups: &[ComparisonGroup], settings: &[String]) -> Vec<Matrix> {
+pub(super) fn matrices(groups: &[ComparisonGroup], settings: &[String]) -> Vec<Matrix> {
     let mut by_test: BTreeMap<(usize, String), Vec<usize>> = BTreeMap::new();
     for (idx, group) in groups.iter().enumerate() {
         let rank = TestKind::ALL
@@ -551,7 +351,7 @@ fn matrices(groups: &[ComparisonGroup], settings: &[String]) -> Vec<Matrix> {
 /// What the rows of a family of `test` are: `request_response` sizes,
 /// `datagram` sizes (UDP_STREAM, a send and a receive line each) or
 /// `send_size`s.
-fn swept_parameter(test: TestKind) -> &'static str {
+pub(super) fn swept_parameter(test: TestKind) -> &'static str {
     if test.is_request_response() {
         "request_response"
     } else if test == TestKind::UdpStream {
@@ -563,7 +363,7 @@ fn swept_parameter(test: TestKind) -> &'static str {
 
 /// `spec` with its swept size set to zero: what the members of a sweep
 /// share.
-fn without_size(spec: &RunSpec) -> RunSpec {
+pub(super) fn without_size(spec: &RunSpec) -> RunSpec {
     let mut shared = spec.clone();
     if spec.test.is_request_response() {
         shared.request_size_bytes = 0;
@@ -578,7 +378,7 @@ fn without_size(spec: &RunSpec) -> RunSpec {
 /// sizes or more (everything else equal), of every test. A UDP_STREAM
 /// sweep gives each size a send and a receive line, as netperf's table
 /// does.
-fn families(groups: &[ComparisonGroup], layout: CompareLayout) -> Vec<Family> {
+pub(super) fn families(groups: &[ComparisonGroup], layout: CompareLayout) -> Vec<Family> {
     if layout != CompareLayout::Netperf {
         return Vec::new();
     }
@@ -633,7 +433,7 @@ fn families(groups: &[ComparisonGroup], layout: CompareLayout) -> Vec<Family> {
 
 /// With no configuration on both sides: the parameters (the test and
 /// testbed included) only one side has, as "-S 2280 only in patched".
-fn nothing_in_common(comparison: &Comparison) -> Vec<String> {
+pub(super) fn nothing_in_common(comparison: &Comparison) -> Vec<String> {
     if !comparison.groups.is_empty() || comparison.unmatched.is_empty() {
         return Vec::new();
     }
