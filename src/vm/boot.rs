@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 /// The accelerator found to work in this process, so that the second
 /// guest of an `ab` run or a bisection does not probe again.
-pub(super) static WORKING_ACCEL: Mutex<Option<&'static str>> = Mutex::new(None);
+static WORKING_ACCEL: Mutex<Option<&'static str>> = Mutex::new(None);
 
 /// Boots `image`, runs `job` inside, and returns the record it wrote.
 /// Notes for the user (the accelerator chosen) go to `notify`; failed
@@ -73,7 +73,7 @@ pub fn run_guest(
 
 /// The kernel qemu is given: the image's uncompressed kernel when it can
 /// be had (see [`vmlinux`]), else the image.
-pub(super) fn boot_kernel(image: &KernelImage, notify: &mut dyn FnMut(&str)) -> PathBuf {
+fn boot_kernel(image: &KernelImage, notify: &mut dyn FnMut(&str)) -> PathBuf {
     static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     let unpacked = std::fs::read(&image.path)
         .map_err(|err| err.to_string())
@@ -92,19 +92,19 @@ pub(super) fn boot_kernel(image: &KernelImage, notify: &mut dyn FnMut(&str)) -> 
 }
 
 /// What one boot starts from.
-pub(super) struct Boot<'a> {
+struct Boot<'a> {
     /// The kernel given to qemu.
     kernel: &'a Path,
     /// The time taken to have it, counted in the boot's overhead.
     prepared: Duration,
 }
 
-pub(super) fn remember(accel: &'static str) {
+fn remember(accel: &'static str) {
     *WORKING_ACCEL.lock().unwrap_or_else(|e| e.into_inner()) = Some(accel);
 }
 
 /// How one boot ended when it gave no record.
-pub(super) enum Attempt {
+enum Attempt {
     /// A KVM probe that failed; TCG comes next.
     KvmFailed(String),
     /// A failure to report.
@@ -127,11 +127,11 @@ impl From<VmError> for Attempt {
 }
 
 /// The name of the netbisect binary in the shared directory.
-pub(super) const GUEST_BINARY: &str = "netbisect";
+const GUEST_BINARY: &str = "netbisect";
 
 /// Puts the host's netbisect binary at `to`: a hard link where both are
 /// on one file system, else a copy.
-pub(super) fn place_binary(from: &Path, to: &Path) -> Result<(), VmError> {
+fn place_binary(from: &Path, to: &Path) -> Result<(), VmError> {
     if std::fs::hard_link(from, to).is_ok() {
         return Ok(());
     }
@@ -140,7 +140,7 @@ pub(super) fn place_binary(from: &Path, to: &Path) -> Result<(), VmError> {
         .map_err(io(format!("copy {} for the guest", from.display())))
 }
 
-pub(super) fn boot_once(
+fn boot_once(
     image: &KernelImage,
     boot: &Boot<'_>,
     options: &VmOptions,
@@ -407,7 +407,7 @@ pub(super) fn boot_once(
 }
 
 /// A path as a value of a qemu option, where a comma is written twice.
-pub(super) fn qemu_value(path: &Path) -> String {
+fn qemu_value(path: &Path) -> String {
     path.to_string_lossy().replace(',', ",,")
 }
 
@@ -415,7 +415,7 @@ pub(super) fn qemu_value(path: &Path) -> String {
 /// started: killed together, at the latest when dropped. While it runs,
 /// a SIGINT or SIGTERM kills the group at once (see
 /// [`bisect::interrupt`]).
-pub(super) struct Guest {
+struct Guest {
     child: std::process::Child,
     /// The group, until it is killed.
     group: Option<Pid>,
@@ -456,7 +456,7 @@ impl Drop for Guest {
     }
 }
 
-pub(super) fn runner_version() -> Option<String> {
+fn runner_version() -> Option<String> {
     static VERSION: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
     VERSION
         .get_or_init(|| {

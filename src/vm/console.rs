@@ -4,7 +4,7 @@
 use super::{CONSOLE_TAIL_LINES, VmError, initramfs, io};
 use std::path::{Path, PathBuf};
 
-pub(super) fn console_lines(path: &Path) -> Vec<String> {
+fn console_lines(path: &Path) -> Vec<String> {
     let bytes = std::fs::read(path).unwrap_or_default();
     String::from_utf8_lossy(&bytes)
         .lines()

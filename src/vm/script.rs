@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 /// The control port of the server in the guest's second namespace.
-pub(super) const PAIR_PORT: u16 = 12865;
+const PAIR_PORT: u16 = 12865;
 
 /// The script the guest runs: sysctls, the NIC pair, then the test,
 /// every outcome written to files in the shared directory.

@@ -77,7 +77,7 @@ pub fn tap_link(tap: &str) -> Result<TapLink, VmError> {
 
 /// The address after `host` in its subnet (the one before, when `host`
 /// is the last), never the subnet's own address or its broadcast.
-pub(super) fn guest_address(host: Ipv4Addr, prefix: u8) -> Option<Ipv4Addr> {
+fn guest_address(host: Ipv4Addr, prefix: u8) -> Option<Ipv4Addr> {
     if prefix > 30 {
         return None;
     }

@@ -34,14 +34,14 @@ pub(super) fn report(global: &GlobalArgs, args: &BisectRepoArgs) -> anyhow::Resu
 
 /// One line of the environment summary.
 #[derive(Debug, Serialize)]
-pub(super) struct EnvLine {
+struct EnvLine {
     key: &'static str,
     value: String,
 }
 
 /// What the `bisect-report` template is given.
 #[derive(Debug, Serialize)]
-pub(super) struct ReportContext<'a> {
+struct ReportContext<'a> {
     /// `report` or `refusal`.
     kind: &'static str,
     report: Option<&'a bisect::report::BisectReport>,
@@ -59,18 +59,18 @@ pub(super) struct ReportContext<'a> {
     is_regression: bool,
 }
 
-pub(super) fn quote(text: &str) -> String {
+fn quote(text: &str) -> String {
     shlex::try_quote(text).map_or_else(|_| format!("'{text}'"), |quoted| quoted.into_owned())
 }
 
 /// Widest line of a reproduce command, before the indent of the report.
-pub(super) const SHELL_WIDTH: usize = 70;
+const SHELL_WIDTH: usize = 70;
 
 /// Lays `items` (options with their quoted values) out as shell lines of
 /// at most `SHELL_WIDTH` columns, continued with a backslash. A single-quoted
 /// value too long for a line is cut into pieces that the shell joins
 /// again: `'abc'\` then `'def'` at the start of the next line is `abcdef`.
-pub(super) fn shell_lines(items: &[String]) -> Vec<String> {
+fn shell_lines(items: &[String]) -> Vec<String> {
     let mut lines = Vec::new();
     let mut line = String::new();
     for item in items {
@@ -111,7 +111,7 @@ pub(super) fn shell_lines(items: &[String]) -> Vec<String> {
     lines
 }
 
-pub(super) fn reproduce(spec: &SessionSpec) -> Vec<String> {
+fn reproduce(spec: &SessionSpec) -> Vec<String> {
     let mut words = vec![
         "netbisect bisect start".to_string(),
         format!("--repo {}", quote(&spec.repo)),
@@ -157,7 +157,7 @@ pub(super) fn reproduce(spec: &SessionSpec) -> Vec<String> {
 }
 
 /// The `--kernel` and `--vm-*` words of a session.
-pub(super) fn kernel_words(kernel: &wiring::KernelSession) -> Vec<String> {
+fn kernel_words(kernel: &wiring::KernelSession) -> Vec<String> {
     let options = &kernel.options;
     let defaults = crate::vm::VmOptions::default();
     let mut words = vec![format!("--kernel {}", quote(&kernel.image))];
@@ -194,11 +194,7 @@ pub(super) fn kernel_words(kernel: &wiring::KernelSession) -> Vec<String> {
 }
 
 /// The first archived run of `commit` under `config_key` when given.
-pub(super) fn first_record(
-    archive: &Archive,
-    commit: &str,
-    config_key: Option<&str>,
-) -> Option<RunRecord> {
+fn first_record(archive: &Archive, commit: &str, config_key: Option<&str>) -> Option<RunRecord> {
     let query = RunQuery {
         commit_prefix: Some(commit.to_string()),
         config_key_prefix: config_key.map(str::to_string),
@@ -211,7 +207,7 @@ pub(super) fn first_record(
 /// The first archived run of `commit` with the spec of `like`: the bad
 /// end may differ from the good one in its environment (a guest setting
 /// of the kernel measured), never in the test.
-pub(super) fn record_like(archive: &Archive, commit: &str, like: &RunRecord) -> Option<RunRecord> {
+fn record_like(archive: &Archive, commit: &str, like: &RunRecord) -> Option<RunRecord> {
     let query = RunQuery {
         commit_prefix: Some(commit.to_string()),
         ..RunQuery::default()
@@ -223,7 +219,7 @@ pub(super) fn record_like(archive: &Archive, commit: &str, like: &RunRecord) -> 
         .find(|record| record.spec == like.spec && record.testbed == like.testbed)
 }
 
-pub(super) fn environment(good: Option<&RunRecord>, bad: Option<&RunRecord>) -> Vec<EnvLine> {
+fn environment(good: Option<&RunRecord>, bad: Option<&RunRecord>) -> Vec<EnvLine> {
     let mut lines = Vec::new();
     let Some(first) = good.or(bad) else {
         return lines;

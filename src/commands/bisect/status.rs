@@ -16,7 +16,7 @@ use bisect::report::{BisectResult, StepReport};
 use serde::Serialize;
 
 /// Schema of [`StatusDoc`].
-pub(super) const STATUS_SCHEMA: &str = "netbisect.bisect-status/1";
+const STATUS_SCHEMA: &str = "netbisect.bisect-status/1";
 /// Where a bisection stands, for `status --json`.
 #[derive(Debug, Serialize)]
 pub struct StatusDoc {
@@ -70,7 +70,7 @@ pub(super) fn status(global: &GlobalArgs, args: &BisectRepoArgs) -> anyhow::Resu
     Ok(Code::Ok)
 }
 
-pub(super) fn state_name(status: &Status) -> &'static str {
+fn state_name(status: &Status) -> &'static str {
     match &status.outcome {
         None => "running",
         Some(Outcome::Refused(_)) => "refused",
@@ -115,7 +115,7 @@ pub(super) fn print_status(
 }
 
 /// `git bisect log` lines of the bisection so far.
-pub(super) fn log_lines(loaded: &Loaded, status: &Status) -> Vec<String> {
+fn log_lines(loaded: &Loaded, status: &Status) -> Vec<String> {
     if let Some(Outcome::Finished(report)) = &status.outcome {
         return report.log.clone();
     }

@@ -24,7 +24,7 @@ pub(super) fn short_name(value: &str) -> String {
 /// Configurations laid out as one table: a size sweep (`netperf`
 /// layout) or every configuration of a test (`matrix`).
 #[derive(Debug, Serialize)]
-pub(super) struct Family {
+struct Family {
     /// The title: the test and the parameters every member shares.
     title: String,
     /// `send_size`, `datagram` or `request_response`: what the rows are
@@ -38,7 +38,7 @@ pub(super) struct Family {
 
 /// Every configuration of one test in one table (`--layout matrix`).
 #[derive(Debug, Serialize)]
-pub(super) struct Matrix {
+struct Matrix {
     /// The test and the parameters every row shares.
     title: String,
     /// Headers of the columns that name a row (`-S`, `-m`, `setting`).
@@ -55,7 +55,7 @@ pub(super) struct Matrix {
 
 /// One configuration of a [`Matrix`].
 #[derive(Debug, Serialize)]
-pub(super) struct MatrixRow {
+struct MatrixRow {
     /// The values of the matrix's columns.
     values: Vec<String>,
     /// Index of the group in `groups`.
@@ -163,14 +163,14 @@ impl<'a> NetperfContext<'a> {
 
 /// The order in which titles name the parameters
 /// ([`archive::figures::spec_options`]).
-pub(super) const TITLE_ORDER: &[&str] = &[
+const TITLE_ORDER: &[&str] = &[
     "-6", "-l", "-c", "-C", "-T", "-I", "-i", "-s", "-S", "-m", "-M", "-r", "nodelay", "flows",
     "threads", "warm-up",
 ];
 
 /// One side as `--email` introduces it.
 #[derive(Debug, Serialize)]
-pub(super) struct EmailSide {
+struct EmailSide {
     name: String,
     description: String,
     labels: Vec<String>,
@@ -219,14 +219,12 @@ impl EmailSide {
 }
 
 /// The flag of an option's title (`-S` of `-S 2280`) and its value.
-pub(super) fn flag_and_value(title: &str) -> (&str, &str) {
+fn flag_and_value(title: &str) -> (&str, &str) {
     title.split_once(' ').unwrap_or((title, "yes"))
 }
 
 /// A numeric key that orders configurations by their parameters.
-pub(super) fn numeric_order(
-    spec: &RunSpec,
-) -> (Option<u32>, Option<u32>, u32, u32, u32, u32, u32, u64) {
+fn numeric_order(spec: &RunSpec) -> (Option<u32>, Option<u32>, u32, u32, u32, u32, u32, u64) {
     (
         spec.remote_socket_buffer_bytes,
         spec.local_socket_buffer_bytes,
@@ -242,7 +240,7 @@ pub(super) fn numeric_order(
 /// One matrix per test and testbed, with the parameters that differ
 /// between its configurations as columns, and the setting of each pair
 /// of sides when there are several.
-pub(super) fn matrices(groups: &[ComparisonGroup], settings: &[String]) -> Vec<Matrix> {
+fn matrices(groups: &[ComparisonGroup], settings: &[String]) -> Vec<Matrix> {
     let mut by_test: BTreeMap<(usize, String), Vec<usize>> = BTreeMap::new();
     for (idx, group) in groups.iter().enumerate() {
         let rank = TestKind::ALL
@@ -351,7 +349,7 @@ pub(super) fn matrices(groups: &[ComparisonGroup], settings: &[String]) -> Vec<M
 /// What the rows of a family of `test` are: `request_response` sizes,
 /// `datagram` sizes (UDP_STREAM, a send and a receive line each) or
 /// `send_size`s.
-pub(super) fn swept_parameter(test: TestKind) -> &'static str {
+fn swept_parameter(test: TestKind) -> &'static str {
     if test.is_request_response() {
         "request_response"
     } else if test == TestKind::UdpStream {
@@ -363,7 +361,7 @@ pub(super) fn swept_parameter(test: TestKind) -> &'static str {
 
 /// `spec` with its swept size set to zero: what the members of a sweep
 /// share.
-pub(super) fn without_size(spec: &RunSpec) -> RunSpec {
+fn without_size(spec: &RunSpec) -> RunSpec {
     let mut shared = spec.clone();
     if spec.test.is_request_response() {
         shared.request_size_bytes = 0;
@@ -378,7 +376,7 @@ pub(super) fn without_size(spec: &RunSpec) -> RunSpec {
 /// sizes or more (everything else equal), of every test. A UDP_STREAM
 /// sweep gives each size a send and a receive line, as netperf's table
 /// does.
-pub(super) fn families(groups: &[ComparisonGroup], layout: CompareLayout) -> Vec<Family> {
+fn families(groups: &[ComparisonGroup], layout: CompareLayout) -> Vec<Family> {
     if layout != CompareLayout::Netperf {
         return Vec::new();
     }
@@ -433,7 +431,7 @@ pub(super) fn families(groups: &[ComparisonGroup], layout: CompareLayout) -> Vec
 
 /// With no configuration on both sides: the parameters (the test and
 /// testbed included) only one side has, as "-S 2280 only in patched".
-pub(super) fn nothing_in_common(comparison: &Comparison) -> Vec<String> {
+fn nothing_in_common(comparison: &Comparison) -> Vec<String> {
     if !comparison.groups.is_empty() || comparison.unmatched.is_empty() {
         return Vec::new();
     }
