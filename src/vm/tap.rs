@@ -1,11 +1,11 @@
-//! The host's tap device of [`NetMode::Host`]: checked before anything
+//! The host's tap device of [`super::NetMode::Host`]: checked before anything
 //! boots, and the guest's address in the tap's subnet.
 
 use super::VmError;
 use std::net::Ipv4Addr;
 use std::path::Path;
 
-/// The host's tap device of [`NetMode::Host`] and the addresses of its
+/// The host's tap device of [`super::NetMode::Host`] and the addresses of its
 /// two ends: the host's (the tap's own IPv4 address) and the guest's (the
 /// next free one of the tap's subnet).
 #[derive(Clone, Debug, PartialEq, Eq)]
