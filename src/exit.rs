@@ -61,9 +61,9 @@ pub fn classify(err: &anyhow::Error) -> Code {
     }
     let is_input = err.chain().any(|cause| {
         cause.is::<InputError>()
-            || cause.is::<bench_core::record::RecordError>()
-            || cause.is::<bench_core::spec::UnknownTest>()
-            || cause.is::<bench_core::record::UnknownMetric>()
+            || cause.is::<run_record::record::RecordError>()
+            || cause.is::<run_record::spec::UnknownTest>()
+            || cause.is::<run_record::record::UnknownMetric>()
             || cause.is::<archive::import::ImportError>()
             || cause
                 .downcast_ref::<crate::vm::VmError>()

@@ -5,6 +5,7 @@
 mod cli;
 mod commands;
 mod exit;
+mod output;
 mod render;
 mod vm;
 

@@ -8,12 +8,12 @@ use crate::datapath::{Interim, InterimFigures};
 use crate::host;
 use crate::iterate;
 use crate::latency;
+use crate::server::{self, Server, ServerConfig, ServerError};
+use crate::sockets;
 use run_record::record::{
     CpuFigures, Endpoint, Environments, Iteration, LatencyFigures, LatencyHistogram, RecordError,
     RunRecord, SCHEMA, Source, Spread, Subject, Summary, UdpFigures,
 };
-use crate::server::{self, Server, ServerConfig, ServerError};
-use crate::sockets;
 use run_record::spec::{RunSpec, TestKind};
 use std::collections::BTreeMap;
 use std::sync::Arc;

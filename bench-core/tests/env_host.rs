@@ -1,8 +1,8 @@
 //! The environment captured on this machine agrees with what the usual
 //! tools print: `uname`, /proc/cpuinfo, `sysctl`, `ip` and `ethtool`.
 
-use run_record::env::HostEnv;
 use bench_core::host::{self, NETWORK_SYSCTLS};
+use run_record::env::HostEnv;
 use std::collections::BTreeMap;
 use std::process::Command;
 

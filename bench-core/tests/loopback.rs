@@ -2,8 +2,8 @@
 //! exists): figures plausible and consistent between the two ends, the
 //! measured time close to `-l`, socket-buffer truth recorded.
 
-use run_record::record::{Iteration, RunRecord};
 use bench_core::run::{BenchRequest, bench};
+use run_record::record::{Iteration, RunRecord};
 use run_record::spec::{AddressFamily, RunSpec, TestKind};
 use std::time::Instant;
 

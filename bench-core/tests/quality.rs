@@ -6,8 +6,8 @@
 use bench_core::client::data::{ClientPlan, run_client};
 use bench_core::cpu;
 use bench_core::datapath::{DataError, InterimFigures};
-use run_record::record::{HostCpu, Iteration, RunRecord};
 use bench_core::run::{BenchRequest, InterimReports, bench};
+use run_record::record::{HostCpu, Iteration, RunRecord};
 use run_record::spec::{ConfidenceSpec, RunSpec, TestKind};
 use run_record::stats;
 use std::io::{Read, Write};

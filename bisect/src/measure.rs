@@ -14,8 +14,8 @@ use crate::journal::BoxError;
 use crate::measurement::{Measurement, Measurer, Sample};
 use crate::runner::{self, CommandOutcome};
 use crate::worktree::BisectWorktree;
-use run_record::record::{Metric, RunRecord};
 use git2::Oid;
+use run_record::record::{Metric, RunRecord};
 use std::time::Duration;
 
 /// The exit code that means "cannot test this commit" (as `git bisect

@@ -1,8 +1,6 @@
 //! Bisections of real git repositories built in temp dirs with git2, with
 //! build and measure commands run through `sh`.
 
-use run_record::record::{Metric, Summary};
-use run_record::spec::TestKind;
 use bisect::config::{BisectConfig, Direction};
 use bisect::decision::{DecisionConfig, Method, Verdict};
 use bisect::engine;
@@ -14,6 +12,8 @@ use bisect::report::{BisectResult, Outcome};
 use bisect::worktree::BisectWorktree;
 use bisect::{Measurement, Measurer};
 use git2::{Oid, Repository};
+use run_record::record::{Metric, Summary};
+use run_record::spec::TestKind;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

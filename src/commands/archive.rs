@@ -4,11 +4,11 @@
 
 use crate::cli::{ArchiveAction, ArchiveArgs, GlobalArgs, ImportArgs, RunFilterArgs};
 use crate::exit::{Code, InputError};
-use crate::render::Renderer;
+use crate::output;
 use anyhow::Context;
 use archive::import::{self, ImportOptions};
 use archive::{Archive, RunQuery};
-use bench_core::record::{RunRecord, Subject};
+use run_record::record::{RunRecord, Subject};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -82,12 +82,6 @@ fn query_of(filters: &RunFilterArgs) -> RunQuery {
     }
 }
 
-fn write_stdout(text: &str) -> anyhow::Result<()> {
-    std::io::stdout()
-        .write_all(text.as_bytes())
-        .map_err(crate::exit::stdout_error)
-}
-
 /// What importing one file did, for the report and `--json`.
 #[derive(serde::Serialize)]
 struct FileReport {
@@ -128,20 +122,24 @@ fn run_import(global: &GlobalArgs, args: &ImportArgs) -> anyhow::Result<Code> {
             }
             Err(err) => return Err(err),
         };
-        if global.json {
-            let line = serde_json::to_string(&report).context("failed to format the report")?;
-            write_stdout(&format!("{line}\n"))?;
-        } else if report.error.is_none() {
-            write_stdout(&format!(
-                "{}: {} run{} ({}), {} added, {} already present\n",
-                report.file,
-                report.runs,
-                if report.runs == 1 { "" } else { "s" },
-                report.format.unwrap_or("-"),
-                report.added,
-                report.already_present
-            ))?;
-        }
+        output::emit(
+            global,
+            || output::line(&report, "the report"),
+            || {
+                if report.error.is_some() {
+                    return Ok(String::new());
+                }
+                Ok(format!(
+                    "{}: {} run{} ({}), {} added, {} already present\n",
+                    report.file,
+                    report.runs,
+                    if report.runs == 1 { "" } else { "s" },
+                    report.format.unwrap_or("-"),
+                    report.added,
+                    report.already_present
+                ))
+            },
+        )?;
     }
     if n_failed > 0 {
         return Err(InputError(format!(
@@ -221,16 +219,14 @@ fn run_list(global: &GlobalArgs, filters: &RunFilterArgs) -> anyhow::Result<Code
     let runs = archive
         .runs(&query_of(filters))
         .context("failed to read the archive")?;
-    let text = if global.json {
-        let mut text = serde_json::to_string_pretty(&runs).context("failed to format runs")?;
-        text.push('\n');
-        text
-    } else {
-        Renderer::new(global.template_dir.as_deref())
-            .render("archive-list", &serde_json::json!({ "runs": runs }))
-            .context("failed to render the list of runs")?
-    };
-    write_stdout(&text)?;
+    output::emit(
+        global,
+        || output::pretty(&runs, "runs"),
+        || {
+            let context = serde_json::json!({ "runs": runs });
+            output::template(global, "archive-list", &context, "the list of runs")
+        },
+    )?;
     Ok(Code::Ok)
 }
 
@@ -242,20 +238,18 @@ fn run_show(global: &GlobalArgs, id: &str, units: &str) -> anyhow::Result<Code> 
     Archive::verify_stored(&run, &bytes).context(
         "the stored run does not match its id; `netbisect archive check` lists every such run",
     )?;
-    let text = if global.json {
-        let mut text = String::from_utf8(bytes).context("stored run is not UTF-8")?;
-        text.push('\n');
-        text
-    } else {
-        let record = RunRecord::from_slice(&bytes).context("the stored run is not readable")?;
-        Renderer::new(global.template_dir.as_deref())
-            .render(
-                "run",
-                &serde_json::json!({ "record": record, "units": units }),
-            )
-            .context("failed to render the run")?
-    };
-    write_stdout(&text)?;
+    output::emit(
+        global,
+        || {
+            let text = std::str::from_utf8(&bytes).context("stored run is not UTF-8")?;
+            Ok(format!("{text}\n").into_bytes())
+        },
+        || {
+            let record = RunRecord::from_slice(&bytes).context("the stored run is not readable")?;
+            let context = serde_json::json!({ "record": record, "units": units });
+            output::template(global, "run", &context, "the run")
+        },
+    )?;
     Ok(Code::Ok)
 }
 
@@ -292,29 +286,26 @@ fn run_merge(global: &GlobalArgs, other: &Path) -> anyhow::Result<Code> {
     let counts = archive
         .merge_from(other)
         .with_context(|| format!("failed to merge {}", other.display()))?;
-    if global.json {
-        let line = serde_json::to_string(&counts).context("failed to format the counts")?;
-        write_stdout(&format!("{line}\n"))?;
-    } else {
-        write_stdout(&format!(
-            "{}: {} runs, {} added, {} already present\n",
-            other.display(),
-            counts.examined,
-            counts.added,
-            counts.already_present
-        ))?;
-    }
+    output::emit(
+        global,
+        || output::line(&counts, "the counts"),
+        || {
+            Ok(format!(
+                "{}: {} runs, {} added, {} already present\n",
+                other.display(),
+                counts.examined,
+                counts.added,
+                counts.already_present
+            ))
+        },
+    )?;
     Ok(Code::Ok)
 }
 
 fn run_check(global: &GlobalArgs) -> anyhow::Result<Code> {
     let archive = open_archive_read(global)?;
     let report = archive.check().context("failed to check the archive")?;
-    if global.json {
-        let mut text = serde_json::to_string_pretty(&report).context("failed to format")?;
-        text.push('\n');
-        write_stdout(&text)?;
-    } else {
+    let text = || {
         let mut text = format!(
             "{}\nschema version: {} (this netbisect reads up to {})\n",
             archive.path().display(),
@@ -334,8 +325,9 @@ fn run_check(global: &GlobalArgs) -> anyhow::Result<Code> {
         for damaged in &report.damaged_runs {
             text.push_str(&format!("  {}: {}\n", damaged.id, damaged.problem));
         }
-        write_stdout(&text)?;
-    }
+        Ok(text)
+    };
+    output::emit(global, || output::pretty(&report, "the report"), text)?;
     if !report.is_clean() {
         return Err(ArchiveCheckFailed.into());
     }

@@ -2,24 +2,17 @@
 
 use crate::cli::{EnvArgs, GlobalArgs};
 use crate::exit::Code;
-use crate::render::Renderer;
-use anyhow::Context;
-use std::io::Write;
+use crate::output;
 
 pub fn run(global: &GlobalArgs, args: &EnvArgs) -> anyhow::Result<Code> {
     let env = bench_core::host::capture_local(args.interface.as_deref());
-    let text = if global.json {
-        let mut text =
-            serde_json::to_string_pretty(&env).context("failed to format the environment")?;
-        text.push('\n');
-        text
-    } else {
-        Renderer::new(global.template_dir.as_deref())
-            .render("env", &serde_json::json!({ "env": env }))
-            .context("failed to render the environment")?
-    };
-    std::io::stdout()
-        .write_all(text.as_bytes())
-        .map_err(crate::exit::stdout_error)?;
+    output::emit(
+        global,
+        || output::pretty(&env, "the environment"),
+        || {
+            let context = serde_json::json!({ "env": env });
+            output::template(global, "env", &context, "the environment")
+        },
+    )?;
     Ok(Code::Ok)
 }

@@ -2,17 +2,15 @@
 
 use crate::cli::{Cli, CompletionsArgs};
 use crate::exit::Code;
+use crate::output;
 use anyhow::Context;
 use clap::CommandFactory;
-use std::io::Write;
 
 pub fn completions(args: &CompletionsArgs) -> anyhow::Result<Code> {
     let mut command = Cli::command();
     let mut buffer = Vec::new();
     clap_complete::generate(args.shell, &mut command, "netbisect", &mut buffer);
-    std::io::stdout()
-        .write_all(&buffer)
-        .map_err(crate::exit::stdout_error)?;
+    output::write_stdout(&buffer)?;
     Ok(Code::Ok)
 }
 
@@ -21,8 +19,6 @@ pub fn man() -> anyhow::Result<Code> {
     clap_mangen::Man::new(Cli::command())
         .render(&mut buffer)
         .context("failed to render the manual page")?;
-    std::io::stdout()
-        .write_all(&buffer)
-        .map_err(crate::exit::stdout_error)?;
+    output::write_stdout(&buffer)?;
     Ok(Code::Ok)
 }

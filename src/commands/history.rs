@@ -18,7 +18,7 @@
 use super::archive::open_archive_read;
 use crate::cli::{GlobalArgs, HistoryArgs};
 use crate::exit::{Code, InputError};
-use crate::render::Renderer;
+use crate::output;
 use anyhow::Context;
 use archive::compare::SpecSummary;
 use archive::history::SeriesRun;
@@ -26,10 +26,9 @@ use archive::history::{
     HistoryOptions, PointRuns, SeriesOrder, history, points_in_commit_order, points_in_time_order,
 };
 use archive::{Archive, RunQuery};
-use bench_core::record::{Metric, RunRecord};
-use bench_core::stats::ChangePointOptions;
+use run_record::record::{Metric, RunRecord};
+use run_record::stats::ChangePointOptions;
 use std::collections::BTreeMap;
-use std::io::Write;
 
 pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<Code> {
     let order = if args.repo.is_some() {
@@ -46,7 +45,7 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<Code> {
         ..HistoryOptions::new(args.metric, order)
     };
     // Options are checked before the archive is read.
-    bench_core::stats::change_points(&[], &options.change_points)
+    run_record::stats::change_points(&[], &options.change_points)
         .map_err(|err| InputError(format!("invalid history option: {err}")))?;
 
     let query = RunQuery {
@@ -101,25 +100,19 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<Code> {
         ))
         .into());
     }
-    let text = if global.json {
-        let mut text =
-            serde_json::to_string_pretty(&history).context("failed to format the history")?;
-        text.push('\n');
-        text
-    } else {
-        // Handed to the template as it is: a detour through a JSON tree
-        // would build and drop a map per point.
-        let context = HistoryContext {
-            history: &history,
-            units: &args.units.units,
-        };
-        Renderer::new(global.template_dir.as_deref())
-            .render("history", &context)
-            .context("failed to render the history")?
-    };
-    std::io::stdout()
-        .write_all(text.as_bytes())
-        .map_err(crate::exit::stdout_error)?;
+    output::emit(
+        global,
+        || output::pretty(&history, "the history"),
+        || {
+            // Handed to the template as it is: a detour through a JSON
+            // tree would build and drop a map per point.
+            let context = HistoryContext {
+                history: &history,
+                units: &args.units.units,
+            };
+            output::template(global, "history", &context, "the history")
+        },
+    )?;
     Ok(Code::Ok)
 }
 

@@ -7,14 +7,15 @@
 //! the guest's record comes back through that directory, gets the `vm`
 //! section, is sealed again and stored here.
 
-use super::bench::{hand_over_to_archive, request_from_args, store_and_print};
+use super::request::{check_guest_bench_args, request_from_args};
+use super::store::{hand_over_to_archive, store_and_print};
 use crate::cli::{AbArgs, BenchArgs, CompareArgs, GlobalArgs, VmAccelArg, VmNetArg, VmOptionArgs};
 use crate::exit::{Code, InputError};
 use crate::vm::{self, AccelChoice, GuestJob, KernelImage, NetMode, VmOptions};
 use anyhow::Context;
-use bench_core::record::RunRecord;
 use bench_core::run::BenchRequest;
 use bench_core::server::{self, Server, ServerConfig};
+use run_record::record::RunRecord;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -72,10 +73,7 @@ pub fn vm_options(
             Some(VmNetArg::Host) => NetMode::Host,
         },
         cpus: args.vm_cpus.unwrap_or(defaults.cpus),
-        memory_mib: match &args.vm_memory {
-            None => defaults.memory_mib,
-            Some(text) => parse_memory(text)?,
-        },
+        memory_mib: args.vm_memory.unwrap_or(defaults.memory_mib),
         accel: match args.vm_accel {
             None | Some(VmAccelArg::Auto) => AccelChoice::Auto,
             Some(VmAccelArg::Kvm) => AccelChoice::Kvm,
@@ -99,16 +97,6 @@ pub fn vm_options(
         }
         _ => {}
     }
-    if !(1..=64).contains(&options.cpus) {
-        return Err(InputError(format!("--vm-cpus {} is not in 1..=64", options.cpus)).into());
-    }
-    if !(options.timeout_s.is_finite() && options.timeout_s > 0.0) {
-        return Err(InputError(format!(
-            "--vm-timeout {} is not a positive number of seconds",
-            options.timeout_s
-        ))
-        .into());
-    }
     if let Some(settings) = settings {
         options.append.extend(settings.append.iter().cloned());
         options.sysctls.extend(settings.sysctls.iter().cloned());
@@ -119,26 +107,6 @@ pub fn vm_options(
         options.sysctls.insert(key, value);
     }
     Ok(options)
-}
-
-fn parse_memory(text: &str) -> Result<u64, InputError> {
-    let invalid = || {
-        InputError(format!(
-            "invalid --vm-memory '{text}' (e.g. 1024, 512M, 2G)"
-        ))
-    };
-    let trimmed = text.trim();
-    let (number, factor) = match trimmed.strip_suffix(['G', 'g']) {
-        Some(number) => (number, 1024),
-        None => (trimmed.strip_suffix(['M', 'm']).unwrap_or(trimmed), 1),
-    };
-    let mib = number.parse::<u64>().map_err(|_| invalid())? * factor;
-    if !(128..=1 << 20).contains(&mib) {
-        return Err(InputError(format!(
-            "--vm-memory '{text}' is not between 128M and 1024G"
-        )));
-    }
-    Ok(mib)
 }
 
 /// A kernel ready to boot: checked image, options, and the tools found.
@@ -158,29 +126,6 @@ pub fn prepare(image: &Path, options: VmOptions) -> anyhow::Result<KernelUnderTe
         vm::tap_link(tap)?;
     }
     Ok(KernelUnderTest { image, options })
-}
-
-/// Refuses what a test in a VM cannot take.
-pub fn check_guest_bench_args(args: &BenchArgs) -> Result<(), InputError> {
-    if args.host.is_some() {
-        return Err(InputError(
-            "-H with --kernel: the server is chosen by --vm-net (host: this host)".to_string(),
-        ));
-    }
-    if args.sweep.is_some() {
-        return Err(InputError(
-            "--sweep is not supported with --kernel".to_string(),
-        ));
-    }
-    if args.interim.is_some() {
-        return Err(InputError("-D is not supported with --kernel".to_string()));
-    }
-    if args.token_file.is_some() {
-        return Err(InputError(
-            "--token-file is not used with --kernel".to_string(),
-        ));
-    }
-    Ok(())
 }
 
 /// Boots `kernel`, runs `request`'s test inside, and returns the sealed
@@ -223,7 +168,7 @@ pub fn run_in_vm(
     // one run, and takes only the guest, which is given its token.
     let host_server = match (kernel.options.net, &kernel.options.tap) {
         (NetMode::Host, Some(tap)) => {
-            if request.spec.family == bench_core::spec::AddressFamily::Ipv6 {
+            if request.spec.family == run_record::spec::AddressFamily::Ipv6 {
                 return Err(InputError("--vm-net host runs over IPv4: drop -6".into()).into());
             }
             let link = vm::tap_link(tap)?;
@@ -246,7 +191,7 @@ pub fn run_in_vm(
         host: host_server
             .as_ref()
             .map(|(_, link, port)| (link.clone(), *port)),
-        ipv6: request.spec.family == bench_core::spec::AddressFamily::Ipv6,
+        ipv6: request.spec.family == run_record::spec::AddressFamily::Ipv6,
     };
     if verbose {
         eprintln!(
@@ -361,9 +306,6 @@ pub fn ab(global: &GlobalArgs, args: &AbArgs) -> anyhow::Result<Code> {
     if args.label_a == args.label_b {
         return Err(InputError("--label-a and --label-b must differ".into()).into());
     }
-    if args.rounds == 0 {
-        return Err(InputError("-n must be at least 1".into()).into());
-    }
     check_guest_bench_args(&args.bench)?;
     let request = request_from_args(&args.bench)?;
     let settings = args
@@ -451,14 +393,5 @@ mod tests {
         std::fs::write(&path, "reboot now\n").unwrap();
         let err = read_settings(&path).unwrap_err();
         assert!(err.to_string().contains(":1: expected"), "{err}");
-    }
-
-    #[test]
-    fn memory_takes_mebibytes_and_suffixes() {
-        assert_eq!(parse_memory("1024").unwrap(), 1024);
-        assert_eq!(parse_memory("512M").unwrap(), 512);
-        assert_eq!(parse_memory("2G").unwrap(), 2048);
-        assert!(parse_memory("16").is_err());
-        assert!(parse_memory("lots").is_err());
     }
 }

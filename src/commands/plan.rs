@@ -4,17 +4,17 @@
 //! bisect's simulator ([`bisect::plan::estimate`]).
 
 use super::archive::open_archive;
-use super::bisect::wiring::{parse_bench_spec, sample_value};
+use super::bisect::wiring::sample_value;
+use super::request::parse_bench_spec;
 use crate::cli::{GlobalArgs, PlanArgs};
 use crate::exit::{Code, InputError};
-use crate::render::Renderer;
+use crate::output;
 use anyhow::Context;
 use archive::RunQuery;
-use bench_core::record::Metric;
 use bisect::estimate::Estimate;
 use bisect::plan::{PlanInput, estimate};
+use run_record::record::Metric;
 use serde::Serialize;
-use std::io::Write;
 
 /// The output of `plan --json`.
 #[derive(Debug, Serialize)]
@@ -93,18 +93,11 @@ pub fn run(global: &GlobalArgs, args: &PlanArgs) -> anyhow::Result<Code> {
         n_archived_runs: values.len(),
         estimate,
     };
-    let text = if global.json {
-        let mut text = serde_json::to_string_pretty(&plan).context("failed to format the plan")?;
-        text.push('\n');
-        text
-    } else {
-        Renderer::new(global.template_dir.as_deref())
-            .render("plan", &plan)
-            .context("failed to render the plan")?
-    };
-    std::io::stdout()
-        .write_all(text.as_bytes())
-        .map_err(crate::exit::stdout_error)?;
+    output::emit(
+        global,
+        || output::pretty(&plan, "the plan"),
+        || output::template(global, "plan", &plan, "the plan"),
+    )?;
     Ok(Code::Ok)
 }
 

@@ -3,15 +3,15 @@
 
 use crate::cli::{GlobalArgs, RecordAction, RecordArgs};
 use crate::exit::Code;
+use crate::output;
 use anyhow::Context;
-use bench_core::record::RunRecord;
-use std::io::{Read, Write};
+use run_record::record::RunRecord;
+use std::io::Read;
 use std::path::Path;
 
 pub fn run(global: &GlobalArgs, args: &RecordArgs) -> anyhow::Result<Code> {
     match &args.action {
         RecordAction::Check { files } => {
-            let mut stdout = std::io::stdout().lock();
             for file in files {
                 let records = read_records_file(file)?;
                 for (line_no, record) in &records {
@@ -19,23 +19,23 @@ pub fn run(global: &GlobalArgs, args: &RecordArgs) -> anyhow::Result<Code> {
                         Some(line_no) => format!("{}:{line_no}", file.display()),
                         None => file.display().to_string(),
                     };
-                    if global.json {
+                    let json = || {
                         let line = serde_json::json!({
                             "file": file.display().to_string(),
                             "line": line_no,
                             "id": record.id,
                             "config_key": record.config_key,
                         });
-                        writeln!(stdout, "{line}").map_err(crate::exit::stdout_error)?;
-                    } else {
-                        writeln!(
-                            stdout,
-                            "{name}: ok, id {}, config_key {}",
+                        output::line(&line, "the check")
+                    };
+                    let text = || {
+                        Ok(format!(
+                            "{name}: ok, id {}, config_key {}\n",
                             &record.id[..12.min(record.id.len())],
                             &record.config_key[..12.min(record.config_key.len())]
-                        )
-                        .map_err(crate::exit::stdout_error)?;
-                    }
+                        ))
+                    };
+                    output::emit(global, json, text)?;
                 }
             }
             Ok(Code::Ok)

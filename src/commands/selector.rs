@@ -18,7 +18,7 @@
 use crate::exit::InputError;
 use anyhow::Context;
 use archive::{Archive, RunQuery, StoredRun};
-use bench_core::record::RunRecord;
+use run_record::record::RunRecord;
 use std::collections::BTreeSet;
 
 /// Fewest hex digits a bare selector needs to be taken as a run id.

@@ -12,16 +12,16 @@
 //! of the swept size delivered per second (throughput / 8 / size).
 //! Absent CPU figures are `null`. `stopped` is set when a size failed.
 
-use super::bench::{hand_over_to_archive, request_from_args};
+use super::request::request_from_args;
+use super::store::hand_over_to_archive;
 use crate::cli::{BenchArgs, GlobalArgs};
 use crate::exit::{Code, InputError};
-use crate::render::Renderer;
-use anyhow::Context;
-use bench_core::record::{Metric, RunRecord};
+use crate::output;
 use bench_core::run::{BenchRequest, bench};
-use bench_core::spec::{AddressFamily, RunSpec, SweepParameter, TestKind, parse_sweep};
+use run_record::record::{Metric, RunRecord};
+use run_record::spec::{AddressFamily, RunSpec, SweepParameter, TestKind, parse_sweep};
 use serde::Serialize;
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 
 /// What the `sweep` template renders.
 #[derive(Debug, Serialize)]
@@ -153,15 +153,7 @@ pub fn run(global: &GlobalArgs, args: &BenchArgs, text: &str) -> anyhow::Result<
         };
         hand_over_to_archive(global, &record, args)?;
         if global.json {
-            let mut bytes = record
-                .to_canonical_bytes()
-                .context("failed to write the run record")?;
-            bytes.push(b'\n');
-            let mut stdout = std::io::stdout().lock();
-            stdout
-                .write_all(&bytes)
-                .and_then(|()| stdout.flush())
-                .map_err(crate::exit::stdout_error)?;
+            output::write_stdout(&output::record(&record)?)?;
         }
         records.push(record);
     }
@@ -203,18 +195,12 @@ struct SweepContext<'a> {
 }
 
 fn print_table(global: &GlobalArgs, units: &str, table: SweepTable) -> anyhow::Result<()> {
-    let text = Renderer::new(global.template_dir.as_deref())
-        .render(
-            "sweep",
-            &SweepContext {
-                table: &table,
-                units,
-            },
-        )
-        .context("failed to render the sweep")?;
-    std::io::stdout()
-        .write_all(text.as_bytes())
-        .map_err(crate::exit::stdout_error)
+    let context = SweepContext {
+        table: &table,
+        units,
+    };
+    let text = output::template(global, "sweep", &context, "the sweep")?;
+    output::write_stdout(text.as_bytes())
 }
 
 /// The table over `records`, the finished runs of a sweep of `n_sizes`

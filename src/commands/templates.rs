@@ -3,23 +3,23 @@
 
 use crate::cli::{GlobalArgs, TemplatesAction, TemplatesArgs};
 use crate::exit::{Code, InputError};
+use crate::output;
 use crate::render::{BUILTIN, Renderer};
-use std::io::Write;
 
 pub fn run(global: &GlobalArgs, args: &TemplatesArgs) -> anyhow::Result<Code> {
     let renderer = Renderer::new(global.template_dir.as_deref());
-    let mut stdout = std::io::stdout().lock();
     match &args.action {
         TemplatesAction::List => {
             for (name, _) in BUILTIN {
                 let (_, origin) = renderer.source(name)?;
-                if global.json {
-                    let line = serde_json::json!({ "name": name, "source": origin });
-                    writeln!(stdout, "{line}")
-                } else {
-                    writeln!(stdout, "{name:<16} {origin}")
-                }
-                .map_err(crate::exit::stdout_error)?;
+                output::emit(
+                    global,
+                    || {
+                        let line = serde_json::json!({ "name": name, "source": origin });
+                        output::line(&line, "the list")
+                    },
+                    || Ok(format!("{name:<16} {origin}\n")),
+                )?;
             }
         }
         TemplatesAction::Dump { name } => {
@@ -32,9 +32,7 @@ pub fn run(global: &GlobalArgs, args: &TemplatesArgs) -> anyhow::Result<Code> {
                 .into());
             }
             let (source, _) = renderer.source(name)?;
-            stdout
-                .write_all(source.as_bytes())
-                .map_err(crate::exit::stdout_error)?;
+            output::write_stdout(source.as_bytes())?;
         }
     }
     Ok(Code::Ok)

@@ -18,7 +18,7 @@
 use crate::cli::BenchArgs;
 use crate::exit::InputError;
 use bench_core::protocol::PortRange;
-use bench_core::spec::{AddressFamily, RunSpec, TestKind, parse_size};
+use run_record::spec::{AddressFamily, RunSpec, TestKind, parse_size};
 
 /// What the options after `--` set; `None` leaves the global value.
 #[derive(Debug, Default, PartialEq)]
@@ -286,7 +286,7 @@ mod tests {
             "-t", "TCP_RR", "-l", "0.1", "--", "-r", "64,64", "-D",
         ])
         .unwrap();
-        let request = crate::commands::bench::request_from_args(&line.args).unwrap();
+        let request = crate::commands::request::request_from_args(&line.args).unwrap();
         assert_eq!(request.spec.request_size_bytes, 64);
         assert!(request.spec.nodelay);
     }

@@ -15,19 +15,21 @@
 
 use crate::cli::{GlobalArgs, MeasureArgs, VerdictArgs};
 use crate::exit::{Code, InputError};
+use crate::output;
 use anyhow::Context;
 use archive::{Archive, ArchiveError, CanonicalRun, RunQuery};
-use bench_core::record::{Metric, RunRecord};
-use bench_core::spec::RunSpec;
 use bisect::decision::{self, DecisionConfig, Model, StepDecision, Verdict};
 use bisect::runner::{self, CommandOutcome};
+use run_record::record::{Metric, RunRecord};
+use run_record::spec::RunSpec;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
-use super::bisect::wiring::{parse_bench_spec, sample_value};
+use super::bisect::wiring::sample_value;
+use super::request::parse_bench_spec;
 
 /// Schema of [`VerdictDoc`].
 const VERDICT_SCHEMA: &str = "netbisect.verdict/1";
@@ -320,7 +322,7 @@ fn decide(global: &GlobalArgs, args: &VerdictArgs) -> anyhow::Result<Code> {
             StepDecision::Decided { verdict, llr } => break (verdict, llr),
         }
     };
-    let change = bench_core::stats::ratio_interval(
+    let change = run_record::stats::ratio_interval(
         &good_samples,
         &samples,
         archive::compare::CHANGE_INTERVAL_LEVEL,
@@ -341,9 +343,7 @@ fn decide(global: &GlobalArgs, args: &VerdictArgs) -> anyhow::Result<Code> {
         change_low_pct: change.map(|change| change.low_pct),
         change_high_pct: change.map(|change| change.high_pct),
     };
-    let text = if global.json {
-        serde_json::to_string(&doc).context("failed to encode the verdict")?
-    } else {
+    let text = || {
         let mean = doc.samples.iter().sum::<f64>() / doc.samples.len() as f64;
         let word = match verdict {
             Verdict::Old => "old (like the good side)",
@@ -356,16 +356,14 @@ fn decide(global: &GlobalArgs, args: &VerdictArgs) -> anyhow::Result<Code> {
                 change.change_pct, change.low_pct, change.high_pct
             )
         });
-        format!(
-            "verdict: {word}\n{metric}: {mean:.6e} over {} runs; good {:.6e}, bad {:.6e}; llr {llr:.2}{versus_good}",
+        Ok(format!(
+            "verdict: {word}\n{metric}: {mean:.6e} over {} runs; good {:.6e}, bad {:.6e}; llr {llr:.2}{versus_good}\n",
             doc.samples.len(),
             doc.good_mean,
             doc.bad_mean,
-        )
+        ))
     };
-    std::io::stdout()
-        .write_all(format!("{text}\n").as_bytes())
-        .map_err(crate::exit::stdout_error)?;
+    output::emit(global, || output::line(&doc, "the verdict"), text)?;
     Ok(match verdict {
         Verdict::Old => Code::Ok,
         Verdict::New => Code::New,

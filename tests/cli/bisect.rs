@@ -5,8 +5,8 @@
 //! culprit on.
 
 use assert_cmd::Command;
-use run_record::record::RunRecord;
 use git2::{Oid, Repository};
+use run_record::record::RunRecord;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -2,8 +2,8 @@
 //! commit order from a git repository built with git2 in a temp dir.
 
 use crate::compare::{RunOf, around, import, netbisect, stderr_of_failure, stdout_of};
-use run_record::spec::TestKind;
 use git2::Oid;
+use run_record::spec::TestKind;
 use serde::Deserialize;
 use std::path::Path;
 use test_fixtures::git::GitRepo;

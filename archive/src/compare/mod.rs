@@ -71,11 +71,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 mod output;
 
-pub use run_record::record::Metric;
 pub use output::{
     Comparison, ComparisonGroup, ComparisonRow, Direction, EnvChange, Host, Side, SideSummary,
     SpecSummary, UnmatchedGroup, Verdict,
 };
+pub use run_record::record::Metric;
 
 /// Why a comparison could not be made.
 #[derive(Debug, thiserror::Error)]

@@ -127,11 +127,11 @@ mod tests {
     use super::*;
     use crate::history::SeriesRun;
     use crate::schema::CURRENT_VERSION;
+    use open::migrate_from;
     use run_record::record::{CpuFigures, Iteration, Metric};
     use run_record::spec::TestKind;
-    use test_fixtures::record::RecordBuilder;
-    use open::migrate_from;
     use rusqlite::{Connection, params};
+    use test_fixtures::record::RecordBuilder;
 
     fn cpu_record() -> RunRecord {
         let cpu = CpuFigures {

@@ -4,8 +4,8 @@
 
 use run_record::record::{CpuFigures, RunRecord, Summary};
 use run_record::spec::TestKind;
-use test_fixtures::record::RecordBuilder;
 use serde::Serialize;
+use test_fixtures::record::RecordBuilder;
 
 /// Deterministic noise in [-1, 1): a 64-bit linear congruential
 /// generator (Knuth's MMIX constants), enough to scatter samples.

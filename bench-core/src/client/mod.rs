@@ -9,15 +9,15 @@ pub use combine::{combine, combine_flows, cpu_figures, work_rate};
 
 use crate::auth::Token;
 use crate::datapath::{DataError, Interim};
-use run_record::env::HostEnv;
 use crate::iterate;
 use crate::protocol::{
     Frame, PROTOCOL_NAME, PROTOCOL_VERSION, PortRange, ProtocolError, read_frame_within,
     write_frame,
 };
+use data::ClientPlan;
+use run_record::env::HostEnv;
 use run_record::record::Iteration;
 use run_record::spec::{AddressFamily, RunSpec, SpecError, TestKind};
-use data::ClientPlan;
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 

@@ -2,8 +2,8 @@
 //! buffers and `TCP_INFO` read back.
 
 use super::{DataError, io_error};
-use run_record::record::{SocketTruth, TcpInfoFigures};
 use crate::sockets::{self, complete_truth};
+use run_record::record::{SocketTruth, TcpInfoFigures};
 use socket2::SockRef;
 use std::io::{self, Read};
 use std::net::TcpStream;

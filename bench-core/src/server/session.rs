@@ -7,12 +7,12 @@ use super::config::ServerEvent;
 use super::data::{self, ServerPlan};
 use super::shared::{Shared, thread_error};
 use crate::auth::{self, Token};
-use run_record::env::HostEnv;
 use crate::protocol::{
     Frame, PROTOCOL_NAME, PROTOCOL_VERSION, PortRange, ProtocolError, read_frame_within,
     write_frame,
 };
 use crate::sockets::{self, is_timeout};
+use run_record::env::HostEnv;
 use run_record::spec::RunSpec;
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};

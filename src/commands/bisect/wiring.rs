@@ -4,68 +4,19 @@
 //! sample to the engine, and finds archived runs of a commit under the
 //! session's config_key; and a [`Journal`] kept in the archive.
 //!
-//! Also the pieces `verdict` shares: parsing a `--bench` spec and taking
-//! the sample of a metric from a record.
+//! Also the piece `verdict` and `plan` share: the sample of a metric
+//! from a record.
 
-use crate::cli::BenchSpecLine;
-use crate::exit::InputError;
 use crate::vm::VmOptions;
 use archive::{Archive, CanonicalRun, RunQuery};
-use bench_core::record::{Metric, RunRecord};
 use bench_core::run::BenchRequest;
 use bisect::graph::CommitInfo;
 use bisect::journal::BoxError;
 use bisect::measure::{CommandMeasurer, RecordMeasurement};
 use bisect::{Journal, JournalEvent, Measurement, Measurer, Sample};
-use clap::Parser;
+use run_record::record::{Metric, RunRecord};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
-
-/// Parses `--bench "SPEC"` with the flags of `netbisect bench` into a
-/// request. `--commit` and `--no-archive` are refused: the commit is the
-/// one measured, and every run is archived.
-pub fn parse_bench_spec(text: &str) -> anyhow::Result<BenchRequest> {
-    let words = shlex::split(text)
-        .ok_or_else(|| InputError(format!("cannot split --bench '{text}': unbalanced quotes")))?;
-    let line = BenchSpecLine::try_parse_from(&words).map_err(|err| {
-        let message = err.to_string();
-        let first = message.lines().next().unwrap_or("").trim();
-        InputError(format!(
-            "invalid --bench '{text}': {}",
-            first.strip_prefix("error: ").unwrap_or(first)
-        ))
-    })?;
-    if line.args.commit.is_some() {
-        return Err(InputError(
-            "--bench takes no --commit: the commit is the one measured".to_string(),
-        )
-        .into());
-    }
-    if line.args.vm.kernel.is_some() || line.args.vm.options.any() {
-        return Err(InputError(
-            "--bench takes no --kernel or --vm-* options: give them to bisect start".to_string(),
-        )
-        .into());
-    }
-    if line.args.no_archive {
-        return Err(InputError(
-            "--bench takes no --no-archive: every run of a bisection is archived".to_string(),
-        )
-        .into());
-    }
-    super::super::bench::request_from_args(&line.args)
-}
-
-/// Parses `--bench "SPEC"` for a test in a VM: as [`parse_bench_spec`],
-/// refusing what a guest cannot take.
-pub fn parse_guest_bench_spec(text: &str) -> anyhow::Result<BenchRequest> {
-    let request = parse_bench_spec(text)?;
-    let words = shlex::split(text).unwrap_or_default();
-    if let Ok(line) = BenchSpecLine::try_parse_from(&words) {
-        crate::commands::kernel::check_guest_bench_args(&line.args)?;
-    }
-    Ok(request)
-}
 
 /// The sample a record gives for `metric`: the mean over its iterations,
 /// as bisect's command measurer takes it; `None` when the record has no

@@ -35,10 +35,10 @@
 
 use super::{Format, ImportError, ImportOptions, PeerRun, build_record};
 use banner::{parse_banner, parse_warning_width};
-use run_record::record::{ConfidenceOutcome, Endpoint, Environments, RunRecord, Source};
-use run_record::spec::RunSpec;
 use classic::{ClassicRun, classic_runs};
 use omni::{is_keyval_line, omni_figures, parse_csv, parse_keyval};
+use run_record::record::{ConfidenceOutcome, Endpoint, Environments, RunRecord, Source};
+use run_record::spec::RunSpec;
 
 mod banner;
 mod classic;

@@ -8,11 +8,11 @@ use crate::datapath::counters::{Counters, clock_ns, count_send_error};
 use crate::datapath::message::{finish_tcp, read_message, tcp_info_of};
 use crate::datapath::{DataError, io_error};
 use crate::latency::Histogram;
-use run_record::record::{EndReport, SocketTruth};
 use crate::sockets::{
     self, PlainIo, PortCycle, complete_truth, is_timeout, new_socket, record_addresses,
     truth_after_setup,
 };
+use run_record::record::{EndReport, SocketTruth};
 use run_record::spec::TestKind;
 use rustix::io::Errno;
 use socket2::{Socket, Type};

@@ -17,10 +17,10 @@ use crate::datapath::message::{
 };
 use crate::datapath::meter::Meter;
 use crate::datapath::{DataError, flow_error, io_error, pin};
-use run_record::record::EndReport;
 use crate::sockets::{PlainIo, record_addresses};
-use run_record::spec::RunSpec;
 use crate::watchdog::Watchdog;
+use run_record::record::EndReport;
+use run_record::spec::RunSpec;
 use socket2::SockRef;
 use std::io::{self, Read, Write};
 use std::net::Shutdown;

@@ -1,0 +1,231 @@
+//! The arguments of the commands over archived runs: `archive`,
+//! `compare` and `history`.
+
+use super::UnitsArg;
+use clap::{Args, Subcommand};
+use std::path::PathBuf;
+
+/// `netbisect archive`.
+#[derive(Debug, Args)]
+pub struct ArchiveArgs {
+    /// What to do with the archive.
+    #[command(subcommand)]
+    pub action: ArchiveAction,
+}
+
+/// `netbisect archive ...`.
+#[derive(Debug, Subcommand)]
+pub enum ArchiveAction {
+    /// Import netperf or iperf3 outputs, or run record files
+    ///
+    /// The format is detected from the content: netperf classic, omni -k
+    /// or -o output; iperf3 -J; canonical run records (one document or JSON
+    /// lines). Each file is imported in its own transaction: a file that
+    /// does not parse stores nothing, is reported with its first bad line,
+    /// and the other files are still imported (exit code 2 at the end).
+    /// --commit, --label and --testbed apply to peer-tool outputs; run
+    /// records keep their own.
+    Import(ImportArgs),
+    /// List archived runs, oldest first
+    List(RunFilterArgs),
+    /// Print one run as its netperf table (the record with --json)
+    Show {
+        /// Run id or a unique prefix of it
+        id: String,
+        #[command(flatten)]
+        units: UnitsArg,
+    },
+    /// Print the selected runs as canonical JSON lines
+    Export(RunFilterArgs),
+    /// Copy in every run of another archive that this one lacks
+    Merge {
+        /// The other archive file
+        other: PathBuf,
+    },
+    /// Check the archive file and every stored run
+    Check,
+}
+
+/// `netbisect archive import`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// Files to import ("-" for standard input)
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Commit id of the code the runs measured
+    #[arg(long, value_name = "COMMIT")]
+    pub commit: Option<String>,
+    /// `git describe` of that commit
+    #[arg(long, value_name = "TEXT")]
+    pub describe: Option<String>,
+    /// Free-form label, such as base or patched
+    #[arg(long, value_name = "LABEL")]
+    pub label: Option<String>,
+    /// Testbed name [default: default]
+    #[arg(long, value_name = "NAME")]
+    pub testbed: Option<String>,
+    /// Label the runs of rows beginning with the side name NAME (as in
+    /// "current", "patched", "Org") LABEL instead [repeatable]
+    #[arg(long, value_name = "NAME=LABEL")]
+    #[expect(
+        rustdoc::broken_intra_doc_links,
+        reason = "the comment is clap's help text, where [repeatable] is no link"
+    )]
+    pub side_label: Vec<String>,
+    /// Put PREFIX before the label taken from a row's side name
+    #[arg(long, value_name = "PREFIX")]
+    pub label_prefix: Option<String>,
+}
+
+/// Filters selecting archived runs; all given must match.
+#[derive(Debug, Args)]
+pub struct RunFilterArgs {
+    /// Commit id or a prefix of it
+    #[arg(long, value_name = "PREFIX")]
+    pub commit: Option<String>,
+    /// Label
+    #[arg(long, value_name = "LABEL")]
+    pub label: Option<String>,
+    /// Run id or a prefix of it
+    #[arg(long, value_name = "PREFIX")]
+    pub id: Option<String>,
+    /// config_key or a prefix of it
+    #[arg(long, value_name = "PREFIX")]
+    pub config_key: Option<String>,
+    /// Test kind (TCP_STREAM, TCP_RR, ...)
+    #[arg(long, value_name = "TEST")]
+    pub test: Option<run_record::spec::TestKind>,
+    /// Testbed name
+    #[arg(long, value_name = "NAME")]
+    pub testbed: Option<String>,
+    /// Tool that produced the runs (netbisect, netperf, iperf3)
+    #[arg(long, value_name = "TOOL")]
+    pub tool: Option<String>,
+    /// At most this many runs
+    #[arg(long, value_name = "N")]
+    pub limit: Option<u64>,
+}
+
+const COMPARE_AFTER_HELP: &str = "\
+Selectors (A and B) are tried in this order; the first that matches wins:
+  1. a run id prefix of at least 6 hex digits matching exactly one run:
+     that run;
+  2. a commit id or a prefix of it: all runs of that commit (a prefix
+     matching several commits is an error);
+  3. a label: all runs with that label.
+When a later kind matches too, a warning says so; force the kind with
+run:X, commit:X or label:X. A selector matching nothing exits with 2.
+
+Runs are grouped by test spec and testbed; each group shows mean,
+spread, samples, change and a Mann-Whitney verdict per metric (\"~\":
+within noise). Differences of environment are listed as warnings.
+compare reports and does not judge: it exits with 0 whatever it finds.";
+
+/// `netbisect compare`.
+#[derive(Debug, Args)]
+#[command(after_help = COMPARE_AFTER_HELP)]
+pub struct CompareArgs {
+    /// The base side: run id, commit or label (or run:X, commit:X,
+    /// label:X)
+    #[arg(value_name = "A")]
+    pub first: String,
+    /// The patched side, as A
+    #[arg(value_name = "B")]
+    pub second: String,
+    /// Significance level of the two-sided Mann-Whitney test, in (0, 1)
+    #[arg(long, value_name = "ALPHA", default_value_t = 0.05)]
+    pub alpha: f64,
+    /// Smallest change of the means, percent, reported as significant
+    #[arg(long, value_name = "PCT", default_value_t = 0.0)]
+    pub min_effect: f64,
+    /// Only runs of this test kind, on both sides
+    #[arg(long, value_name = "TEST")]
+    pub test: Option<run_record::spec::TestKind>,
+    /// Only runs of this testbed, on both sides
+    #[arg(long, value_name = "NAME")]
+    pub testbed: Option<String>,
+    /// Layout of the tables: netperf's, one table per configuration with
+    /// a row per side (size sweeps as one table); matrix, every
+    /// configuration of a test in one table; stats, the statistics of
+    /// every metric
+    #[arg(long, value_name = "LAYOUT", value_enum, default_value_t = CompareLayout::Netperf)]
+    pub layout: CompareLayout,
+    /// One block to paste in a mail, at most 72 columns: the sides, the
+    /// commands that reproduce each configuration, the environment
+    /// differences, the tables and the statistics used
+    #[arg(long)]
+    pub email: bool,
+    #[command(flatten)]
+    pub units: UnitsArg,
+}
+
+/// How `compare` lays out its tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum CompareLayout {
+    /// netperf's tables, a row per side
+    Netperf,
+    /// One table per test, a row per configuration
+    Matrix,
+    /// Mean, spread, change and p value of every metric
+    Stats,
+}
+
+const HISTORY_AFTER_HELP: &str = "\
+With --repo, points are the commits of --range (default: HEAD and all its
+ancestors) in git order, oldest first, each with all its selected runs;
+runs of other commits are left out. Without --repo, every selected run
+is a point, in order of start time.
+
+A history follows one test configuration (test spec and testbed). When
+the selected runs span several, the command lists them and exits with
+2: narrow the selection with --spec-key (or --test, --testbed, --label,
+--config-key).";
+
+/// `netbisect history`.
+#[derive(Debug, Args)]
+#[command(after_help = HISTORY_AFTER_HELP)]
+pub struct HistoryArgs {
+    /// Metric to follow: throughput_bps, transaction_rate,
+    /// latency_{mean,p50,p90,p99,p999}_us, {local,remote}_cpu_pct,
+    /// {local,remote}_service_demand
+    #[arg(long, value_name = "METRIC")]
+    pub metric: run_record::record::Metric,
+    /// Git repository giving the commit order
+    #[arg(long, value_name = "PATH")]
+    pub repo: Option<PathBuf>,
+    /// Commits to show: A..B (after A up to B, as git log A..B) or one
+    /// revision and its ancestors [default: HEAD]
+    #[arg(long, value_name = "A..B", requires = "repo")]
+    pub range: Option<String>,
+    /// Follow first parents only (the mainline of merges)
+    #[arg(long, requires = "repo")]
+    pub first_parent: bool,
+    /// Test kind (TCP_STREAM, TCP_RR, ...)
+    #[arg(long, value_name = "TEST")]
+    pub test: Option<run_record::spec::TestKind>,
+    /// Testbed name
+    #[arg(long, value_name = "NAME")]
+    pub testbed: Option<String>,
+    /// Label
+    #[arg(long, value_name = "LABEL")]
+    pub label: Option<String>,
+    /// config_key or a prefix of it
+    #[arg(long, value_name = "PREFIX")]
+    pub config_key: Option<String>,
+    /// Spec key (test spec and testbed) or a prefix of it
+    #[arg(long, value_name = "PREFIX")]
+    pub spec_key: Option<String>,
+    /// Tool that produced the runs (netbisect, netperf, iperf3)
+    #[arg(long, value_name = "TOOL")]
+    pub tool: Option<String>,
+    /// Significance level of the change-point test, in (0, 1)
+    #[arg(long, value_name = "ALPHA", default_value_t = 0.001)]
+    pub alpha: f64,
+    /// Smallest change of level, percent, marked as a change point
+    #[arg(long, value_name = "PCT", default_value_t = 0.0)]
+    pub min_change: f64,
+    #[command(flatten)]
+    pub units: UnitsArg,
+}
+
+// ---- Kernels under test (the VM runner) ----------------------------------

@@ -1,0 +1,212 @@
+//! The arguments of the commands that find a change in a git range:
+//! `bisect`, `verdict` (for `git bisect run`) and `plan`.
+
+use super::values;
+use super::vm::VmOptionArgs;
+use clap::{Args, Subcommand};
+use std::path::PathBuf;
+
+/// `netbisect bisect`.
+#[derive(Debug, Args)]
+pub struct BisectArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub action: BisectAction,
+}
+
+/// `netbisect bisect ...`.
+#[derive(Debug, Subcommand)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "parsed once per process; boxing would only add noise"
+)]
+pub enum BisectAction {
+    /// Check a bisection and record it; nothing is built or measured yet
+    ///
+    /// Everything is checked before anything runs: the repository has a
+    /// working tree and no uncommitted changes, both revisions exist, good
+    /// is an ancestor of bad, the build and measure commands' programs
+    /// exist and the bench spec parses. Steps are built and measured in a
+    /// worktree of their own under the repository's git directory; your
+    /// checkout is never touched.
+    Start(BisectStartArgs),
+    /// Run the bisection to its end, or resume it where it stopped
+    Run(BisectRepoArgs),
+    /// Where the bisection stands (reads the journal, measures nothing)
+    Status(BisectRepoArgs),
+    /// The bisection as `git bisect log` lines (`git bisect replay` reads
+    /// them)
+    Log(BisectRepoArgs),
+    /// The report of a finished bisection, ready for a mailing list
+    Report(BisectRepoArgs),
+    /// Remove the bisect worktree and end the session; runs stay archived
+    Reset(BisectRepoArgs),
+}
+
+/// The repository a bisect command works on.
+#[derive(Debug, Args)]
+pub struct BisectRepoArgs {
+    /// The git repository
+    #[arg(long, value_name = "PATH", default_value = ".")]
+    pub repo: PathBuf,
+}
+
+/// How each repeat is measured: a bench test or a command.
+#[derive(Debug, Args)]
+#[group(required = true, multiple = false)]
+pub struct MeasureArgs {
+    /// Run this bench test locally after the build, with `netbisect
+    /// bench` flags, for example "-t TCP_RR -l 5 -T 0,1"
+    #[arg(long, value_name = "TEST SPEC", allow_hyphen_values = true)]
+    pub bench: Option<String>,
+    /// Run this shell command in the worktree; it prints one canonical
+    /// run record on stdout (exit 125: cannot test this commit)
+    #[arg(long, value_name = "CMD", allow_hyphen_values = true)]
+    pub measure: Option<String>,
+}
+
+/// `netbisect bisect start`.
+#[derive(Debug, Args)]
+pub struct BisectStartArgs {
+    /// The git repository
+    #[arg(long, value_name = "PATH", default_value = ".")]
+    pub repo: PathBuf,
+    /// A revision with the old (good) performance
+    #[arg(long, value_name = "REV")]
+    pub good: String,
+    /// A revision with the new (bad) performance; good must be its
+    /// ancestor
+    #[arg(long, value_name = "REV")]
+    pub bad: String,
+    /// Shell command building the checked-out commit, once per commit
+    /// (a failure skips the commit)
+    #[arg(long, value_name = "CMD", allow_hyphen_values = true)]
+    pub build: Option<String>,
+    /// How to measure.
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+    /// Boot this image (a path in the worktree, as the build leaves it,
+    /// e.g. arch/x86/boot/bzImage) in a VM and run --bench inside
+    #[arg(long, value_name = "RELPATH")]
+    pub kernel: Option<PathBuf>,
+    /// How the VM is made (with --kernel).
+    #[command(flatten)]
+    pub vm: VmOptionArgs,
+    /// Repeats of each end before the steps [default: 5]
+    #[arg(long, value_name = "N", value_parser = values::end_repeats)]
+    pub end_repeats: Option<u32>,
+    /// Repeats added to the culprit and its parent to confirm the answer
+    /// [default: 5]
+    #[arg(long, value_name = "N")]
+    pub confirm_repeats: Option<u32>,
+    /// Metric to bisect on [default: transaction_rate for RR tests of
+    /// --bench, else throughput_bps]
+    #[arg(long, value_name = "METRIC")]
+    pub metric: Option<String>,
+    /// Which way is better [default: higher for throughput and rates,
+    /// lower for latency, CPU and service demand]
+    #[arg(long, value_enum, value_name = "WAY")]
+    pub direction: Option<DirectionArg>,
+    /// Smallest difference between the ends worth bisecting, percent
+    #[arg(
+        long,
+        value_name = "PCT",
+        default_value_t = 1.0,
+        value_parser = values::min_effect_pct
+    )]
+    pub min_effect: f64,
+    /// Most repeats of one commit (an undecided commit is skipped)
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 100,
+        value_parser = values::max_repeats
+    )]
+    pub max_repeats: u32,
+    /// How to walk the range: posterior (every sample updates one
+    /// posterior over the culprit; the next goes where it tells the most)
+    /// or sequential (one commit at a time until it is classified)
+    #[arg(long, value_enum, value_name = "METHOD", default_value = "posterior")]
+    pub method: MethodArg,
+    /// Seconds a measure command may run before it is killed (a skip)
+    #[arg(long, value_name = "SECS", value_parser = values::command_timeout)]
+    pub timeout: Option<f64>,
+    /// Follow only the first parent of merges (bisects to a merge)
+    #[arg(long)]
+    pub first_parent: bool,
+}
+
+/// `--direction`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum DirectionArg {
+    /// Larger values are better
+    Higher,
+    /// Smaller values are better
+    Lower,
+}
+
+/// How a bisection walks the range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum MethodArg {
+    /// Probabilistic bisection over one posterior
+    Posterior,
+    /// A sequential test per commit, as git bisect with repeats
+    Sequential,
+}
+
+/// `netbisect verdict`.
+#[derive(Debug, Args)]
+pub struct VerdictArgs {
+    /// The good baseline: an archived run id (prefix), whose commit's runs
+    /// with the same config_key count, or a commit (prefix), whose runs of
+    /// the test measured count
+    #[arg(long, value_name = "ID|COMMIT")]
+    pub good_run: String,
+    /// The bad baseline, as --good-run
+    #[arg(long, value_name = "ID|COMMIT")]
+    pub bad_run: String,
+    /// How to measure.
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+    /// Metric to decide on [default: the baselines' primary metric]
+    #[arg(long, value_name = "METRIC")]
+    pub metric: Option<String>,
+    /// Most repeats before answering "cannot tell"
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub max_repeats: u32,
+    /// Seconds a measure command may run before it is killed
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<f64>,
+}
+
+const PLAN_AFTER_HELP: &str = "\
+The noise (coefficient of variation of one run's figure) and the seconds
+per run come from the archived runs of the same bench spec and testbed,
+unless --cv and --seconds give them. The estimate bisects a few hundred
+simulated ranges of that length with that step and normal noise, as
+`bisect start` would, and prints the mean and 95th percentile of the
+measurements (ends and confirmation included) and of the time, builds
+excluded. Heavier tails or drift than normal noise cost more.";
+
+/// `netbisect plan`.
+#[derive(Debug, Args)]
+#[command(after_help = PLAN_AFTER_HELP)]
+pub struct PlanArgs {
+    /// The test, with `netbisect bench` flags, as `bisect start --bench`,
+    /// for example "-t TCP_RR -l 5"
+    #[arg(long, value_name = "SPEC", allow_hyphen_values = true)]
+    pub test: String,
+    /// Size of the change to find, percent
+    #[arg(long, value_name = "PCT")]
+    pub effect: f64,
+    /// Commits in the range
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    pub commits: usize,
+    /// Noise of one run, percent [default: from archived runs]
+    #[arg(long, value_name = "PCT")]
+    pub cv: Option<f64>,
+    /// Seconds per run [default: from archived runs, else the spec's
+    /// length times its iterations]
+    #[arg(long, value_name = "SECS")]
+    pub seconds: Option<f64>,
+}

@@ -1,0 +1,169 @@
+//! Command-line arguments (clap derive), nothing else. These types stay in
+//! the CLI; each command turns them into the libraries' option structs
+//! before any work. One module per group of commands; arguments with a
+//! range are read by the parsers of [`values`].
+
+mod archive;
+mod bench;
+mod bisect;
+mod values;
+mod vm;
+
+pub use archive::*;
+pub use bench::*;
+pub use bisect::*;
+pub use vm::*;
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+const AFTER_HELP: &str = "\
+Exit codes:
+  0    success; for verdicts: old (like the good side)
+  1    verdict: new (like the bad side), a regression
+  2    usage or input error
+  3    runtime failure (network, file system, a failed command)
+  4    bisect refused: the good and bad ends do not differ enough
+  125  cannot tell (read by `git bisect run` as skip)
+  128  verdict: a usage or configuration error (aborts `git bisect run`)
+  130  interrupted by SIGINT or SIGTERM";
+
+/// Network benchmark, archive and bisection for Linux networking.
+#[derive(Debug, Parser)]
+#[command(name = "netbisect", version, after_help = AFTER_HELP, max_term_width = 80)]
+pub struct Cli {
+    /// Global options.
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every command takes.
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// Archive file [default: $XDG_DATA_HOME/netbisect/archive.db]
+    #[arg(long, global = true, env = "NETBISECT_ARCHIVE", value_name = "PATH")]
+    pub archive: Option<PathBuf>,
+    /// Print JSON on stdout instead of a table
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Directory of templates overriding the built-in ones
+    #[arg(
+        long,
+        global = true,
+        env = "NETBISECT_TEMPLATE_DIR",
+        value_name = "DIR"
+    )]
+    pub template_dir: Option<PathBuf>,
+    /// More detail on stderr (repeat for more)
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Only errors on stderr
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check run record files: schema, numbers, id and config_key
+    Record(RecordArgs),
+    /// Show this host's environment as netbisect records it
+    Env(EnvArgs),
+    /// List the built-in templates or print one, to start your own
+    Templates(TemplatesArgs),
+    /// Keep runs in the archive: import, list, show, export, merge, check
+    Archive(ArchiveArgs),
+    /// Print a shell completion script
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff) on stdout
+    Man,
+    /// Run a socket test (netperf's flags) and print its record
+    Bench(BenchArgs),
+    /// Serve as the remote end of tests (netserver's role)
+    Serve(ServeArgs),
+    /// Bisect a git range to the commit that changed a metric
+    Bisect(BisectArgs),
+    /// Measure the current tree against archived good and bad runs (for
+    /// `git bisect run`): exit 0 old, 1 new, 125 cannot tell, 128 bad
+    /// configuration
+    Verdict(VerdictArgs),
+    /// Compare the runs of two commits, labels or run ids
+    Compare(CompareArgs),
+    /// Boot two kernels in turn (A B A B ...), test each, compare them
+    Ab(AbArgs),
+    /// A metric across commits (git order) or runs (time order)
+    History(HistoryArgs),
+    /// Estimate how many measurements and how long a bisection will take
+    Plan(PlanArgs),
+}
+
+/// `netbisect record`.
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    /// What to do with the records.
+    #[command(subcommand)]
+    pub action: RecordAction,
+}
+
+/// `netbisect record ...`.
+#[derive(Debug, Subcommand)]
+pub enum RecordAction {
+    /// Validate record files and print each one's id and config_key
+    Check {
+        /// Files holding one canonical run record each ("-" for stdin)
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+    },
+}
+
+/// `netbisect env`.
+#[derive(Debug, Args)]
+pub struct EnvArgs {
+    /// Also describe this network interface (MTU, driver, offloads)
+    #[arg(short = 'i', long, value_name = "IFACE")]
+    pub interface: Option<String>,
+}
+
+/// `netbisect completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for
+    pub shell: clap_complete::Shell,
+}
+
+/// `netbisect templates`.
+#[derive(Debug, Args)]
+pub struct TemplatesArgs {
+    /// What to do with the templates.
+    #[command(subcommand)]
+    pub action: TemplatesAction,
+}
+
+/// `netbisect templates ...`.
+#[derive(Debug, Subcommand)]
+pub enum TemplatesAction {
+    /// List template names and where each would be loaded from
+    List,
+    /// Print a template's source (the override if there is one)
+    Dump {
+        /// Template name, as `templates list` prints it
+        name: String,
+    },
+}
+
+/// netperf's `-f`: the unit of throughput.
+#[derive(Debug, Args)]
+pub struct UnitsArg {
+    /// Throughput unit, as netperf's -f: k, m, g (10^3, 10^6, 10^9
+    /// bits/s) or K, M, G (2^10, 2^20, 2^30 bytes/s)
+    #[arg(
+        short = 'f',
+        value_name = "UNIT",
+        default_value = "m",
+        value_parser = ["k", "m", "g", "K", "M", "G"]
+    )]
+    pub units: String,
+}

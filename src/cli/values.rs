@@ -1,0 +1,155 @@
+//! Value parsers of the arguments that have a range: clap refuses a value
+//! out of it with these messages (exit 2; `verdict` exits 128) before any
+//! command runs.
+
+/// A number as clap reads it, with the message of its own parser.
+fn number<T: std::str::FromStr>(text: &str) -> Result<T, String>
+where
+    T::Err: std::fmt::Display,
+{
+    text.parse().map_err(|err: T::Err| err.to_string())
+}
+
+/// `-D SECS` of `bench`: between 0.01 s and an hour.
+pub fn interim_seconds(text: &str) -> Result<f64, String> {
+    let seconds: f64 = number(text)?;
+    if seconds.is_finite() && (0.01..=3600.0).contains(&seconds) {
+        Ok(seconds)
+    } else {
+        Err(format!(
+            "interim interval (-D) must be between 0.01 and 3600, got {seconds}"
+        ))
+    }
+}
+
+/// `--timeout SECS` of `serve`: between 0.01 s and an hour.
+pub fn control_timeout(text: &str) -> Result<f64, String> {
+    let seconds: f64 = number(text)?;
+    if seconds.is_finite() && (0.01..=3600.0).contains(&seconds) {
+        Ok(seconds)
+    } else {
+        Err(format!(
+            "--timeout must be between 0.01 and 3600 seconds, got {seconds}"
+        ))
+    }
+}
+
+/// `-n N` of `ab`: at least one round.
+pub fn rounds(text: &str) -> Result<u32, String> {
+    match number(text)? {
+        0 => Err("-n must be at least 1".to_string()),
+        rounds => Ok(rounds),
+    }
+}
+
+/// `--vm-cpus N`: 1 to 64.
+pub fn vm_cpus(text: &str) -> Result<u32, String> {
+    let cpus = number(text)?;
+    if (1..=64).contains(&cpus) {
+        Ok(cpus)
+    } else {
+        Err(format!("--vm-cpus {cpus} is not in 1..=64"))
+    }
+}
+
+/// `--vm-memory SIZE`: MiB, or with an M or G suffix; 128M to 1024G.
+pub fn vm_memory_mib(text: &str) -> Result<u64, String> {
+    let invalid = || format!("invalid --vm-memory '{text}' (e.g. 1024, 512M, 2G)");
+    let trimmed = text.trim();
+    let (number, factor) = match trimmed.strip_suffix(['G', 'g']) {
+        Some(number) => (number, 1024),
+        None => (trimmed.strip_suffix(['M', 'm']).unwrap_or(trimmed), 1),
+    };
+    let mib = number.parse::<u64>().map_err(|_| invalid())? * factor;
+    if !(128..=1 << 20).contains(&mib) {
+        return Err(format!(
+            "--vm-memory '{text}' is not between 128M and 1024G"
+        ));
+    }
+    Ok(mib)
+}
+
+/// `--vm-timeout SECS`: a positive number of seconds.
+pub fn vm_timeout(text: &str) -> Result<f64, String> {
+    let seconds: f64 = number(text)?;
+    if seconds.is_finite() && seconds > 0.0 {
+        Ok(seconds)
+    } else {
+        Err(format!(
+            "--vm-timeout {seconds} is not a positive number of seconds"
+        ))
+    }
+}
+
+/// `--timeout SECS` of `bisect start`: a positive number of seconds.
+pub fn command_timeout(text: &str) -> Result<f64, String> {
+    let seconds: f64 = number(text)?;
+    if seconds.is_finite() && seconds > 0.0 {
+        Ok(seconds)
+    } else {
+        Err(format!(
+            "--timeout {seconds} is not a positive number of seconds"
+        ))
+    }
+}
+
+/// `--min-effect PCT` of `bisect start`: a percentage, 0 or more.
+pub fn min_effect_pct(text: &str) -> Result<f64, String> {
+    let pct: f64 = number(text)?;
+    if pct.is_finite() && pct >= 0.0 {
+        Ok(pct)
+    } else {
+        Err(format!("--min-effect {pct} is not a percentage >= 0"))
+    }
+}
+
+/// `--end-repeats N` of `bisect start`: 2 or more, to see each end's
+/// noise.
+pub fn end_repeats(text: &str) -> Result<u32, String> {
+    match number(text)? {
+        n if n < 2 => Err(format!("--end-repeats {n} is below 2")),
+        n => Ok(n),
+    }
+}
+
+/// `--max-repeats N` of `bisect start`: at least the repeats a step needs.
+pub fn max_repeats(text: &str) -> Result<u32, String> {
+    let n = number(text)?;
+    let min_repeats = bisect::decision::DecisionConfig::default().min_repeats;
+    if n < min_repeats {
+        Err(format!(
+            "--max-repeats {n} is below the {min_repeats} repeats a step needs"
+        ))
+    } else {
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_takes_mebibytes_and_suffixes() {
+        assert_eq!(vm_memory_mib("1024").unwrap(), 1024);
+        assert_eq!(vm_memory_mib("512M").unwrap(), 512);
+        assert_eq!(vm_memory_mib("2G").unwrap(), 2048);
+        assert!(vm_memory_mib("16").is_err());
+        assert!(vm_memory_mib("lots").is_err());
+    }
+
+    #[test]
+    fn ranges_name_the_option_and_the_value() {
+        assert_eq!(
+            interim_seconds("0").unwrap_err(),
+            "interim interval (-D) must be between 0.01 and 3600, got 0"
+        );
+        assert_eq!(interim_seconds("0.5"), Ok(0.5));
+        assert_eq!(rounds("0").unwrap_err(), "-n must be at least 1");
+        assert_eq!(vm_cpus("65").unwrap_err(), "--vm-cpus 65 is not in 1..=64");
+        assert_eq!(end_repeats("1").unwrap_err(), "--end-repeats 1 is below 2");
+        assert!(control_timeout("inf").is_err());
+        assert!(command_timeout("-1").is_err());
+        assert!(min_effect_pct("NaN").is_err());
+    }
+}

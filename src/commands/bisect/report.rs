@@ -1,0 +1,334 @@
+//! `bisect report` and the end of `bisect run`: bisect's report or
+//! refusal as JSON, or the `bisect-report` template's text for a mail:
+//! the result, the test, the environment of the ends and the commands
+//! that reproduce the bisection.
+
+use super::input;
+use super::session::{Loaded, SessionSpec, load, status_of};
+use super::wiring;
+use crate::cli::{BisectRepoArgs, GlobalArgs};
+use crate::exit::Code;
+use crate::output;
+use archive::{Archive, RunQuery};
+use bisect::decision::DecisionConfig;
+use bisect::report::Outcome;
+use run_record::record::RunRecord;
+use serde::Serialize;
+
+pub(super) fn report(global: &GlobalArgs, args: &BisectRepoArgs) -> anyhow::Result<Code> {
+    let loaded = load(global, &args.repo)?;
+    let status = status_of(&loaded)?;
+    match &status.outcome {
+        Some(outcome) => print_outcome(
+            global,
+            &loaded,
+            loaded.session.config_key.as_deref(),
+            outcome,
+        ),
+        None => Err(input(
+            "the bisection has not finished: `netbisect bisect run` continues it, \
+             `netbisect bisect status` shows where it is",
+        )),
+    }
+}
+
+/// One line of the environment summary.
+#[derive(Debug, Serialize)]
+struct EnvLine {
+    key: &'static str,
+    value: String,
+}
+
+/// What the `bisect-report` template is given.
+#[derive(Debug, Serialize)]
+struct ReportContext<'a> {
+    /// `report` or `refusal`.
+    kind: &'static str,
+    report: Option<&'a bisect::report::BisectReport>,
+    refusal: Option<&'a bisect::report::Refusal>,
+    /// The test spec of the good end's first run, when archived.
+    spec: Option<run_record::spec::RunSpec>,
+    /// The good revision as given.
+    good_rev: &'a str,
+    /// The bad revision as given.
+    bad_rev: &'a str,
+    /// The commands that reproduce the bisection, as shell lines.
+    reproduce: Vec<String>,
+    environment: Vec<EnvLine>,
+    /// True when the change is for the worse in the metric's direction.
+    is_regression: bool,
+}
+
+fn quote(text: &str) -> String {
+    shlex::try_quote(text).map_or_else(|_| format!("'{text}'"), |quoted| quoted.into_owned())
+}
+
+/// Widest line of a reproduce command, before the indent of the report.
+const SHELL_WIDTH: usize = 70;
+
+/// Lays `items` (options with their quoted values) out as shell lines of
+/// at most `SHELL_WIDTH` columns, continued with a backslash. A single-quoted
+/// value too long for a line is cut into pieces that the shell joins
+/// again: `'abc'\` then `'def'` at the start of the next line is `abcdef`.
+fn shell_lines(items: &[String]) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for item in items {
+        let indent = if lines.is_empty() && line.is_empty() {
+            ""
+        } else {
+            "  "
+        };
+        if !line.is_empty() && line.len() + 1 + item.len() + 2 <= SHELL_WIDTH {
+            line.push(' ');
+            line.push_str(item);
+            continue;
+        }
+        if !line.is_empty() {
+            lines.push(format!("{line} \\"));
+        }
+        line = format!("{indent}{item}");
+        if line.len() + 2 > SHELL_WIDTH
+            && let Some((head, quoted)) = line.split_once(" '")
+            && let Some(body) = quoted.strip_suffix('\'')
+            && !body.contains('\'')
+        {
+            let chars: Vec<char> = body.chars().collect();
+            let first_room = SHELL_WIDTH.saturating_sub(head.len() + 5).max(8);
+            let (first, mut rest) = chars.split_at(first_room.min(chars.len()));
+            lines.push(format!("{head} '{}'\\", first.iter().collect::<String>()));
+            while rest.len() > SHELL_WIDTH - 4 {
+                let (piece, after) = rest.split_at(SHELL_WIDTH - 4);
+                lines.push(format!("'{}'\\", piece.iter().collect::<String>()));
+                rest = after;
+            }
+            line = format!("'{}'", rest.iter().collect::<String>());
+        }
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+fn reproduce(spec: &SessionSpec) -> Vec<String> {
+    let mut words = vec![
+        "netbisect bisect start".to_string(),
+        format!("--repo {}", quote(&spec.repo)),
+        format!("--good {}", quote(&spec.good_rev)),
+        format!("--bad {}", quote(&spec.bad_rev)),
+    ];
+    if let Some(build) = &spec.build {
+        words.push(format!("--build {}", quote(build)));
+    }
+    if let Some(bench) = &spec.bench {
+        words.push(format!("--bench {}", quote(bench)));
+    }
+    if let Some(measure) = &spec.measure {
+        words.push(format!("--measure {}", quote(measure)));
+    }
+    if let Some(kernel) = &spec.kernel {
+        words.extend(kernel_words(kernel));
+    }
+    words.push(format!("--metric {}", spec.config.metric));
+    let decision = &spec.config.decision;
+    let defaults = DecisionConfig::default();
+    if decision.min_effect_pct != defaults.min_effect_pct {
+        words.push(format!("--min-effect {}", decision.min_effect_pct));
+    }
+    if decision.max_repeats != defaults.max_repeats {
+        words.push(format!("--max-repeats {}", decision.max_repeats));
+    }
+    if decision.min_end_repeats != defaults.min_end_repeats {
+        words.push(format!("--end-repeats {}", decision.min_end_repeats));
+    }
+    if decision.confirm_repeats != defaults.confirm_repeats {
+        words.push(format!("--confirm-repeats {}", decision.confirm_repeats));
+    }
+    if let Some(timeout) = spec.timeout_s {
+        words.push(format!("--timeout {timeout}"));
+    }
+    if spec.first_parent {
+        words.push("--first-parent".to_string());
+    }
+    let mut lines = shell_lines(&words);
+    lines.push("netbisect bisect run".to_string());
+    lines
+}
+
+/// The `--kernel` and `--vm-*` words of a session.
+fn kernel_words(kernel: &wiring::KernelSession) -> Vec<String> {
+    let options = &kernel.options;
+    let defaults = crate::vm::VmOptions::default();
+    let mut words = vec![format!("--kernel {}", quote(&kernel.image))];
+    if options.net != defaults.net {
+        words.push(format!("--vm-net {}", options.net.name()));
+    }
+    if options.cpus != defaults.cpus {
+        words.push(format!("--vm-cpus {}", options.cpus));
+    }
+    if options.memory_mib != defaults.memory_mib {
+        words.push(format!("--vm-memory {}M", options.memory_mib));
+    }
+    for append in &options.append {
+        words.push(format!("--vm-append {}", quote(append)));
+    }
+    for (key, value) in &options.sysctls {
+        words.push(format!("--vm-sysctl {}", quote(&format!("{key}={value}"))));
+    }
+    if let Some(settings) = &kernel.settings {
+        words.push(format!("--vm-settings {}", quote(settings)));
+    }
+    if let Some(tap) = &options.tap {
+        words.push(format!("--vm-tap {}", quote(tap)));
+    }
+    if options.timeout_s != defaults.timeout_s {
+        words.push(format!("--vm-timeout {}", options.timeout_s));
+    }
+    match options.accel {
+        crate::vm::AccelChoice::Auto => {}
+        crate::vm::AccelChoice::Kvm => words.push("--vm-accel kvm".to_string()),
+        crate::vm::AccelChoice::Tcg => words.push("--vm-accel tcg".to_string()),
+    }
+    words
+}
+
+/// The first archived run of `commit` under `config_key` when given.
+fn first_record(archive: &Archive, commit: &str, config_key: Option<&str>) -> Option<RunRecord> {
+    let query = RunQuery {
+        commit_prefix: Some(commit.to_string()),
+        config_key_prefix: config_key.map(str::to_string),
+        limit: Some(1),
+        ..RunQuery::default()
+    };
+    archive.records(&query).ok()?.into_iter().next()
+}
+
+/// The first archived run of `commit` with the spec of `like`: the bad
+/// end may differ from the good one in its environment (a guest setting
+/// of the kernel measured), never in the test.
+fn record_like(archive: &Archive, commit: &str, like: &RunRecord) -> Option<RunRecord> {
+    let query = RunQuery {
+        commit_prefix: Some(commit.to_string()),
+        ..RunQuery::default()
+    };
+    archive
+        .records(&query)
+        .ok()?
+        .into_iter()
+        .find(|record| record.spec == like.spec && record.testbed == like.testbed)
+}
+
+fn environment(good: Option<&RunRecord>, bad: Option<&RunRecord>) -> Vec<EnvLine> {
+    let mut lines = Vec::new();
+    let Some(first) = good.or(bad) else {
+        return lines;
+    };
+    lines.push(EnvLine {
+        key: "testbed",
+        value: first.testbed.clone(),
+    });
+    let local = &first.env.local;
+    if let Some(model) = &local.cpu_model {
+        let count = local.cpu_count.map_or(String::new(), |n| format!("{n} x "));
+        lines.push(EnvLine {
+            key: "cpu",
+            value: format!("{count}{model}"),
+        });
+    }
+    if let Some(governor) = &local.governor {
+        lines.push(EnvLine {
+            key: "governor",
+            value: governor.clone(),
+        });
+    }
+    if let Some(cc) = local.sysctls.get("net.ipv4.tcp_congestion_control") {
+        lines.push(EnvLine {
+            key: "congestion",
+            value: cc.clone(),
+        });
+    }
+    for (key, record) in [("kernel (good)", good), ("kernel (bad)", bad)] {
+        if let Some(release) = record.and_then(|record| record.env.local.kernel_release.clone()) {
+            lines.push(EnvLine {
+                key,
+                value: release,
+            });
+        }
+    }
+    lines
+}
+
+/// Prints the end of a bisection; the spec and the environment shown come
+/// from runs under `config_key`, so that runs of another test archived for
+/// the same commits never name the report.
+pub(super) fn print_outcome(
+    global: &GlobalArgs,
+    loaded: &Loaded,
+    config_key: Option<&str>,
+    outcome: &Outcome,
+) -> anyhow::Result<Code> {
+    let (report, refusal, code) = match outcome {
+        Outcome::Finished(report) => (Some(report), None, Code::Ok),
+        Outcome::Refused(refusal) => (None, Some(refusal), Code::Refused),
+    };
+    let json = || match (report, refusal) {
+        (Some(report), _) => output::line(report, "the report"),
+        (_, Some(refusal)) => output::line(refusal, "the report"),
+        _ => Ok(b"\n".to_vec()),
+    };
+    let text = || {
+        let good = first_record(&loaded.archive, &loaded.spec.good, config_key);
+        let bad = first_record(&loaded.archive, &loaded.spec.bad, config_key).or_else(|| {
+            good.as_ref()
+                .and_then(|good| record_like(&loaded.archive, &loaded.spec.bad, good))
+        });
+        let context = ReportContext {
+            kind: if report.is_some() {
+                "report"
+            } else {
+                "refusal"
+            },
+            report,
+            refusal,
+            spec: good
+                .as_ref()
+                .or(bad.as_ref())
+                .map(|record| record.spec.clone()),
+            good_rev: &loaded.spec.good_rev,
+            bad_rev: &loaded.spec.bad_rev,
+            reproduce: reproduce(&loaded.spec),
+            environment: environment(good.as_ref(), bad.as_ref()),
+            is_regression: report.is_some_and(|report| report.is_regression()),
+        };
+        output::template(global, "bisect-report", &context, "the report")
+    };
+    output::emit(global, json, text)?;
+    Ok(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_quoted_values_are_cut_where_the_shell_joins_them() {
+        let measure = format!("--measure '{}'", "x".repeat(150));
+        let items = vec![
+            "netbisect bisect start".to_string(),
+            "--good v1".to_string(),
+            measure,
+            "--bad v2".to_string(),
+        ];
+        let lines = shell_lines(&items);
+        assert!(
+            lines.iter().all(|line| line.len() <= SHELL_WIDTH),
+            "{lines:#?}"
+        );
+        // What sh reads: continuations removed, then words split.
+        let joined = lines.join("\n").replace("\\\n", "");
+        let words = shlex::split(&joined).unwrap();
+        assert_eq!(words[6], "x".repeat(150));
+        assert_eq!(words.last().unwrap(), "v2");
+    }
+}

@@ -1,0 +1,159 @@
+//! A bisection session's state: its description as `start` recorded it
+//! ([`SessionSpec`], JSON in the archive), the session loaded with its
+//! repository and range, its journal, and the state directory in the
+//! repository's git directory (`.git/netbisect/`: the bisect worktree and
+//! the lock of `bisect run`).
+
+use super::input;
+use super::wiring;
+use crate::cli::GlobalArgs;
+use anyhow::Context;
+use archive::Archive;
+use archive::journal::BisectSession;
+use bisect::config::BisectConfig;
+use bisect::engine;
+use bisect::graph::CommitGraph;
+use bisect::progress::Status;
+use bisect::range;
+use git2::Repository;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// Schema of [`SessionSpec`].
+pub(super) const SESSION_SCHEMA: &str = "netbisect.bisect-session/1";
+/// Name of the bisect worktree, and of its directory under the state dir.
+pub(super) const WORKTREE_NAME: &str = "netbisect";
+
+/// What `start` recorded: everything `run` needs, as given and resolved.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SessionSpec {
+    /// Always [`SESSION_SCHEMA`].
+    pub schema: String,
+    /// The repository's working tree, canonical.
+    pub repo: String,
+    /// The good revision as given.
+    pub good_rev: String,
+    /// Its commit id.
+    pub good: String,
+    /// The bad revision as given.
+    pub bad_rev: String,
+    /// Its commit id.
+    pub bad: String,
+    /// Only first parents are followed.
+    pub first_parent: bool,
+    /// Build command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<String>,
+    /// Bench spec (`--bench`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bench: Option<String>,
+    /// Measure command (`--measure`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measure: Option<String>,
+    /// Timeout of the measure command, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_s: Option<f64>,
+    /// `--kernel`: each step boots the built image and tests inside.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<wiring::KernelSession>,
+    /// Commits in the range.
+    pub n_commits: u32,
+    /// The engine's options.
+    pub config: BisectConfig,
+}
+
+/// The canonical working tree of the repository at (or containing) `path`.
+pub(super) fn repo_key(repo: &Repository, path: &Path) -> anyhow::Result<String> {
+    let workdir = repo.workdir().ok_or_else(|| {
+        input(format!(
+            "{} is a bare repository: bisect needs one with a working tree",
+            path.display()
+        ))
+    })?;
+    let canonical = std::fs::canonicalize(workdir)
+        .with_context(|| format!("failed to resolve {}", workdir.display()))?;
+    Ok(canonical.display().to_string())
+}
+
+/// Where the bisect worktree and the lock live: `netbisect/` in the
+/// repository's (common) git directory.
+pub(super) fn state_dir(repo: &Repository) -> PathBuf {
+    repo.commondir().join("netbisect")
+}
+
+/// An active session with its repository and range.
+pub(super) struct Loaded {
+    pub(super) archive: Archive,
+    pub(super) session: BisectSession,
+    pub(super) spec: SessionSpec,
+    pub(super) repo: Repository,
+    pub(super) graph: CommitGraph,
+}
+
+pub(super) fn load(global: &GlobalArgs, path: &Path) -> anyhow::Result<Loaded> {
+    let repo = range::discover(path).map_err(input)?;
+    let key = repo_key(&repo, path)?;
+    let archive = crate::commands::archive::open_archive(global)?;
+    let session = archive.active_session(&key)?.ok_or_else(|| {
+        input(format!(
+            "no bisection in progress for {key}: start one with `netbisect bisect start`"
+        ))
+    })?;
+    let spec: SessionSpec = serde_json::from_str(&session.spec)
+        .with_context(|| format!("bisection session {} is not readable", session.id))?;
+    if spec.schema != SESSION_SCHEMA {
+        return Err(input(format!(
+            "bisection session {} was written as \"{}\", which this netbisect does not read",
+            session.id, spec.schema
+        )));
+    }
+    let good = range::resolve(&repo, &spec.good).map_err(input)?;
+    let bad = range::resolve(&repo, &spec.bad).map_err(input)?;
+    let graph = range::load(&repo, good, bad, spec.first_parent).map_err(input)?;
+    Ok(Loaded {
+        archive,
+        session,
+        spec,
+        repo,
+        graph,
+    })
+}
+
+/// Holds the state directory's lock: one `bisect run` per repository at a
+/// time. The kernel drops it when the process dies, however it dies.
+pub(super) fn lock_state(dir: &Path) -> anyhow::Result<std::fs::File> {
+    std::fs::create_dir_all(dir).with_context(|| format!("failed to create {}", dir.display()))?;
+    let path = dir.join("lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("failed to open {}", path.display()))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(input(format!(
+            "another `netbisect bisect run` is working on this repository (it holds {})",
+            path.display()
+        ))),
+        Err(std::fs::TryLockError::Error(err)) => {
+            Err(anyhow::Error::new(err).context(format!("failed to lock {}", path.display())))
+        }
+    }
+}
+
+fn load_events(loaded: &Loaded) -> anyhow::Result<Vec<bisect::JournalEvent>> {
+    let texts = loaded.archive.session_events(loaded.session.id)?;
+    wiring::decode_events(&texts).with_context(|| {
+        format!(
+            "the journal of bisection session {} is damaged",
+            loaded.session.id
+        )
+    })
+}
+
+pub(super) fn status_of(loaded: &Loaded) -> anyhow::Result<Status> {
+    let events = load_events(loaded)?;
+    engine::status(&loaded.graph, &loaded.spec.config, &events)
+        .context("failed to replay the journal")
+}

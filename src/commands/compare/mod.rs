@@ -1,0 +1,211 @@
+//! `netbisect compare A B`: the runs of two selectors (see
+//! [`super::selector`]) side by side, group by group, with a significance
+//! verdict per metric; `--json` prints the archive's `Comparison`.
+//!
+//! compare reports and does not judge: it exits with 0 whatever the
+//! verdicts are, 2 when a selector or an option is wrong.
+
+mod tables;
+
+use super::archive::open_archive_read;
+use super::selector::{self, Selector};
+use crate::cli::{CompareArgs, CompareLayout, GlobalArgs};
+use crate::exit::{Code, InputError};
+use crate::output;
+use archive::RunQuery;
+use archive::compare::{CompareError, CompareOptions, Comparison, compare};
+
+use tables::{NetperfContext, short_name};
+
+pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<Code> {
+    if args.email && args.layout == CompareLayout::Stats {
+        return Err(InputError(
+            "--email prints netperf's tables: give --layout netperf or matrix".to_string(),
+        )
+        .into());
+    }
+    let first_words: Vec<&str> = args.first.split(',').collect();
+    let second_words: Vec<&str> = args.second.split(',').collect();
+    if first_words.len() != second_words.len() {
+        return Err(InputError(format!(
+            "A names {} sides and B {}: list as many on each, paired in order \
+             (org-gso-on,org-gso-off new-gso-on,new-gso-off)",
+            first_words.len(),
+            second_words.len()
+        ))
+        .into());
+    }
+    let mut selectors = Vec::new();
+    for (first, second) in first_words.iter().zip(&second_words) {
+        selectors.push((Selector::parse(first)?, Selector::parse(second)?));
+    }
+    let filters = RunQuery {
+        test: args.test,
+        testbed: args.testbed.clone(),
+        ..RunQuery::default()
+    };
+    let base_options = CompareOptions {
+        alpha: args.alpha,
+        min_effect_pct: args.min_effect,
+        ..CompareOptions::default()
+    };
+    // Options are checked before the archive is read.
+    compare(&[], &[], &base_options).map_err(input_error_of)?;
+
+    let archive = open_archive_read(global)?;
+    let mut pairs = Vec::new();
+    let mut side_records: [Vec<run_record::record::RunRecord>; 2] = [Vec::new(), Vec::new()];
+    for (first, second) in &selectors {
+        let first_selection = selector::resolve(&archive, first, &filters)?;
+        let second_selection = selector::resolve(&archive, second, &filters)?;
+        for ambiguity in [&first_selection.ambiguity, &second_selection.ambiguity]
+            .into_iter()
+            .flatten()
+        {
+            if !global.quiet {
+                eprintln!("netbisect: warning: {ambiguity}");
+            }
+        }
+        let options = CompareOptions {
+            first_label: first_selection.description,
+            second_label: second_selection.description,
+            first_name: short_name(&first.value),
+            second_name: short_name(&second.value),
+            ..base_options.clone()
+        };
+        let comparison = compare(
+            &first_selection.records,
+            &second_selection.records,
+            &options,
+        )
+        .map_err(input_error_of)?;
+        pairs.push(comparison);
+        side_records[0].extend(first_selection.records);
+        side_records[1].extend(second_selection.records);
+    }
+    let (comparison, settings) = merge_pairs(pairs);
+
+    let json = || {
+        let n_differing = comparison
+            .groups
+            .iter()
+            .filter(|group| !group.env_differences.is_empty() || group.config_keys_differ)
+            .count();
+        if n_differing > 0 && !global.quiet {
+            eprintln!(
+                "netbisect: warning: the environments of the sides differ in {n_differing} \
+                 group{} (see env_differences, config_keys_differ)",
+                if n_differing == 1 { "" } else { "s" }
+            );
+        }
+        output::pretty(&comparison, "the comparison")
+    };
+    let text = || match args.layout {
+        CompareLayout::Stats => {
+            output::template(global, "compare-stats", &comparison, "the comparison")
+        }
+        CompareLayout::Netperf | CompareLayout::Matrix => {
+            let context = NetperfContext::new(
+                &comparison,
+                &settings,
+                args.layout,
+                &args.units.units,
+                args.email.then_some(&side_records),
+            );
+            output::template(global, "compare", &context, "the comparison")
+        }
+    };
+    output::emit(global, json, text)?;
+    Ok(Code::Ok)
+}
+
+/// Options out of range are the user's to fix; anything else (a damaged
+/// record) is reported as it is.
+fn input_error_of(err: CompareError) -> anyhow::Error {
+    match err {
+        CompareError::InvalidOption(_) => InputError(err.to_string()).into(),
+        other => anyhow::Error::new(other).context("failed to compare the runs"),
+    }
+}
+
+/// The longest prefix of `names` that ends before a `-` (or is whole).
+fn common_prefix(names: &[&str]) -> String {
+    let Some(first) = names.first() else {
+        return String::new();
+    };
+    let mut len = first.len();
+    for name in &names[1..] {
+        len = len.min(
+            first
+                .bytes()
+                .zip(name.bytes())
+                .take_while(|(a, b)| a == b)
+                .count(),
+        );
+    }
+    let prefix = &first[..len];
+    match prefix.rfind('-') {
+        Some(dash) if names.iter().all(|name| name.len() > len) => first[..dash].to_string(),
+        _ if names.iter().all(|name| name.len() == len) => prefix.to_string(),
+        _ => String::new(),
+    }
+}
+
+/// One comparison of several pairs of sides (`org-gso-on,org-gso-off
+/// new-gso-on,new-gso-off`): the groups of every pair, each titled with
+/// its setting (the first side's name without the prefix its names
+/// share), and the setting of each group. One pair is returned as it is.
+fn merge_pairs(mut pairs: Vec<Comparison>) -> (Comparison, Vec<String>) {
+    if pairs.len() == 1 {
+        let comparison = pairs.remove(0);
+        let settings = vec![String::new(); comparison.groups.len()];
+        return (comparison, settings);
+    }
+    let first_names: Vec<&str> = pairs.iter().map(|pair| pair.first_name.as_str()).collect();
+    let second_names: Vec<&str> = pairs.iter().map(|pair| pair.second_name.as_str()).collect();
+    let first_prefix = common_prefix(&first_names);
+    let second_prefix = common_prefix(&second_names);
+    let setting_of = |pair: &Comparison| {
+        let setting = pair
+            .first_name
+            .strip_prefix(&first_prefix)
+            .unwrap_or(&pair.first_name)
+            .trim_start_matches('-');
+        if setting.is_empty() {
+            format!("{}/{}", pair.first_name, pair.second_name)
+        } else {
+            setting.to_string()
+        }
+    };
+    let mut merged = pairs[0].clone();
+    merged.groups.clear();
+    merged.unmatched.clear();
+    merged.first_label = first_names.join(", ");
+    merged.second_label = second_names.join(", ");
+    merged.first_name = if first_prefix.is_empty() {
+        "A".to_string()
+    } else {
+        first_prefix.clone()
+    };
+    merged.second_name = if second_prefix.is_empty() {
+        "B".to_string()
+    } else {
+        second_prefix
+    };
+    let mut settings = Vec::new();
+    for pair in &pairs {
+        let setting = setting_of(pair);
+        for group in &pair.groups {
+            let mut group = group.clone();
+            group.title = format!("{}, {setting}", group.title);
+            merged.groups.push(group);
+            settings.push(setting.clone());
+        }
+        for group in &pair.unmatched {
+            let mut group = group.clone();
+            group.title = format!("{}, {setting}", group.title);
+            merged.unmatched.push(group);
+        }
+    }
+    (merged, settings)
+}

@@ -1,0 +1,322 @@
+//! What a test is made of, from the command line: `bench`'s flags (and
+//! the same flags in bisect's and verdict's `--bench "SPEC"`) turned into
+//! a validated [`BenchRequest`], netperf's sizes and pairs read as
+//! netperf reads them. Every input error is found here, before any
+//! connection or boot.
+
+use super::test_options;
+use crate::cli::{BenchArgs, BenchSpecLine};
+use crate::exit::InputError;
+use bench_core::auth::Token;
+use bench_core::client::ClientOptions;
+use bench_core::datapath::InterimFigures;
+use bench_core::run::{BenchRequest, InterimReports};
+use clap::Parser;
+use run_record::record::Subject;
+use run_record::spec::{
+    AddressFamily, ConfidenceSpec, DEFAULT_CONFIDENCE_ITERATIONS, RunSpec, TestKind,
+};
+use std::io::Write;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Turns the arguments into a validated request; every input error is
+/// found here, before any connection.
+pub fn request_from_args(args: &BenchArgs) -> anyhow::Result<BenchRequest> {
+    let test: TestKind = args.test.parse()?;
+    let family = family_of(args);
+    let mut spec = RunSpec::defaults(test);
+    spec.family = family;
+    if let Some(length) = args.length {
+        spec.duration_s = length;
+    }
+    if let Some(text) = &args.local_buffer {
+        spec.local_socket_buffer_bytes = Some(parse_size("-s", text)?);
+    }
+    if let Some(text) = &args.remote_buffer {
+        spec.remote_socket_buffer_bytes = Some(parse_size("-S", text)?);
+    }
+    if let Some(text) = &args.send_size {
+        spec.send_size_bytes = parse_size("-m", text)?;
+    }
+    if let Some(text) = &args.recv_size {
+        spec.recv_size_bytes = parse_size("-M", text)?;
+    }
+    if let Some(text) = &args.request_response {
+        let (request, response) = split_pair(text);
+        if let Some(request) = request {
+            spec.request_size_bytes = parse_size("-r", request)?;
+        }
+        if let Some(response) = response {
+            spec.response_size_bytes = parse_size("-r", response)?;
+        }
+    }
+    spec.nodelay = args.nodelay;
+    if let Some(burst) = args.first_burst {
+        spec.first_burst = burst;
+    }
+    if let Some(text) = &args.cpus {
+        let (local, remote) = if text.contains(',') {
+            split_pair(text)
+        } else {
+            (Some(text.as_str()), Some(text.as_str()))
+        };
+        spec.cpu_pinning.local = local.map(parse_cpu).transpose()?;
+        spec.cpu_pinning.remote = remote.map(parse_cpu).transpose()?;
+    }
+    if let Some(text) = &args.confidence {
+        spec.confidence = Some(parse_confidence(text)?);
+        let (max, min) = DEFAULT_CONFIDENCE_ITERATIONS;
+        spec.iterations_max = max;
+        spec.iterations_min = min;
+    }
+    if let Some(text) = &args.iterations {
+        let (max, min) = split_pair(text);
+        let parse = |part: &str| {
+            part.parse::<u32>()
+                .map_err(|_| InputError(format!("invalid iteration count '{part}' for -i")))
+        };
+        if let Some(max) = max {
+            spec.iterations_max = parse(max)?;
+            spec.iterations_min = spec.iterations_min.min(spec.iterations_max);
+        }
+        if let Some(min) = min {
+            spec.iterations_min = parse(min)?;
+        }
+    }
+    spec.local_cpu = args.local_cpu;
+    spec.remote_cpu = args.remote_cpu;
+    if let Some(flows) = args.flows {
+        spec.flows = flows;
+    }
+    spec.threads = args.threads;
+    if let Some(warmup) = args.warmup {
+        spec.warmup_s = warmup;
+    }
+    test_options::refuse_clashing_globals(args)?;
+    let test_options = test_options::parse(test, &args.test_options)?;
+    test_options.apply(&mut spec);
+    if let Some(path) = &args.vm.spec_file {
+        // The host resolved the spec from the user's flags; the guest
+        // runs exactly that.
+        let text = std::fs::read(path)
+            .map_err(|err| InputError(format!("cannot read {}: {err}", path.display())))?;
+        spec = serde_json::from_slice(&text)
+            .map_err(|err| InputError(format!("{} is not a test spec: {err}", path.display())))?;
+    }
+    spec.validate().map_err(|err| InputError(err.to_string()))?;
+    // The range of -D is clap's (`cli::values::interim_seconds`).
+    let interim = args.interim.map(|seconds| InterimReports {
+        every: Duration::from_secs_f64(seconds),
+        report: Arc::new(print_interim),
+    });
+
+    let release = bench_core::host::running_release();
+    let commit = match &args.commit {
+        Some(commit) => Some(commit.clone()),
+        None => release
+            .as_deref()
+            .and_then(|release| run_record::kernel::parse_release(release).commit),
+    };
+    let subject = Subject {
+        commit,
+        describe: None,
+        kernel_release: release,
+        label: args.label.clone(),
+    };
+    let server = match &args.host {
+        None => None,
+        Some(host) => {
+            let mut options = ClientOptions::new(host, args.port);
+            options.data_ports = test_options.data_port.or(args.data_port);
+            if let Some(path) = &args.token_file {
+                options.token =
+                    Some(Token::from_file(path).map_err(|err| InputError(err.to_string()))?);
+            }
+            Some(options)
+        }
+    };
+    let testbed = match (&args.testbed, &args.host) {
+        (Some(testbed), _) => testbed.clone(),
+        (None, Some(host)) => host.clone(),
+        (None, None) => "loopback".to_string(),
+    };
+    Ok(BenchRequest {
+        spec,
+        server,
+        subject,
+        testbed,
+        interim,
+    })
+}
+
+/// One interim report on stderr, in netperf's demo-mode words.
+fn print_interim(figures: &InterimFigures) {
+    let text = match figures.transaction_rate {
+        Some(rate) => format!(
+            "Interim result: {rate:10.2} Trans/s over {:.3} seconds ending at {:.3}\n",
+            figures.interval_s, figures.since_start_s
+        ),
+        None => format!(
+            "Interim result: {:10.2} 10^6bits/s over {:.3} seconds ending at {:.3}\n",
+            figures.throughput_bps / 1e6,
+            figures.interval_s,
+            figures.since_start_s
+        ),
+    };
+    let _ = std::io::stderr().write_all(text.as_bytes());
+}
+
+/// `-I level[,width]`: the level in percent and the full width of the
+/// interval in percent of the mean (netperf's default width: 5).
+fn parse_confidence(text: &str) -> Result<ConfidenceSpec, InputError> {
+    let invalid = || InputError(format!("invalid confidence '{text}' for -I (LEVEL,WIDTH)"));
+    let (level, width) = split_pair(text);
+    let level_pct = level.ok_or_else(invalid)?.parse().map_err(|_| invalid())?;
+    let width_pct = match width {
+        Some(width) => width.parse().map_err(|_| invalid())?,
+        None => 5.0,
+    };
+    Ok(ConfidenceSpec {
+        level_pct,
+        width_pct,
+    })
+}
+
+fn family_of(args: &BenchArgs) -> AddressFamily {
+    let host_is_ipv6 = args
+        .host
+        .as_deref()
+        .and_then(|host| host.parse::<IpAddr>().ok())
+        .is_some_and(|ip| ip.is_ipv6());
+    if args.ipv6 || (host_is_ipv6 && !args.ipv4) {
+        AddressFamily::Ipv6
+    } else {
+        AddressFamily::Ipv4
+    }
+}
+
+/// Splits "A,B" into its halves; an empty half is `None`, and a lone value
+/// is the first half.
+fn split_pair(text: &str) -> (Option<&str>, Option<&str>) {
+    fn non_empty(part: &str) -> Option<&str> {
+        let part = part.trim();
+        (!part.is_empty()).then_some(part)
+    }
+    match text.split_once(',') {
+        Some((first, second)) => (non_empty(first), non_empty(second)),
+        None => (non_empty(text), None),
+    }
+}
+
+fn parse_cpu(text: &str) -> Result<u32, InputError> {
+    text.trim()
+        .parse()
+        .map_err(|_| InputError(format!("invalid CPU '{text}' for -T")))
+}
+
+/// A size as netperf reads it: a number with an optional suffix, K, M, G
+/// for powers of 2 and k, m, g for powers of 10.
+fn parse_size(option: &str, text: &str) -> Result<u32, InputError> {
+    run_record::spec::parse_size(option, text).map_err(|err| InputError(err.to_string()))
+}
+
+/// Parses `--bench "SPEC"` with the flags of `netbisect bench` into a
+/// request. `--commit` and `--no-archive` are refused: the commit is the
+/// one measured, and every run is archived.
+pub fn parse_bench_spec(text: &str) -> anyhow::Result<BenchRequest> {
+    let words = shlex::split(text)
+        .ok_or_else(|| InputError(format!("cannot split --bench '{text}': unbalanced quotes")))?;
+    let line = BenchSpecLine::try_parse_from(&words).map_err(|err| {
+        let message = err.to_string();
+        let first = message.lines().next().unwrap_or("").trim();
+        InputError(format!(
+            "invalid --bench '{text}': {}",
+            first.strip_prefix("error: ").unwrap_or(first)
+        ))
+    })?;
+    if line.args.commit.is_some() {
+        return Err(InputError(
+            "--bench takes no --commit: the commit is the one measured".to_string(),
+        )
+        .into());
+    }
+    if line.args.vm.kernel.is_some() || line.args.vm.options.any() {
+        return Err(InputError(
+            "--bench takes no --kernel or --vm-* options: give them to bisect start".to_string(),
+        )
+        .into());
+    }
+    if line.args.no_archive {
+        return Err(InputError(
+            "--bench takes no --no-archive: every run of a bisection is archived".to_string(),
+        )
+        .into());
+    }
+    request_from_args(&line.args)
+}
+
+/// Parses `--bench "SPEC"` for a test in a VM: as [`parse_bench_spec`],
+/// refusing what a guest cannot take.
+pub fn parse_guest_bench_spec(text: &str) -> anyhow::Result<BenchRequest> {
+    let request = parse_bench_spec(text)?;
+    let words = shlex::split(text).unwrap_or_default();
+    if let Ok(line) = BenchSpecLine::try_parse_from(&words) {
+        check_guest_bench_args(&line.args)?;
+    }
+    Ok(request)
+}
+
+/// Refuses what a test in a VM cannot take.
+pub fn check_guest_bench_args(args: &BenchArgs) -> Result<(), InputError> {
+    if args.host.is_some() {
+        return Err(InputError(
+            "-H with --kernel: the server is chosen by --vm-net (host: this host)".to_string(),
+        ));
+    }
+    if args.sweep.is_some() {
+        return Err(InputError(
+            "--sweep is not supported with --kernel".to_string(),
+        ));
+    }
+    if args.interim.is_some() {
+        return Err(InputError("-D is not supported with --kernel".to_string()));
+    }
+    if args.token_file.is_some() {
+        return Err(InputError(
+            "--token-file is not used with --kernel".to_string(),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_like_netperf() {
+        assert_eq!(parse_size("-m", "128K").unwrap(), 131_072);
+        assert_eq!(parse_size("-m", "128k").unwrap(), 128_000);
+        assert_eq!(parse_size("-m", "1M").unwrap(), 1 << 20);
+        assert_eq!(parse_size("-m", "64").unwrap(), 64);
+        assert!(parse_size("-m", "8G").is_err());
+        assert!(parse_size("-m", "x").is_err());
+        assert!(parse_size("-m", "").is_err());
+        assert_eq!(split_pair("1,2"), (Some("1"), Some("2")));
+        assert_eq!(split_pair(",2"), (None, Some("2")));
+        assert_eq!(split_pair("3"), (Some("3"), None));
+    }
+
+    #[test]
+    fn confidence_parses_like_netperf() {
+        let confidence = parse_confidence("95,5").unwrap();
+        assert_eq!((confidence.level_pct, confidence.width_pct), (95, 5.0));
+        // The width defaults to netperf's 5%.
+        assert_eq!(parse_confidence("99").unwrap().width_pct, 5.0);
+        assert_eq!(parse_confidence("99,2.5").unwrap().width_pct, 2.5);
+        assert!(parse_confidence(",5").is_err());
+        assert!(parse_confidence("high").is_err());
+    }
+}
