@@ -175,7 +175,7 @@ pub struct VerdictArgs {
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub max_repeats: u32,
     /// Seconds a measure command may run before it is killed
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", value_parser = values::command_timeout)]
     pub timeout: Option<f64>,
 }
 

@@ -2,6 +2,8 @@
 //! out of it with these messages (exit 2; `verdict` exits 128) before any
 //! command runs.
 
+use std::time::Duration;
+
 /// A number as clap reads it, with the message of its own parser.
 fn number<T: std::str::FromStr>(text: &str) -> Result<T, String>
 where
@@ -84,7 +86,7 @@ pub fn vm_timeout(text: &str) -> Result<f64, String> {
 /// `--timeout SECS` of `bisect start`: a positive number of seconds.
 pub fn command_timeout(text: &str) -> Result<f64, String> {
     let seconds: f64 = number(text)?;
-    if seconds.is_finite() && seconds > 0.0 {
+    if seconds > 0.0 && Duration::try_from_secs_f64(seconds).is_ok() {
         Ok(seconds)
     } else {
         Err(format!(

@@ -814,6 +814,27 @@ fn verdict_answers_as_git_bisect_run_expects() {
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(128));
+    // A timeout that is no duration: a usage error, 128 as well, named.
+    for timeout in ["-1", "1e300", "nan"] {
+        let output = fixture
+            .netbisect()
+            .current_dir(&dir)
+            .args([
+                "verdict",
+                "--good-run",
+                "aaaa1111",
+                "--bad-run",
+                "bbbb2222",
+                "--measure",
+                "true",
+                &format!("--timeout={timeout}"),
+            ])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(128), "{stderr}");
+        assert!(stderr.contains("positive number of seconds"), "{stderr}");
+    }
 }
 
 #[test]
