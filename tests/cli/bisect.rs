@@ -666,24 +666,27 @@ fn verdict_answers_as_git_bisect_run_expects() {
         steady("aaaa1111", "cccc1111"),
         steady("bbbb2222", "dddd2222"),
     );
-    let replay = |path: &std::path::Path| {
-        let command = format!("cat '{}'", path.display());
-        let output = fixture
+    let netbisect = |args: &[&str]| {
+        fixture
             .netbisect()
             .current_dir(&dir)
-            .args([
-                "verdict",
-                "--good-run",
-                "cccc1111",
-                "--bad-run",
-                "dddd2222",
-                "--measure",
-                &command,
-                "--max-repeats",
-                "20",
-            ])
+            .args(args)
             .output()
-            .unwrap();
+            .unwrap()
+    };
+    let replay = |path: &std::path::Path| {
+        let command = format!("cat '{}'", path.display());
+        let output = netbisect(&[
+            "verdict",
+            "--good-run",
+            "cccc1111",
+            "--bad-run",
+            "dddd2222",
+            "--measure",
+            &command,
+            "--max-repeats",
+            "20",
+        ]);
         (
             output.status.code().unwrap_or(-1),
             String::from_utf8_lossy(&output.stderr).into_owned(),
@@ -692,22 +695,17 @@ fn verdict_answers_as_git_bisect_run_expects() {
     let verdict = |size: &str| {
         let command =
             format!("'{BINARY}' bench -t TCP_STREAM -l 0.1 -m {size} --json --no-archive");
-        let output = fixture
-            .netbisect()
-            .current_dir(&dir)
-            .args([
-                "verdict",
-                "--good-run",
-                "aaaa",
-                "--bad-run",
-                "bbbb2222",
-                "--measure",
-                &command,
-                "--max-repeats",
-                "20",
-            ])
-            .output()
-            .unwrap();
+        let output = netbisect(&[
+            "verdict",
+            "--good-run",
+            "aaaa",
+            "--bad-run",
+            "bbbb2222",
+            "--measure",
+            &command,
+            "--max-repeats",
+            "20",
+        ]);
         (
             output.status.code().unwrap_or(-1),
             String::from_utf8_lossy(&output.stderr).into_owned(),
@@ -721,23 +719,18 @@ fn verdict_answers_as_git_bisect_run_expects() {
     // machine blurs the sides, never new.
     let (code, stderr) = verdict("65536");
     assert!(code == 0 || code == 125, "{code}: {stderr}");
-    let output = fixture
-        .netbisect()
-        .current_dir(&dir)
-        .args([
-            "--json",
-            "verdict",
-            "--good-run",
-            "aaaa1111",
-            "--bad-run",
-            "bbbb2222",
-            "--bench",
-            "-t TCP_STREAM -l 0.1 -m 65536",
-            "--max-repeats",
-            "20",
-        ])
-        .output()
-        .unwrap();
+    let output = netbisect(&[
+        "--json",
+        "verdict",
+        "--good-run",
+        "aaaa1111",
+        "--bad-run",
+        "bbbb2222",
+        "--bench",
+        "-t TCP_STREAM -l 0.1 -m 65536",
+        "--max-repeats",
+        "20",
+    ]);
     // The baseline is throughput (bits/s), not a transaction rate; the
     // verdict is old, or unknown when a loaded machine blurs the sides.
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -748,23 +741,18 @@ fn verdict_answers_as_git_bisect_run_expects() {
     assert_eq!(doc["metric"], "throughput_bps", "{doc}");
     assert!(doc["good_mean"].as_f64().unwrap() > 1e8, "{doc}");
     // A hundredfold drop reads as a ratio: its interval stays above -100%.
-    let output = fixture
-        .netbisect()
-        .current_dir(&dir)
-        .args([
-            "--json",
-            "verdict",
-            "--good-run",
-            "aaaa1111",
-            "--bad-run",
-            "bbbb2222",
-            "--bench",
-            "-t TCP_STREAM -l 0.1 -m 64",
-            "--max-repeats",
-            "20",
-        ])
-        .output()
-        .unwrap();
+    let output = netbisect(&[
+        "--json",
+        "verdict",
+        "--good-run",
+        "aaaa1111",
+        "--bad-run",
+        "bbbb2222",
+        "--bench",
+        "-t TCP_STREAM -l 0.1 -m 64",
+        "--max-repeats",
+        "20",
+    ]);
     let code = output.status.code();
     assert!(code == Some(1) || code == Some(125), "{code:?}");
     let doc: Value = serde_json::from_slice(&output.stdout).unwrap();
@@ -777,20 +765,15 @@ fn verdict_answers_as_git_bisect_run_expects() {
     assert!(low > -100.0 && low < change && change < high, "{doc}");
     // A spec neither baseline has: the same at every commit, so an
     // abort, saying what they have.
-    let output = fixture
-        .netbisect()
-        .current_dir(&dir)
-        .args([
-            "verdict",
-            "--good-run",
-            "aaaa1111",
-            "--bad-run",
-            "bbbb2222",
-            "--bench",
-            "-t UDP_STREAM -l 0.1",
-        ])
-        .output()
-        .unwrap();
+    let output = netbisect(&[
+        "verdict",
+        "--good-run",
+        "aaaa1111",
+        "--bad-run",
+        "bbbb2222",
+        "--bench",
+        "-t UDP_STREAM -l 0.1",
+    ]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(128), "{stderr}");
     assert!(stderr.contains("9 TCP_RR"), "{stderr}");
@@ -799,38 +782,28 @@ fn verdict_answers_as_git_bisect_run_expects() {
     assert_eq!(code, 125, "{stderr}");
     assert!(stderr.contains("cannot tell"), "{stderr}");
     // Baselines that do not exist: 128, abort the whole bisection.
-    let output = fixture
-        .netbisect()
-        .current_dir(&dir)
-        .args([
-            "verdict",
-            "--good-run",
-            "cccc",
-            "--bad-run",
-            "bbbb",
-            "--measure",
-            "true",
-        ])
-        .output()
-        .unwrap();
+    let output = netbisect(&[
+        "verdict",
+        "--good-run",
+        "cccc",
+        "--bad-run",
+        "bbbb",
+        "--measure",
+        "true",
+    ]);
     assert_eq!(output.status.code(), Some(128));
     // A timeout that is no duration: a usage error, 128 as well, named.
     for timeout in ["-1", "1e300", "nan"] {
-        let output = fixture
-            .netbisect()
-            .current_dir(&dir)
-            .args([
-                "verdict",
-                "--good-run",
-                "aaaa1111",
-                "--bad-run",
-                "bbbb2222",
-                "--measure",
-                "true",
-                &format!("--timeout={timeout}"),
-            ])
-            .output()
-            .unwrap();
+        let output = netbisect(&[
+            "verdict",
+            "--good-run",
+            "aaaa1111",
+            "--bad-run",
+            "bbbb2222",
+            "--measure",
+            "true",
+            &format!("--timeout={timeout}"),
+        ]);
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(128), "{stderr}");
         assert!(stderr.contains("positive number of seconds"), "{stderr}");
