@@ -5,8 +5,9 @@
 # (tcp_tw_reuse: older than tcp_tw_reuse_delay) and searches longer as
 # the range fills, so a run's rate would depend on how fast, how long
 # and after what it runs. netbisect's TCP_CRR client binds each
-# connection to the next port of the range itself (SO_REUSEADDR), which
-# takes over that port's TIME_WAIT socket at once: no search.
+# connection to the next port of the top quarter of the range (at most
+# 1024 ports) itself (SO_REUSEADDR), which takes over that port's
+# TIME_WAIT socket at once: no search.
 #
 # Runs ROUNDS back-to-back TCP_CRR runs of LENGTH s in a network
 # namespace of its own (root: ip netns), with the port range RANGE

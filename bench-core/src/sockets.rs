@@ -116,6 +116,9 @@ fn parse_ephemeral_ports(text: &str) -> Option<PortRange> {
     (low >= 1 && low <= high).then_some(PortRange { low, high })
 }
 
+/// The most ports a TCP_CRR client's cycle takes ([`PortCycle::window_of`]).
+pub const CYCLE_MAX_PORTS: u32 = 1024;
+
 /// The local ports of a client that opens a connection per transaction
 /// (TCP_CRR): each connection is bound to the next port of the range,
 /// round and round, instead of letting `connect()` pick one.
@@ -130,6 +133,12 @@ fn parse_ephemeral_ports(text: &str) -> Option<PortRange> {
 /// timestamps keep the old and the new connection apart), so the cost of
 /// a connection stays the same however full the range is. netperf's
 /// TCP_CRR does the same.
+///
+/// A port bound explicitly is one `connect()` and `bind()` to port 0 then
+/// pass over for as long as its TIME_WAIT socket lives (a minute): a
+/// cycle over the whole range would leave every other program of the
+/// host, and the next test, without a port for that minute. So the
+/// cycle keeps to the top of the range ([`PortCycle::window_of`]).
 #[derive(Debug, Clone)]
 pub struct PortCycle {
     range: PortRange,
@@ -144,6 +153,19 @@ impl PortCycle {
         PortCycle {
             range,
             next: range.low + (seed % span) as u16,
+        }
+    }
+
+    /// The ports of `range` a cycle takes: its top quarter, at most
+    /// [`CYCLE_MAX_PORTS`]. A connection takes its port's TIME_WAIT
+    /// socket over however soon it comes round again, so a few ports
+    /// serve any rate; the rest of the range stays the kernel's.
+    pub fn window_of(range: PortRange) -> PortRange {
+        let span = u32::from(range.high - range.low) + 1;
+        let width = (span / 4).clamp(1, CYCLE_MAX_PORTS);
+        PortRange {
+            low: range.high - (width - 1) as u16,
+            high: range.high,
         }
     }
 
@@ -499,6 +521,23 @@ mod tests {
         let first = whole.take();
         assert_eq!(first, 1 + (u64::MAX % 65535) as u16);
         assert_eq!(whole.n_ports(), 65535);
+    }
+
+    #[test]
+    fn the_cycle_keeps_to_the_top_quarter_of_the_range() {
+        let window = |low, high| {
+            let window = PortCycle::window_of(PortRange { low, high });
+            (window.low, window.high)
+        };
+        // Linux's default range: 1024 ports at its top.
+        assert_eq!(window(32768, 60999), (59976, 60999));
+        // A narrow range: its top quarter.
+        assert_eq!(window(40000, 40007), (40006, 40007));
+        assert_eq!(window(40000, 40099), (40075, 40099));
+        // One or three ports: one.
+        assert_eq!(window(40000, 40000), (40000, 40000));
+        assert_eq!(window(40000, 40002), (40002, 40002));
+        assert_eq!(window(1, 65535), (64512, 65535));
     }
 
     #[test]

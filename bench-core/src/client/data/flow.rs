@@ -234,8 +234,8 @@ impl ClientFlow {
                 (Link::Tcp(stream), truth)
             }
             TestKind::TcpCrr => {
-                let ports =
-                    sockets::ephemeral_ports().map(|range| PortCycle::new(range, clock_ns()));
+                let ports = sockets::ephemeral_ports()
+                    .map(|range| PortCycle::new(PortCycle::window_of(range), clock_ns()));
                 (Link::PerTransaction(None, ports), SocketTruth::default())
             }
             TestKind::UdpStream | TestKind::UdpRr => {
