@@ -545,9 +545,9 @@ mod tests {
         let ip = IpAddr::from([127, 0, 0, 1]);
         let first = new_socket(ip, Type::STREAM, None).unwrap();
         let port = bind_in_range(&first, ip, None).unwrap();
-        // Wide enough that the TIME_WAIT sockets of a TCP_CRR test
-        // running beside this one (its client walks the ephemeral range
-        // port by port) cannot fill it.
+        // Wide enough that the TIME_WAIT sockets of the TCP_CRR tests
+        // running beside this one (each client cycles through up to 1024
+        // ports at the top of the ephemeral range) cannot fill it.
         let range = PortRange {
             low: port,
             high: port.saturating_add(20_000),
