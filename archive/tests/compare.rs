@@ -5,11 +5,11 @@
 mod support;
 
 use archive::compare::{
-    CompareError, CompareOptions, Comparison, ComparisonGroup, Direction, EnvChange, Host, Metric,
-    Side, Verdict, compare,
+    CompareError, CompareOptions, Comparison, ComparisonGroup, Direction, EnvChange, Host, Side,
+    Verdict, compare,
 };
 use run_record::env::HostEnv;
-use run_record::record::{CpuFigures, RunRecord};
+use run_record::record::{CpuFigures, Metric, RunRecord};
 use run_record::spec::{AddressFamily, TestKind};
 use support::{Noise, check_template_sample, run};
 

@@ -8,9 +8,9 @@
 //! 2^40 ns (18 minutes) that is 2240 counters, allocated once per flow.
 //! Mean and standard deviation are kept exactly beside the buckets.
 
-pub use run_record::record::histogram::{HistogramError, MAX_NS, SUB_BUCKETS};
-
-use run_record::record::histogram::{N_BUCKETS, bucket_high, bucket_of, percentile_of_buckets};
+use run_record::record::histogram::{
+    MAX_NS, N_BUCKETS, SUB_BUCKETS, bucket_high, bucket_of, percentile_of_buckets,
+};
 use run_record::record::{LatencyFigures, LatencyHistogram};
 use std::time::Duration;
 

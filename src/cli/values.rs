@@ -62,7 +62,11 @@ pub fn vm_memory_mib(text: &str) -> Result<u64, String> {
         Some(number) => (number, 1024),
         None => (trimmed.strip_suffix(['M', 'm']).unwrap_or(trimmed), 1),
     };
-    let mib = number.parse::<u64>().map_err(|_| invalid())? * factor;
+    let mib = number
+        .parse::<u64>()
+        .ok()
+        .and_then(|number| number.checked_mul(factor))
+        .ok_or_else(invalid)?;
     if !(128..=1 << 20).contains(&mib) {
         return Err(format!(
             "--vm-memory '{text}' is not between 128M and 1024G"
@@ -74,7 +78,7 @@ pub fn vm_memory_mib(text: &str) -> Result<u64, String> {
 /// `--vm-timeout SECS`: a positive number of seconds.
 pub fn vm_timeout(text: &str) -> Result<f64, String> {
     let seconds: f64 = number(text)?;
-    if seconds.is_finite() && seconds > 0.0 {
+    if seconds > 0.0 && Duration::try_from_secs_f64(seconds).is_ok() {
         Ok(seconds)
     } else {
         Err(format!(
@@ -138,6 +142,9 @@ mod tests {
         assert_eq!(vm_memory_mib("2G").unwrap(), 2048);
         assert!(vm_memory_mib("16").is_err());
         assert!(vm_memory_mib("lots").is_err());
+        // 2^54 G overflows u64 MiB: refused, not wrapped round.
+        assert!(vm_memory_mib("18014398509481984G").is_err());
+        assert!(vm_memory_mib("18014398509481985G").is_err());
     }
 
     #[test]
@@ -152,6 +159,10 @@ mod tests {
         assert_eq!(end_repeats("1").unwrap_err(), "--end-repeats 1 is below 2");
         assert!(control_timeout("inf").is_err());
         assert!(command_timeout("-1").is_err());
+        // Seconds beyond what a Duration holds are no timeout.
+        assert!(command_timeout("1e300").is_err());
+        assert!(vm_timeout("1e300").is_err());
+        assert_eq!(vm_timeout("30"), Ok(30.0));
         assert!(min_effect_pct("NaN").is_err());
     }
 }

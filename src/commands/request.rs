@@ -1,8 +1,9 @@
 //! What a test is made of, from the command line: `bench`'s flags (and
 //! the same flags in bisect's and verdict's `--bench "SPEC"`) turned into
 //! a validated [`BenchRequest`], netperf's sizes and pairs read as
-//! netperf reads them. Every input error is found here, before any
-//! connection or boot.
+//! netperf reads them. Every input error is found here or, for the
+//! ranges of single values, by clap's value parsers (`cli::values`),
+//! before any connection or boot.
 
 use super::test_options;
 use crate::cli::{BenchArgs, BenchSpecLine};

@@ -64,7 +64,7 @@
 
 use crate::figures::{SideFigures, spec_command, spec_options, spec_title};
 use run_record::env::{self, HostEnv};
-use run_record::record::{RecordError, RunRecord};
+use run_record::record::{Metric, RecordError, RunRecord};
 use run_record::spec::TestKind;
 use run_record::stats::{self, MannWhitneyMethod, StatsError};
 use std::collections::{BTreeMap, BTreeSet};
@@ -75,7 +75,6 @@ pub use output::{
     Comparison, ComparisonGroup, ComparisonRow, Direction, EnvChange, Host, Side, SideSummary,
     SpecSummary, UnmatchedGroup, Verdict,
 };
-pub use run_record::record::Metric;
 
 /// Why a comparison could not be made.
 #[derive(Debug, thiserror::Error)]

@@ -249,25 +249,41 @@ fn parse_dump_part(
     sequence: u32,
     bodies: &mut Vec<Vec<u8>>,
 ) -> DumpPart {
-    let mut rest = datagram;
-    while rest.len() >= NLMSG_HEADER_LEN {
-        let len = read_u32(rest, 0).unwrap_or(0) as usize;
-        if len < NLMSG_HEADER_LEN || len > rest.len() {
+    for message in messages(datagram) {
+        let Some((kind, message_sequence, body)) = message else {
             return DumpPart::Failed;
-        }
-        let kind = read_u16(rest, 4).unwrap_or(0);
-        let message_sequence = read_u32(rest, 8).unwrap_or(0);
+        };
         if message_sequence == sequence {
             match kind {
                 NLMSG_DONE => return DumpPart::Done,
                 NLMSG_ERROR => return DumpPart::Failed,
-                kind if kind == reply_type => bodies.push(rest[NLMSG_HEADER_LEN..len].to_vec()),
+                kind if kind == reply_type => bodies.push(body.to_vec()),
                 _ => {}
             }
         }
-        rest = &rest[align4(len).min(rest.len())..];
     }
     DumpPart::More
+}
+
+/// The messages of one datagram, in order, as (type, sequence, body); a
+/// cut message is `None`, and ends the walk.
+fn messages(datagram: &[u8]) -> impl Iterator<Item = Option<(u16, u32, &[u8])>> {
+    let mut rest = datagram;
+    std::iter::from_fn(move || {
+        if rest.len() < NLMSG_HEADER_LEN {
+            return None;
+        }
+        let len = read_u32(rest, 0).unwrap_or(0) as usize;
+        if len < NLMSG_HEADER_LEN || len > rest.len() {
+            rest = &[];
+            return Some(None);
+        }
+        let kind = read_u16(rest, 4).unwrap_or(0);
+        let sequence = read_u32(rest, 8).unwrap_or(0);
+        let body = &rest[NLMSG_HEADER_LEN..len];
+        rest = &rest[align4(len).min(rest.len())..];
+        Some(Some((kind, sequence, body)))
+    })
 }
 
 /// The attributes after a family header of `header_len` bytes, as
@@ -357,23 +373,17 @@ enum Reply {
 
 /// Parses one datagram of netlink messages.
 fn parse_reply(datagram: &[u8], sequence: u32) -> Reply {
-    let mut rest = datagram;
-    while rest.len() >= NLMSG_HEADER_LEN {
-        let len = read_u32(rest, 0).unwrap_or(0) as usize;
-        if len < NLMSG_HEADER_LEN || len > rest.len() {
+    for message in messages(datagram) {
+        let Some((kind, message_sequence, body)) = message else {
             return Reply::Failed;
-        }
-        let kind = read_u16(rest, 4).unwrap_or(0);
-        let message_sequence = read_u32(rest, 8).unwrap_or(0);
+        };
         if message_sequence == sequence {
-            let body = &rest[NLMSG_HEADER_LEN..len];
             match kind {
                 RTM_NEWLINK => return Reply::Link(parse_link(body)),
                 NLMSG_ERROR | NLMSG_DONE => return Reply::Failed,
                 _ => {}
             }
         }
-        rest = &rest[align4(len).min(rest.len())..];
     }
     Reply::NotOurs
 }
@@ -381,14 +391,7 @@ fn parse_reply(datagram: &[u8], sequence: u32) -> Reply {
 /// Reads the attributes after the `ifinfomsg` of an `RTM_NEWLINK` body.
 fn parse_link(body: &[u8]) -> LinkAttributes {
     let mut attributes = LinkAttributes::default();
-    let mut rest = body.get(IFINFOMSG_LEN..).unwrap_or(&[]);
-    while rest.len() >= 4 {
-        let len = usize::from(read_u16(rest, 0).unwrap_or(0));
-        if len < 4 || len > rest.len() {
-            break;
-        }
-        let kind = read_u16(rest, 2).unwrap_or(0) & NLA_TYPE_MASK;
-        let payload = &rest[4..len];
+    for (kind, payload) in self::attributes(body, IFINFOMSG_LEN) {
         let as_u32 = || (payload.len() == 4).then(|| read_u32(payload, 0)).flatten();
         match kind {
             IFLA_MTU => attributes.mtu = as_u32(),
@@ -398,7 +401,6 @@ fn parse_link(body: &[u8]) -> LinkAttributes {
             IFLA_QDISC => attributes.qdisc = c_string(payload),
             _ => {}
         }
-        rest = &rest[align4(len).min(rest.len())..];
     }
     attributes
 }

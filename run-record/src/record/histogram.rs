@@ -42,6 +42,9 @@ pub enum HistogramError {
 }
 
 /// Index of the bucket holding `value_ns` (clamped to [`MAX_NS`]).
+/// Inlined across crates: bench-core records a transaction's time with
+/// it in the request/response loops.
+#[inline]
 pub fn bucket_of(value_ns: u64) -> usize {
     let value = value_ns.min(MAX_NS);
     if value < 2 * SUB_BUCKETS {
@@ -54,6 +57,7 @@ pub fn bucket_of(value_ns: u64) -> usize {
 }
 
 /// The highest value bucket `index` holds.
+#[inline]
 pub fn bucket_high(index: usize) -> u64 {
     let index = index as u64;
     if index < 2 * SUB_BUCKETS {
