@@ -56,6 +56,24 @@ impl Namespace {
         command
     }
 
+    /// `netbisect bench ARGS --json` inside the namespace, which must
+    /// succeed; its record.
+    fn bench_record(&self, archive: &std::path::Path, args: &[&str]) -> Value {
+        let output = self
+            .netbisect(archive)
+            .arg("bench")
+            .args(args)
+            .arg("--json")
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_slice(&output.stdout).unwrap()
+    }
+
     /// The kernel's count of UDP sends dropped for want of buffer or
     /// queue space in the namespace (`SndbufErrors` of /proc/net/snmp).
     fn udp_sndbuf_errors(&self) -> u64 {
@@ -101,18 +119,9 @@ fn udp_send_errors_are_counted_by_errno_in_the_record() {
     };
     let dir = tempfile::tempdir().unwrap();
     let before = namespace.udp_sndbuf_errors();
-    let output = namespace
-        .netbisect(&dir.path().join("a.db"))
-        .args(["bench", "-t", "UDP_STREAM", "-l", "0.2", "--json"])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let record =
+        namespace.bench_record(&dir.path().join("a.db"), &["-t", "UDP_STREAM", "-l", "0.2"]);
     let dropped = namespace.udp_sndbuf_errors() - before;
-    let record: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(record["schema"], "netbisect.run/1.1");
     let iteration = &record["iterations"][0];
     let by_errno = &iteration["ends"]["local"]["send_errors"];
@@ -213,17 +222,8 @@ fn tcp_crr_goes_round_a_narrow_port_range_without_failing() {
         &format!("net.ipv4.ip_local_port_range={low} {high}"),
     ]);
     let dir = tempfile::tempdir().unwrap();
-    let output = namespace
-        .netbisect(&dir.path().join("a.db"))
-        .args(["bench", "-t", "TCP_CRR", "-l", "0.5", "--json"])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let record: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let archive = dir.path().join("a.db");
+    let record = namespace.bench_record(&archive, &["-t", "TCP_CRR", "-l", "0.5"]);
     let iteration = &record["iterations"][0];
     let transactions = iteration["transactions"].as_u64().unwrap();
     let n_ports = u64::from(high - low) + 1;
@@ -238,14 +238,5 @@ fn tcp_crr_goes_round_a_narrow_port_range_without_failing() {
     assert!((high - 15..=high).contains(&port), "{local}");
     // The next test, at once: its server binds a data socket to a port
     // the kernel picks, and its client connects from one.
-    let output = namespace
-        .netbisect(&dir.path().join("a.db"))
-        .args(["bench", "-t", "TCP_RR", "-l", "0.1", "--json"])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    namespace.bench_record(&archive, &["-t", "TCP_RR", "-l", "0.1"]);
 }
