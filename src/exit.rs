@@ -1,4 +1,4 @@
-//! Exit codes, documented in the README and in `netbisect --help`:
+//! Exit codes, documented in GUIDE.md and in `netbisect --help`:
 //!
 //! | code | meaning                                                     |
 //! |------|-------------------------------------------------------------|
