@@ -52,10 +52,10 @@ pub struct InputError(pub String);
 /// errors anywhere in the chain (including bad run records) are 2,
 /// everything else is 3.
 pub fn classify(err: &anyhow::Error) -> Code {
-    if bisect::interrupt::check().is_err()
+    if child_process::interrupt::check().is_err()
         || err
             .chain()
-            .any(|cause| cause.is::<bisect::interrupt::Interrupted>())
+            .any(|cause| cause.is::<child_process::interrupt::Interrupted>())
     {
         return Code::Interrupted;
     }

@@ -4,9 +4,13 @@
 
 mod cli;
 mod commands;
+mod comparison;
 mod exit;
 mod output;
 mod render;
+mod request;
+mod selector;
+mod store;
 mod vm;
 
 use clap::{CommandFactory, Parser};
@@ -18,6 +22,12 @@ fn main() -> ExitCode {
         Ok(args) => args,
         Err(err) => return usage_error(&err),
     };
+    if let Some(mode) = commands::interrupt_mode(&args)
+        && let Err(err) = child_process::interrupt::install(mode)
+    {
+        let _ = writeln!(std::io::stderr(), "netbisect: error: {err}");
+        return exit::Code::Runtime.into();
+    }
     let outcome = commands::run(&args);
     match outcome {
         Ok(code) => code.into(),

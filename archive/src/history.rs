@@ -20,9 +20,9 @@
 //! [`History`] and the types below it are the schema of `history --json`.
 //! Values are in `unit` (SI base units, as in the run record).
 
-use crate::compare::{Direction, metric_unit};
-use run_record::record::{Metric, RecordError, RunRecord};
-use run_record::spec::TestKind;
+use crate::compare::ChangeKind;
+use crate::store::SeriesRun;
+use run_record::record::Metric;
 use run_record::stats::{self, ChangePointOptions, StatsError};
 use serde::Serialize;
 use std::collections::BTreeSet;
@@ -70,40 +70,6 @@ impl HistoryOptions {
             order,
             change_points: ChangePointOptions::default(),
         }
-    }
-}
-
-/// What a history needs of one run: where it goes in the series, which
-/// configuration it is of, and its values of the history's metric.
-/// [`crate::Archive::series_runs`] reads it from the archive's columns;
-/// [`SeriesRun::of`] takes it from a record.
-#[derive(Clone, Debug, PartialEq)]
-pub struct SeriesRun {
-    /// Run id.
-    pub id: String,
-    /// Commit under test.
-    pub commit: Option<String>,
-    /// Start of the run, RFC 3339.
-    pub started_at: String,
-    /// Test kind.
-    pub test: TestKind,
-    /// The run's spec key ([`RunRecord::compute_spec_key`]).
-    pub spec_key: String,
-    /// The metric's value in each iteration that measured it.
-    pub samples: Vec<f64>,
-}
-
-impl SeriesRun {
-    /// The series run of `record` for `metric`.
-    pub fn of(record: &RunRecord, metric: Metric) -> Result<SeriesRun, RecordError> {
-        Ok(SeriesRun {
-            id: record.id.clone(),
-            commit: record.subject.commit.clone(),
-            started_at: record.started_at.clone(),
-            test: record.spec.test,
-            spec_key: record.compute_spec_key()?,
-            samples: record.samples(metric),
-        })
     }
 }
 
@@ -175,7 +141,7 @@ pub struct LevelChange {
     /// Two-sided p value of the t-test between the two levels.
     pub p_value: f64,
     /// Better or worse for this metric.
-    pub direction: Option<Direction>,
+    pub direction: Option<ChangeKind>,
 }
 
 /// The history of `options.metric` over `points`.
@@ -234,20 +200,20 @@ pub fn history(
             mean_after: change.mean_after,
             change_pct: change.change_pct,
             p_value: change.p_value,
-            direction: Direction::of_change(metric, change.mean_before, change.mean_after),
+            direction: ChangeKind::of_change(metric, change.mean_before, change.mean_after),
         });
     }
     // The unit of service demand depends on the test kind; a history is
     // filtered to one test by the caller, so the first run decides.
     let first_test = tests.first().copied();
     let unit = match first_test {
-        Some(test) => metric_unit(metric, test),
-        None => metric_unit(metric, run_record::spec::TestKind::TcpStream),
+        Some(test) => metric.unit(test),
+        None => metric.unit(run_record::spec::TestKind::TcpStream),
     };
     Ok(History {
         metric: metric.name().to_string(),
         unit: unit.to_string(),
-        higher_is_better: metric.higher_is_better(),
+        higher_is_better: metric.direction().higher_is_better(),
         order: options.order,
         tests: tests.iter().map(|test| test.name().to_string()).collect(),
         alpha: options.change_points.alpha,
@@ -311,6 +277,7 @@ pub fn points_in_time_order(runs: &[SeriesRun]) -> Vec<PointRuns<'_>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use run_record::spec::TestKind;
 
     /// A run of `commit` at `minute` past midnight, with one sample.
     fn series_run(commit: &str, minute: usize) -> SeriesRun {

@@ -5,7 +5,7 @@
 mod support;
 
 use archive::compare::{
-    CompareError, CompareOptions, Comparison, ComparisonGroup, Direction, EnvChange, Host, Side,
+    ChangeKind, CompareError, CompareOptions, Comparison, ComparisonGroup, EnvChange, Host, Side,
     Verdict, compare,
 };
 use run_record::env::HostEnv;
@@ -46,7 +46,7 @@ fn clear_ten_percent_gain_is_significant_and_an_improvement() {
     assert_eq!(row.metric, "throughput_bps");
     assert_eq!(row.unit, "bits/s");
     assert_eq!(row.verdict, Verdict::Significant);
-    assert_eq!(row.direction, Some(Direction::Improvement));
+    assert_eq!(row.direction, Some(ChangeKind::Improvement));
     let change_pct = row.change_pct.unwrap();
     assert!((change_pct - 10.0).abs() < 1.5, "{change_pct}");
     // Every patched sample beats every base sample: the exact p is
@@ -397,7 +397,7 @@ fn lower_is_better_for_latency_and_service_demand() {
     );
     let comparison = compare(&[base], &[patched], &CompareOptions::default()).unwrap();
     let rows = &only_group(&comparison).rows;
-    let summary: Vec<(&str, &str, Verdict, Option<Direction>, bool)> = rows
+    let summary: Vec<(&str, &str, Verdict, Option<ChangeKind>, bool)> = rows
         .iter()
         .map(|row| {
             (
@@ -418,37 +418,40 @@ fn lower_is_better_for_latency_and_service_demand() {
                 "transaction_rate",
                 "trans/s",
                 Verdict::Significant,
-                Some(Direction::Regression),
+                Some(ChangeKind::Regression),
                 false
             ),
             (
                 "throughput_bps",
                 "bits/s",
                 Verdict::Significant,
-                Some(Direction::Regression),
+                Some(ChangeKind::Regression),
                 false
             ),
             (
                 "latency_p99_us",
                 "us",
                 Verdict::Significant,
-                Some(Direction::Regression),
+                Some(ChangeKind::Regression),
                 true
             ),
             (
                 "local_service_demand",
                 "us/Tran",
                 Verdict::Significant,
-                Some(Direction::Regression),
+                Some(ChangeKind::Regression),
                 true
             ),
         ]
     );
     assert_eq!(
-        Direction::of_change(Metric::LatencyP99Us, 30.0, 25.0),
-        Some(Direction::Improvement)
+        ChangeKind::of_change(Metric::LatencyP99Us, 30.0, 25.0),
+        Some(ChangeKind::Improvement)
     );
-    assert_eq!(Direction::of_change(Metric::LatencyP99Us, 30.0, 30.0), None);
+    assert_eq!(
+        ChangeKind::of_change(Metric::LatencyP99Us, 30.0, 30.0),
+        None
+    );
 }
 
 /// Replaces the CPU figures of every iteration with local and remote

@@ -3,11 +3,11 @@
 
 mod support;
 
-use archive::compare::Direction;
+use archive::compare::ChangeKind;
 use archive::history::{
-    HistoryOptions, PointRuns, SeriesOrder, SeriesRun, history, points_in_commit_order,
-    points_in_time_order,
+    HistoryOptions, PointRuns, SeriesOrder, history, points_in_commit_order, points_in_time_order,
 };
+use archive::store::SeriesRun;
 use run_record::record::{Metric, RunRecord};
 use run_record::spec::TestKind;
 use support::{Noise, check_template_sample, run};
@@ -70,7 +70,7 @@ fn marks_a_step_at_the_right_commit() {
     let change_pct = change.change_pct.unwrap();
     assert!((change_pct - -8.0).abs() < 0.5, "{change_pct}");
     assert!(change.p_value < 0.001);
-    assert_eq!(change.direction, Some(Direction::Regression));
+    assert_eq!(change.direction, Some(ChangeKind::Regression));
     assert_eq!(history.points[0].n_samples, 3);
     assert!(history.min_mean.unwrap() < 9.4e9 * 0.93);
     assert!(history.max_mean.unwrap() > 9.4e9 * 0.99);

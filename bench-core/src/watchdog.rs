@@ -12,7 +12,7 @@
 use std::io;
 use std::os::fd::{BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::{Scope, ScopedJoinHandle};
 use std::time::{Duration, Instant};
 
@@ -60,44 +60,9 @@ pub(crate) struct Nudge<'env> {
     pub every: Duration,
     /// A count the thread raises as it works.
     pub progress: &'env AtomicU64,
-    /// The thread to wake, [`current_thread`] called on it.
-    pub thread: libc::pthread_t,
-}
-
-/// The signal a [`Nudge`] sends. Ignored by default, so one sent from
-/// elsewhere before the handler is installed does no harm.
-const NUDGE_SIGNAL: libc::c_int = libc::SIGURG;
-
-extern "C" fn on_nudge(_: libc::c_int) {}
-
-/// Installs the handler that lets [`NUDGE_SIGNAL`] interrupt a blocked
-/// receive (no `SA_RESTART`); once per process. Written by hand: rustix
-/// has `sigaction` only in its runtime module, for programs without a C
-/// library (nix has it, a second system-call crate for three calls).
-fn install_nudge_handler() -> io::Result<()> {
-    static INSTALLED: OnceLock<Result<(), i32>> = OnceLock::new();
-    let done = INSTALLED.get_or_init(|| {
-        // SAFETY: a zeroed sigaction is valid; the handler does nothing,
-        // which is async-signal-safe.
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = on_nudge as extern "C" fn(libc::c_int) as libc::sighandler_t;
-            action.sa_flags = 0;
-            libc::sigemptyset(&mut action.sa_mask);
-            if libc::sigaction(NUDGE_SIGNAL, &action, std::ptr::null_mut()) != 0 {
-                return Err(io::Error::last_os_error().raw_os_error().unwrap_or(0));
-            }
-        }
-        Ok(())
-    });
-    done.map_err(io::Error::from_raw_os_error)
-}
-
-/// The calling thread, for [`Nudge::thread`]. Written by hand: neither
-/// std (only through a `JoinHandle`) nor rustix gives a `pthread_t`.
-pub(crate) fn current_thread() -> libc::pthread_t {
-    // SAFETY: always valid to call.
-    unsafe { libc::pthread_self() }
+    /// The thread to wake, [`child_process::wake::current_thread`]
+    /// called on it.
+    pub thread: child_process::wake::Thread,
 }
 
 impl<'scope> Watchdog<'scope> {
@@ -121,7 +86,7 @@ impl<'scope> Watchdog<'scope> {
         nudge: Option<Nudge<'env>>,
     ) -> io::Result<Watchdog<'scope>> {
         if nudge.is_some() {
-            install_nudge_handler()?;
+            child_process::wake::install()?;
         }
         let fds = sockets
             .iter()
@@ -188,11 +153,9 @@ fn watch(
         {
             let progress = nudge.progress.load(Ordering::Relaxed);
             if last_progress == Some(progress) {
-                // Written by hand: rustix signals a thread only in its
-                // runtime module, for programs without a C library.
                 // SAFETY: the thread outlives the watchdog (its owner
                 // drops the watchdog first, which joins this thread).
-                unsafe { libc::pthread_kill(nudge.thread, NUDGE_SIGNAL) };
+                unsafe { child_process::wake::wake(nudge.thread) };
             }
             last_progress = Some(progress);
             next_nudge = Some(now + nudge.every);
@@ -292,7 +255,7 @@ mod tests {
             let nudge = Nudge {
                 every: Duration::from_millis(20),
                 progress: &progress,
-                thread: current_thread(),
+                thread: child_process::wake::current_thread(),
             };
             let deadline = started + Duration::from_secs(30);
             let watchdog =

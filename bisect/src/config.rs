@@ -3,17 +3,8 @@
 //! is better, and the decision's settings.
 
 use crate::decision::DecisionConfig;
+use run_record::record::Direction;
 use serde::{Deserialize, Serialize};
-
-/// Which way is better.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Direction {
-    /// Larger values are better (throughput, transaction rate).
-    HigherIsBetter,
-    /// Smaller values are better (latency, CPU).
-    LowerIsBetter,
-}
 
 /// Options of a bisection.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -13,13 +13,13 @@ use crate::config::BisectConfig;
 use crate::error::EngineError;
 use crate::estimate::Estimate;
 use crate::graph::CommitGraph;
-use crate::interrupt;
 use crate::journal::{BoxError, JOURNAL_SCHEMA, Journal, JournalEvent, JournalSample};
 use crate::machine::{Action, Machine};
 use crate::measurement::{Measurement, Measurer, Sample};
 use crate::progress::{Phase, Progress};
 use crate::replay::Replay;
 use crate::report::{BisectResult, Outcome};
+use child_process::interrupt;
 
 /// Makes the estimate of the rest once the ends are measured, from the
 /// samples of the good and the bad end and the seconds one sample takes;

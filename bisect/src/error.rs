@@ -37,7 +37,7 @@ pub enum EngineError {
         commit: String,
         /// The signal.
         #[source]
-        source: crate::interrupt::Interrupted,
+        source: child_process::interrupt::Interrupted,
     },
     /// Reading or writing the journal failed.
     #[error("journal failed")]

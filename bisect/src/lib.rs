@@ -31,10 +31,8 @@
 //! - [`range`]: the git side: open the repository, resolve revisions, load
 //!   the range (git2).
 //! - [`worktree`]: the linked worktree steps are built and measured in.
-//! - [`runner`]: build and measure commands with a timeout that kills the
-//!   whole process group.
-//! - [`measure`]: a [`Measurer`] from those commands and run records.
-//! - [`interrupt`]: SIGINT and SIGTERM kill the running command's group.
+//! - [`measure`]: a [`Measurer`] from the user's build and measure
+//!   commands (run by `child_process::runner`) and run records.
 //!
 //! Architecture invariant: bisect knows nothing of the archive, SQLite,
 //! the command line or templates. It takes measurements and keeps its
@@ -53,7 +51,7 @@
 //!
 //! ```
 //! use bisect::decision::DecisionConfig;
-//! use bisect::config::Direction;
+//! use run_record::record::Direction;
 //! use bisect::engine;
 //! use bisect::graph::{CommitGraph, CommitInfo};
 //! use bisect::journal::{BoxError, NullJournal};
@@ -104,7 +102,6 @@ pub mod engine;
 pub mod error;
 pub mod estimate;
 pub mod graph;
-pub mod interrupt;
 pub mod journal;
 mod machine;
 pub mod measure;
@@ -116,7 +113,6 @@ pub mod range;
 mod replay;
 pub mod report;
 pub mod robust;
-pub mod runner;
 pub mod sim;
 pub mod worktree;
 

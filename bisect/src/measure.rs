@@ -2,20 +2,23 @@
 //! in the bisect worktree, build it once (a failed build is a skip, as
 //! `git bisect run` exit 125), run the measure command, which prints a
 //! canonical run record, and take the metric's mean over the record's
-//! iterations as the sample. Exit 125, any other failure, a timeout or an
-//! unreadable record are skips too; if that happens at an end, the engine
-//! stops with the reason.
+//! iterations as the sample ([`RunRecord::sample`]). Exit 125, any other
+//! failure, a timeout or an unreadable record are skips too; if that
+//! happens at an end, the engine stops with the reason.
 //!
 //! Commands run with `sh -c` in the worktree, with `NETBISECT_COMMIT` (the
 //! full commit id) and `NETBISECT_WORKTREE` in their environment.
+//! [`run_measure`] is one run of a measure command wherever it runs:
+//! here, and in the tree `netbisect verdict` is run in.
 
 use crate::graph::CommitInfo;
 use crate::journal::BoxError;
 use crate::measurement::{Measurement, Measurer, Sample};
-use crate::runner::{self, CommandOutcome};
 use crate::worktree::BisectWorktree;
+use child_process::runner::{self, CommandOutcome};
 use git2::Oid;
 use run_record::record::{Metric, RunRecord};
+use std::path::Path;
 use std::time::Duration;
 
 /// The exit code that means "cannot test this commit" (as `git bisect
@@ -38,15 +41,74 @@ pub struct CommandStep {
 /// One repeat with its record, or why there is none.
 #[derive(Clone, Debug, PartialEq)]
 pub enum RecordMeasurement {
-    /// The record the measure command printed and the metric's value.
-    Record {
-        /// The record.
-        record: Box<RunRecord>,
-        /// Mean of the metric over the record's iterations.
-        value: f64,
-    },
+    /// The record the measure command printed.
+    Record(Box<RunRecord>),
     /// Why the commit is skipped.
     Skip(String),
+}
+
+/// How one run of a measure command ended.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CommandMeasurement {
+    /// It exited 0, having printed this.
+    Printed(Vec<u8>),
+    /// Why it gave nothing to read: a timeout, exit 125, another failure.
+    Skip(String),
+}
+
+/// Runs the measure `command` once in `dir`, with `env` added; a timeout,
+/// exit 125 or another failure is a [`CommandMeasurement::Skip`] with its
+/// reason. `marker` records the command's process group while it runs.
+pub fn run_measure(
+    command: &str,
+    dir: &Path,
+    env: &[(String, String)],
+    timeout: Option<Duration>,
+    marker: Option<&Path>,
+) -> Result<CommandMeasurement, runner::RunnerError> {
+    let outcome = runner::run_command_marked(command, dir, env, timeout, marker)?;
+    let (code, stdout, stderr_tail) = match outcome {
+        CommandOutcome::TimedOut => {
+            let seconds = timeout.map_or(0.0, |t| t.as_secs_f64());
+            return Ok(CommandMeasurement::Skip(format!(
+                "measure timed out after {seconds} s"
+            )));
+        }
+        CommandOutcome::Exited {
+            code,
+            stdout,
+            stderr_tail,
+        } => (code, stdout, stderr_tail),
+    };
+    Ok(match code {
+        Some(0) => CommandMeasurement::Printed(stdout),
+        Some(EXIT_SKIP) => CommandMeasurement::Skip("measure exited 125 (skip)".to_string()),
+        _ => CommandMeasurement::Skip(format!(
+            "measure failed ({}){}",
+            exit_text(code),
+            last_line(&stderr_tail)
+        )),
+    })
+}
+
+/// [`run_measure`], and the run record the command printed: an unreadable
+/// record is a skip too.
+pub fn measure_once(
+    command: &str,
+    dir: &Path,
+    env: &[(String, String)],
+    timeout: Option<Duration>,
+    marker: Option<&Path>,
+) -> Result<RecordMeasurement, runner::RunnerError> {
+    Ok(match run_measure(command, dir, env, timeout, marker)? {
+        CommandMeasurement::Skip(reason) => RecordMeasurement::Skip(reason),
+        CommandMeasurement::Printed(stdout) => match RunRecord::from_slice(&stdout) {
+            Ok(record) => RecordMeasurement::Record(Box::new(record)),
+            Err(err) => {
+                RecordMeasurement::Skip(format!("measure printed no valid run record: {err}"))
+            }
+        },
+    })
 }
 
 /// Measures commits with [`CommandStep`] in a [`BisectWorktree`].
@@ -126,68 +188,29 @@ impl<'a> CommandMeasurer<'a> {
             return Ok(RecordMeasurement::Skip(reason));
         }
         let marker = self.marker();
-        let outcome = runner::run_command_marked(
+        Ok(measure_once(
             &self.step.measure,
             self.worktree.path(),
             &self.env(commit),
             self.step.timeout,
             Some(&marker),
-        )?;
-        let (code, stdout, stderr_tail) = match outcome {
-            CommandOutcome::TimedOut => {
-                let seconds = self.step.timeout.map_or(0.0, |t| t.as_secs_f64());
-                return Ok(RecordMeasurement::Skip(format!(
-                    "measure timed out after {seconds} s"
-                )));
-            }
-            CommandOutcome::Exited {
-                code,
-                stdout,
-                stderr_tail,
-            } => (code, stdout, stderr_tail),
-        };
-        if code == Some(EXIT_SKIP) {
-            return Ok(RecordMeasurement::Skip(
-                "measure exited 125 (skip)".to_string(),
-            ));
-        }
-        if code != Some(0) {
-            return Ok(RecordMeasurement::Skip(format!(
-                "measure failed ({}){}",
-                exit_text(code),
-                last_line(&stderr_tail)
-            )));
-        }
-        let record = match RunRecord::from_slice(&stdout) {
-            Ok(record) => record,
-            Err(err) => {
-                return Ok(RecordMeasurement::Skip(format!(
-                    "measure printed no valid run record: {err}"
-                )));
-            }
-        };
-        let samples = record.samples(self.step.metric);
-        if samples.is_empty() {
-            return Ok(RecordMeasurement::Skip(format!(
-                "the run record has no {} figures",
-                self.step.metric
-            )));
-        }
-        let value = samples.iter().sum::<f64>() / samples.len() as f64;
-        Ok(RecordMeasurement::Record {
-            record: Box::new(record),
-            value,
-        })
+        )?)
     }
 }
 
 impl Measurer for CommandMeasurer<'_> {
     fn measure(&mut self, commit: &CommitInfo) -> Result<Measurement, BoxError> {
         Ok(match self.measure_record(commit)? {
-            RecordMeasurement::Record { record, value } => Measurement::Sample(Sample {
-                value,
-                run_id: Some(record.id),
-            }),
+            RecordMeasurement::Record(record) => match record.sample(self.step.metric) {
+                Some(value) => Measurement::Sample(Sample {
+                    value,
+                    run_id: Some(record.id),
+                }),
+                None => Measurement::Skip(format!(
+                    "the run record has no {} figures",
+                    self.step.metric
+                )),
+            },
             RecordMeasurement::Skip(reason) => Measurement::Skip(reason),
         })
     }

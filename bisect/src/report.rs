@@ -14,11 +14,11 @@
 //! `"kind"`: `first_bad` or `range` (the culprit is hidden among skipped
 //! commits, listed newest first).
 
-use crate::config::Direction;
 use crate::decision::{Method, Verdict};
 use crate::ends::Difference;
 use crate::graph::CommitInfo;
 use crate::robust::mean_var;
+use run_record::record::Direction;
 use serde::{Deserialize, Serialize};
 
 /// Schema of [`BisectReport`].

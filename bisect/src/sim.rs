@@ -8,7 +8,7 @@
 //! engine and by [`naive_bisect`], a fixed-repeat threshold bisection,
 //! for comparison.
 
-use crate::config::{BisectConfig, Direction};
+use crate::config::BisectConfig;
 use crate::decision::DecisionConfig;
 use crate::driver;
 use crate::error::EngineError;
@@ -18,6 +18,7 @@ use crate::measurement::{Measurement, Measurer, Sample};
 use crate::progress::Phase;
 use crate::report::{BisectResult, Outcome};
 use crate::robust::mean_var;
+use run_record::record::Direction;
 use std::str::FromStr;
 
 /// A small seeded generator: xoshiro256** (Blackman and Vigna, 2018),

@@ -1,7 +1,7 @@
 //! Bisections of real git repositories built in temp dirs with git2, with
 //! build and measure commands run through `sh`.
 
-use bisect::config::{BisectConfig, Direction};
+use bisect::config::BisectConfig;
 use bisect::decision::{DecisionConfig, Method, Verdict};
 use bisect::engine;
 use bisect::error::EngineError;
@@ -12,6 +12,7 @@ use bisect::report::{BisectResult, Outcome};
 use bisect::worktree::BisectWorktree;
 use bisect::{Measurement, Measurer};
 use git2::{Oid, Repository};
+use run_record::record::Direction;
 use run_record::record::{Metric, Summary};
 use run_record::spec::TestKind;
 use std::collections::{BTreeMap, BTreeSet};
@@ -641,8 +642,8 @@ fn bad_input_is_refused_before_anything_runs() {
     };
     assert!(matches!(err, RangeError::Bare(_)), "{err}");
     // Missing build command.
-    let err =
-        bisect::runner::check_command("no-such-build-tool -j2", &fixture.repo_path).unwrap_err();
+    let err = child_process::runner::check_command("no-such-build-tool -j2", &fixture.repo_path)
+        .unwrap_err();
     assert!(
         err.to_string()
             .starts_with("command not found: 'no-such-build-tool'")

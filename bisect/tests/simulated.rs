@@ -1,7 +1,7 @@
 //! Property tests of the decision engine over many simulated noisy
 //! histories, with fixed seeds so that they are deterministic.
 
-use bisect::config::{BisectConfig, Direction};
+use bisect::config::BisectConfig;
 use bisect::decision::{DecisionConfig, Method};
 use bisect::engine;
 use bisect::graph::{CommitGraph, CommitInfo};
@@ -10,6 +10,7 @@ use bisect::measurement::{Measurement, Measurer, Sample};
 use bisect::progress::Phase;
 use bisect::report::{BisectResult, Outcome};
 use bisect::sim::{self, History, NoiseShape, Rng, Tally};
+use run_record::record::Direction;
 use std::collections::BTreeMap;
 
 fn tally(

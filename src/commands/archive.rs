@@ -1,62 +1,16 @@
 //! `netbisect archive`: import, list, show, export, merge and check the
-//! archive of runs. Also where every command finds the archive file
-//! ([`archive_path`], [`open_archive`]).
+//! archive of runs.
 
 use crate::cli::{ArchiveAction, ArchiveArgs, GlobalArgs, ImportArgs, RunFilterArgs};
 use crate::exit::{Code, InputError};
 use crate::output;
+use crate::store::{open_archive, open_archive_read};
 use anyhow::Context;
 use archive::import::{self, ImportOptions};
 use archive::{Archive, RunQuery};
 use run_record::record::{RunRecord, Subject};
 use std::io::Write;
-use std::path::{Path, PathBuf};
-
-/// The archive file: `--archive` / `NETBISECT_ARCHIVE`, else
-/// `$XDG_DATA_HOME/netbisect/archive.db`, else
-/// `$HOME/.local/share/netbisect/archive.db`.
-pub fn archive_path(global: &GlobalArgs) -> anyhow::Result<PathBuf> {
-    if let Some(path) = &global.archive {
-        return Ok(path.clone());
-    }
-    let absolute_env = |name: &str| {
-        std::env::var_os(name)
-            .map(PathBuf::from)
-            .filter(|path| path.is_absolute())
-    };
-    let data_home = absolute_env("XDG_DATA_HOME")
-        .or_else(|| absolute_env("HOME").map(|home| home.join(".local").join("share")))
-        .ok_or_else(|| {
-            InputError(
-                "cannot tell where the archive lives: HOME is not set; \
-                 give --archive PATH or set NETBISECT_ARCHIVE"
-                    .to_string(),
-            )
-        })?;
-    Ok(data_home.join("netbisect").join("archive.db"))
-}
-
-/// Opens (creating it and its directory if needed) the archive the
-/// command line names.
-pub fn open_archive(global: &GlobalArgs) -> anyhow::Result<Archive> {
-    let path = archive_path(global)?;
-    if let Some(parent) = path
-        .parent()
-        .filter(|parent| !parent.as_os_str().is_empty())
-    {
-        std::fs::create_dir_all(parent)
-            .with_context(|| format!("failed to create directory {}", parent.display()))?;
-    }
-    Archive::open(&path).context("failed to open the archive")
-}
-
-/// Opens the archive for a command that only reads: a missing file is an
-/// error ("no archive at PATH"), never a new empty archive, and an archive
-/// the user may only read is read without writing beside it.
-pub fn open_archive_read(global: &GlobalArgs) -> anyhow::Result<Archive> {
-    let path = archive_path(global)?;
-    Archive::open_read_only(&path).context("failed to open the archive")
-}
+use std::path::Path;
 
 pub fn run(global: &GlobalArgs, args: &ArchiveArgs) -> anyhow::Result<Code> {
     match &args.action {

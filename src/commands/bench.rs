@@ -1,26 +1,28 @@
 //! `netbisect bench`: one socket test, netperf's flags, a netperf-like
 //! table (or the canonical record with `--json`). A test in a VM goes to
-//! [`super::kernel`], a size sweep to [`super::sweep`].
+//! [`kernel`], a size sweep to [`sweep`].
 
-use super::request::request_from_args;
-use super::store::store_and_print;
+mod kernel;
+mod sweep;
+
 use crate::cli::{BenchArgs, GlobalArgs};
 use crate::exit::Code;
+use crate::request::{BenchInvocation, BenchMode};
+use crate::store::store_and_print;
 use anyhow::Context;
 use bench_core::run::bench;
 
 pub fn run(global: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<Code> {
-    if args.vm.kernel.is_some() || args.vm.options.any() {
-        return super::kernel::bench(global, args);
+    let invocation = BenchInvocation::from_args(args)?;
+    match &invocation.mode {
+        BenchMode::Kernel(kernel) => kernel::run(global, &invocation, kernel),
+        BenchMode::Sweep(sweep) => sweep::run(global, &invocation, sweep),
+        BenchMode::Once => {
+            let record =
+                bench(&invocation.request).context("the test failed; no run was recorded")?;
+            store_and_print(global, &invocation.output, &record)
+        }
     }
-    // Nothing to journal: a signal ends the test at once with exit 130.
-    bisect::interrupt::install(bisect::interrupt::Mode::ExitNow);
-    if let Some(sweep) = &args.sweep {
-        return super::sweep::run(global, args, sweep);
-    }
-    let request = request_from_args(args)?;
-    let record = bench(&request).context("the test failed; no run was recorded")?;
-    store_and_print(global, args, &record)
 }
 
 #[cfg(test)]

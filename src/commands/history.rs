@@ -15,16 +15,16 @@
 //! older than those columns (opened read-only, so not upgraded) is read
 //! record by record.
 
-use super::archive::open_archive_read;
 use crate::cli::{GlobalArgs, HistoryArgs};
 use crate::exit::{Code, InputError};
 use crate::output;
+use crate::store::open_archive_read;
 use anyhow::Context;
 use archive::compare::SpecSummary;
-use archive::history::SeriesRun;
 use archive::history::{
     HistoryOptions, PointRuns, SeriesOrder, history, points_in_commit_order, points_in_time_order,
 };
+use archive::store::SeriesRun;
 use archive::{Archive, RunQuery};
 use run_record::record::{Metric, RunRecord};
 use run_record::stats::ChangePointOptions;

@@ -1,26 +1,26 @@
-//! One module per subcommand; [`run`] dispatches.
+//! One module per subcommand, and [`run`], which dispatches. A subcommand
+//! module turns its arguments into the options of what it calls and
+//! never imports another subcommand's module: what several share lives
+//! beside this directory (`request`, `store`, `selector`, `comparison`,
+//! `output`, `vm`).
 
-pub mod archive;
+mod ab;
+mod archive;
 mod bench;
 mod bisect;
 mod compare;
 mod env;
 mod help;
 mod history;
-mod kernel;
 mod plan;
 mod record;
-mod request;
-mod selector;
 mod serve;
-mod store;
-mod sweep;
 mod templates;
-mod test_options;
 mod verdict;
 
-use crate::cli::{Cli, Command};
+use crate::cli::{BisectAction, Cli, Command};
 use crate::exit::Code;
+use child_process::interrupt::Mode;
 
 /// Runs the command `cli` names.
 pub fn run(cli: &Cli) -> anyhow::Result<Code> {
@@ -37,7 +37,23 @@ pub fn run(cli: &Cli) -> anyhow::Result<Code> {
         Command::Verdict(args) => verdict::run(&cli.global, args),
         Command::Compare(args) => compare::run(&cli.global, args),
         Command::History(args) => history::run(&cli.global, args),
-        Command::Ab(args) => kernel::ab(&cli.global, args),
+        Command::Ab(args) => ab::run(&cli.global, args),
         Command::Plan(args) => plan::run(&cli.global, args),
+    }
+}
+
+/// What SIGINT and SIGTERM do during the command `cli` names: commands
+/// that run children or guests kill them and stop (journaling first, for
+/// a bisection; removing a guest's directory, for a test in a VM), a test
+/// on this host ends at once; `None` leaves the signals as they are.
+pub fn interrupt_mode(cli: &Cli) -> Option<Mode> {
+    match &cli.command {
+        Command::Bench(args) if args.vm.kernel.is_some() || args.vm.options.any() => {
+            Some(Mode::Journal)
+        }
+        Command::Bench(_) | Command::Verdict(_) => Some(Mode::ExitNow),
+        Command::Ab(_) => Some(Mode::Journal),
+        Command::Bisect(args) if matches!(args.action, BisectAction::Run(_)) => Some(Mode::Journal),
+        _ => None,
     }
 }

@@ -3,12 +3,11 @@
 //! the archived runs of the same spec and testbed (or `--cv`), through
 //! bisect's simulator ([`bisect::plan::estimate`]).
 
-use super::archive::open_archive;
-use super::bisect::wiring::sample_value;
-use super::request::parse_bench_spec;
 use crate::cli::{GlobalArgs, PlanArgs};
 use crate::exit::{Code, InputError};
 use crate::output;
+use crate::request::parse_bench_spec;
+use crate::store::open_archive;
 use anyhow::Context;
 use archive::RunQuery;
 use bisect::estimate::Estimate;
@@ -51,7 +50,7 @@ pub fn run(global: &GlobalArgs, args: &PlanArgs) -> anyhow::Result<Code> {
             .records(&query)
             .context("failed to read the archive")?;
         for record in records.iter().filter(|record| record.spec == request.spec) {
-            if let Some(value) = sample_value(record, metric) {
+            if let Some(value) = record.sample(metric) {
                 values.push(value);
                 lengths.push(record.iterations.iter().map(|it| it.elapsed_s).sum::<f64>());
             }

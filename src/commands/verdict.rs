@@ -19,7 +19,8 @@ use crate::output;
 use anyhow::Context;
 use archive::{Archive, ArchiveError, CanonicalRun, RunQuery};
 use bisect::decision::{self, DecisionConfig, Model, StepDecision, Verdict};
-use bisect::runner::{self, CommandOutcome};
+use bisect::measure::{self, CommandMeasurement};
+use child_process::runner;
 use run_record::record::{Metric, RunRecord};
 use run_record::spec::RunSpec;
 use serde::Serialize;
@@ -28,8 +29,8 @@ use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
-use super::bisect::wiring::sample_value;
-use super::request::parse_bench_spec;
+use crate::request::parse_bench_spec;
+use crate::store::open_archive;
 
 /// Schema of [`VerdictDoc`].
 const VERDICT_SCHEMA: &str = "netbisect.verdict/1";
@@ -56,7 +57,6 @@ struct VerdictDoc {
 }
 
 pub fn run(global: &GlobalArgs, args: &VerdictArgs) -> anyhow::Result<Code> {
-    bisect::interrupt::install(bisect::interrupt::Mode::ExitNow);
     match decide(global, args) {
         Ok(code) => Ok(code),
         Err(err) => {
@@ -184,7 +184,9 @@ fn runs_of_spec(
     })
 }
 
-/// One fresh run of the current tree.
+/// One fresh run of the current tree: the bench test in-process, or the
+/// measure command as a bisection runs it (its skips are failures to
+/// measure, which `verdict` answers with 125).
 fn measure_once(
     args: &VerdictArgs,
     bench: Option<&bench_core::run::BenchRequest>,
@@ -202,34 +204,17 @@ fn measure_once(
         env.push(("NETBISECT_COMMIT".to_string(), commit.to_string()));
     }
     let timeout = args.timeout.map(Duration::from_secs_f64);
-    match runner::run_command(command, dir, &env, timeout)? {
-        CommandOutcome::TimedOut => anyhow::bail!("the measure command timed out"),
-        CommandOutcome::Exited {
-            code: Some(0),
-            stdout,
-            ..
-        } => RunRecord::from_slice(&stdout)
+    match measure::run_measure(command, dir, &env, timeout, None)? {
+        // A command that prints no record would print none at any commit:
+        // an input error, on which `git bisect run` aborts.
+        CommandMeasurement::Printed(stdout) => RunRecord::from_slice(&stdout)
             .context("the measure command printed no valid run record"),
-        CommandOutcome::Exited {
-            code, stderr_tail, ..
-        } => {
-            let last = stderr_tail
-                .lines()
-                .rev()
-                .find(|line| !line.trim().is_empty());
-            anyhow::bail!(
-                "the measure command failed ({}){}",
-                code.map_or("killed by a signal".to_string(), |code| format!(
-                    "exit {code}"
-                )),
-                last.map_or(String::new(), |line| format!(": {}", line.trim()))
-            )
-        }
+        CommandMeasurement::Skip(reason) => anyhow::bail!("{reason}"),
     }
 }
 
 fn decide(global: &GlobalArgs, args: &VerdictArgs) -> anyhow::Result<Code> {
-    let mut archive = super::archive::open_archive(global)?;
+    let mut archive = open_archive(global)?;
     let good = baseline(&archive, &args.good_run).context("the good baseline")?;
     let bad = baseline(&archive, &args.bad_run).context("the bad baseline")?;
     let dir = std::env::current_dir().context("failed to read the current directory")?;
@@ -276,7 +261,7 @@ fn decide(global: &GlobalArgs, args: &VerdictArgs) -> anyhow::Result<Code> {
     let values = |records: &[RunRecord]| -> Vec<f64> {
         records
             .iter()
-            .filter_map(|record| sample_value(record, metric))
+            .filter_map(|record| record.sample(metric))
             .collect()
     };
     let good_samples = values(&good);
@@ -304,7 +289,8 @@ fn decide(global: &GlobalArgs, args: &VerdictArgs) -> anyhow::Result<Code> {
             record.subject.commit = Some(commit.clone());
             record.seal()?;
         }
-        let value = sample_value(&record, metric)
+        let value = record
+            .sample(metric)
             .ok_or_else(|| anyhow::anyhow!("the run record has no {metric} figures"))?;
         if record.config_key != good[0].config_key && !global.quiet {
             eprintln!(

@@ -7,14 +7,12 @@
 use super::console::{boot_failure, keep_console, last_line};
 use super::script::guest_script;
 use super::{
-    AccelChoice, BASE_APPEND, GROUP_EXIT_WAIT, GUEST_SHARED_DIR, GuestJob, GuestResult, KVM_PROBE,
-    KernelImage, NetMode, POLL_INTERVAL, QEMU, RUNNER, VmError, VmOptions, busybox, initramfs, io,
-    vmlinux,
+    AccelChoice, BASE_APPEND, GUEST_SHARED_DIR, GuestJob, GuestResult, KVM_PROBE, KernelImage,
+    NetMode, POLL_INTERVAL, QEMU, RUNNER, VmError, VmOptions, busybox, initramfs, io, vmlinux,
 };
+use child_process::group::GroupChild;
 use run_record::env::VmEnv;
-use rustix::process::{self, Pid, Signal};
 use std::os::unix::fs::OpenOptionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
@@ -140,6 +138,8 @@ fn place_binary(from: &Path, to: &Path) -> Result<(), VmError> {
         .map_err(io(format!("copy {} for the guest", from.display())))
 }
 
+/// One boot: the shared directory made, qemu started, the guest waited
+/// for and what it left read back.
 fn boot_once(
     image: &KernelImage,
     boot: &Boot<'_>,
@@ -150,56 +150,118 @@ fn boot_once(
     probing: bool,
 ) -> Result<GuestResult, Attempt> {
     let started = Instant::now();
-    let work = tempfile::Builder::new()
-        .prefix("netbisect-vm-")
-        .tempdir()
-        .map_err(io("create the directory shared with the guest"))?;
-    // The guest sees `shared` only; the initramfs and the console stay
-    // beside it.
-    let dir = work.path().join("shared");
-    std::fs::create_dir(&dir).map_err(io("create the directory shared with the guest"))?;
-    for (name, bytes) in &job.files {
-        // Only for this user (and the guest, which runs as root): the
-        // host mode's token is one of them.
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(dir.join(name))
-            .map_err(io(format!("create {name}")))?;
-        std::io::Write::write_all(&mut file, bytes).map_err(io(format!("write {name}")))?;
-    }
-    // The guest's tmpfs on /tmp, /var/tmp and /run hides what the host
-    // keeps there, a netbisect built or installed under /tmp included: the
-    // guest runs the binary from the shared directory, linked or copied.
-    place_binary(&job.binary, &dir.join(GUEST_BINARY))?;
-    let job = &GuestJob {
-        binary: Path::new(GUEST_SHARED_DIR).join(GUEST_BINARY),
-        ..job.clone()
+    let guest_dir = GuestDir::prepare(image, options, job)?;
+    let qemu = qemu_arguments(boot, options, &guest_dir, accel);
+    let mut runner = start_runner(&qemu, &guest_dir)?;
+    let waited = wait_for_guest(&mut runner, &guest_dir, boot, options, started, probing);
+    // Whatever is left of the group (the watcher) goes with it.
+    runner.kill();
+    let reached_test = match waited? {
+        Waited::Exited { reached_test } => reached_test,
+        Waited::TimedOut => {
+            let console = keep_console(&guest_dir.console, console_dir)?;
+            return Err(Attempt::Failed(VmError::TimedOut {
+                seconds: options.timeout_s,
+                console,
+            }));
+        }
     };
-    let script = guest_script(Path::new(GUEST_SHARED_DIR), options, job);
-    std::fs::write(dir.join("guest.sh"), script).map_err(io("write the guest script"))?;
-    let initrd = work.path().join("initramfs.cpio");
-    let busybox = busybox()?;
-    let command = format!("sh {GUEST_SHARED_DIR}/guest.sh; echo o > /proc/sysrq-trigger; sleep 30");
-    initramfs::write(
-        &initramfs::Contents {
-            busybox: &busybox,
-            release: image.release.as_deref(),
-            nics: options.net != NetMode::Loopback,
-            shared_dir: GUEST_SHARED_DIR,
-            command: &command,
-        },
-        &initrd,
-    )?;
-    let console_path = work.path().join("console.log");
-    let console = std::fs::File::options()
-        .create(true)
-        .append(true)
-        .open(&console_path)
-        .map_err(io("create the console log"))?;
-    let console_err = console.try_clone().map_err(io("open the console log"))?;
+    let record = read_outcome(&guest_dir, console_dir, reached_test, probing)?;
+    Ok(GuestResult {
+        record,
+        vm: vm_env(options, accel, reached_test),
+    })
+}
 
+/// The host's side of one boot: a temporary directory holding the
+/// directory shared with the guest, the initramfs and the console log.
+struct GuestDir {
+    /// Removed with everything in it when dropped.
+    _work: tempfile::TempDir,
+    /// Shared with the guest, which sees only this.
+    shared: PathBuf,
+    /// The initramfs.
+    initrd: PathBuf,
+    /// The console log.
+    console: PathBuf,
+}
+
+impl GuestDir {
+    /// Writes what the guest needs: `job`'s files, the netbisect binary,
+    /// the guest script and the initramfs.
+    fn prepare(
+        image: &KernelImage,
+        options: &VmOptions,
+        job: &GuestJob,
+    ) -> Result<GuestDir, VmError> {
+        let work = tempfile::Builder::new()
+            .prefix("netbisect-vm-")
+            .tempdir()
+            .map_err(io("create the directory shared with the guest"))?;
+        // The guest sees `shared` only; the initramfs and the console stay
+        // beside it.
+        let shared = work.path().join("shared");
+        std::fs::create_dir(&shared).map_err(io("create the directory shared with the guest"))?;
+        for (name, bytes) in &job.files {
+            // Only for this user (and the guest, which runs as root): the
+            // host mode's token is one of them.
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(shared.join(name))
+                .map_err(io(format!("create {name}")))?;
+            std::io::Write::write_all(&mut file, bytes).map_err(io(format!("write {name}")))?;
+        }
+        // The guest's tmpfs on /tmp, /var/tmp and /run hides what the host
+        // keeps there, a netbisect built or installed under /tmp included:
+        // the guest runs the binary from the shared directory, linked or
+        // copied.
+        place_binary(&job.binary, &shared.join(GUEST_BINARY))?;
+        let job = &GuestJob {
+            binary: Path::new(GUEST_SHARED_DIR).join(GUEST_BINARY),
+            ..job.clone()
+        };
+        let script = guest_script(Path::new(GUEST_SHARED_DIR), options, job);
+        std::fs::write(shared.join("guest.sh"), script).map_err(io("write the guest script"))?;
+        let initrd = work.path().join("initramfs.cpio");
+        let busybox = busybox()?;
+        let command =
+            format!("sh {GUEST_SHARED_DIR}/guest.sh; echo o > /proc/sysrq-trigger; sleep 30");
+        initramfs::write(
+            &initramfs::Contents {
+                busybox: &busybox,
+                release: image.release.as_deref(),
+                nics: options.net != NetMode::Loopback,
+                shared_dir: GUEST_SHARED_DIR,
+                command: &command,
+            },
+            &initrd,
+        )?;
+        let console = work.path().join("console.log");
+        Ok(GuestDir {
+            _work: work,
+            shared,
+            initrd,
+            console,
+        })
+    }
+
+    /// What the guest wrote under `name`, if anything.
+    fn read(&self, name: &str) -> Option<Vec<u8>> {
+        std::fs::read(self.shared.join(name)).ok()
+    }
+}
+
+/// qemu's command line: the machine, the kernel and initramfs, the
+/// console to a file, the host's root read-only and the shared directory
+/// over 9p, and the NICs of the network mode.
+fn qemu_arguments(
+    boot: &Boot<'_>,
+    options: &VmOptions,
+    guest_dir: &GuestDir,
+    accel: &'static str,
+) -> Vec<String> {
     let mut append = BASE_APPEND.to_string();
     for extra in &options.append {
         append.push(' ');
@@ -232,13 +294,13 @@ fn boot_once(
         "-kernel".to_string(),
         boot.kernel.to_string_lossy().into_owned(),
         "-initrd".to_string(),
-        initrd.to_string_lossy().into_owned(),
+        guest_dir.initrd.to_string_lossy().into_owned(),
         "-append".to_string(),
         append,
         "-chardev".to_string(),
         format!(
             "file,id=nbconsole,path={},append=on",
-            qemu_value(&console_path)
+            qemu_value(&guest_dir.console)
         ),
         "-serial".to_string(),
         "chardev:nbconsole".to_string(),
@@ -250,7 +312,7 @@ fn boot_once(
         "-virtfs".to_string(),
         format!(
             "local,path={},mount_tag={},security_model=none,multidevs=remap",
-            qemu_value(&dir),
+            qemu_value(&guest_dir.shared),
             initramfs::SHARED_TAG
         ),
     ]);
@@ -278,46 +340,87 @@ fn boot_once(
             ]);
         }
     }
+    qemu
+}
 
-    // qemu runs under a shell that also watches a pipe from this process:
-    // when this process dies, however it dies (kill -9 included), the
-    // pipe closes and the watcher kills the whole group, qemu with it.
+/// Starts qemu under a shell that also watches a pipe from this process:
+/// when this process dies, however it dies (kill -9 included), the pipe
+/// closes and the watcher kills the whole group, qemu with it.
+fn start_runner(qemu: &[String], guest_dir: &GuestDir) -> Result<Runner, VmError> {
+    let console = std::fs::File::options()
+        .create(true)
+        .append(true)
+        .open(&guest_dir.console)
+        .map_err(io("create the console log"))?;
+    let console_err = console.try_clone().map_err(io("open the console log"))?;
     let mut command = Command::new("sh");
     command
         .arg("-c")
         .arg("exec 3<&0; \"$@\" & v=$!; { read _ <&3; kill -9 0; } & wait $v")
         .arg("sh")
-        .args(&qemu)
+        .args(qemu)
         .current_dir("/")
         .stdin(Stdio::piped())
         .stdout(console)
-        .stderr(console_err)
-        .process_group(0);
-    let mut child = command.spawn().map_err(|source| {
-        Attempt::Failed(VmError::Io {
-            what: format!("start {QEMU}"),
-            source,
-        })
+        .stderr(console_err);
+    let mut group = GroupChild::spawn(&mut command).map_err(|source| VmError::Io {
+        what: format!("start {QEMU}"),
+        source,
     })?;
     // Held until the guest is done; see the watcher above.
-    let _lifeline = child.stdin.take();
-    let mut guest = Guest::new(child);
+    let lifeline = group.child().stdin.take();
+    Ok(Runner {
+        group,
+        _lifeline: lifeline,
+    })
+}
+
+/// The runner's process group (qemu and its watcher) and the pipe whose
+/// closing makes the watcher kill it.
+struct Runner {
+    group: GroupChild,
+    _lifeline: Option<std::process::ChildStdin>,
+}
+
+impl Runner {
+    fn kill(&mut self) {
+        self.group.kill();
+    }
+}
+
+/// How the wait for a guest ended.
+enum Waited {
+    /// qemu exited; when the guest reached the test, after how long.
+    Exited { reached_test: Option<Duration> },
+    /// The guest ran past its timeout.
+    TimedOut,
+}
+
+/// Waits for qemu to exit, noting when the guest reached the test; gives
+/// up at the timeout, on a signal, or for a KVM probe that does not reach
+/// the test in time.
+fn wait_for_guest(
+    runner: &mut Runner,
+    guest_dir: &GuestDir,
+    boot: &Boot<'_>,
+    options: &VmOptions,
+    started: Instant,
+    probing: bool,
+) -> Result<Waited, Attempt> {
     let timeout = Duration::from_secs_f64(options.timeout_s);
-    let started_marker = dir.join("started");
+    let started_marker = guest_dir.shared.join("started");
     let mut reached_test: Option<Duration> = None;
-    let exit = loop {
+    loop {
         if reached_test.is_none() && started_marker.exists() {
             reached_test = Some(boot.prepared + started.elapsed());
         }
-        if let Err(interrupted) = bisect::interrupt::check() {
-            guest.kill();
+        if let Err(interrupted) = child_process::interrupt::check() {
             return Err(Attempt::Failed(interrupted.into()));
         }
-        match guest.child.try_wait() {
-            Ok(Some(status)) => break Some(status),
+        match runner.group.try_wait() {
+            Ok(Some(_)) => return Ok(Waited::Exited { reached_test }),
             Ok(None) => {}
             Err(source) => {
-                guest.kill();
                 return Err(Attempt::Failed(VmError::Io {
                     what: format!("wait for {QEMU}"),
                     source,
@@ -326,50 +429,50 @@ fn boot_once(
         }
         let elapsed = started.elapsed();
         if probing && reached_test.is_none() && elapsed >= KVM_PROBE.min(timeout) {
-            guest.kill();
             return Err(Attempt::KvmFailed(format!(
                 "the guest did not reach the test within {} s",
                 KVM_PROBE.min(timeout).as_secs()
             )));
         }
         if elapsed >= timeout {
-            break None;
+            return Ok(Waited::TimedOut);
         }
         std::thread::sleep(POLL_INTERVAL);
-    };
-    // Whatever is left of the group (the watcher) goes with it.
-    guest.kill();
-    if exit.is_none() {
-        let console = keep_console(&console_path, console_dir)?;
-        return Err(Attempt::Failed(VmError::TimedOut {
-            seconds: options.timeout_s,
-            console,
-        }));
     }
-    let read = |name: &str| std::fs::read(dir.join(name)).ok();
-    if let Some(message) = read("setup-error") {
-        let console = keep_console(&console_path, console_dir)?;
+}
+
+/// The record a guest that ended left, or why there is none: its setup
+/// error, a boot that never reached the test, a crash during it, or the
+/// test's own failure.
+fn read_outcome(
+    guest_dir: &GuestDir,
+    console_dir: &Path,
+    reached_test: Option<Duration>,
+    probing: bool,
+) -> Result<Vec<u8>, Attempt> {
+    if let Some(message) = guest_dir.read("setup-error") {
+        let console = keep_console(&guest_dir.console, console_dir)?;
         return Err(Attempt::Failed(VmError::Guest {
             message: String::from_utf8_lossy(&message).trim().to_string(),
             console,
         }));
     }
-    let Some(status) = read("status") else {
+    let Some(status) = guest_dir.read("status") else {
         if probing && reached_test.is_none() {
-            return Err(Attempt::KvmFailed(last_line(&console_path)));
+            return Err(Attempt::KvmFailed(last_line(&guest_dir.console)));
         }
-        let console = keep_console(&console_path, console_dir)?;
+        let console = keep_console(&guest_dir.console, console_dir)?;
         let reason = if reached_test.is_some() {
             "it stopped during the test: a panic or a crash".to_string()
         } else {
-            format!("{}: boot failed", boot_failure(&console_path))
+            format!("{}: boot failed", boot_failure(&guest_dir.console))
         };
         return Err(Attempt::Failed(VmError::Boot { reason, console }));
     };
     let status = String::from_utf8_lossy(&status).trim().to_string();
     if status != "0" {
-        let console = keep_console(&console_path, console_dir)?;
-        let stderr = read("bench.err").unwrap_or_default();
+        let console = keep_console(&guest_dir.console, console_dir)?;
+        let stderr = guest_dir.read("bench.err").unwrap_or_default();
         let stderr = String::from_utf8_lossy(&stderr);
         let message = stderr
             .lines()
@@ -382,8 +485,12 @@ fn boot_once(
             console,
         }));
     }
-    let record = read("record.json").unwrap_or_default();
-    let vm = VmEnv {
+    Ok(guest_dir.read("record.json").unwrap_or_default())
+}
+
+/// The record's `vm` section: how the guest was made.
+fn vm_env(options: &VmOptions, accel: &str, reached_test: Option<Duration>) -> VmEnv {
+    VmEnv {
         runner: RUNNER.to_string(),
         runner_version: runner_version(),
         accelerator: accel.to_string(),
@@ -402,58 +509,12 @@ fn boot_once(
         sysctls: options.sysctls.clone(),
         boot_to_test_s: reached_test
             .map(|elapsed| (elapsed.as_secs_f64() * 1000.0).round() / 1000.0),
-    };
-    Ok(GuestResult { record, vm })
+    }
 }
 
 /// A path as a value of a qemu option, where a comma is written twice.
 fn qemu_value(path: &Path) -> String {
     path.to_string_lossy().replace(',', ",,")
-}
-
-/// The runner's process (the leader of its own process group) and all it
-/// started: killed together, at the latest when dropped. While it runs,
-/// a SIGINT or SIGTERM kills the group at once (see
-/// [`bisect::interrupt`]).
-struct Guest {
-    child: std::process::Child,
-    /// The group, until it is killed.
-    group: Option<Pid>,
-}
-
-impl Guest {
-    fn new(child: std::process::Child) -> Guest {
-        let group = i32::try_from(child.id())
-            .ok()
-            .filter(|&raw| raw > 0)
-            .and_then(Pid::from_raw);
-        bisect::interrupt::set_running_group(Pid::as_raw(group));
-        Guest { child, group }
-    }
-
-    /// Kills the group, reaps the runner and waits (a few seconds at
-    /// most) until no member of the group is left: a killed qemu takes a
-    /// moment to free the guest's memory.
-    fn kill(&mut self) {
-        let Some(group) = self.group.take() else {
-            return;
-        };
-        bisect::interrupt::set_running_group(0);
-        // A group that is gone already only makes this fail with ESRCH.
-        let _ = process::kill_process_group(group, Signal::KILL);
-        let _ = self.child.wait();
-        let deadline = Instant::now() + GROUP_EXIT_WAIT;
-        // Signal 0 only asks whether a member of the group is left.
-        while process::test_kill_process_group(group).is_ok() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Guest {
-    fn drop(&mut self) {
-        self.kill();
-    }
 }
 
 fn runner_version() -> Option<String> {

@@ -14,8 +14,9 @@
 //!
 //! It knows nothing of archives or git: it takes the bench arguments the
 //! guest should run with and returns the record's bytes and the [`VmEnv`]
-//! describing the guest; the commands wire it to the archive and to
-//! bisect's measurer.
+//! describing the guest; [`run_test`] turns a bench request into those
+//! arguments and the bytes into a sealed record, and the commands store
+//! it (`bench --kernel`, `ab`) or hand it to bisect's measurer.
 //!
 //! The accelerator is decided by trying: KVM when `/dev/kvm` exists and a
 //! guest reaches the test within [`KVM_PROBE`], else qemu's TCG. A guest
@@ -28,12 +29,16 @@ mod console;
 mod initramfs;
 mod kernel;
 mod script;
+mod settings;
 mod tap;
+mod test;
 mod vmlinux;
 
 pub use boot::run_guest;
 pub use kernel::{KernelImage, check_image};
+pub use settings::GuestSettings;
 pub use tap::{TapLink, tap_link};
+pub use test::{GuestSubject, KernelUnderTest, Notes, run_test};
 
 use run_record::env::VmEnv;
 use serde::{Deserialize, Serialize};
@@ -53,9 +58,6 @@ pub const CONSOLE_TAIL_LINES: usize = 40;
 /// How long a KVM guest may take to reach the test before KVM is judged
 /// not to work on this host.
 pub const KVM_PROBE: Duration = Duration::from_secs(25);
-
-/// How long a killed guest's processes may take to be gone.
-const GROUP_EXIT_WAIT: Duration = Duration::from_secs(5);
 
 /// How often the runner is polled.
 const POLL_INTERVAL: Duration = Duration::from_millis(50);
@@ -246,7 +248,7 @@ pub enum VmError {
     },
     /// A signal came; the guest was killed.
     #[error("the guest was killed: {0}")]
-    Interrupted(#[from] bisect::interrupt::Interrupted),
+    Interrupted(#[from] child_process::interrupt::Interrupted),
     /// The test inside the guest failed.
     #[error("the test in the guest failed: {message} (console: {})", console.display())]
     Guest {

@@ -4,7 +4,12 @@
 //!   imports it back, directly or through a longer circle;
 //! - no non-test source file of a library crate or of `src/` is over
 //!   [`MAX_LINES`] lines, unless its first comment carries
-//!   [`KEPT_WHOLE_MARKER`] and says why it is one cohesive thing.
+//!   [`KEPT_WHOLE_MARKER`] and says why it is one cohesive thing;
+//! - no subcommand's module (`commands::X` of the root package) imports
+//!   another subcommand's module: what they share lives beside
+//!   `commands/`;
+//! - no crate but [`PROCESS_CRATE`] installs a signal handler or depends
+//!   on signal-hook.
 //!
 //! The crates are found from the workspace's member list in the root
 //! Cargo.toml (plus the root package), and their modules from their `mod`
@@ -28,6 +33,9 @@ pub const MAX_LINES: usize = 600;
 /// What the first comment of a longer file says, followed by why it is
 /// one cohesive thing.
 pub const KEPT_WHOLE_MARKER: &str = "Kept whole:";
+
+/// The one crate that handles signals.
+pub const PROCESS_CRATE: &str = "child-process";
 
 /// A crate of the workspace: its package name and its `src/` directory;
 /// `sizes_checked` for a library crate and the root package.
@@ -668,6 +676,98 @@ pub fn module_circles(root: &Path) -> Vec<String> {
     problems
 }
 
+/// Every import of one subcommand's module by another's in the root
+/// package (`commands::X` importing `commands::Y`, or anything inside
+/// them), with its file and line.
+pub fn subcommand_imports(root: &Path) -> Vec<String> {
+    let Some(krate) = workspace_crates(root)
+        .into_iter()
+        .find(|krate| krate.src == root.join("src"))
+    else {
+        return Vec::new();
+    };
+    let modules = crate_modules(&krate.src);
+    let graph = import_graph(&modules);
+    let subcommand =
+        |path: &[String]| (path.len() >= 2 && path[0] == "commands").then(|| path[1].clone());
+    let mut problems = Vec::new();
+    for (from, edges) in &graph {
+        let Some(importer) = subcommand(from) else {
+            continue;
+        };
+        for (to, line) in edges {
+            if subcommand(to).is_some_and(|imported| imported != importer) {
+                let file = &modules
+                    .iter()
+                    .find(|module| &module.path == from)
+                    .unwrap()
+                    .file;
+                let file = file.strip_prefix(root).unwrap_or(file).display();
+                problems.push(format!(
+                    "{} imports {} ({file}:{line})",
+                    module_name(from),
+                    module_name(to)
+                ));
+            }
+        }
+    }
+    problems
+}
+
+/// Names that install or change a signal's handler.
+const SIGNAL_HANDLER_NAMES: &[&str] = &["sigaction", "signal_hook", "sigprocmask", "sighandler_t"];
+
+/// True when a Cargo.toml's dependency tables name signal-hook.
+fn depends_on_signal_hook(manifest: &str) -> bool {
+    let mut in_dependencies = false;
+    for line in manifest.lines() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.starts_with('[') {
+            in_dependencies = line.ends_with("dependencies]") && !line.starts_with("[workspace");
+        } else if in_dependencies && line.starts_with("signal-hook") {
+            return true;
+        }
+    }
+    false
+}
+
+/// Every place outside [`PROCESS_CRATE`] that installs a signal handler
+/// (a name of [`SIGNAL_HANDLER_NAMES`] or `libc::signal` in non-test code)
+/// or depends on signal-hook.
+pub fn signal_handlers_outside_the_process_crate(root: &Path) -> Vec<String> {
+    let mut problems = Vec::new();
+    for krate in workspace_crates(root) {
+        if krate.name == PROCESS_CRATE {
+            continue;
+        }
+        let manifest_path = krate.src.parent().unwrap().join("Cargo.toml");
+        let manifest = fs::read_to_string(&manifest_path).unwrap();
+        if depends_on_signal_hook(&manifest) {
+            let file = manifest_path.strip_prefix(root).unwrap_or(&manifest_path);
+            problems.push(format!("{}: depends on signal-hook", file.display()));
+        }
+        for module in crate_modules(&krate.src) {
+            let tokens = lex(&module.source);
+            for (index, (token, line)) in tokens.iter().enumerate() {
+                let Token::Ident(name) = token else {
+                    continue;
+                };
+                let libc_signal = name == "libc"
+                    && is_path_sep(&tokens, index + 1)
+                    && ident(&tokens, index + 2) == Some("signal");
+                if SIGNAL_HANDLER_NAMES.contains(&name.as_str()) || libc_signal {
+                    let file = module.file.strip_prefix(root).unwrap_or(&module.file);
+                    problems.push(format!(
+                        "{}:{line}: installs a signal handler ({name})",
+                        file.display()
+                    ));
+                }
+            }
+        }
+    }
+    problems
+}
+
 /// True when the first comment of `source` (its leading lines that start
 /// with `//`) carries [`KEPT_WHOLE_MARKER`].
 fn first_comment_keeps_whole(source: &str) -> bool {
@@ -720,6 +820,23 @@ fn workspace_root() -> &'static Path {
 #[test]
 fn no_module_imports_one_that_imports_it_back() {
     let problems = module_circles(workspace_root());
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn no_subcommand_imports_another() {
+    let problems = subcommand_imports(workspace_root());
+    assert!(
+        problems.is_empty(),
+        "a subcommand's module imports another's; move what they share beside \
+         src/commands/:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn only_the_process_crate_handles_signals() {
+    let problems = signal_handlers_outside_the_process_crate(workspace_root());
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
@@ -1031,4 +1148,64 @@ fn circles_and_long_files_of_a_workspace_are_reported() {
         ]
     );
     assert_eq!(oversized_files(root), ["src/commands/sweep.rs: 602 lines"]);
+}
+
+#[test]
+fn subcommand_imports_and_signal_handlers_are_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    fixture_workspace(root);
+    // The fixture's bench imports sweep, another subcommand.
+    assert_eq!(
+        subcommand_imports(root),
+        ["commands::bench imports commands::sweep (src/commands/bench.rs:2)"]
+    );
+    assert_eq!(
+        signal_handlers_outside_the_process_crate(root),
+        Vec::<String>::new()
+    );
+    write_files(
+        root,
+        &[
+            (
+                "Cargo.toml",
+                "[workspace]\nmembers = [\"alpha\", \"tool\", \"child-process\"]\n\n\
+                 [workspace.dependencies]\nsignal-hook = \"0.3\"\n\n\
+                 [package]\nname = \"fixture\"\n"
+                    .to_string(),
+            ),
+            (
+                "alpha/Cargo.toml",
+                "[package]\nname = \"alpha\"\n[dependencies]\nsignal-hook.workspace = true\n"
+                    .to_string(),
+            ),
+            (
+                "alpha/src/one.rs",
+                "//! One.\nuse crate::two::Thing;\n// libc::signal in a comment is no call.\n\
+                 fn f() { unsafe { libc::signal(2, 1) }; }\n"
+                    .to_string(),
+            ),
+            (
+                "child-process/Cargo.toml",
+                "[package]\nname = \"child-process\"\n[dependencies]\nsignal-hook = \"0.3\"\n"
+                    .to_string(),
+            ),
+            (
+                "child-process/src/lib.rs",
+                "//! Signals.\nuse signal_hook::iterator::Signals;\n".to_string(),
+            ),
+            (
+                "src/commands/sweep.rs",
+                "//! Sweep.\nfn f(action: &libc::sigaction) {}\n".to_string(),
+            ),
+        ],
+    );
+    assert_eq!(
+        signal_handlers_outside_the_process_crate(root),
+        [
+            "alpha/Cargo.toml: depends on signal-hook",
+            "alpha/src/one.rs:4: installs a signal handler (libc)",
+            "src/commands/sweep.rs:2: installs a signal handler (sigaction)",
+        ]
+    );
 }

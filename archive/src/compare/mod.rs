@@ -49,7 +49,7 @@
 //! - [`Verdict::Significant`] otherwise.
 //!
 //! [`ComparisonRow::direction`] says whether the change of the means is an
-//! improvement or a regression for that metric ([`Metric::higher_is_better`]:
+//! improvement or a regression for that metric ([`Metric::direction`]:
 //! throughput and transaction rate higher, latency and service demand
 //! lower). It is the direction of the point estimate and means something
 //! only together with the verdict.
@@ -72,7 +72,7 @@ use std::collections::{BTreeMap, BTreeSet};
 mod output;
 
 pub use output::{
-    Comparison, ComparisonGroup, ComparisonRow, Direction, EnvChange, Host, Side, SideSummary,
+    ChangeKind, Comparison, ComparisonGroup, ComparisonRow, EnvChange, Host, Side, SideSummary,
     SpecSummary, UnmatchedGroup, Verdict,
 };
 
@@ -133,28 +133,6 @@ impl Default for CompareOptions {
             second_label: "patched".to_string(),
             first_name: "base".to_string(),
             second_name: "patched".to_string(),
-        }
-    }
-}
-
-/// The unit `metric` is recorded in for a run of `test`: SI base units,
-/// and netperf's units for service demand.
-pub fn metric_unit(metric: Metric, test: TestKind) -> &'static str {
-    match metric {
-        Metric::ThroughputBps => "bits/s",
-        Metric::TransactionRate => "trans/s",
-        Metric::LatencyMeanUs
-        | Metric::LatencyP50Us
-        | Metric::LatencyP90Us
-        | Metric::LatencyP99Us
-        | Metric::LatencyP999Us => "us",
-        Metric::LocalCpuPct | Metric::RemoteCpuPct => "%",
-        Metric::LocalServiceDemand | Metric::RemoteServiceDemand => {
-            if test.is_request_response() {
-                "us/Tran"
-            } else {
-                "us/KB"
-            }
         }
     }
 }
@@ -415,8 +393,8 @@ pub fn compare_samples(
     let second_summary = SideSummary::of(second)?;
     let mut row = ComparisonRow {
         metric: metric.name().to_string(),
-        unit: metric_unit(metric, test).to_string(),
-        higher_is_better: metric.higher_is_better(),
+        unit: metric.unit(test).to_string(),
+        higher_is_better: metric.direction().higher_is_better(),
         first: first_summary.clone(),
         second: second_summary.clone(),
         change_pct: None,
@@ -438,7 +416,7 @@ pub fn compare_samples(
         row.change_low_pct = Some(relative.low_pct);
         row.change_high_pct = Some(relative.high_pct);
     }
-    row.direction = Direction::of_change(metric, first_summary.mean, second_summary.mean);
+    row.direction = ChangeKind::of_change(metric, first_summary.mean, second_summary.mean);
     let test_result = stats::mann_whitney_u(first, second, MannWhitneyMethod::Auto)?;
     row.p_value = Some(test_result.p_value);
     let decidable = stats::mann_whitney_min_p_value(first.len(), second.len()) < options.alpha;

@@ -177,7 +177,7 @@ pub struct ComparisonRow {
     pub verdict: Verdict,
     /// Whether the change of the means is for the better or the worse;
     /// `null` when the means are equal or a side is missing.
-    pub direction: Option<Direction>,
+    pub direction: Option<ChangeKind>,
     /// For a row not called significant (`?` or `~`): the samples per
     /// side at which the Mann-Whitney test would reach alpha with
     /// [`DECIDE_POWER`](super::DECIDE_POWER) for a change of [`ComparisonRow::effect_pct`], at
@@ -251,28 +251,29 @@ pub enum Verdict {
     Significant,
 }
 
-/// Whether a change is for the better, given the metric's direction.
+/// Whether a change is for the better, given which way of the metric is
+/// better ([`Metric::direction`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Direction {
+pub enum ChangeKind {
     /// The metric moved the good way.
     Improvement,
     /// The metric moved the bad way.
     Regression,
 }
 
-impl Direction {
-    /// The direction of a move from `from` to `to` of `metric`; `None`
-    /// when they are equal.
-    pub fn of_change(metric: Metric, from: f64, to: f64) -> Option<Direction> {
+impl ChangeKind {
+    /// What a move from `from` to `to` of `metric` is; `None` when they
+    /// are equal.
+    pub fn of_change(metric: Metric, from: f64, to: f64) -> Option<ChangeKind> {
         if to == from {
             return None;
         }
         let went_up = to > from;
-        if went_up == metric.higher_is_better() {
-            Some(Direction::Improvement)
+        if went_up == metric.direction().higher_is_better() {
+            Some(ChangeKind::Improvement)
         } else {
-            Some(Direction::Regression)
+            Some(ChangeKind::Regression)
         }
     }
 }

@@ -48,11 +48,13 @@ use std::path::{Path, PathBuf};
 mod check;
 mod open;
 mod query;
+mod series;
 mod write;
 
 pub use check::{CheckReport, DamagedRun};
 pub use open::{BUSY_TIMEOUT, QUICK_CHECK_MAX_BYTES};
 pub use query::{MetricValue, RunQuery, StoredRun};
+pub use series::SeriesRun;
 pub use write::{MergeCounts, StoreCounts, StoreOutcome};
 
 /// A validated run record together with its canonical bytes, ready to
@@ -125,7 +127,6 @@ impl Archive {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::SeriesRun;
     use crate::schema::CURRENT_VERSION;
     use open::migrate_from;
     use run_record::record::{CpuFigures, Iteration, Metric};

@@ -3,9 +3,8 @@
 //! needs of each run, and the records themselves, verified as they are
 //! read.
 
-use super::Archive;
+use super::{Archive, SeriesRun};
 use crate::ArchiveError;
-use crate::history::SeriesRun;
 use crate::schema;
 use run_record::record::{Metric, RunRecord};
 use run_record::spec::TestKind;
@@ -254,7 +253,7 @@ impl Archive {
     /// is decoded or verified (`archive check` does that). `None` when
     /// the archive is older than those columns (one opened read-only at
     /// an older schema): read the records then
-    /// ([`crate::history::SeriesRun::of`]).
+    /// ([`SeriesRun::of`]).
     pub fn series_runs(
         &self,
         query: &RunQuery,

@@ -1,8 +1,10 @@
-//! The figures a run can be compared or bisected on, by name, and where
-//! each is found in an iteration or a summary.
+//! The figures a run can be compared or bisected on, by name, where each
+//! is found in an iteration or a summary, the unit it is recorded in and
+//! which way of it is better.
 
 use super::{CpuFigures, Iteration, LatencyFigures, LatencyReport, Summary};
-use crate::spec::RunSpec;
+use crate::spec::{RunSpec, TestKind};
+use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
@@ -66,9 +68,35 @@ impl Metric {
         }
     }
 
-    /// True when a larger value is an improvement.
-    pub fn higher_is_better(self) -> bool {
-        matches!(self, Metric::ThroughputBps | Metric::TransactionRate)
+    /// Which way of the metric is better: higher for rates, lower for
+    /// latency, CPU and service demand.
+    pub fn direction(self) -> Direction {
+        match self {
+            Metric::ThroughputBps | Metric::TransactionRate => Direction::HigherIsBetter,
+            _ => Direction::LowerIsBetter,
+        }
+    }
+
+    /// The unit the metric is recorded in for a run of `test`: SI base
+    /// units, and netperf's units for service demand.
+    pub fn unit(self, test: TestKind) -> &'static str {
+        match self {
+            Metric::ThroughputBps => "bits/s",
+            Metric::TransactionRate => "trans/s",
+            Metric::LatencyMeanUs
+            | Metric::LatencyP50Us
+            | Metric::LatencyP90Us
+            | Metric::LatencyP99Us
+            | Metric::LatencyP999Us => "us",
+            Metric::LocalCpuPct | Metric::RemoteCpuPct => "%",
+            Metric::LocalServiceDemand | Metric::RemoteServiceDemand => {
+                if test.is_request_response() {
+                    "us/Tran"
+                } else {
+                    "us/KB"
+                }
+            }
+        }
     }
 
     /// The metric a test kind is judged by: transactions per second for
@@ -139,6 +167,24 @@ impl Metric {
 impl fmt::Display for Metric {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         formatter.write_str(self.name())
+    }
+}
+
+/// Which way of a metric is better (a bisection's journal records it in
+/// its options as `higher_is_better` or `lower_is_better`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// Larger values are better (throughput, transaction rate).
+    HigherIsBetter,
+    /// Smaller values are better (latency, CPU).
+    LowerIsBetter,
+}
+
+impl Direction {
+    /// True for [`Direction::HigherIsBetter`].
+    pub fn higher_is_better(self) -> bool {
+        self == Direction::HigherIsBetter
     }
 }
 

@@ -57,7 +57,7 @@ pub use figures::{
     EndsReport, Environments, FlowFigures, HostCpu, Iteration, LatencyFigures, LatencyHistogram,
     LatencyReport, SocketTruth, Source, Spread, Subject, Summary, TcpInfoFigures, UdpFigures,
 };
-pub use metric::{Metric, UnknownMetric};
+pub use metric::{Direction, Metric, UnknownMetric};
 
 use crate::canonical::{self, CanonicalError};
 use crate::env::{HostEnv, VmEnv};
@@ -246,6 +246,18 @@ impl RunRecord {
             .iter()
             .filter_map(|iteration| metric.of_iteration(iteration))
             .collect()
+    }
+
+    /// The sample one run gives of `metric` to a bisection, `verdict` and
+    /// `plan`: the mean over its iterations (a run is one sample, however
+    /// many iterations it has); `None` when no iteration has the figure.
+    pub fn sample(&self, metric: Metric) -> Option<f64> {
+        let samples = self.samples(metric);
+        if samples.is_empty() {
+            return None;
+        }
+        let value = samples.iter().sum::<f64>() / samples.len() as f64;
+        value.is_finite().then_some(value)
     }
 
     /// The run-level value of `metric`: the summary's figure where the

@@ -29,15 +29,15 @@ use crate::cli::{
 use crate::cli::{GlobalArgs, MeasureArgs};
 use crate::exit::{Code, InputError};
 use anyhow::Context;
-use bisect::config::{BisectConfig, Direction};
+use bisect::config::BisectConfig;
 use bisect::decision::{DecisionConfig, Method as WalkMethod};
 use bisect::engine;
 use bisect::measure::{CommandMeasurer, CommandStep};
 use bisect::range;
-use bisect::runner;
 use bisect::worktree::BisectWorktree;
+use child_process::runner;
 use report::print_outcome;
-use run_record::record::Metric;
+use run_record::record::{Direction, Metric};
 use session::{SESSION_SCHEMA, SessionSpec, WORKTREE_NAME, load, lock_state, repo_key, state_dir};
 use status::print_status;
 use std::path::PathBuf;
@@ -92,10 +92,10 @@ fn start(global: &GlobalArgs, args: &BisectStartArgs) -> anyhow::Result<Code> {
     let bench = match &args.measure {
         MeasureArgs {
             bench: Some(spec), ..
-        } if kernel.is_some() => Some(super::request::parse_guest_bench_spec(spec)?),
+        } if kernel.is_some() => Some(crate::request::parse_guest_bench_spec(spec)?),
         MeasureArgs {
             bench: Some(spec), ..
-        } => Some(super::request::parse_bench_spec(spec)?),
+        } => Some(crate::request::parse_bench_spec(spec)?),
         MeasureArgs {
             measure: Some(command),
             ..
@@ -109,8 +109,7 @@ fn start(global: &GlobalArgs, args: &BisectStartArgs) -> anyhow::Result<Code> {
     let direction = match args.direction {
         Some(DirectionArg::Higher) => Direction::HigherIsBetter,
         Some(DirectionArg::Lower) => Direction::LowerIsBetter,
-        None if metric.higher_is_better() => Direction::HigherIsBetter,
-        None => Direction::LowerIsBetter,
+        None => metric.direction(),
     };
     let mut defaults = DecisionConfig::default();
     if let Some(n) = args.end_repeats {
@@ -148,7 +147,7 @@ fn start(global: &GlobalArgs, args: &BisectStartArgs) -> anyhow::Result<Code> {
         },
     };
     let text = serde_json::to_string(&spec).context("failed to encode the session")?;
-    let mut archive = super::archive::open_archive(global)?;
+    let mut archive = crate::store::open_archive(global)?;
     let session = archive.start_session(&key, &text).context(
         "failed to start the bisection (`netbisect bisect reset` ends the one in progress)",
     )?;
@@ -178,7 +177,7 @@ fn kernel_session(args: &BisectStartArgs) -> anyhow::Result<Option<wiring::Kerne
             image.display()
         )));
     }
-    let options = super::kernel::vm_options(&args.vm, None)?;
+    let options = crate::request::vm::vm_options(&args.vm, None)?;
     crate::vm::check_tools()?;
     Ok(Some(wiring::KernelSession {
         image: image.to_string_lossy().into_owned(),
@@ -196,24 +195,26 @@ fn run_session(global: &GlobalArgs, args: &BisectRepoArgs) -> anyhow::Result<Cod
     let spec = &loaded.spec;
     let dir = state_dir(&loaded.repo);
     let _lock = lock_state(&dir)?;
-    // A signal kills the running command's group; the engine journals the
+    // A signal kills the running command's group (the handler is
+    // installed for `bisect run` in Journal mode); the engine journals the
     // interruption and the command exits 130.
-    bisect::interrupt::install(bisect::interrupt::Mode::Journal);
     let bad_oid = range::resolve(&loaded.repo, &spec.bad).map_err(input)?;
     let worktree = BisectWorktree::open_or_create(&loaded.repo, &dir, WORKTREE_NAME, bad_oid)
         .context("failed to prepare the bisect worktree")?;
     let metric: Metric = spec.config.metric.parse()?;
     let method = match (&spec.bench, &spec.kernel) {
         (Some(text), Some(kernel)) => Method::Kernel(Box::new(wiring::KernelStep {
-            request: super::request::parse_guest_bench_spec(text)?,
+            request: crate::request::parse_guest_bench_spec(text)?,
             worktree: worktree.path().to_path_buf(),
             image: PathBuf::from(&kernel.image),
             session: kernel.clone(),
             console_dir: dir.join("consoles"),
-            quiet: global.quiet,
-            verbose: global.verbose > 0,
+            notes: crate::vm::Notes {
+                quiet: global.quiet,
+                verbose: global.verbose > 0,
+            },
         })),
-        (Some(text), None) => Method::Bench(Box::new(super::request::parse_bench_spec(text)?)),
+        (Some(text), None) => Method::Bench(Box::new(crate::request::parse_bench_spec(text)?)),
         (None, _) => Method::Command,
     };
     let step = CommandStep {
@@ -226,7 +227,7 @@ fn run_session(global: &GlobalArgs, args: &BisectRepoArgs) -> anyhow::Result<Cod
         CommandMeasurer::new(&worktree, step),
         method,
         metric,
-        super::archive::open_archive(global)?,
+        crate::store::open_archive(global)?,
         loaded.session.id,
         loaded.session.config_key.clone(),
     );
@@ -253,7 +254,7 @@ fn run_session(global: &GlobalArgs, args: &BisectRepoArgs) -> anyhow::Result<Cod
             anyhow::bail!("cannot measure the good commit {}: {reason}", good.id);
         }
     }
-    let mut journal = ArchiveJournal::new(super::archive::open_archive(global)?, loaded.session.id);
+    let mut journal = ArchiveJournal::new(crate::store::open_archive(global)?, loaded.session.id);
     let outcome = engine::run(
         &loaded.graph,
         &spec.config,

@@ -93,7 +93,7 @@ pub(super) struct Loaded {
 pub(super) fn load(global: &GlobalArgs, path: &Path) -> anyhow::Result<Loaded> {
     let repo = range::discover(path).map_err(input)?;
     let key = repo_key(&repo, path)?;
-    let archive = crate::commands::archive::open_archive(global)?;
+    let archive = crate::store::open_archive(global)?;
     let session = archive.active_session(&key)?.ok_or_else(|| {
         input(format!(
             "no bisection in progress for {key}: start one with `netbisect bisect start`"

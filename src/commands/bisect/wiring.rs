@@ -3,32 +3,17 @@
 //! user's command, stores every run in the archive before handing its
 //! sample to the engine, and finds archived runs of a commit under the
 //! session's config_key; and a [`Journal`] kept in the archive.
-//!
-//! Also the piece `verdict` and `plan` share: the sample of a metric
-//! from a record.
 
-use crate::vm::VmOptions;
+use crate::vm::{self, GuestSettings, GuestSubject, KernelUnderTest, VmOptions};
 use archive::{Archive, CanonicalRun, RunQuery};
 use bench_core::run::BenchRequest;
 use bisect::graph::CommitInfo;
 use bisect::journal::BoxError;
 use bisect::measure::{CommandMeasurer, RecordMeasurement};
 use bisect::{Journal, JournalEvent, Measurement, Measurer, Sample};
-use run_record::record::{Metric, RunRecord};
+use run_record::record::Metric;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
-
-/// The sample a record gives for `metric`: the mean over its iterations,
-/// as bisect's command measurer takes it; `None` when the record has no
-/// finite figure of it.
-pub fn sample_value(record: &RunRecord, metric: Metric) -> Option<f64> {
-    let samples = record.samples(metric);
-    if samples.is_empty() {
-        return None;
-    }
-    let value = samples.iter().sum::<f64>() / samples.len() as f64;
-    value.is_finite().then_some(value)
-}
 
 /// How one repeat is measured.
 pub enum Method {
@@ -53,10 +38,8 @@ pub struct KernelStep {
     pub session: KernelSession,
     /// Where console tails of failed boots are kept.
     pub console_dir: PathBuf,
-    /// Only errors on stderr.
-    pub quiet: bool,
-    /// More detail on stderr.
-    pub verbose: bool,
+    /// What the runner tells on stderr.
+    pub notes: vm::Notes,
 }
 
 /// The kernel part of a bisection session, as `start` recorded it.
@@ -81,7 +64,7 @@ impl KernelStep {
         if let Some(settings) = &self.session.settings {
             let path = self.worktree.join(settings);
             if path.exists() {
-                match crate::commands::kernel::read_settings(&path) {
+                match GuestSettings::read(&path) {
                     Ok(settings) => {
                         let mut append = settings.append;
                         append.append(&mut options.append);
@@ -96,26 +79,24 @@ impl KernelStep {
                 }
             }
         }
-        let kernel = match crate::commands::kernel::prepare(&image, options) {
+        let kernel = match KernelUnderTest::prepare(&image, options) {
             Ok(kernel) => kernel,
             Err(err) => return RecordMeasurement::Skip(format!("cannot boot the build: {err:#}")),
         };
-        match crate::commands::kernel::run_in_vm(
-            &kernel,
-            &self.request,
-            None,
-            None,
+        let subject = GuestSubject {
             // "loopback" is bench's default without -H: a VM run names
             // its testbed after its network mode instead.
-            (self.request.testbed != "loopback").then_some(self.request.testbed.as_str()),
+            testbed: (self.request.testbed != "loopback").then(|| self.request.testbed.clone()),
+            ..GuestSubject::default()
+        };
+        match vm::run_test(
+            &kernel,
+            &self.request,
+            &subject,
             &self.console_dir,
-            self.quiet,
-            self.verbose,
+            self.notes,
         ) {
-            Ok(record) => RecordMeasurement::Record {
-                value: f64::NAN,
-                record: Box::new(record),
-            },
+            Ok(record) => RecordMeasurement::Record(Box::new(record)),
             Err(err) => RecordMeasurement::Skip(format!("{err:#}")),
         }
     }
@@ -179,10 +160,7 @@ impl<'w> SessionMeasurer<'w> {
                 let mut request = (**request).clone();
                 request.subject.commit = Some(commit.id.clone());
                 Ok(match bench_core::run::bench(&request) {
-                    Ok(record) => RecordMeasurement::Record {
-                        value: sample_value(&record, self.metric).unwrap_or(f64::NAN),
-                        record: Box::new(record),
-                    },
+                    Ok(record) => RecordMeasurement::Record(Box::new(record)),
                     Err(err) => RecordMeasurement::Skip(format!("the bench test failed: {err}")),
                 })
             }
@@ -193,7 +171,7 @@ impl<'w> SessionMeasurer<'w> {
     /// commit, stored in the archive, and only then handed over.
     pub fn take(&mut self, commit: &CommitInfo) -> Result<Measurement, BoxError> {
         let mut record = match self.record_of(commit)? {
-            RecordMeasurement::Record { record, .. } => *record,
+            RecordMeasurement::Record(record) => *record,
             RecordMeasurement::Skip(reason) => return Ok(Measurement::Skip(reason)),
         };
         match record.subject.commit.as_deref() {
@@ -211,7 +189,7 @@ impl<'w> SessionMeasurer<'w> {
                 record.seal()?;
             }
         }
-        let Some(value) = sample_value(&record, self.metric) else {
+        let Some(value) = record.sample(self.metric) else {
             return Ok(Measurement::Skip(format!(
                 "the run record has no {} figures",
                 self.metric
@@ -248,7 +226,7 @@ impl Measurer for SessionMeasurer<'_> {
             .iter()
             .filter(|record| record.subject.commit.as_deref() == Some(commit.id.as_str()))
             .filter_map(|record| {
-                sample_value(record, self.metric).map(|value| Sample {
+                record.sample(self.metric).map(|value| Sample {
                     value,
                     run_id: Some(record.id.clone()),
                 })

@@ -1,18 +1,18 @@
-//! Running the user's build and measure commands: `sh -c` in the bisect
-//! worktree, in a process group of their own, with a timeout that kills
-//! the whole group, so that a hung measurement becomes a skip and not a
-//! hang.
+//! Running the user's build and measure commands: `sh -c` in a given
+//! directory (the bisect worktree, or the tree `verdict` runs in), in a
+//! process group of their own, with a timeout that kills the whole group,
+//! so that a hung measurement becomes a skip and not a hang.
 
+use crate::group::GroupChild;
 use crate::interrupt::{self, Interrupted};
 use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::fs::OFlags;
 use rustix::io::Errno;
-use rustix::process::{Pid, Signal};
+use rustix::process::Pid;
 use std::io::Read;
 use std::os::fd::AsFd;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -125,58 +125,55 @@ pub fn run_command_marked(
     if let Some(marker) = marker {
         check_marker(marker)?;
     }
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg(command)
-        .current_dir(dir)
-        .envs(env.iter().map(|(key, value)| (key, value)))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .map_err(|source| RunnerError::Spawn {
-            command: command.to_string(),
-            source,
-        })?;
-    let group = i32::try_from(child.id()).unwrap_or(0);
-    interrupt::set_running_group(group);
-    let outcome = supervise(&mut child, command, timeout, marker);
-    interrupt::set_running_group(0);
+    let child = GroupChild::spawn(
+        Command::new("sh")
+            .arg("-c")
+            .arg(command)
+            .current_dir(dir)
+            .envs(env.iter().map(|(key, value)| (key, value)))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )
+    .map_err(|source| RunnerError::Spawn {
+        command: command.to_string(),
+        source,
+    })?;
+    let outcome = supervise(child, command, timeout, marker);
     if let Some(marker) = marker {
         let _ = std::fs::remove_file(marker);
     }
     outcome
 }
 
+/// Waits for `child` to end, reading its output meanwhile; kills its group
+/// at the timeout or on a signal. A command that ended leaves what it
+/// started running.
 fn supervise(
-    child: &mut Child,
+    mut child: GroupChild,
     command: &str,
     timeout: Option<Duration>,
     marker: Option<&Path>,
 ) -> Result<CommandOutcome, RunnerError> {
     if let Some(marker) = marker
-        && let Err(source) = std::fs::write(marker, format!("{}\n", child.id()))
+        && let Err(source) = std::fs::write(marker, format!("{}\n", child.child().id()))
     {
-        kill_group(child);
         return Err(RunnerError::Marker {
             path: marker.to_path_buf(),
             source,
         });
     }
-    let stdout = drain(child.stdout.take());
-    let stderr = drain(child.stderr.take());
+    let stdout = drain(child.child().stdout.take());
+    let stderr = drain(child.child().stderr.take());
     let started = Instant::now();
     let status = loop {
         if let Err(interrupted) = interrupt::check() {
-            kill_group(child);
             return Err(RunnerError::Interrupted(interrupted));
         }
         match child.try_wait() {
-            Ok(Some(status)) => break Some(status),
+            Ok(Some(status)) => break status,
             Ok(None) => {}
             Err(source) => {
-                kill_group(child);
                 return Err(RunnerError::Wait {
                     command: command.to_string(),
                     source,
@@ -184,14 +181,11 @@ fn supervise(
             }
         }
         if timeout.is_some_and(|limit| started.elapsed() >= limit) {
-            kill_group(child);
-            break None;
+            return Ok(CommandOutcome::TimedOut);
         }
         std::thread::sleep(POLL_INTERVAL);
     };
-    let Some(status) = status else {
-        return Ok(CommandOutcome::TimedOut);
-    };
+    child.release();
     // A child that left the group may hold the pipes open; do not wait for
     // it, and keep what the command printed before it ended.
     let stdout = stdout.collect();
@@ -329,17 +323,6 @@ fn read_pipe(mut pipe: impl Read + AsFd, bytes: &Mutex<Vec<u8>>, ended: &AtomicB
             Err(_) => return,
         }
     }
-}
-
-fn kill_group(child: &mut Child) {
-    // The child leads its own group (process_group(0)), so its pid names
-    // the group: the shell and everything it started. A stale group only
-    // makes the kill fail with ESRCH.
-    if let Some(pid) = i32::try_from(child.id()).ok().and_then(Pid::from_raw) {
-        let _ = rustix::process::kill_process_group(pid, Signal::KILL);
-    }
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// Shell words that are not programs.
@@ -489,11 +472,10 @@ mod tests {
     fn a_live_group_in_the_marker_blocks_a_second_command() {
         let dir = tempfile::tempdir().unwrap();
         let marker = dir.path().join("running");
-        let mut sleeper = Command::new("sleep")
-            .arg("30")
-            .process_group(0)
-            .spawn()
-            .unwrap();
+        let mut sleeper =
+            std::os::unix::process::CommandExt::process_group(Command::new("sleep").arg("30"), 0)
+                .spawn()
+                .unwrap();
         std::fs::write(&marker, format!("{}\n", sleeper.id())).unwrap();
         let err =
             run_command_marked("touch ran", dir.path(), &[], None, Some(&marker)).unwrap_err();

@@ -1,29 +1,68 @@
-//! `netbisect compare A B`: the runs of two selectors (see
-//! [`super::selector`]) side by side, group by group, with a significance
-//! verdict per metric; `--json` prints the archive's `Comparison`.
-//!
-//! compare reports and does not judge: it exits with 0 whatever the
-//! verdicts are, 2 when a selector or an option is wrong.
+//! A comparison as `compare` and `ab` print it: the runs of two selectors
+//! (see [`crate::selector`]) side by side, group by group, with a
+//! significance verdict per metric; `--json` prints the archive's
+//! `Comparison`, the text is the `compare` template's (netperf's layout,
+//! the matrix, `--email`, see [`tables`]) or `compare-stats`.
 
 mod tables;
 
-use super::archive::open_archive_read;
-use super::selector::{self, Selector};
-use crate::cli::{CompareArgs, CompareLayout, GlobalArgs};
-use crate::exit::{Code, InputError};
+use crate::cli::{CompareLayout, GlobalArgs};
+use crate::exit::InputError;
 use crate::output;
+use crate::selector::{self, Selector};
+use crate::store::open_archive_read;
 use archive::RunQuery;
 use archive::compare::{CompareError, CompareOptions, Comparison, compare};
+use run_record::spec::TestKind;
 
 use tables::{NetperfContext, short_name};
 
-pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<Code> {
-    if args.email && args.layout == CompareLayout::Stats {
-        return Err(InputError(
-            "--email prints netperf's tables: give --layout netperf or matrix".to_string(),
-        )
-        .into());
+/// What to compare and how to print it.
+#[derive(Clone, Debug)]
+pub struct ComparisonRequest {
+    /// The base side: comma-separated selectors, paired in order with
+    /// `second`'s.
+    pub first: String,
+    /// The patched side.
+    pub second: String,
+    /// Significance level.
+    pub alpha: f64,
+    /// Smallest change of the means reported as significant, percent.
+    pub min_effect: f64,
+    /// Only runs of this test kind.
+    pub test: Option<TestKind>,
+    /// Only runs of this testbed.
+    pub testbed: Option<String>,
+    /// Layout of the tables.
+    pub layout: CompareLayout,
+    /// One block to paste in a mail.
+    pub email: bool,
+    /// Throughput unit, netperf's `-f` letter.
+    pub units: String,
+}
+
+impl ComparisonRequest {
+    /// Checks the options before any archive is read.
+    pub fn check(&self) -> anyhow::Result<()> {
+        if self.email && self.layout == CompareLayout::Stats {
+            return Err(InputError(
+                "--email prints netperf's tables: give --layout netperf or matrix".to_string(),
+            )
+            .into());
+        }
+        let options = CompareOptions {
+            alpha: self.alpha,
+            min_effect_pct: self.min_effect,
+            ..CompareOptions::default()
+        };
+        compare(&[], &[], &options).map_err(input_error_of)?;
+        Ok(())
     }
+}
+
+/// Compares the two sides of `args` in the archive and prints the result.
+pub fn print_comparison(global: &GlobalArgs, args: &ComparisonRequest) -> anyhow::Result<()> {
+    args.check()?;
     let first_words: Vec<&str> = args.first.split(',').collect();
     let second_words: Vec<&str> = args.second.split(',').collect();
     if first_words.len() != second_words.len() {
@@ -49,8 +88,6 @@ pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<Code> {
         min_effect_pct: args.min_effect,
         ..CompareOptions::default()
     };
-    // Options are checked before the archive is read.
-    compare(&[], &[], &base_options).map_err(input_error_of)?;
 
     let archive = open_archive_read(global)?;
     let mut pairs = Vec::new();
@@ -109,14 +146,13 @@ pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<Code> {
                 &comparison,
                 &settings,
                 args.layout,
-                &args.units.units,
+                &args.units,
                 args.email.then_some(&side_records),
             );
             output::template(global, "compare", &context, "the comparison")
         }
     };
-    output::emit(global, json, text)?;
-    Ok(Code::Ok)
+    output::emit(global, json, text)
 }
 
 /// Options out of range are the user's to fix; anything else (a damaged

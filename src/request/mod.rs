@@ -1,13 +1,20 @@
 //! What a test is made of, from the command line: `bench`'s flags (and
 //! the same flags in bisect's and verdict's `--bench "SPEC"`) turned into
 //! a validated [`BenchRequest`], netperf's sizes and pairs read as
-//! netperf reads them. Every input error is found here or, for the
-//! ranges of single values, by clap's value parsers (`cli::values`),
-//! before any connection or boot.
+//! netperf reads them, and a whole `bench` command line into a
+//! [`BenchInvocation`]: the request, what becomes of its run, and whether
+//! it runs once, as a size sweep or in a VM. Every input error is found
+//! here or, for the ranges of single values, by clap's value parsers
+//! (`cli::values`), before any connection or boot. The clap types end
+//! here: what follows takes these plain options.
 
-use super::test_options;
+mod test_options;
+pub mod vm;
+
 use crate::cli::{BenchArgs, BenchSpecLine};
 use crate::exit::InputError;
+use crate::store::RunOutput;
+use crate::vm::{GuestSubject, VmOptions};
 use bench_core::auth::Token;
 use bench_core::client::ClientOptions;
 use bench_core::datapath::InterimFigures;
@@ -15,12 +22,126 @@ use bench_core::run::{BenchRequest, InterimReports};
 use clap::Parser;
 use run_record::record::Subject;
 use run_record::spec::{
-    AddressFamily, ConfidenceSpec, DEFAULT_CONFIDENCE_ITERATIONS, RunSpec, TestKind,
+    AddressFamily, ConfidenceSpec, DEFAULT_CONFIDENCE_ITERATIONS, RunSpec, SweepParameter,
+    SweepSpec, TestKind, parse_sweep,
 };
 use std::io::Write;
 use std::net::IpAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// A `bench` command line as plain options.
+pub struct BenchInvocation {
+    /// The test, as this host runs it (a sweep's base).
+    pub request: BenchRequest,
+    /// How the run is printed and whether it is stored.
+    pub output: RunOutput,
+    /// Once here, as a size sweep, or in a VM.
+    pub mode: BenchMode,
+}
+
+/// How a `bench` test runs.
+pub enum BenchMode {
+    /// Once, on this host.
+    Once,
+    /// One run per size (`--sweep`).
+    Sweep(SizeSweep),
+    /// In a VM booting a kernel under test (`--kernel`).
+    Kernel(KernelRun),
+}
+
+/// A checked `--sweep`: the sizes and one spec per size.
+pub struct SizeSweep {
+    /// The sweep as given.
+    pub sweep: SweepSpec,
+    /// The spec of each size, in order.
+    pub specs: Vec<RunSpec>,
+}
+
+/// A test in a VM: the image, its VM, and what the guest's record is
+/// told of its subject.
+pub struct KernelRun {
+    /// The kernel image.
+    pub image: PathBuf,
+    /// How its VM is made, a settings file's lines included.
+    pub options: VmOptions,
+    /// The commit, label and testbed given on the command line.
+    pub subject: GuestSubject,
+}
+
+impl BenchInvocation {
+    /// Reads `bench`'s arguments; every input error before any
+    /// connection or boot (the image itself is checked by its command).
+    pub fn from_args(args: &BenchArgs) -> anyhow::Result<BenchInvocation> {
+        let output = run_output(args);
+        let in_vm = args.vm.kernel.is_some() || args.vm.options.any();
+        if in_vm {
+            let Some(image) = &args.vm.kernel else {
+                return Err(InputError("--vm-* options need --kernel IMAGE".to_string()).into());
+            };
+            vm::check_guest_bench_args(args)?;
+            let request = request_from_args(args)?;
+            let options = vm::vm_options_with_settings(&args.vm.options)?;
+            return Ok(BenchInvocation {
+                request,
+                output,
+                mode: BenchMode::Kernel(KernelRun {
+                    image: image.clone(),
+                    options,
+                    subject: guest_subject(args),
+                }),
+            });
+        }
+        if let Some(text) = &args.sweep {
+            let sweep = parse_sweep(text).map_err(|err| InputError(err.to_string()))?;
+            let fixed_elsewhere = match sweep.parameter {
+                SweepParameter::SendSize => args.send_size.is_some(),
+                SweepParameter::RequestResponseSize => args.request_response.is_some(),
+            };
+            if fixed_elsewhere {
+                let (key, option) = (sweep.parameter.key(), sweep.parameter.option());
+                return Err(InputError(format!(
+                    "--sweep {key}= sets {option} for each run; leave {option} out"
+                ))
+                .into());
+            }
+            let request = request_from_args(args)?;
+            let specs = sweep
+                .resolve(&request.spec)
+                .map_err(|err| InputError(format!("invalid --sweep: {err}")))?;
+            return Ok(BenchInvocation {
+                request,
+                output,
+                mode: BenchMode::Sweep(SizeSweep { sweep, specs }),
+            });
+        }
+        Ok(BenchInvocation {
+            request: request_from_args(args)?,
+            output,
+            mode: BenchMode::Once,
+        })
+    }
+}
+
+/// bench's `--no-archive`, `-f` and `-P`.
+pub fn run_output(args: &BenchArgs) -> RunOutput {
+    RunOutput {
+        archive: !args.no_archive,
+        units: args.units.units.clone(),
+        banner: args.banner != Some(0),
+    }
+}
+
+/// What a guest's bench is told of its subject: only what the command
+/// line gives (without a commit, the guest takes its kernel's).
+pub fn guest_subject(args: &BenchArgs) -> GuestSubject {
+    GuestSubject {
+        commit: args.commit.clone(),
+        label: args.label.clone(),
+        testbed: args.testbed.clone(),
+    }
+}
 
 /// Turns the arguments into a validated request; every input error is
 /// found here, before any connection.
@@ -264,32 +385,9 @@ pub fn parse_guest_bench_spec(text: &str) -> anyhow::Result<BenchRequest> {
     let request = parse_bench_spec(text)?;
     let words = shlex::split(text).unwrap_or_default();
     if let Ok(line) = BenchSpecLine::try_parse_from(&words) {
-        check_guest_bench_args(&line.args)?;
+        vm::check_guest_bench_args(&line.args)?;
     }
     Ok(request)
-}
-
-/// Refuses what a test in a VM cannot take.
-pub fn check_guest_bench_args(args: &BenchArgs) -> Result<(), InputError> {
-    if args.host.is_some() {
-        return Err(InputError(
-            "-H with --kernel: the server is chosen by --vm-net (host: this host)".to_string(),
-        ));
-    }
-    if args.sweep.is_some() {
-        return Err(InputError(
-            "--sweep is not supported with --kernel".to_string(),
-        ));
-    }
-    if args.interim.is_some() {
-        return Err(InputError("-D is not supported with --kernel".to_string()));
-    }
-    if args.token_file.is_some() {
-        return Err(InputError(
-            "--token-file is not used with --kernel".to_string(),
-        ));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -12,14 +12,14 @@
 //! of the swept size delivered per second (throughput / 8 / size).
 //! Absent CPU figures are `null`. `stopped` is set when a size failed.
 
-use super::request::request_from_args;
-use super::store::hand_over_to_archive;
-use crate::cli::{BenchArgs, GlobalArgs};
-use crate::exit::{Code, InputError};
+use crate::cli::GlobalArgs;
+use crate::exit::Code;
 use crate::output;
+use crate::request::{BenchInvocation, SizeSweep};
+use crate::store::store_run;
 use bench_core::run::{BenchRequest, bench};
 use run_record::record::{Metric, RunRecord};
-use run_record::spec::{AddressFamily, RunSpec, SweepParameter, TestKind, parse_sweep};
+use run_record::spec::{AddressFamily, RunSpec, SweepParameter, TestKind};
 use serde::Serialize;
 use std::io::IsTerminal;
 
@@ -98,30 +98,20 @@ pub struct SweepRow {
     pub run_id: String,
 }
 
-/// Runs `bench --sweep TEXT`: every input error before the first run,
-/// then one run per size; stops at the first size that fails.
-pub fn run(global: &GlobalArgs, args: &BenchArgs, text: &str) -> anyhow::Result<Code> {
-    let sweep = parse_sweep(text).map_err(|err| InputError(err.to_string()))?;
-    let fixed_elsewhere = match sweep.parameter {
-        SweepParameter::SendSize => args.send_size.is_some(),
-        SweepParameter::RequestResponseSize => args.request_response.is_some(),
-    };
-    if fixed_elsewhere {
-        let (key, option) = (sweep.parameter.key(), sweep.parameter.option());
-        return Err(InputError(format!(
-            "--sweep {key}= sets {option} for each run; leave {option} out"
-        ))
-        .into());
-    }
-    let base = request_from_args(args)?;
-    let specs = sweep
-        .resolve(&base.spec)
-        .map_err(|err| InputError(format!("invalid --sweep: {err}")))?;
-
+/// Runs `bench --sweep`, checked already: one run per size; stops at the
+/// first size that fails.
+pub fn run(
+    global: &GlobalArgs,
+    invocation: &BenchInvocation,
+    size_sweep: &SizeSweep,
+) -> anyhow::Result<Code> {
+    let SizeSweep { sweep, specs } = size_sweep;
+    let base = &invocation.request;
+    let output = &invocation.output;
     let n_sizes = specs.len();
     let show_progress = !global.quiet && std::io::stderr().is_terminal();
     let mut records: Vec<RunRecord> = Vec::with_capacity(n_sizes);
-    for (size_idx, (point, spec)) in sweep.points.iter().zip(specs).enumerate() {
+    for (size_idx, (point, spec)) in sweep.points.iter().zip(specs.iter().cloned()).enumerate() {
         if show_progress {
             eprintln!("size {}/{n_sizes}: {point}", size_idx + 1);
         }
@@ -136,12 +126,12 @@ pub fn run(global: &GlobalArgs, args: &BenchArgs, text: &str) -> anyhow::Result<
                     at: size_idx + 1,
                     size: point.to_string(),
                 };
-                let what = stop_message(&stopped, n_sizes, records.len(), args.no_archive);
+                let what = stop_message(&stopped, n_sizes, records.len(), !output.archive);
                 if !global.json && !records.is_empty() {
                     let table = sweep_table(&base.spec, &sweep.parameter, &records, n_sizes);
                     print_table(
                         global,
-                        &args.units.units,
+                        &output.units,
                         SweepTable {
                             stopped: Some(stopped),
                             ..table
@@ -151,7 +141,9 @@ pub fn run(global: &GlobalArgs, args: &BenchArgs, text: &str) -> anyhow::Result<
                 return Err(anyhow::Error::new(err).context(what));
             }
         };
-        hand_over_to_archive(global, &record, args)?;
+        if output.archive {
+            store_run(global, &record)?;
+        }
         if global.json {
             output::write_stdout(&output::record(&record)?)?;
         }
@@ -160,7 +152,7 @@ pub fn run(global: &GlobalArgs, args: &BenchArgs, text: &str) -> anyhow::Result<
     if !global.json {
         print_table(
             global,
-            &args.units.units,
+            &output.units,
             sweep_table(&base.spec, &sweep.parameter, &records, n_sizes),
         )?;
     }
@@ -307,7 +299,7 @@ mod tests {
     use crate::render::Renderer;
 
     fn fixture() -> RunRecord {
-        let bytes = include_bytes!("../../run-record/tests/data/record-fixture.json");
+        let bytes = include_bytes!("../../../run-record/tests/data/record-fixture.json");
         RunRecord::from_slice(bytes).unwrap()
     }
 

@@ -286,7 +286,7 @@ mod tests {
             "-t", "TCP_RR", "-l", "0.1", "--", "-r", "64,64", "-D",
         ])
         .unwrap();
-        let request = crate::commands::request::request_from_args(&line.args).unwrap();
+        let request = crate::request::request_from_args(&line.args).unwrap();
         assert_eq!(request.spec.request_size_bytes, 64);
         assert!(request.spec.nodelay);
     }

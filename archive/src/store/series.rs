@@ -1,0 +1,40 @@
+//! What a history reads of a run ([`SeriesRun`]): the archive's columns
+//! give it without decoding the record ([`crate::Archive::series_runs`]),
+//! and a record gives it directly ([`SeriesRun::of`]).
+
+use run_record::record::{Metric, RecordError, RunRecord};
+use run_record::spec::TestKind;
+
+/// What a history needs of one run: where it goes in the series, which
+/// configuration it is of, and its values of the history's metric.
+/// [`crate::Archive::series_runs`] reads it from the archive's columns;
+/// [`SeriesRun::of`] takes it from a record.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SeriesRun {
+    /// Run id.
+    pub id: String,
+    /// Commit under test.
+    pub commit: Option<String>,
+    /// Start of the run, RFC 3339.
+    pub started_at: String,
+    /// Test kind.
+    pub test: TestKind,
+    /// The run's spec key ([`RunRecord::compute_spec_key`]).
+    pub spec_key: String,
+    /// The metric's value in each iteration that measured it.
+    pub samples: Vec<f64>,
+}
+
+impl SeriesRun {
+    /// The series run of `record` for `metric`.
+    pub fn of(record: &RunRecord, metric: Metric) -> Result<SeriesRun, RecordError> {
+        Ok(SeriesRun {
+            id: record.id.clone(),
+            commit: record.subject.commit.clone(),
+            started_at: record.started_at.clone(),
+            test: record.spec.test,
+            spec_key: record.compute_spec_key()?,
+            samples: record.samples(metric),
+        })
+    }
+}

@@ -1,0 +1,26 @@
+//! `netbisect compare A B`: the runs of two selectors side by side, group
+//! by group, with a significance verdict per metric (see
+//! [`crate::comparison`]).
+//!
+//! compare reports and does not judge: it exits with 0 whatever the
+//! verdicts are, 2 when a selector or an option is wrong.
+
+use crate::cli::{CompareArgs, GlobalArgs};
+use crate::comparison::{ComparisonRequest, print_comparison};
+use crate::exit::Code;
+
+pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<Code> {
+    let request = ComparisonRequest {
+        first: args.first.clone(),
+        second: args.second.clone(),
+        alpha: args.alpha,
+        min_effect: args.min_effect,
+        test: args.test,
+        testbed: args.testbed.clone(),
+        layout: args.layout,
+        email: args.email,
+        units: args.units.units.clone(),
+    };
+    print_comparison(global, &request)?;
+    Ok(Code::Ok)
+}

@@ -1,0 +1,122 @@
+//! The archive of the command line: where its file is ([`archive_path`]),
+//! opening it to write ([`open_archive`]) or only to read
+//! ([`open_archive_read`]), and where a finished run goes: into the
+//! archive ([`store_run`]), then to stdout as its record or its netperf
+//! table ([`store_and_print`]).
+
+use crate::cli::GlobalArgs;
+use crate::exit::{Code, InputError};
+use crate::output;
+use anyhow::Context;
+use archive::Archive;
+use run_record::record::RunRecord;
+use std::path::PathBuf;
+
+/// The archive file: `--archive` / `NETBISECT_ARCHIVE`, else
+/// `$XDG_DATA_HOME/netbisect/archive.db`, else
+/// `$HOME/.local/share/netbisect/archive.db`.
+pub fn archive_path(global: &GlobalArgs) -> anyhow::Result<PathBuf> {
+    if let Some(path) = &global.archive {
+        return Ok(path.clone());
+    }
+    let absolute_env = |name: &str| {
+        std::env::var_os(name)
+            .map(PathBuf::from)
+            .filter(|path| path.is_absolute())
+    };
+    let data_home = absolute_env("XDG_DATA_HOME")
+        .or_else(|| absolute_env("HOME").map(|home| home.join(".local").join("share")))
+        .ok_or_else(|| {
+            InputError(
+                "cannot tell where the archive lives: HOME is not set; \
+                 give --archive PATH or set NETBISECT_ARCHIVE"
+                    .to_string(),
+            )
+        })?;
+    Ok(data_home.join("netbisect").join("archive.db"))
+}
+
+/// Opens (creating it and its directory if needed) the archive the
+/// command line names.
+pub fn open_archive(global: &GlobalArgs) -> anyhow::Result<Archive> {
+    let path = archive_path(global)?;
+    if let Some(parent) = path
+        .parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
+    {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("failed to create directory {}", parent.display()))?;
+    }
+    Archive::open(&path).context("failed to open the archive")
+}
+
+/// Opens the archive for a command that only reads: a missing file is an
+/// error ("no archive at PATH"), never a new empty archive, and an archive
+/// the user may only read is read without writing beside it.
+pub fn open_archive_read(global: &GlobalArgs) -> anyhow::Result<Archive> {
+    let path = archive_path(global)?;
+    Archive::open_read_only(&path).context("failed to open the archive")
+}
+
+/// How a finished run is printed and whether it is stored: bench's
+/// `--no-archive`, `-f` and `-P`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunOutput {
+    /// Store the run in the archive (no `--no-archive`).
+    pub archive: bool,
+    /// Throughput unit, netperf's `-f` letter.
+    pub units: String,
+    /// Print the test banner (`-P 1`, the default).
+    pub banner: bool,
+}
+
+/// Stores a finished run (when `output.archive`) and prints it: the
+/// record with `--json`, else its netperf table in bench's units. The
+/// run is stored before it is printed, so a closed pipe loses nothing; a
+/// run that cannot be stored is still printed, then the failure is
+/// reported.
+pub fn store_and_print(
+    global: &GlobalArgs,
+    output: &RunOutput,
+    record: &RunRecord,
+) -> anyhow::Result<Code> {
+    let stored = if output.archive {
+        store_run(global, record)
+    } else {
+        Ok(())
+    };
+    output::emit(
+        global,
+        || output::record(record),
+        || {
+            let context = serde_json::json!({
+                "record": record,
+                "units": output.units,
+                "banner": output.banner,
+            });
+            output::template(global, "run", &context, "the run")
+        },
+    )?;
+    stored?;
+    Ok(Code::Ok)
+}
+
+/// Stores a finished, sealed record in the archive. Storing the same run
+/// twice is a no-op.
+pub fn store_run(global: &GlobalArgs, record: &RunRecord) -> anyhow::Result<()> {
+    let path = archive_path(global)?;
+    let mut archive = open_archive(global)?;
+    let run = archive::CanonicalRun::from_record(record.clone())
+        .context("failed to prepare the run for the archive")?;
+    archive
+        .store(&run)
+        .with_context(|| format!("failed to store the run in {}", path.display()))?;
+    if global.verbose > 0 {
+        eprintln!(
+            "netbisect: stored run {} in {}",
+            &record.id[..12],
+            path.display()
+        );
+    }
+    Ok(())
+}
