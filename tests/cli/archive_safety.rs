@@ -7,17 +7,38 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_netbisect");
-/// The unprivileged user the read-only tests run as.
-const NOBODY: u32 = 65_534;
 
-fn run(archive: &Path, args: &[&str], uid: Option<u32>) -> (Option<i32>, String, String) {
-    let mut command = std::process::Command::new(BINARY);
+/// The unprivileged user the read-only tests run as, and the binary where
+/// it may run it.
+struct OtherUser {
+    uid: u32,
+    binary: crate::SharedBinary,
+}
+
+/// `nobody`, or `None` (the test then says why and skips) when no place
+/// for the binary is open to it.
+fn nobody() -> Option<OtherUser> {
+    match crate::SharedBinary::new() {
+        Ok(binary) => Some(OtherUser {
+            uid: 65_534,
+            binary,
+        }),
+        Err(reason) => {
+            eprintln!("skipped: another user cannot run the binary: {reason}");
+            None
+        }
+    }
+}
+
+fn run(archive: &Path, args: &[&str], user: Option<&OtherUser>) -> (Option<i32>, String, String) {
+    let binary = user.map_or_else(|| PathBuf::from(BINARY), |user| user.binary.path());
+    let mut command = std::process::Command::new(binary);
     command
         .args(args)
         .env("NETBISECT_ARCHIVE", archive)
         .env_remove("NETBISECT_TEMPLATE_DIR")
         .current_dir("/");
-    if let Some(uid) = uid {
+    if let Some(uid) = user.map(|user| user.uid) {
         // SAFETY: setgid/setuid are async-signal-safe, as pre_exec needs.
         unsafe {
             command.pre_exec(move || {
@@ -36,8 +57,8 @@ fn run(archive: &Path, args: &[&str], uid: Option<u32>) -> (Option<i32>, String,
     )
 }
 
-fn ok(archive: &Path, args: &[&str], uid: Option<u32>) -> String {
-    let (code, stdout, stderr) = run(archive, args, uid);
+fn ok(archive: &Path, args: &[&str], user: Option<&OtherUser>) -> String {
+    let (code, stdout, stderr) = run(archive, args, user);
     assert_eq!(code, Some(0), "{args:?}: {stderr}");
     stdout
 }
@@ -71,20 +92,20 @@ fn side_files(db: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
-fn first_id(db: &Path, uid: Option<u32>) -> String {
+fn first_id(db: &Path, user: Option<&OtherUser>) -> String {
     let list: serde_json::Value =
-        serde_json::from_str(&ok(db, &["archive", "list", "--json"], uid)).unwrap();
+        serde_json::from_str(&ok(db, &["archive", "list", "--json"], user)).unwrap();
     list[0]["id"].as_str().unwrap().to_string()
 }
 
-/// Every read command, as `uid`.
-fn read_everything(db: &Path, uid: Option<u32>) {
-    let id = first_id(db, uid);
-    ok(db, &["archive", "show", &id[..12]], uid);
-    let export = ok(db, &["archive", "export"], uid);
+/// Every read command, as `user`.
+fn read_everything(db: &Path, user: Option<&OtherUser>) {
+    let id = first_id(db, user);
+    ok(db, &["archive", "show", &id[..12]], user);
+    let export = ok(db, &["archive", "export"], user);
     assert_eq!(export.lines().count(), 4);
-    ok(db, &["archive", "check"], uid);
-    ok(db, &["compare", "aaaa1111", "bbbb2222"], uid);
+    ok(db, &["archive", "check"], user);
+    ok(db, &["compare", "aaaa1111", "bbbb2222"], user);
     ok(
         db,
         &[
@@ -94,23 +115,26 @@ fn read_everything(db: &Path, uid: Option<u32>) {
             "--test",
             "TCP_STREAM",
         ],
-        uid,
+        user,
     );
 }
 
 #[test]
 fn an_archive_another_user_owns_is_read_without_locking_its_owner_out() {
+    let Some(nobody) = nobody() else {
+        return;
+    };
     let (dir, db) = archive_with_runs();
     assert!(side_files(&db).is_empty(), "{:?}", side_files(&db));
     // The owner's file, readable by all; the directory is not writable
     // by the reader.
     set_mode(&db, 0o644);
-    read_everything(&db, Some(NOBODY));
+    read_everything(&db, Some(&nobody));
     assert!(side_files(&db).is_empty(), "{:?}", side_files(&db));
     // Read-only file and directory.
     set_mode(&db, 0o444);
     set_mode(dir.path(), 0o555);
-    read_everything(&db, Some(NOBODY));
+    read_everything(&db, Some(&nobody));
     assert!(side_files(&db).is_empty(), "{:?}", side_files(&db));
     set_mode(dir.path(), 0o755);
     set_mode(&db, 0o644);
@@ -281,6 +305,9 @@ fn a_full_file_system_is_reported_as_full() {
 
 #[test]
 fn another_users_archive_is_read_while_its_owner_writes() {
+    let Some(nobody) = nobody() else {
+        return;
+    };
     let (_dir, db) = archive_with_runs();
     set_mode(&db, 0o644);
     // The owner has it open and has written since: the newest run is in
@@ -302,7 +329,7 @@ fn another_users_archive_is_read_while_its_owner_writes() {
     let run = archive::CanonicalRun::from_json(json.trim().as_bytes()).unwrap();
     owner.store(&run).unwrap();
     assert!(!side_files(&db).is_empty(), "the owner's -wal is there");
-    let export = ok(&db, &["archive", "export"], Some(NOBODY));
+    let export = ok(&db, &["archive", "export"], Some(&nobody));
     assert_eq!(export.lines().count(), 5, "{export}");
     assert!(export.contains(&run.record().id));
     drop(owner);
@@ -365,6 +392,9 @@ fn user_version(db: &Path) -> u32 {
 
 #[test]
 fn history_reads_an_older_archive_it_may_not_upgrade() {
+    let Some(nobody) = nobody() else {
+        return;
+    };
     let (dir, db) = archive_with_runs();
     let args = [
         "history",
@@ -381,7 +411,7 @@ fn history_reads_an_older_archive_it_may_not_upgrade() {
     // says the same.
     set_mode(&db, 0o444);
     set_mode(dir.path(), 0o555);
-    assert_eq!(ok(&db, &args, Some(NOBODY)), from_columns);
+    assert_eq!(ok(&db, &args, Some(&nobody)), from_columns);
     assert!(side_files(&db).is_empty(), "{:?}", side_files(&db));
     assert_eq!(user_version(&db), 4);
     // Its owner upgrades it on the way, filling run_series from the
@@ -394,6 +424,9 @@ fn history_reads_an_older_archive_it_may_not_upgrade() {
 
 #[test]
 fn history_reads_a_version_5_archive_it_may_not_upgrade() {
+    let Some(nobody) = nobody() else {
+        return;
+    };
     let (dir, db) = archive_with_runs();
     let args = [
         "history",
@@ -409,8 +442,8 @@ fn history_reads_a_version_5_archive_it_may_not_upgrade() {
     // Read-only to this reader: run_series is read by the run id.
     set_mode(&db, 0o444);
     set_mode(dir.path(), 0o555);
-    assert_eq!(ok(&db, &args, Some(NOBODY)), current);
-    let check = ok(&db, &["archive", "check"], Some(NOBODY));
+    assert_eq!(ok(&db, &args, Some(&nobody)), current);
+    let check = ok(&db, &["archive", "check"], Some(&nobody));
     assert!(check.contains(", damaged: 0"), "{check}");
     assert_eq!(user_version(&db), 5);
     // Its owner upgrades it on the way, keying run_series anew.

@@ -63,3 +63,52 @@ pub fn scratch_archive() -> std::path::PathBuf {
         .path()
         .join("scratch.db")
 }
+
+/// The netbisect binary where a user other than this one may run it: a
+/// hard link (or a copy) in a directory of its own that every user may
+/// enter, since the build's own directory may sit under one only its
+/// owner may enter (root's home, a `mktemp -d`). Removed when dropped.
+pub struct SharedBinary {
+    dir: tempfile::TempDir,
+}
+
+impl SharedBinary {
+    /// Places the binary; `Err` says why no other user could reach it
+    /// (a temporary directory under a private one), for the test to say
+    /// it skips.
+    pub fn new() -> Result<SharedBinary, String> {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::Builder::new()
+            .prefix("netbisect-bin-")
+            .tempdir()
+            .map_err(|err| format!("cannot make a temporary directory: {err}"))?;
+        let open = std::fs::Permissions::from_mode(0o755);
+        std::fs::set_permissions(dir.path(), open.clone()).map_err(|err| err.to_string())?;
+        let binary = dir.path().join("netbisect");
+        let source = env!("CARGO_BIN_EXE_netbisect");
+        if std::fs::hard_link(source, &binary).is_err() {
+            std::fs::copy(source, &binary).map_err(|err| format!("cannot copy {source}: {err}"))?;
+            std::fs::set_permissions(&binary, open).map_err(|err| err.to_string())?;
+        }
+        for ancestor in dir.path().ancestors().skip(1) {
+            let mode = std::fs::metadata(ancestor)
+                .map_err(|err| format!("cannot read {}: {err}", ancestor.display()))?
+                .permissions()
+                .mode();
+            if mode & 0o001 == 0 {
+                return Err(format!(
+                    "{} is closed to other users, so the temporary directory {} is too; \
+                     set TMPDIR to a directory every user may enter",
+                    ancestor.display(),
+                    std::env::temp_dir().display()
+                ));
+            }
+        }
+        Ok(SharedBinary { dir })
+    }
+
+    /// The binary's path.
+    pub fn path(&self) -> std::path::PathBuf {
+        self.dir.path().join("netbisect")
+    }
+}

@@ -7,7 +7,6 @@ use std::os::unix::process::CommandExt;
 use std::process::Stdio;
 use std::time::Duration;
 
-const BINARY: &str = env!("CARGO_BIN_EXE_netbisect");
 /// A user id no other test runs as: the thread limit counts every thread
 /// of the user.
 const THREAD_LIMIT_UID: u32 = 65_533;
@@ -25,7 +24,15 @@ fn threads_of(pid: u32) -> u64 {
 
 #[test]
 fn a_thread_limit_is_an_error_frame_naming_it() {
-    let mut command = std::process::Command::new(BINARY);
+    // The server runs as a user of its own, which must reach the binary.
+    let binary = match crate::SharedBinary::new() {
+        Ok(binary) => binary,
+        Err(reason) => {
+            eprintln!("skipped: another user cannot run the binary: {reason}");
+            return;
+        }
+    };
+    let mut command = std::process::Command::new(binary.path());
     command
         .args(["serve", "-p", "0", "--timeout", "2"])
         .stdout(Stdio::null())
