@@ -1,0 +1,157 @@
+//! The result lines of a classic table and the runs they make up.
+//!
+//! The results are the block of lines under the header. Each line is read
+//! on its own (`data_row`), then the lines are gathered into runs
+//! (`group_rows`): a line that begins with a side name starts a run of
+//! its own, and the lines a test prints per run follow it. Rules on which
+//! lines make up one result belong in `read_results` and the steps it
+//! calls.
+
+use super::header::{Token, tokens};
+use crate::import::ImportError;
+
+/// True when `line` is the last line of netbisect's run table:
+/// `commit C, testbed T[, label L], run ID`.
+fn is_netbisect_trailer(line: &str) -> bool {
+    let line = line.trim();
+    line.starts_with("commit ")
+        && line.contains(", testbed ")
+        && line
+            .rsplit_once(", run ")
+            .is_some_and(|(_, id)| !id.is_empty() && id.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// The side name a row of an emailed table begins with (`current`,
+/// `patched`, `Org:`): any word before the first number.
+fn row_label(first: &str) -> Option<&str> {
+    if first.parse::<f64>().is_ok() {
+        None
+    } else {
+        Some(first.trim_end_matches(':'))
+    }
+}
+
+/// One data line: its number, side name and figures by column.
+pub(super) struct DataRow<'a> {
+    pub(super) line_no: usize,
+    pub(super) label: Option<&'a str>,
+    pub(super) values: Vec<Token<'a>>,
+}
+
+/// The result lines of a table, gathered into runs.
+pub(super) struct Results<'a> {
+    /// The lines of each run, in input order.
+    pub(super) runs: Vec<Vec<DataRow<'a>>>,
+    /// Whether any line begins with a side name, which makes every such
+    /// line a run of its own.
+    pub(super) labelled: bool,
+}
+
+/// The indices of the result lines under a header that ends at
+/// `header_end`.
+fn results_block(lines: &[&str], header_end: usize) -> Result<Vec<usize>, ImportError> {
+    // The results are the block of lines after the header, up to the next
+    // blank line. What follows (netbisect's notes, an email's prose) is
+    // not read, but a line of numbers there is refused rather than
+    // silently dropped.
+    let own_table = lines.iter().any(|line| is_netbisect_trailer(line));
+    let block: Vec<usize> = (header_end..lines.len())
+        .skip_while(|&idx| lines[idx].trim().is_empty())
+        .take_while(|&idx| !lines[idx].trim().is_empty())
+        .collect();
+    if block.is_empty() {
+        return Err(ImportError::parse(
+            header_end.max(1),
+            "netperf result header without a line of results",
+        ));
+    }
+    let after_block = block.last().map_or(lines.len(), |&last| last + 1);
+    if !own_table {
+        for (idx, line) in lines.iter().enumerate().skip(after_block) {
+            let words = tokens(line);
+            if words.len() >= 2 && words[0].text.parse::<f64>().is_ok() {
+                return Err(ImportError::parse(
+                    idx + 1,
+                    "unexpected line after the netperf results",
+                ));
+            }
+        }
+    }
+    Ok(block)
+}
+
+/// Reads the result lines under a header that ends at `header_end` and
+/// gathers them into runs of up to `per_run` lines each.
+pub(super) fn read_results<'a>(
+    lines: &[&'a str],
+    header_end: usize,
+    per_run: usize,
+) -> Result<Results<'a>, ImportError> {
+    let block = results_block(lines, header_end)?;
+    let rows: Vec<DataRow<'a>> = block.iter().map(|&idx| data_row(lines, idx)).collect();
+    let labelled = rows.iter().any(|row| row.label.is_some());
+    let runs = group_rows(rows, labelled, per_run)?;
+    Ok(Results { runs, labelled })
+}
+
+/// Reads the result line `lines[idx]`: its side name, if any, and its
+/// figures.
+fn data_row<'a>(lines: &[&'a str], idx: usize) -> DataRow<'a> {
+    let words = tokens(lines[idx]);
+    let label = words.first().and_then(|word| row_label(word.text));
+    let values = words[usize::from(label.is_some())..].to_vec();
+    DataRow {
+        line_no: idx + 1,
+        label,
+        values,
+    }
+}
+
+/// Gathers the result lines into runs of up to `per_run` lines each: a
+/// line with a side name starts a run, a line without one continues the
+/// run above it (or, in a table without side names, starts the first).
+fn group_rows(
+    rows: Vec<DataRow<'_>>,
+    labelled: bool,
+    per_run: usize,
+) -> Result<Vec<Vec<DataRow<'_>>>, ImportError> {
+    let mut groups: Vec<Vec<DataRow<'_>>> = Vec::new();
+    for row in rows {
+        if let Some(label) = row.label {
+            if row.values.is_empty() {
+                return Err(ImportError::parse(
+                    row.line_no,
+                    format!("\"{label}\" has no figures after it"),
+                ));
+            }
+            groups.push(vec![row]);
+        } else if labelled {
+            match groups.last_mut() {
+                Some(group) if group.len() < per_run => group.push(row),
+                Some(_) => {
+                    return Err(ImportError::parse(
+                        row.line_no,
+                        "a line without a side name among labelled results",
+                    ));
+                }
+                None => {
+                    return Err(ImportError::parse(
+                        row.line_no,
+                        "a line without a side name before the labelled results",
+                    ));
+                }
+            }
+        } else if let Some(group) = groups.last_mut() {
+            if group.len() == per_run {
+                return Err(ImportError::parse(
+                    row.line_no,
+                    "unexpected line after the netperf results",
+                ));
+            }
+            group.push(row);
+        } else {
+            groups.push(vec![row]);
+        }
+    }
+    Ok(groups)
+}
