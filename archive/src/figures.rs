@@ -58,6 +58,7 @@ pub fn spec_options(spec: &RunSpec) -> Vec<SpecOption> {
         flows,
         warmup_s,
         threads,
+        system,
     } = spec;
     let defaults = RunSpec::defaults(*test);
     let mut options = Vec::new();
@@ -132,11 +133,28 @@ pub fn spec_options(spec: &RunSpec) -> Vec<SpecOption> {
             format!("--warmup {}", seconds(*warmup_s)),
         ));
     }
+    for setting in system.iter().flat_map(|system| system.settings()) {
+        let text = setting.text();
+        options.push(option(text.clone(), format!("--set {}", shell_word(&text))));
+    }
     for each in &mut options {
         each.title = each.title.trim_end().to_string();
         each.command = each.command.trim_end().to_string();
     }
     options
+}
+
+/// `word` as one shell word: as it is when it holds nothing the shell
+/// reads, else in single quotes.
+fn shell_word(word: &str) -> String {
+    let plain = word
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '=' | '.' | '_' | '-' | ',' | '/' | ':'));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
 }
 
 /// The title of a configuration: the test, every parameter of

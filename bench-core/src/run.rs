@@ -138,6 +138,8 @@ fn assemble(
         },
         summary: summarize(&request.spec, &outcome.iterations),
         iterations: outcome.iterations,
+        system: None,
+        experiment: None,
     };
     record.seal()?;
     Ok(record)

@@ -3,7 +3,7 @@
 //! the archive and bisect can read, check and compare records without
 //! the code that measures them.
 //!
-//! - [`record`]: the canonical run record (`netbisect.run/1.1`), its id and
+//! - [`record`]: the canonical run record (`netbisect.run/1.2`), its id and
 //!   its `config_key`.
 //! - [`canonical`]: RFC 8785 (JCS) bytes with the checks JSON numbers need.
 //! - [`spec`]: the resolved test specification.
@@ -34,6 +34,8 @@
 //!     env: Environments::default(),
 //!     iterations: Vec::new(),
 //!     summary: Summary::default(),
+//!     system: None,
+//!     experiment: None,
 //! };
 //! // Sealing sets the schema, then the config_key, then the id.
 //! record.seal()?;

@@ -4,19 +4,24 @@
 use run_record::env::{HostEnv, InterfaceEnv, VmEnv};
 use run_record::record::{
     BufferTruth, ConfidenceOutcome, CpuConfidence, CpuDetail, CpuFigures, EndReport, Endpoint,
-    EndsReport, Environments, FlowFigures, HostCpu, Iteration, LatencyFigures, LatencyHistogram,
-    LatencyReport, RecordError, RunRecord, SocketTruth, Source, Spread, Subject, Summary,
-    TcpInfoFigures, UdpFigures,
+    EndsReport, Environments, ExperimentTag, FlowFigures, Granted, HostCpu, Iteration,
+    LatencyFigures, LatencyHistogram, LatencyReport, RecordError, RunRecord, SocketTruth, Source,
+    Spread, Subject, Summary, SystemOutcome, TcpInfoFigures, UdpFigures,
 };
-use run_record::spec::{AddressFamily, ConfidenceSpec, CpuPinning, RunSpec, TestKind};
+use run_record::spec::{
+    AddressFamily, ConfidenceSpec, CpuPinning, RunSpec, Setting, SystemSettings, TestKind,
+};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// The id of the fixture record.
-const FIXTURE_ID: &str = "c63b9e12f749bc6e75dc95deece76e3e607ae9dbef37e88c6e6698a23bee8c92";
+const FIXTURE_ID: &str = "86ef1f527d7b16327d82ebe532c7c3d5e649c977548f867ba9cb00ddc4f4125a";
 /// The config_key of the fixture record.
 const FIXTURE_CONFIG_KEY: &str = "c1ab09600994976f931d9518e621659c1b4ab371177346bc1db109bf22705e41";
+
+/// The id of the same record as schema `netbisect.run/1.1` wrote it.
+const FIXTURE_1_1_ID: &str = "c63b9e12f749bc6e75dc95deece76e3e607ae9dbef37e88c6e6698a23bee8c92";
 
 /// The id of the same record as netbisect 0.1 wrote it, schema
 /// `netbisect.run/1`.
@@ -33,6 +38,11 @@ fn data_path(name: &str) -> PathBuf {
 
 fn golden_path() -> PathBuf {
     data_path("record-fixture.json")
+}
+
+/// The golden file of schema `netbisect.run/1.1`, as written before 1.2.
+fn golden_1_1_path() -> PathBuf {
+    data_path("record-fixture-1.1.json")
 }
 
 /// The golden file of schema `netbisect.run/1`, as written before 1.1.
@@ -243,6 +253,7 @@ fn end_report(transactions: u64, local_address: &str, peer_address: &str) -> End
 /// A record with fixed values and every optional part filled.
 fn fixture() -> RunRecord {
     let spec = RunSpec {
+        system: None,
         test: TestKind::TcpRr,
         family: AddressFamily::Ipv6,
         duration_s: 10.0,
@@ -346,6 +357,8 @@ fn fixture() -> RunRecord {
                 }),
             }),
         },
+        system: None,
+        experiment: None,
     };
     record.seal().unwrap();
     record
@@ -371,7 +384,7 @@ fn fixture_id_and_config_key_are_pinned() {
     let record = fixture();
     assert_eq!(record.id, FIXTURE_ID);
     assert_eq!(record.config_key, FIXTURE_CONFIG_KEY);
-    assert_eq!(record.schema, "netbisect.run/1.1");
+    assert_eq!(record.schema, "netbisect.run/1.2");
     // The id is the blake3 hash of the canonical bytes without `id`.
     let mut tree: Value = serde_json::from_slice(&record.to_canonical_bytes().unwrap()).unwrap();
     tree.as_object_mut().unwrap().remove("id");
@@ -450,7 +463,7 @@ fn schema_problems_are_reported() {
     tree.as_object_mut().unwrap().remove("schema");
     assert_eq!(
         tree_error(&tree),
-        "missing \"schema\" field (expected \"netbisect.run/1.1\")"
+        "missing \"schema\" field (expected \"netbisect.run/1.2\")"
     );
     tree["schema"] = "netbisect.run/2".into();
     assert_eq!(
@@ -518,7 +531,7 @@ fn tampered_content_is_refused() {
     assert_eq!(
         err,
         format!(
-            "id does not match the content: stated {FIXTURE_ID}, computed 097aedcfa9b82fd7880fba8925326491d76042cb5518cc7f8133ca23c4192e8b"
+            "id does not match the content: stated {FIXTURE_ID}, computed 97c79b1429e3021fbaa8328263735a8d72e6d29fea04db8f64633268099d4dfa"
         )
     );
     let mut tree = golden_tree();
@@ -599,7 +612,8 @@ fn schema_versions_are_read_strictly() {
     for schema in [
         "netbisect.run/1",
         "netbisect.run/1.0",
-        "netbisect.run/1.2",
+        "netbisect.run/1.1",
+        "netbisect.run/1.3",
         "netbisect.run/1.99999999999",
     ] {
         let mut tree = golden_tree();
@@ -623,7 +637,7 @@ fn records_of_schema_1_0_read_back_with_their_ids() {
     assert_eq!(record.config_key, FIXTURE_1_0_CONFIG_KEY);
     let mut resealed = record.clone();
     resealed.seal().unwrap();
-    assert_eq!(resealed.schema, "netbisect.run/1.1");
+    assert_eq!(resealed.schema, "netbisect.run/1.2");
     assert_eq!(resealed.config_key, FIXTURE_1_0_CONFIG_KEY);
     assert_ne!(resealed.id, FIXTURE_1_0_ID);
     // A 1.0 record is held to exact read-back like a 1.1 one.
@@ -633,6 +647,63 @@ fn records_of_schema_1_0_read_back_with_their_ids() {
         read_error(&reseal(tree)),
         "invalid record: unknown member $.summary.new_figure"
     );
+}
+
+#[test]
+fn records_of_schema_1_1_read_back_with_their_ids() {
+    // New reader, old data: a record written before 1.2 is read, keeps
+    // its schema and id, writes back to the same bytes, and keeps its
+    // config_key when sealed again.
+    let golden = std::fs::read(golden_1_1_path()).unwrap();
+    let record = RunRecord::from_slice(&golden).unwrap();
+    assert_eq!(record.schema, "netbisect.run/1.1");
+    assert_eq!(record.id, FIXTURE_1_1_ID);
+    assert_eq!(record.to_canonical_bytes().unwrap(), golden);
+    let mut resealed = record.clone();
+    resealed.seal().unwrap();
+    assert_eq!(resealed.config_key, FIXTURE_CONFIG_KEY);
+    assert_eq!(resealed.id, FIXTURE_ID);
+}
+
+#[test]
+fn settings_enter_the_config_key_and_experiments_do_not() {
+    let plain = fixture();
+    let mut tagged = fixture();
+    tagged.experiment = Some(ExperimentTag {
+        id: "0123456789abcdef".to_string(),
+        round: 2,
+    });
+    let mut granted = SystemOutcome {
+        interface: "eth0".to_string(),
+        ..SystemOutcome::default()
+    };
+    granted.features.insert(
+        "gso".to_string(),
+        Granted {
+            requested: false,
+            granted: false,
+        },
+    );
+    tagged.system = Some(granted);
+    tagged.seal().unwrap();
+    assert_eq!(tagged.config_key, plain.config_key);
+    assert_ne!(tagged.id, plain.id);
+    let back = RunRecord::from_slice(&tagged.to_canonical_bytes().unwrap()).unwrap();
+    assert_eq!(back, tagged);
+    let mut asked = fixture();
+    let mut settings = SystemSettings::default();
+    settings.set(Setting::parse("gso=off").unwrap());
+    asked.spec.system = Some(settings);
+    asked.seal().unwrap();
+    assert_ne!(asked.config_key, plain.config_key);
+    let text = String::from_utf8(asked.to_canonical_bytes().unwrap()).unwrap();
+    assert!(
+        text.contains(r#""system":{"features":{"gso":false}}"#),
+        "{text}"
+    );
+    // A bad setting is refused like any spec value out of range.
+    asked.spec.system.as_mut().unwrap().mtu = Some(10);
+    assert!(asked.spec.validate().is_err());
 }
 
 #[test]
@@ -653,18 +724,18 @@ fn newer_minor_revisions_may_add_members() {
     // Old reader, new data, as this reader treats a revision newer than
     // its own: unknown members are accepted and the id covers them.
     let mut tree = golden_tree();
-    tree["schema"] = "netbisect.run/1.2".into();
+    tree["schema"] = "netbisect.run/1.3".into();
     tree["summary"]["new_figure"] = 1.into();
     tree["iterations"][0]["ends"]["local"]["new_count"] = 7.into();
     let bytes = reseal(tree);
     let record = RunRecord::from_slice(&bytes).unwrap();
-    assert_eq!(record.schema, "netbisect.run/1.2");
+    assert_eq!(record.schema, "netbisect.run/1.3");
     let stated: Value = serde_json::from_slice(&bytes).unwrap();
     assert_eq!(record.id, stated["id"].as_str().unwrap());
     // A member added to the spec enters the config_key as written: a
     // document whose key was computed without it is refused.
     let mut tree = golden_tree();
-    tree["schema"] = "netbisect.run/1.2".into();
+    tree["schema"] = "netbisect.run/1.3".into();
     tree["spec"]["new_knob"] = 3.into();
     let err = RunRecord::from_slice(&reseal(tree)).unwrap_err();
     assert!(
@@ -738,7 +809,7 @@ fn records_read_back_as_written() {
     );
     // A newer minor revision may carry members this reader does not know.
     let mut tree = golden_tree();
-    tree["schema"] = "netbisect.run/1.2".into();
+    tree["schema"] = "netbisect.run/1.3".into();
     tree["summary"]["new_figure"] = 1.into();
     assert!(RunRecord::from_slice(&reseal(tree)).is_ok());
 }

@@ -62,6 +62,8 @@ impl RecordBuilder {
                 env: Environments::default(),
                 iterations: Vec::new(),
                 summary: Summary::default(),
+                system: None,
+                experiment: None,
             },
             summary: SummaryOf::Iterations(Box::new(|_| {})),
         }

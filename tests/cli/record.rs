@@ -15,7 +15,7 @@ fn fixture_path() -> PathBuf {
     .collect()
 }
 
-const FIXTURE_ID: &str = "c63b9e12f749bc6e75dc95deece76e3e607ae9dbef37e88c6e6698a23bee8c92";
+const FIXTURE_ID: &str = "86ef1f527d7b16327d82ebe532c7c3d5e649c977548f867ba9cb00ddc4f4125a";
 const FIXTURE_CONFIG_KEY: &str = "c1ab09600994976f931d9518e621659c1b4ab371177346bc1db109bf22705e41";
 
 use crate::netbisect;
@@ -134,7 +134,7 @@ fn non_utf8_is_an_input_error() {
 #[test]
 fn wrong_schema_is_an_input_error() {
     let dir = tempfile::tempdir().unwrap();
-    let text = fixture_text().replace("netbisect.run/1.1", "netbisect.run/2");
+    let text = fixture_text().replace("netbisect.run/1.2", "netbisect.run/2");
     let path = write(dir.path(), "v2.json", text.as_bytes());
     assert_rejected(
         &path,
@@ -143,7 +143,7 @@ fn wrong_schema_is_an_input_error() {
     let path = write(dir.path(), "other.json", b"{\"start\": {}, \"end\": {}}");
     assert_rejected(
         &path,
-        "missing \"schema\" field (expected \"netbisect.run/1.1\")",
+        "missing \"schema\" field (expected \"netbisect.run/1.2\")",
     );
 }
 
@@ -156,7 +156,7 @@ fn tampered_record_is_an_input_error() {
         &path,
         &format!(
             "id does not match the content: stated {FIXTURE_ID}, computed \
-             097aedcfa9b82fd7880fba8925326491d76042cb5518cc7f8133ca23c4192e8b"
+             97c79b1429e3021fbaa8328263735a8d72e6d29fea04db8f64633268099d4dfa"
         ),
     );
 }

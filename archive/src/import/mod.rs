@@ -486,6 +486,8 @@ pub(crate) fn build_record(run: PeerRun, options: &ImportOptions) -> Result<RunR
         env,
         iterations: vec![iteration],
         summary,
+        system: None,
+        experiment: None,
     };
     record.seal()?;
     Ok(record)

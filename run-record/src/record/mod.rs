@@ -1,4 +1,4 @@
-//! The canonical run record, schema `netbisect.run/1.1`: one test run as
+//! The canonical run record, schema `netbisect.run/1.2`: one test run as
 //! one JSON document, the unit that everything else stores, compares and
 //! bisects on.
 //!
@@ -7,13 +7,14 @@
 //! A record is a JSON object with these members (see the types below for
 //! every field):
 //!
-//! - `schema`: `"netbisect.run/1.1"`. A reader rejects any other major
-//!   version. A record of a revision this crate knows (`netbisect.run/1`
-//!   and `netbisect.run/1.1`) has exactly the members the types below
-//!   define, absent values left out (never `null`), so that what is read
+//! - `schema`: `"netbisect.run/1.2"`. A reader rejects any other major
+//!   version. A record of a revision this crate knows (`netbisect.run/1`,
+//!   `netbisect.run/1.1` and `netbisect.run/1.2`) has exactly the members
+//!   the types below define, absent values left out (never `null`), so
+//!   that what is read
 //!   writes back to the same bytes and keeps its id; a `netbisect.run/1`
 //!   record stays one when read (its `schema` is kept). Only a newer minor
-//!   revision (`netbisect.run/1.N`, N > 1) may carry members this crate
+//!   revision (`netbisect.run/1.N`, N > 2) may carry members this crate
 //!   does not know; the id still covers them, and its `config_key` is
 //!   checked over its `spec` as written.
 //!
@@ -25,6 +26,13 @@
 //!   reads a 1.1 record that uses none of these; it refuses one with a
 //!   burst (its config_key), an undated one (its id) and one without
 //!   counts (a missing field), rather than misread them.
+//!
+//!   Revision 1.2 added the spec's `system` (offloads, MTU, tx queue
+//!   length and sysctls asked of the system under test; left out when
+//!   none, so older config_keys hold), the record's `system` (what was
+//!   granted of them, [`SystemOutcome`]) and `experiment` (the
+//!   experiment and round a run of `netbisect ab` belongs to,
+//!   [`ExperimentTag`]; not in the config_key).
 //! - `id`: blake3 of the canonical bytes of the record without `id`, as 64
 //!   hex digits. Identical content gives an identical id, which makes
 //!   storing, importing and merging idempotent. For an imported run whose
@@ -47,17 +55,21 @@
 //! members below the top level are `figures.rs`, the figures a run is
 //! judged by [`Metric`], and the latency histogram's layout [`histogram`].
 
+mod experiment;
 mod figures;
 pub mod histogram;
 mod metric;
 mod read;
+mod system;
 
+pub use experiment::ExperimentTag;
 pub use figures::{
     BufferTruth, ConfidenceOutcome, CpuConfidence, CpuDetail, CpuFigures, EndReport, Endpoint,
     EndsReport, Environments, FlowFigures, HostCpu, Iteration, LatencyFigures, LatencyHistogram,
     LatencyReport, SocketTruth, Source, Spread, Subject, Summary, TcpInfoFigures, UdpFigures,
 };
 pub use metric::{Direction, Metric, UnknownMetric};
+pub use system::{Granted, SystemOutcome};
 
 use crate::canonical::{self, CanonicalError};
 use crate::env::{HostEnv, VmEnv};
@@ -67,12 +79,12 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// The schema this crate writes.
-pub const SCHEMA: &str = "netbisect.run/1.1";
+pub const SCHEMA: &str = "netbisect.run/1.2";
 /// The schema major version this crate reads.
 pub const SCHEMA_MAJOR: u32 = 1;
 /// The newest minor revision of [`SCHEMA_MAJOR`] whose members this crate
 /// knows; a record of a newer one may carry members it does not.
-pub const SCHEMA_MINOR: u32 = 1;
+pub const SCHEMA_MINOR: u32 = 2;
 const SCHEMA_PREFIX: &str = "netbisect.run/";
 
 /// Why a record could not be read, written or sealed.
@@ -164,6 +176,12 @@ pub struct RunRecord {
     pub iterations: Vec<Iteration>,
     /// Summary over the iterations.
     pub summary: Summary,
+    /// What was granted of the settings `spec.system` asked (since 1.2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<SystemOutcome>,
+    /// The experiment and round of a run of `netbisect ab` (since 1.2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub experiment: Option<ExperimentTag>,
 }
 
 /// What `config_key` hashes. The spec is a [`RunSpec`], or the `spec`
@@ -319,6 +337,8 @@ mod tests {
             env: Environments::default(),
             iterations: Vec::new(),
             summary: Summary::default(),
+            system: None,
+            experiment: None,
         };
         record.seal().unwrap();
         record

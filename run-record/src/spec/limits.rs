@@ -68,6 +68,14 @@ pub enum SpecError {
         /// The text given.
         text: String,
     },
+    /// A setting of the system under test that cannot be read.
+    #[error("invalid setting '{setting}': {why}")]
+    BadSetting {
+        /// The setting as given.
+        setting: String,
+        /// What is wrong with it.
+        why: String,
+    },
     /// A sweep that is not `m=SIZES` or `r=SIZES`.
     #[error("invalid sweep '{0}': expected m=SIZE,SIZE,... or r=SIZE,SIZE,...")]
     SweepSyntax(String),
@@ -211,6 +219,9 @@ impl RunSpec {
                 stream => return Err(SpecError::BurstOnStream(stream)),
             }
             check_u32("first burst (-b)", self.first_burst, 0, MAX_FIRST_BURST)?;
+        }
+        if let Some(system) = &self.system {
+            system.validate()?;
         }
         if let Some(confidence) = &self.confidence {
             if !CONFIDENCE_LEVELS.contains(&confidence.level_pct) {

@@ -10,6 +10,7 @@
 
 mod limits;
 mod sweep;
+mod system;
 
 pub use limits::{
     CONFIDENCE_LEVELS, DEFAULT_CONFIDENCE_ITERATIONS, MAX_CONFIDENCE_WIDTH_PCT, MAX_CPUS,
@@ -18,6 +19,10 @@ pub use limits::{
     SpecError, parse_size,
 };
 pub use sweep::{SweepParameter, SweepPoint, SweepSpec, parse_sweep};
+pub use system::{
+    MAX_MTU, MAX_SETTINGS, MAX_SYSCTL_VALUE, MAX_TX_QUEUE_LEN, MIN_MTU, OFFLOAD_NAMES, Setting,
+    SystemSettings, is_feature_name, is_sysctl_name,
+};
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -188,6 +193,11 @@ pub struct RunSpec {
     /// recorded before the field existed.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub first_burst: u32,
+    /// Settings asked of the system under test (offloads, MTU, tx queue
+    /// length, sysctls; since 1.2); absent when none, so that such runs
+    /// keep the config_key they had before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<SystemSettings>,
 }
 
 fn is_zero(value: &u32) -> bool {
@@ -234,6 +244,7 @@ impl RunSpec {
             warmup_s: 0.0,
             threads: None,
             first_burst: 0,
+            system: None,
         }
     }
 }
