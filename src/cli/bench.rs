@@ -49,6 +49,13 @@ pub struct BenchArgs {
     /// RR tests; "REQ/RESP" sets them apart), e.g. "m=1,900,9000,60000"
     #[arg(long, value_name = "m|r=SIZES")]
     pub sweep: Option<String>,
+    /// Set up the system under test before the test (repeatable): an
+    /// offload of the test's interface as ethtool -K names it ("gso=off",
+    /// "tx-udp-segmentation=on"), "mtu=N", "txqueuelen=N", or a sysctl
+    /// ("net.core.rmem_max=4194304"); what the kernel granted is recorded.
+    /// Needs root, and changes the host's interface for the test
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub settings: Vec<String>,
     /// Set TCP_NODELAY on the data connections
     #[arg(long)]
     pub nodelay: bool,

@@ -22,8 +22,8 @@ use bench_core::run::{BenchRequest, InterimReports};
 use clap::Parser;
 use run_record::record::Subject;
 use run_record::spec::{
-    AddressFamily, ConfidenceSpec, DEFAULT_CONFIDENCE_ITERATIONS, RunSpec, SweepParameter,
-    SweepSpec, TestKind, parse_sweep,
+    AddressFamily, ConfidenceSpec, DEFAULT_CONFIDENCE_ITERATIONS, RunSpec, Setting,
+    SweepParameter, SweepSpec, SystemSettings, TestKind, parse_sweep,
 };
 use std::io::Write;
 use std::net::IpAddr;
@@ -219,6 +219,13 @@ pub fn request_from_args(args: &BenchArgs) -> anyhow::Result<BenchRequest> {
     test_options::refuse_clashing_globals(args)?;
     let test_options = test_options::parse(test, &args.test_options)?;
     test_options.apply(&mut spec);
+    if !args.settings.is_empty() {
+        let mut system = SystemSettings::default();
+        for text in &args.settings {
+            system.set(Setting::parse(text).map_err(|err| InputError(err.to_string()))?);
+        }
+        spec.system = Some(system);
+    }
     if let Some(path) = &args.vm.spec_file {
         // The host resolved the spec from the user's flags; the guest
         // runs exactly that.
