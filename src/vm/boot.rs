@@ -1,18 +1,18 @@
 //! One guest's life: the accelerator tried (KVM, else TCG, remembered for
-//! the process), the shared directory and the initramfs made, qemu
-//! started in a process group of its own under a watcher that kills the
-//! group when netbisect dies, the guest waited for, and what it left in
-//! the shared directory read back.
+//! the process), the guest's directories and the initramfs made (see
+//! [`super::guest_dir`]), qemu started in a process group of its own under
+//! a watcher that kills the group when netbisect dies, the guest waited
+//! for while each run it finishes is handed over, and how it ended read
+//! back.
 
 use super::console::{boot_failure, keep_console, last_line};
-use super::script::guest_script;
+use super::guest_dir::{GuestDir, MAX_MESSAGE_BYTES};
 use super::{
-    AccelChoice, BASE_APPEND, GUEST_SHARED_DIR, GuestJob, GuestResult, KVM_PROBE, KernelImage,
-    NetMode, POLL_INTERVAL, QEMU, RUNNER, VmError, VmOptions, busybox, initramfs, io, vmlinux,
+    AccelChoice, BASE_APPEND, GuestJob, KVM_PROBE, KernelImage, NetMode, POLL_INTERVAL, QEMU,
+    RUNNER, RunOutput, VmError, VmOptions, initramfs, io, vmlinux,
 };
 use child_process::group::GroupChild;
 use run_record::env::VmEnv;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
@@ -22,16 +22,28 @@ use std::time::{Duration, Instant};
 /// guest of an `ab` run or a bisection does not probe again.
 static WORKING_ACCEL: Mutex<Option<&'static str>> = Mutex::new(None);
 
-/// Boots `image`, runs `job` inside, and returns the record it wrote.
-/// Notes for the user (the accelerator chosen) go to `notify`; failed
-/// guests leave their console tail in `console_dir`.
+/// What a guest's caller is told while it runs: notes for the user (the
+/// accelerator chosen) and each run as it finishes, with the `vm` section
+/// of its record.
+pub struct GuestEvents<'a> {
+    /// A note for the user.
+    pub notify: &'a mut dyn FnMut(&str),
+    /// Run `run_idx` of the job finished, as the guest described itself
+    /// then.
+    pub finished: &'a mut dyn FnMut(usize, RunOutput, &VmEnv),
+}
+
+/// Boots `image` and runs `job`'s runs inside, handing each over as it
+/// finishes; a guest that dies loses only the runs it had not finished.
+/// Failed guests leave their console tail in `console_dir`.
 pub fn run_guest(
     image: &KernelImage,
     options: &VmOptions,
     job: &GuestJob,
     console_dir: &Path,
-    notify: &mut dyn FnMut(&str),
-) -> Result<GuestResult, VmError> {
+    events: &mut GuestEvents<'_>,
+) -> Result<VmEnv, VmError> {
+    let notify = &mut *events.notify;
     let known = *WORKING_ACCEL.lock().unwrap_or_else(|e| e.into_inner());
     let kvm_present = Path::new("/dev/kvm").exists();
     let first = match (options.accel, known) {
@@ -51,15 +63,26 @@ pub fn run_guest(
         kernel: &kernel,
         prepared: preparing.elapsed(),
     };
-    match boot_once(image, &boot, options, job, console_dir, first, probing) {
+    let mut once = |accel, probing| {
+        boot_once(
+            image,
+            &boot,
+            options,
+            job,
+            console_dir,
+            accel,
+            probing,
+            &mut *events.finished,
+        )
+    };
+    match once(first, probing) {
         Err(Attempt::KvmFailed(reason)) => {
-            notify(&format!(
+            (events.notify)(&format!(
                 "KVM did not work here ({reason}): the guest runs under TCG \
                  (emulation, slower)"
             ));
             remember("tcg");
-            boot_once(image, &boot, options, job, console_dir, "tcg", false)
-                .map_err(Attempt::into_error)
+            once("tcg", false).map_err(Attempt::into_error)
         }
         Err(other) => Err(other.into_error()),
         Ok(result) => {
@@ -124,22 +147,13 @@ impl From<VmError> for Attempt {
     }
 }
 
-/// The name of the netbisect binary in the shared directory.
-const GUEST_BINARY: &str = "netbisect";
-
-/// Puts the host's netbisect binary at `to`: a hard link where both are
-/// on one file system, else a copy.
-fn place_binary(from: &Path, to: &Path) -> Result<(), VmError> {
-    if std::fs::hard_link(from, to).is_ok() {
-        return Ok(());
-    }
-    std::fs::copy(from, to)
-        .map(|_| ())
-        .map_err(io(format!("copy {} for the guest", from.display())))
-}
-
-/// One boot: the shared directory made, qemu started, the guest waited
-/// for and what it left read back.
+/// One boot: the guest's directories made, qemu started, the guest
+/// waited for while its finished runs are handed to `finished`, and how
+/// it ended read back.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "what to boot, how, and where its outcomes go: one plain fact each"
+)]
 fn boot_once(
     image: &KernelImage,
     boot: &Boot<'_>,
@@ -148,16 +162,32 @@ fn boot_once(
     console_dir: &Path,
     accel: &'static str,
     probing: bool,
-) -> Result<GuestResult, Attempt> {
+    finished: &mut dyn FnMut(usize, RunOutput, &VmEnv),
+) -> Result<VmEnv, Attempt> {
     let started = Instant::now();
     let guest_dir = GuestDir::prepare(image, options, job)?;
     let qemu = qemu_arguments(boot, options, &guest_dir, accel);
     let mut runner = start_runner(&qemu, &guest_dir)?;
-    let waited = wait_for_guest(&mut runner, &guest_dir, boot, options, started, probing);
+    let mut watch = Watch {
+        started,
+        prepared: boot.prepared,
+        reached_test: None,
+        n_finished: 0,
+        n_runs: job.runs.len(),
+    };
+    let waited = wait_for_guest(
+        &mut runner,
+        &guest_dir,
+        options,
+        accel,
+        probing,
+        &mut watch,
+        finished,
+    );
     // Whatever is left of the group (the watcher) goes with it.
     runner.kill();
-    let reached_test = match waited? {
-        Waited::Exited { reached_test } => reached_test,
+    match waited? {
+        Waited::Exited => {}
         Waited::TimedOut => {
             let console = keep_console(&guest_dir.console, console_dir)?;
             return Err(Attempt::Failed(VmError::TimedOut {
@@ -165,97 +195,16 @@ fn boot_once(
                 console,
             }));
         }
-    };
-    let record = read_outcome(&guest_dir, console_dir, reached_test, probing)?;
-    Ok(GuestResult {
-        record,
-        vm: vm_env(options, accel, reached_test),
-    })
-}
-
-/// The host's side of one boot: a temporary directory holding the
-/// directory shared with the guest, the initramfs and the console log.
-struct GuestDir {
-    /// Removed with everything in it when dropped.
-    _work: tempfile::TempDir,
-    /// Shared with the guest, which sees only this.
-    shared: PathBuf,
-    /// The initramfs.
-    initrd: PathBuf,
-    /// The console log.
-    console: PathBuf,
-}
-
-impl GuestDir {
-    /// Writes what the guest needs: `job`'s files, the netbisect binary,
-    /// the guest script and the initramfs.
-    fn prepare(
-        image: &KernelImage,
-        options: &VmOptions,
-        job: &GuestJob,
-    ) -> Result<GuestDir, VmError> {
-        let work = tempfile::Builder::new()
-            .prefix("netbisect-vm-")
-            .tempdir()
-            .map_err(io("create the directory shared with the guest"))?;
-        // The guest sees `shared` only; the initramfs and the console stay
-        // beside it.
-        let shared = work.path().join("shared");
-        std::fs::create_dir(&shared).map_err(io("create the directory shared with the guest"))?;
-        for (name, bytes) in &job.files {
-            // Only for this user (and the guest, which runs as root): the
-            // host mode's token is one of them.
-            let mut file = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(shared.join(name))
-                .map_err(io(format!("create {name}")))?;
-            std::io::Write::write_all(&mut file, bytes).map_err(io(format!("write {name}")))?;
-        }
-        // The guest's tmpfs on /tmp, /var/tmp and /run hides what the host
-        // keeps there, a netbisect built or installed under /tmp included:
-        // the guest runs the binary from the shared directory, linked or
-        // copied.
-        place_binary(&job.binary, &shared.join(GUEST_BINARY))?;
-        let job = &GuestJob {
-            binary: Path::new(GUEST_SHARED_DIR).join(GUEST_BINARY),
-            ..job.clone()
-        };
-        let script = guest_script(Path::new(GUEST_SHARED_DIR), options, job);
-        std::fs::write(shared.join("guest.sh"), script).map_err(io("write the guest script"))?;
-        let initrd = work.path().join("initramfs.cpio");
-        let busybox = busybox()?;
-        let command =
-            format!("sh {GUEST_SHARED_DIR}/guest.sh; echo o > /proc/sysrq-trigger; sleep 30");
-        initramfs::write(
-            &initramfs::Contents {
-                busybox: &busybox,
-                release: image.release.as_deref(),
-                nics: options.net != NetMode::Loopback,
-                shared_dir: GUEST_SHARED_DIR,
-                command: &command,
-            },
-            &initrd,
-        )?;
-        let console = work.path().join("console.log");
-        Ok(GuestDir {
-            _work: work,
-            shared,
-            initrd,
-            console,
-        })
     }
-
-    /// What the guest wrote under `name`, if anything.
-    fn read(&self, name: &str) -> Option<Vec<u8>> {
-        std::fs::read(self.shared.join(name)).ok()
-    }
+    // Runs the guest finished while qemu was ending.
+    collect_finished(&guest_dir, options, accel, &mut watch, finished)?;
+    check_ending(&guest_dir, console_dir, &watch, probing)?;
+    Ok(vm_env(options, accel, watch.reached_test))
 }
 
 /// qemu's command line: the machine, the kernel and initramfs, the
-/// console to a file, the host's root read-only and the shared directory
-/// over 9p, and the NICs of the network mode.
+/// console to a file, the host's root and the input directory read-only
+/// and the output directory over 9p, and the NICs of the network mode.
 fn qemu_arguments(
     boot: &Boot<'_>,
     options: &VmOptions,
@@ -311,8 +260,14 @@ fn qemu_arguments(
         ),
         "-virtfs".to_string(),
         format!(
+            "local,path={},mount_tag={},security_model=none,readonly=on,multidevs=remap",
+            qemu_value(&guest_dir.input),
+            initramfs::INPUT_TAG
+        ),
+        "-virtfs".to_string(),
+        format!(
             "local,path={},mount_tag={},security_model=none,multidevs=remap",
-            qemu_value(&guest_dir.shared),
+            qemu_value(&guest_dir.output),
             initramfs::SHARED_TAG
         ),
     ]);
@@ -390,35 +345,54 @@ impl Runner {
 
 /// How the wait for a guest ended.
 enum Waited {
-    /// qemu exited; when the guest reached the test, after how long.
-    Exited { reached_test: Option<Duration> },
-    /// The guest ran past its timeout.
+    /// qemu exited.
+    Exited,
+    /// The guest made no progress within its timeout.
     TimedOut,
 }
 
-/// Waits for qemu to exit, noting when the guest reached the test; gives
-/// up at the timeout, on a signal, or for a KVM probe that does not reach
-/// the test in time.
+/// What the host has seen of a guest so far.
+struct Watch {
+    /// When the boot started.
+    started: Instant,
+    /// The time taken to have the kernel, counted in the boot's overhead.
+    prepared: Duration,
+    /// After how long the guest reached its first test.
+    reached_test: Option<Duration>,
+    /// Runs finished and handed over, in order.
+    n_finished: usize,
+    /// Runs of the job.
+    n_runs: usize,
+}
+
+/// Waits for qemu to exit, noting when the guest reached its first test
+/// and handing over each run as it finishes; gives up when the guest
+/// makes no progress within its timeout (counted from the start of the
+/// boot, then from the end of each run), on a signal, or for a KVM probe
+/// that does not reach the test in time.
 fn wait_for_guest(
     runner: &mut Runner,
     guest_dir: &GuestDir,
-    boot: &Boot<'_>,
     options: &VmOptions,
-    started: Instant,
+    accel: &str,
     probing: bool,
+    watch: &mut Watch,
+    finished: &mut dyn FnMut(usize, RunOutput, &VmEnv),
 ) -> Result<Waited, Attempt> {
     let timeout = Duration::from_secs_f64(options.timeout_s);
-    let started_marker = guest_dir.shared.join("started");
-    let mut reached_test: Option<Duration> = None;
+    let mut last_progress = watch.started;
     loop {
-        if reached_test.is_none() && started_marker.exists() {
-            reached_test = Some(boot.prepared + started.elapsed());
+        if watch.reached_test.is_none() && guest_dir.has("started") {
+            watch.reached_test = Some(watch.prepared + watch.started.elapsed());
+        }
+        if collect_finished(guest_dir, options, accel, watch, finished)? > 0 {
+            last_progress = Instant::now();
         }
         if let Err(interrupted) = child_process::interrupt::check() {
             return Err(Attempt::Failed(interrupted.into()));
         }
         match runner.group.try_wait() {
-            Ok(Some(_)) => return Ok(Waited::Exited { reached_test }),
+            Ok(Some(_)) => return Ok(Waited::Exited),
             Ok(None) => {}
             Err(source) => {
                 return Err(Attempt::Failed(VmError::Io {
@@ -427,65 +401,75 @@ fn wait_for_guest(
                 }));
             }
         }
-        let elapsed = started.elapsed();
-        if probing && reached_test.is_none() && elapsed >= KVM_PROBE.min(timeout) {
+        let elapsed = watch.started.elapsed();
+        if probing && watch.reached_test.is_none() && elapsed >= KVM_PROBE.min(timeout) {
             return Err(Attempt::KvmFailed(format!(
                 "the guest did not reach the test within {} s",
                 KVM_PROBE.min(timeout).as_secs()
             )));
         }
-        if elapsed >= timeout {
+        if last_progress.elapsed() >= timeout {
             return Ok(Waited::TimedOut);
         }
         std::thread::sleep(POLL_INTERVAL);
     }
 }
 
-/// The record a guest that ended left, or why there is none: its setup
-/// error, a boot that never reached the test, a crash during it, or the
-/// test's own failure.
-fn read_outcome(
+/// Hands over every run the guest has finished since the last call, in
+/// order; returns how many.
+fn collect_finished(
+    guest_dir: &GuestDir,
+    options: &VmOptions,
+    accel: &str,
+    watch: &mut Watch,
+    finished: &mut dyn FnMut(usize, RunOutput, &VmEnv),
+) -> Result<usize, VmError> {
+    let mut n_new = 0;
+    while watch.n_finished < watch.n_runs {
+        let Some(output) = guest_dir.finished_run(watch.n_finished)? else {
+            break;
+        };
+        let vm = vm_env(options, accel, watch.reached_test);
+        finished(watch.n_finished, output, &vm);
+        watch.n_finished += 1;
+        n_new += 1;
+    }
+    Ok(n_new)
+}
+
+/// How a guest that ended got there: its setup error, a boot that never
+/// reached the test, a crash during a run (the finished ones are kept),
+/// or the end of its script.
+fn check_ending(
     guest_dir: &GuestDir,
     console_dir: &Path,
-    reached_test: Option<Duration>,
+    watch: &Watch,
     probing: bool,
-) -> Result<Vec<u8>, Attempt> {
-    if let Some(message) = guest_dir.read("setup-error") {
+) -> Result<(), Attempt> {
+    if let Some(message) = guest_dir.read("setup-error", MAX_MESSAGE_BYTES)? {
         let console = keep_console(&guest_dir.console, console_dir)?;
         return Err(Attempt::Failed(VmError::Guest {
             message: String::from_utf8_lossy(&message).trim().to_string(),
             console,
         }));
     }
-    let Some(status) = guest_dir.read("status") else {
-        if probing && reached_test.is_none() {
-            return Err(Attempt::KvmFailed(last_line(&guest_dir.console)));
-        }
-        let console = keep_console(&guest_dir.console, console_dir)?;
-        let reason = if reached_test.is_some() {
-            "it stopped during the test: a panic or a crash".to_string()
-        } else {
-            format!("{}: boot failed", boot_failure(&guest_dir.console))
-        };
-        return Err(Attempt::Failed(VmError::Boot { reason, console }));
-    };
-    let status = String::from_utf8_lossy(&status).trim().to_string();
-    if status != "0" {
-        let console = keep_console(&guest_dir.console, console_dir)?;
-        let stderr = guest_dir.read("bench.err").unwrap_or_default();
-        let stderr = String::from_utf8_lossy(&stderr);
-        let message = stderr
-            .lines()
-            .filter(|line| !line.trim().is_empty())
-            .map(|line| line.strip_prefix("netbisect: error: ").unwrap_or(line))
-            .collect::<Vec<_>>()
-            .join("; ");
-        return Err(Attempt::Failed(VmError::Guest {
-            message: format!("netbisect bench exited with {status}: {message}"),
-            console,
-        }));
+    if watch.n_finished == watch.n_runs && guest_dir.has("status") {
+        return Ok(());
     }
-    Ok(guest_dir.read("record.json").unwrap_or_default())
+    if probing && watch.reached_test.is_none() {
+        return Err(Attempt::KvmFailed(last_line(&guest_dir.console)));
+    }
+    let console = keep_console(&guest_dir.console, console_dir)?;
+    let reason = if watch.reached_test.is_some() {
+        format!(
+            "it stopped during run {} of {}: a panic or a crash",
+            watch.n_finished + 1,
+            watch.n_runs
+        )
+    } else {
+        format!("{}: boot failed", boot_failure(&guest_dir.console))
+    };
+    Err(Attempt::Failed(VmError::Boot { reason, console }))
 }
 
 /// The record's `vm` section: how the guest was made.

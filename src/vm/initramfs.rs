@@ -16,6 +16,8 @@ use std::path::{Path, PathBuf};
 pub const ROOT_TAG: &str = "nbroot";
 /// The 9p tag of the shared directory.
 pub const SHARED_TAG: &str = "nbshared";
+/// The 9p tag of the input directory, which the guest may only read.
+pub const INPUT_TAG: &str = "nbinput";
 /// How the guest's init names itself on the console: the host finds its
 /// last word there when the guest did not reach the test.
 pub const INIT_NAME: &str = "netbisect-init";
@@ -40,8 +42,10 @@ pub struct Contents<'a> {
     pub release: Option<&'a str>,
     /// Whether the guest has NICs (their driver is loaded).
     pub nics: bool,
-    /// Where the shared directory is mounted in the guest.
-    pub shared_dir: &'a str,
+    /// Where the input directory (read-only) is mounted in the guest.
+    pub input_dir: &'a str,
+    /// Where the output directory is mounted in the guest.
+    pub output_dir: &'a str,
     /// The command the guest runs on the host's root, by `/bin/sh -c`.
     pub command: &'a str,
 }
@@ -124,11 +128,13 @@ fn init_script(contents: &Contents<'_>, modules: &[String]) -> String {
             "[ -d /newroot{dir} ] && $b mount -t tmpfs -o mode=1777 tmpfs /newroot{dir}"
         );
     }
-    let shared = contents.shared_dir;
+    let (input, output) = (contents.input_dir, contents.output_dir);
     let _ = write!(
         script,
-        "$b mkdir -p /newroot{shared}\n\
-         $b mount -t 9p -o {nine_p} {SHARED_TAG} /newroot{shared} || \
+        "$b mkdir -p /newroot{input} /newroot{output}\n\
+         $b mount -t 9p -o {nine_p},ro {INPUT_TAG} /newroot{input} || \
+         die 'cannot mount the input directory over 9p'\n\
+         $b mount -t 9p -o {nine_p} {SHARED_TAG} /newroot{output} || \
          die 'cannot mount the shared directory over 9p'\n\
          $b mount -t proc proc /newroot/proc || die 'cannot mount /proc'\n\
          $b mount -t sysfs sysfs /newroot/sys || die 'cannot mount /sys'\n\

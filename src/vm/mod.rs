@@ -26,6 +26,7 @@
 
 mod boot;
 mod console;
+mod guest_dir;
 mod initramfs;
 mod kernel;
 mod script;
@@ -34,13 +35,12 @@ mod tap;
 mod test;
 mod vmlinux;
 
-pub use boot::run_guest;
+pub use boot::{GuestEvents, run_guest};
 pub use kernel::{KernelImage, check_image};
 pub use settings::GuestSettings;
 pub use tap::{TapLink, tap_link};
 pub use test::{GuestSubject, KernelUnderTest, Notes, run_test};
 
-use run_record::env::VmEnv;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -62,9 +62,10 @@ pub const KVM_PROBE: Duration = Duration::from_secs(25);
 /// How often the runner is polled.
 const POLL_INTERVAL: Duration = Duration::from_millis(50);
 
-/// Where the guest sees the shared directory: a fixed place, so that the
-/// guest's command line (which names it) is the same at every boot.
-const GUEST_SHARED_DIR: &str = "/run/netbisect";
+/// Where the guest sees its input and output directories (`in`, `out`):
+/// a fixed place, so that the guest's command line (which names it) is the
+/// same at every boot.
+const GUEST_DIR: &str = "/run/netbisect";
 
 /// Where a busybox is looked for when it is not on PATH.
 const BUSYBOX_PLACES: &[&str] = &["/bin/busybox", "/usr/bin/busybox"];
@@ -153,18 +154,18 @@ impl Default for VmOptions {
     }
 }
 
-/// What the guest runs: `netbisect bench` with these arguments (the
-/// runner adds `--json`, `--no-archive` and, for the NIC pair, the
-/// server's address).
+/// What the guest runs: `netbisect bench` once per run, in order, with
+/// each run's arguments (the runner adds `--json`, `--no-archive` and,
+/// for the NIC pair, the server's address).
 #[derive(Clone, Debug)]
 pub struct GuestJob {
-    /// The host's netbisect binary; the guest runs it from the shared
-    /// directory.
+    /// The host's netbisect binary; the guest runs it from its input
+    /// directory, which it may only read.
     pub binary: PathBuf,
-    /// `bench` arguments.
-    pub bench_args: Vec<String>,
-    /// Files to place in the shared directory before boot, by name; the
-    /// placeholder `{shared}` in `bench_args` names that directory.
+    /// Each run's `bench` arguments; the placeholder `{input}` names the
+    /// guest's input directory.
+    pub runs: Vec<Vec<String>>,
+    /// Files to place in the input directory before boot, by name.
     pub files: Vec<(String, Vec<u8>)>,
     /// For [`NetMode::Host`]: the tap link and the port of the server on
     /// the host's end of it.
@@ -173,13 +174,14 @@ pub struct GuestJob {
     pub ipv6: bool,
 }
 
-/// What came back from a guest.
-#[derive(Clone, Debug)]
-pub struct GuestResult {
-    /// The record as the guest wrote it.
-    pub record: Vec<u8>,
-    /// How the guest was made.
-    pub vm: VmEnv,
+/// What one run of a guest gave, as it finished.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RunOutput {
+    /// The record the guest's bench printed, as it wrote it.
+    Record(Vec<u8>),
+    /// Why the run gave no record: the bench's exit status and what it
+    /// said on stderr.
+    Failed(String),
 }
 
 /// Why a guest could not be run or did not give a record.
@@ -249,6 +251,17 @@ pub enum VmError {
     /// A signal came; the guest was killed.
     #[error("the guest was killed: {0}")]
     Interrupted(#[from] child_process::interrupt::Interrupted),
+    /// The guest left an output the host refuses to read.
+    #[error("the guest left {name} unreadable: {why}")]
+    GuestOutput {
+        /// The file's name in the output directory.
+        name: String,
+        /// Why it is refused.
+        why: String,
+    },
+    /// One run of the guest gave no record.
+    #[error("the test in the guest failed: {0}")]
+    RunFailed(String),
     /// The test inside the guest failed.
     #[error("the test in the guest failed: {message} (console: {})", console.display())]
     Guest {

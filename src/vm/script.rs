@@ -1,6 +1,10 @@
-//! The script the guest runs from the shared directory: sysctls, the NIC
+//! The script the guest runs from its input directory: sysctls, the NIC
 //! pair in a namespace or the host mode's NIC, then `netbisect bench
-//! --json`, every outcome written to a file of the shared directory.
+//! --json` once per run, every outcome written to a file of the output
+//! directory: run N's record to `record-N.json`, its stderr to `err-N`,
+//! and last its exit status to `status-N`, moved into place whole, so
+//! that the host takes a record only once its run has ended. `status`
+//! says the script got to its end.
 
 use super::{GuestJob, NetMode, VmOptions, quote};
 use std::fmt::Write as _;
@@ -9,10 +13,24 @@ use std::path::Path;
 /// The control port of the server in the guest's second namespace.
 const PAIR_PORT: u16 = 12865;
 
-/// The script the guest runs: sysctls, the NIC pair, then the test,
-/// every outcome written to files in the shared directory.
-pub(super) fn guest_script(shared: &Path, options: &VmOptions, job: &GuestJob) -> String {
-    let dir = quote(&shared.to_string_lossy());
+/// The name of run `run_idx`'s files: `record-NNN.json` and the rest.
+pub(super) fn run_file(stem: &str, run_idx: usize) -> String {
+    match stem {
+        "record" => format!("record-{run_idx:03}.json"),
+        _ => format!("{stem}-{run_idx:03}"),
+    }
+}
+
+/// The script the guest runs: sysctls, the NIC pair, then each run, every
+/// outcome written to files in the output directory `output`; `input`
+/// is the directory it reads from.
+pub(super) fn guest_script(
+    input: &Path,
+    output: &Path,
+    options: &VmOptions,
+    job: &GuestJob,
+) -> String {
+    let dir = quote(&output.to_string_lossy());
     let bin = quote(&job.binary.to_string_lossy());
     let mut script = String::new();
     let _ = writeln!(script, "#!/bin/sh\nd={dir}");
@@ -75,30 +93,38 @@ pub(super) fn guest_script(shared: &Path, options: &VmOptions, job: &GuestJob) -
                 );
                 extra.extend(["-H".to_string(), link.host.to_string()]);
                 extra.extend(["-p".to_string(), port.to_string()]);
-                extra.extend(["--token-file".to_string(), "{shared}/token".to_string()]);
+                extra.extend(["--token-file".to_string(), "{input}/token".to_string()]);
             }
         }
     }
-    let shared_text = shared.to_string_lossy();
-    let mut words = vec![
-        bin,
-        "bench".to_string(),
-        "--json".to_string(),
-        "--no-archive".to_string(),
-    ];
-    words.extend(
-        job.bench_args
-            .iter()
-            .chain(&extra)
-            .map(|arg| quote(&arg.replace("{shared}", &shared_text))),
-    );
-    let _ = write!(
-        script,
-        ": > \"$d/started\"\n\
-         {} > \"$d/record.json\" 2> \"$d/bench.err\"\n\
-         echo $? > \"$d/status.tmp\" && mv \"$d/status.tmp\" \"$d/status\"\n",
-        words.join(" ")
-    );
+    let input_text = input.to_string_lossy();
+    script.push_str(": > \"$d/started\"\n");
+    for (run_idx, bench_args) in job.runs.iter().enumerate() {
+        let mut words = vec![
+            bin.clone(),
+            "bench".to_string(),
+            "--json".to_string(),
+            "--no-archive".to_string(),
+        ];
+        words.extend(
+            bench_args
+                .iter()
+                .chain(&extra)
+                .map(|arg| quote(&arg.replace("{input}", &input_text))),
+        );
+        let (record, err, status) = (
+            run_file("record", run_idx),
+            run_file("err", run_idx),
+            run_file("status", run_idx),
+        );
+        let _ = write!(
+            script,
+            "{} > \"$d/{record}\" 2> \"$d/{err}\"\n\
+             echo $? > \"$d/{status}.tmp\" && mv \"$d/{status}.tmp\" \"$d/{status}\"\n",
+            words.join(" ")
+        );
+    }
+    script.push_str("echo 0 > \"$d/status.tmp\" && mv \"$d/status.tmp\" \"$d/status\"\n");
     script
 }
 
@@ -116,15 +142,28 @@ mod tests {
         options.net = NetMode::Pair;
         let job = GuestJob {
             binary: PathBuf::from("/opt/net bisect"),
-            bench_args: vec!["--label".to_string(), "it's".to_string()],
+            runs: vec![
+                vec!["--label".to_string(), "it's".to_string()],
+                vec![
+                    "--spec-file".to_string(),
+                    "{input}/spec-001.json".to_string(),
+                ],
+            ],
             files: Vec::new(),
             host: None,
             ipv6: false,
         };
-        let script = guest_script(Path::new("/tmp/x y"), &options, &job);
+        let script = guest_script(Path::new("/in"), Path::new("/tmp/x y"), &options, &job);
         assert!(script.contains("printf '%s\\n' '1; reboot' > /proc/sys/net/core/rmem_max"));
         assert!(script.contains("'/opt/net bisect' bench --json --no-archive --label"));
         assert!(script.contains("-H 10.55.0.2 -p 12865"));
         assert!(script.contains("d='/tmp/x y'"));
+        // Each run has its files; the status comes last, whole.
+        assert!(script.contains("--spec-file /in/spec-001.json"));
+        assert!(script.contains(
+            "> \"$d/record-001.json\" 2> \"$d/err-001\"\n\
+             echo $? > \"$d/status-001.tmp\" && mv \"$d/status-001.tmp\" \"$d/status-001\""
+        ));
+        assert!(script.ends_with("mv \"$d/status.tmp\" \"$d/status\"\n"));
     }
 }

@@ -1,17 +1,20 @@
-//! A bench test in a VM, for `bench --kernel`, `ab` and bisect's kernel
+//! Bench tests in a VM, for `bench --kernel`, `ab` and bisect's kernel
 //! steps: the kernel checked before anything boots
-//! ([`KernelUnderTest::prepare`]), then [`run_test`]: the resolved spec
-//! handed to the guest as a file in the shared directory (`bench
-//! --spec-file`), the host mode's one-run server started here, the
-//! guest's record read back, given the `vm` section and sealed again.
-//! Storing it is the caller's business.
+//! ([`KernelUnderTest::prepare`]), then [`run_tests`]: the resolved specs
+//! handed to the guest as files of its input directory (`bench
+//! --spec-file`), the host mode's server started here for the boot, each
+//! guest record read back as its run finishes, checked to be of that run,
+//! given the `vm` section and sealed again. [`run_test`] is one run.
+//! Storing the records is the caller's business.
 
-use super::{GuestJob, KernelImage, NetMode, VmOptions};
+use super::{GuestEvents, GuestJob, KernelImage, NetMode, RunOutput, VmError, VmOptions};
 use crate::exit::InputError;
 use anyhow::Context;
 use bench_core::run::BenchRequest;
 use bench_core::server::{self, Server, ServerConfig};
+use run_record::env::VmEnv;
 use run_record::record::RunRecord;
+use run_record::spec::RunSpec;
 use std::io::Write;
 use std::path::Path;
 
@@ -59,40 +62,60 @@ pub struct Notes {
     pub verbose: bool,
 }
 
-/// Boots `kernel`, runs `request`'s test inside, and returns the sealed
-/// record with its `vm` section. Failed guests leave their console in
-/// `console_dir`.
-pub fn run_test(
+/// What became of one run of a boot.
+pub type TestOutcome = Result<RunRecord, String>;
+
+/// Boots `kernel` once, runs the test of each spec in `specs` inside, in
+/// order, and hands each sealed record (with its `vm` section), or why
+/// there is none, to `finished` as soon as the guest has finished it: a
+/// guest that dies loses only what it had not finished. A record is taken
+/// only when it is of the run asked (its spec, testbed, label and, when
+/// given, commit). Failed guests leave their console in `console_dir`.
+/// Returns the `vm` section of the boot; an error from `finished` stops
+/// nothing but is returned once the guest is done.
+pub fn run_tests(
     kernel: &KernelUnderTest,
-    request: &BenchRequest,
+    specs: &[RunSpec],
     subject: &GuestSubject,
     console_dir: &Path,
     notes: Notes,
-) -> anyhow::Result<RunRecord> {
-    let spec = serde_json::to_vec(&request.spec).context("failed to encode the test spec")?;
+    finished: &mut dyn FnMut(usize, TestOutcome) -> anyhow::Result<()>,
+) -> anyhow::Result<VmEnv> {
     let binary = std::env::current_exe().context("cannot find the netbisect binary")?;
     let testbed = subject
         .testbed
         .clone()
         .unwrap_or_else(|| format!("vm-{}", kernel.options.net.name()));
-    let mut bench_args = vec![
-        "--spec-file".to_string(),
-        "{shared}/spec.json".to_string(),
-        "--testbed".to_string(),
-        testbed,
-    ];
-    if let Some(commit) = &subject.commit {
-        bench_args.extend(["--commit".to_string(), commit.clone()]);
+    let mut files = Vec::new();
+    let mut runs = Vec::new();
+    for (run_idx, spec) in specs.iter().enumerate() {
+        let name = format!("spec-{run_idx:03}.json");
+        files.push((
+            name.clone(),
+            serde_json::to_vec(spec).context("failed to encode the test spec")?,
+        ));
+        let mut bench_args = vec![
+            "--spec-file".to_string(),
+            format!("{{input}}/{name}"),
+            "--testbed".to_string(),
+            testbed.clone(),
+        ];
+        if let Some(commit) = &subject.commit {
+            bench_args.extend(["--commit".to_string(), commit.clone()]);
+        }
+        if let Some(label) = &subject.label {
+            bench_args.extend(["--label".to_string(), label.clone()]);
+        }
+        runs.push(bench_args);
     }
-    if let Some(label) = &subject.label {
-        bench_args.extend(["--label".to_string(), label.clone()]);
-    }
-    let mut files = vec![("spec.json".to_string(), spec)];
+    let ipv6 = specs
+        .iter()
+        .any(|spec| spec.family == run_record::spec::AddressFamily::Ipv6);
     // The host mode's server runs here, on the tap's address, for this
-    // one run, and takes only the guest, which is given its token.
+    // one boot, and takes only the guest, which is given its token.
     let host_server = match (kernel.options.net, &kernel.options.tap) {
         (NetMode::Host, Some(tap)) => {
-            if request.spec.family == run_record::spec::AddressFamily::Ipv6 {
+            if ipv6 {
                 return Err(InputError("--vm-net host runs over IPv4: drop -6".into()).into());
             }
             let link = super::tap_link(tap)?;
@@ -110,12 +133,12 @@ pub fn run_test(
     };
     let job = GuestJob {
         binary,
-        bench_args,
+        runs,
         files,
         host: host_server
             .as_ref()
             .map(|(_, link, port)| (link.clone(), *port)),
-        ipv6: request.spec.family == run_record::spec::AddressFamily::Ipv6,
+        ipv6,
     };
     if notes.verbose {
         eprintln!(
@@ -130,23 +153,118 @@ pub fn run_test(
             eprintln!("netbisect: {text}");
         }
     };
+    let mut handed_over: anyhow::Result<()> = Ok(());
+    let mut on_run = |run_idx: usize, output: RunOutput, vm: &VmEnv| {
+        let outcome = match output {
+            RunOutput::Record(bytes) => {
+                sealed_record(&bytes, vm, &specs[run_idx], &testbed, subject)
+            }
+            RunOutput::Failed(message) => Err(message),
+        };
+        if let Err(err) = finished(run_idx, outcome)
+            && handed_over.is_ok()
+        {
+            handed_over = Err(err);
+        }
+    };
     let outcome = super::run_guest(
         &kernel.image,
         &kernel.options,
         &job,
         console_dir,
-        &mut notify,
+        &mut GuestEvents {
+            notify: &mut notify,
+            finished: &mut on_run,
+        },
     );
     if let Some((handle, _, _)) = host_server {
         handle.stop();
     }
-    let result =
-        outcome.with_context(|| format!("testing kernel {}", kernel.image.path.display()))?;
-    let mut record =
-        RunRecord::from_slice(&result.record).context("the guest's run record is not readable")?;
-    record.env.vm = Some(result.vm);
-    record.seal().context("failed to seal the run record")?;
+    let vm = outcome.with_context(|| format!("testing kernel {}", kernel.image.path.display()))?;
+    handed_over?;
+    Ok(vm)
+}
+
+/// The guest's record of a run, checked to be of that run, with the `vm`
+/// section of its guest, sealed again.
+fn sealed_record(
+    bytes: &[u8],
+    vm: &VmEnv,
+    spec: &RunSpec,
+    testbed: &str,
+    subject: &GuestSubject,
+) -> TestOutcome {
+    let mut record = RunRecord::from_slice(bytes)
+        .map_err(|err| format!("the guest's run record is not readable: {err}"))?;
+    let mut differences = Vec::new();
+    if &record.spec != spec {
+        differences.push("its spec is another".to_string());
+    }
+    if record.testbed != testbed {
+        differences.push(format!("its testbed is {}, not {testbed}", record.testbed));
+    }
+    if record.subject.label != subject.label {
+        differences.push(format!(
+            "its label is {}, not {}",
+            record.subject.label.as_deref().unwrap_or("none"),
+            subject.label.as_deref().unwrap_or("none")
+        ));
+    }
+    if let Some(commit) = &subject.commit
+        && record.subject.commit.as_ref() != Some(commit)
+    {
+        differences.push(format!(
+            "its commit is {}, not {commit}",
+            record.subject.commit.as_deref().unwrap_or("none")
+        ));
+    }
+    if record.experiment.is_some() {
+        differences.push("it names an experiment".to_string());
+    }
+    if !differences.is_empty() {
+        return Err(format!(
+            "the guest's record is not of the run asked: {}",
+            differences.join("; ")
+        ));
+    }
+    record.env.vm = Some(vm.clone());
+    record
+        .seal()
+        .map_err(|err| format!("failed to seal the run record: {err}"))?;
     Ok(record)
+}
+
+/// Boots `kernel`, runs `request`'s test inside, and returns the sealed
+/// record with its `vm` section. Failed guests leave their console in
+/// `console_dir`.
+pub fn run_test(
+    kernel: &KernelUnderTest,
+    request: &BenchRequest,
+    subject: &GuestSubject,
+    console_dir: &Path,
+    notes: Notes,
+) -> anyhow::Result<RunRecord> {
+    let mut outcome = None;
+    run_tests(
+        kernel,
+        std::slice::from_ref(&request.spec),
+        subject,
+        console_dir,
+        notes,
+        &mut |_, run| {
+            outcome = Some(run);
+            Ok(())
+        },
+    )?;
+    match outcome {
+        Some(Ok(record)) => Ok(record),
+        Some(Err(message)) => Err(anyhow::Error::new(VmError::RunFailed(message))
+            .context(format!("testing kernel {}", kernel.image.path.display()))),
+        None => Err(anyhow::anyhow!(
+            "the guest gave no outcome of its test (testing kernel {})",
+            kernel.image.path.display()
+        )),
+    }
 }
 
 /// A fresh random token for one run of the host mode, and its text for

@@ -1,0 +1,247 @@
+//! The host's side of one boot: a temporary directory holding what the
+//! guest reads (its input directory, shared read-only: the netbisect
+//! binary, the guest script, the specs, a token), what it writes (its
+//! output directory), the initramfs and the console log; and reading back
+//! what the guest wrote.
+//!
+//! The guest is not trusted: nothing of the host's is reachable through a
+//! directory it may write (the binary is linked only into the read-only
+//! input), and what it wrote is opened without following links, only as
+//! a regular file, and read up to a cap, so that a link to a device or a
+//! file of the host, a FIFO or an endless file cannot make the host read
+//! what it should not or forever.
+
+use super::script::{guest_script, run_file};
+use super::{GUEST_DIR, GuestJob, KernelImage, NetMode, RunOutput, VmError, VmOptions, busybox};
+use super::{initramfs, io};
+use rustix::fs::{FileType, Mode, OFlags};
+use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+/// The name of the netbisect binary in the input directory.
+const GUEST_BINARY: &str = "netbisect";
+/// Largest record a guest's run may leave, bytes.
+pub(super) const MAX_RECORD_BYTES: u64 = 64 << 20;
+/// Largest message (stderr, a status, a setup error) read back, bytes.
+pub(super) const MAX_MESSAGE_BYTES: u64 = 64 << 10;
+
+/// The directories and files of one boot, removed when dropped.
+pub(super) struct GuestDir {
+    /// Removed with everything in it when dropped.
+    _work: tempfile::TempDir,
+    /// What the guest reads: shared read-only.
+    pub(super) input: PathBuf,
+    /// What the guest writes.
+    pub(super) output: PathBuf,
+    /// The initramfs.
+    pub(super) initrd: PathBuf,
+    /// The console log.
+    pub(super) console: PathBuf,
+}
+
+/// Where the guest sees its input and output directories.
+pub(super) fn guest_dirs() -> (PathBuf, PathBuf) {
+    let base = Path::new(GUEST_DIR);
+    (base.join("in"), base.join("out"))
+}
+
+impl GuestDir {
+    /// Writes what the guest needs: `job`'s files, the netbisect binary,
+    /// the guest script and the initramfs.
+    pub(super) fn prepare(
+        image: &KernelImage,
+        options: &VmOptions,
+        job: &GuestJob,
+    ) -> Result<GuestDir, VmError> {
+        let work = tempfile::Builder::new()
+            .prefix("netbisect-vm-")
+            .tempdir()
+            .map_err(io("create the directories shared with the guest"))?;
+        // The guest sees `input` and `output` only; the initramfs and the
+        // console stay beside them.
+        let input = work.path().join("input");
+        let output = work.path().join("output");
+        for dir in [&input, &output] {
+            std::fs::create_dir(dir).map_err(io("create the directories shared with the guest"))?;
+        }
+        for (name, bytes) in &job.files {
+            // Only for this user (and the guest, which runs as root): the
+            // host mode's token is one of them.
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(input.join(name))
+                .map_err(io(format!("create {name}")))?;
+            std::io::Write::write_all(&mut file, bytes).map_err(io(format!("write {name}")))?;
+        }
+        // The guest's tmpfs on /tmp, /var/tmp and /run hides what the host
+        // keeps there, a netbisect built or installed under /tmp included:
+        // the guest runs the binary from its input directory, which it
+        // may only read, so a link to the host's binary is safe there.
+        place_binary(&job.binary, &input.join(GUEST_BINARY))?;
+        let (guest_input, guest_output) = guest_dirs();
+        let job = &GuestJob {
+            binary: guest_input.join(GUEST_BINARY),
+            ..job.clone()
+        };
+        let script = guest_script(&guest_input, &guest_output, options, job);
+        std::fs::write(input.join("guest.sh"), script).map_err(io("write the guest script"))?;
+        let initrd = work.path().join("initramfs.cpio");
+        let busybox = busybox()?;
+        let command = format!(
+            "sh {}/guest.sh; echo o > /proc/sysrq-trigger; sleep 30",
+            guest_input.display()
+        );
+        initramfs::write(
+            &initramfs::Contents {
+                busybox: &busybox,
+                release: image.release.as_deref(),
+                nics: options.net != NetMode::Loopback,
+                input_dir: &guest_input.to_string_lossy(),
+                output_dir: &guest_output.to_string_lossy(),
+                command: &command,
+            },
+            &initrd,
+        )?;
+        let console = work.path().join("console.log");
+        Ok(GuestDir {
+            _work: work,
+            input,
+            output,
+            initrd,
+            console,
+        })
+    }
+
+    /// What the guest wrote under `name`: `None` when it wrote nothing
+    /// there, an error when it left something other than a file or more
+    /// than `cap` bytes.
+    pub(super) fn read(&self, name: &str, cap: u64) -> Result<Option<Vec<u8>>, VmError> {
+        read_guest_file(&self.output, name, cap)
+    }
+
+    /// Whether the guest has marked `name` written (a status file).
+    pub(super) fn has(&self, name: &str) -> bool {
+        std::fs::symlink_metadata(self.output.join(name)).is_ok()
+    }
+
+    /// Run `run_idx`'s outcome, once its status is there: the record, or
+    /// why there is none.
+    pub(super) fn finished_run(&self, run_idx: usize) -> Result<Option<RunOutput>, VmError> {
+        let Some(status) = self.read(&run_file("status", run_idx), MAX_MESSAGE_BYTES)? else {
+            return Ok(None);
+        };
+        let status = String::from_utf8_lossy(&status).trim().to_string();
+        if status == "0" {
+            let record = self
+                .read(&run_file("record", run_idx), MAX_RECORD_BYTES)?
+                .unwrap_or_default();
+            return Ok(Some(RunOutput::Record(record)));
+        }
+        let stderr = self
+            .read(&run_file("err", run_idx), MAX_MESSAGE_BYTES)?
+            .unwrap_or_default();
+        let stderr = String::from_utf8_lossy(&stderr);
+        let message = stderr
+            .lines()
+            .filter(|line| !line.trim().is_empty())
+            .map(|line| line.strip_prefix("netbisect: error: ").unwrap_or(line))
+            .collect::<Vec<_>>()
+            .join("; ");
+        Ok(Some(RunOutput::Failed(format!(
+            "netbisect bench exited with {status}: {message}"
+        ))))
+    }
+}
+
+/// Reads `name` in `dir` as the guest left it: without following a link,
+/// only a regular file, at most `cap` bytes.
+fn read_guest_file(dir: &Path, name: &str, cap: u64) -> Result<Option<Vec<u8>>, VmError> {
+    let path = dir.join(name);
+    let refused = |why: String| VmError::GuestOutput {
+        name: name.to_string(),
+        why,
+    };
+    // O_NONBLOCK: a FIFO the guest made opens at once instead of waiting
+    // for a writer; it is then refused as not a regular file.
+    let fd = match rustix::fs::open(
+        &path,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::NOENT) => return Ok(None),
+        Err(rustix::io::Errno::LOOP) => return Err(refused("it is a symbolic link".to_string())),
+        Err(err) => {
+            return Err(VmError::Io {
+                what: format!("open {}", path.display()),
+                source: err.into(),
+            });
+        }
+    };
+    let stat = rustix::fs::fstat(&fd).map_err(|err| VmError::Io {
+        what: format!("read {}", path.display()),
+        source: err.into(),
+    })?;
+    let kind = FileType::from_raw_mode(stat.st_mode);
+    if kind != FileType::RegularFile {
+        return Err(refused(format!("it is a {kind:?}, not a regular file")));
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::from(fd)
+        .take(cap + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io(format!("read {}", path.display())))?;
+    if bytes.len() as u64 > cap {
+        return Err(refused(format!("it is over {cap} bytes")));
+    }
+    Ok(Some(bytes))
+}
+
+/// Puts the host's netbisect binary at `to`, in the read-only input
+/// directory: a hard link where both are on one file system, else a copy.
+fn place_binary(from: &Path, to: &Path) -> Result<(), VmError> {
+    if std::fs::hard_link(from, to).is_ok() {
+        return Ok(());
+    }
+    std::fs::copy(from, to)
+        .map(|_| ())
+        .map_err(io(format!("copy {} for the guest", from.display())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guest_files_are_read_only_as_regular_files_within_their_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path();
+        std::fs::write(path.join("record.json"), b"{}").unwrap();
+        assert_eq!(
+            read_guest_file(path, "record.json", 16).unwrap(),
+            Some(b"{}".to_vec())
+        );
+        assert_eq!(read_guest_file(path, "missing", 16).unwrap(), None);
+        std::fs::write(path.join("big"), vec![b'x'; 17]).unwrap();
+        let err = read_guest_file(path, "big", 16).unwrap_err().to_string();
+        assert!(err.contains("over 16 bytes"), "{err}");
+        std::os::unix::fs::symlink("/dev/zero", path.join("zero")).unwrap();
+        let err = read_guest_file(path, "zero", 16).unwrap_err().to_string();
+        assert!(err.contains("symbolic link"), "{err}");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            path.join("fifo"),
+            FileType::Fifo,
+            Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let err = read_guest_file(path, "fifo", 16).unwrap_err().to_string();
+        assert!(err.contains("not a regular file"), "{err}");
+        std::fs::create_dir(path.join("dir")).unwrap();
+        assert!(read_guest_file(path, "dir", 16).is_err());
+    }
+}
