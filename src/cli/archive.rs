@@ -155,6 +155,9 @@ pub struct CompareArgs {
     /// differences, the tables and the statistics used
     #[arg(long)]
     pub email: bool,
+    /// Only the runs of this experiment (the id `ab` prints)
+    #[arg(long, value_name = "ID")]
+    pub experiment: Option<String>,
     #[command(flatten)]
     pub units: UnitsArg,
 }

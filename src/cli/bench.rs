@@ -44,11 +44,14 @@ pub struct BenchArgs {
     /// Request and response sizes of RR tests [default: 1,1]
     #[arg(short = 'r', value_name = "REQ,RESP")]
     pub request_response: Option<String>,
-    /// Run one test per size and print a sweep table: "m=SIZE,..." (bytes
-    /// per send, stream tests) or "r=SIZE,..." (request and response size,
-    /// RR tests; "REQ/RESP" sets them apart), e.g. "m=1,900,9000,60000"
-    #[arg(long, value_name = "m|r=SIZES")]
-    pub sweep: Option<String>,
+    /// Run one test per value (repeatable: every combination of the axes
+    /// given). A single "m=SIZE,..." (bytes per send) or "r=SIZE,..."
+    /// (request and response size; "REQ/RESP" sets them apart) prints a
+    /// sweep table, e.g. "m=1,900,9000,60000". Axes: t (tests), m, M, r,
+    /// s, S, b, and the settings of --set (mtu, txqueuelen, an offload
+    /// such as gso=on,off, a sysctl)
+    #[arg(long, value_name = "AXIS=VALUES")]
+    pub sweep: Vec<String>,
     /// Set up the system under test before the test (repeatable): an
     /// offload of the test's interface as ethtool -K names it ("gso=off",
     /// "tx-udp-segmentation=on"), "mtu=N", "txqueuelen=N", or a sysctl
@@ -188,7 +191,8 @@ pub struct AbArgs {
     /// The patched kernel image
     #[arg(long, value_name = "IMAGE")]
     pub kernel_b: PathBuf,
-    /// Boots of each kernel, alternating A B A B ...
+    /// Rounds: boots of each kernel, in the order A B B A A B ..., every
+    /// configuration of a round in one boot
     #[arg(short = 'n', value_name = "N", default_value_t = 5, value_parser = values::rounds)]
     pub rounds: u32,
     /// Label of A's runs
@@ -200,6 +204,15 @@ pub struct AbArgs {
     /// Significance level of the comparison, in (0, 1)
     #[arg(long, value_name = "ALPHA", default_value_t = 0.05)]
     pub alpha: f64,
+    /// Print one block to paste in a mail (at most 72 columns), with the
+    /// command that runs the experiment again
+    #[arg(long)]
+    pub email: bool,
+    /// Measure anew, as a new experiment, even when the archive holds this
+    /// one's runs (run again without it, the command measures only what
+    /// the experiment still lacks)
+    #[arg(long)]
+    pub fresh: bool,
     /// The test, with `netbisect bench` flags, and the VM options.
     #[command(flatten)]
     pub bench: BenchArgs,

@@ -63,6 +63,21 @@ pub struct GlobalArgs {
     /// Only errors on stderr
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
+    /// Progress of long work on stderr: a live line on a terminal, else
+    /// timestamped lines; "always" shows it under -q too
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = ProgressArg::Auto)]
+    pub progress: ProgressArg,
+}
+
+/// `--progress`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProgressArg {
+    /// Unless -q
+    Auto,
+    /// Even with -q
+    Always,
+    /// Never
+    Never,
 }
 
 /// The subcommands.

@@ -1,13 +1,16 @@
-//! `netbisect ab`: kernels A and B booted in turn, `-n` rounds, every run
-//! archived under its side's label, then the comparison of the two labels
+//! `netbisect ab`: an experiment across two kernels (see
+//! [`crate::experiment`]): every configuration of the `--sweep` axes on
+//! kernel A and kernel B, `-n` rounds, every configuration of a round in
+//! one boot of each kernel, every run archived under its side's label and
+//! the experiment's id; then one comparison of the experiment's own runs
 //! (see [`crate::comparison`]).
 
 use crate::cli::{AbArgs, CompareLayout, GlobalArgs};
 use crate::comparison::{ComparisonRequest, print_comparison};
 use crate::exit::{Code, InputError};
-use crate::request::{guest_subject, request_from_args, vm};
-use crate::store::store_run;
-use crate::vm::{GuestSubject, KernelUnderTest, Notes, run_test};
+use crate::experiment::{self, Experiment, Side};
+use crate::request::{configurations_of, guest_subject, request_from_args, vm};
+use crate::vm::{GuestSubject, KernelUnderTest};
 
 pub fn run(global: &GlobalArgs, args: &AbArgs) -> anyhow::Result<Code> {
     if args.bench.vm.kernel.is_some() {
@@ -24,9 +27,31 @@ pub fn run(global: &GlobalArgs, args: &AbArgs) -> anyhow::Result<Code> {
     }
     vm::check_guest_bench_args(&args.bench)?;
     let request = request_from_args(&args.bench)?;
+    let configurations = configurations_of(&args.bench, &request)?;
     let options = vm::vm_options_with_settings(&args.bench.vm.options)?;
     let side_a = KernelUnderTest::prepare(&args.kernel_a, options.clone())?;
     let side_b = KernelUnderTest::prepare(&args.kernel_b, options)?;
+    let n_configurations = configurations.len();
+    let one_size_axis = args.bench.sweep.len() == 1
+        && matches!(
+            args.bench.sweep[0]
+                .split_once('=')
+                .map(|(key, _)| key.trim()),
+            Some("m" | "r")
+        );
+    let experiment = Experiment::new(
+        [
+            Side::new(&args.label_a, side_a)?,
+            Side::new(&args.label_b, side_b)?,
+        ],
+        configurations,
+        args.rounds,
+        GuestSubject {
+            label: None,
+            ..guest_subject(&args.bench)
+        },
+        args.fresh,
+    )?;
     // Options of the comparison are checked before the first boot.
     let comparison = ComparisonRequest {
         first: format!("label:{}", args.label_a),
@@ -35,33 +60,37 @@ pub fn run(global: &GlobalArgs, args: &AbArgs) -> anyhow::Result<Code> {
         min_effect: 0.0,
         test: None,
         testbed: None,
-        layout: CompareLayout::Netperf,
-        email: false,
+        // One table for the experiment: netperf's for one configuration
+        // or one size swept, else every configuration in a matrix.
+        layout: if n_configurations == 1 || one_size_axis {
+            CompareLayout::Netperf
+        } else {
+            CompareLayout::Matrix
+        },
+        email: args.email,
         units: args.bench.units.units.clone(),
+        experiment: Some(experiment.id.clone()),
     };
     comparison.check()?;
-    let notes = Notes {
-        quiet: global.quiet,
-        verbose: global.verbose > 0,
-    };
-    let console_dir = std::env::temp_dir();
-    for round in 1..=args.rounds {
-        for (kernel, label) in [(&side_a, &args.label_a), (&side_b, &args.label_b)] {
-            if !global.quiet {
-                eprintln!(
-                    "netbisect: round {round}/{}: {label} ({})",
-                    args.rounds,
-                    kernel.image.path.display()
-                );
-            }
-            let subject = GuestSubject {
-                label: Some(label.clone()),
-                ..guest_subject(&args.bench)
-            };
-            let record = run_test(kernel, &request, &subject, &console_dir, notes)?;
-            store_run(global, &record)?;
-        }
+    if !global.quiet {
+        eprintln!(
+            "netbisect: experiment {}: {n_configurations} configuration{} x 2 kernels x {} \
+             round{}, {} boots",
+            experiment.id,
+            if n_configurations == 1 { "" } else { "s" },
+            args.rounds,
+            if args.rounds == 1 { "" } else { "s" },
+            2 * args.rounds
+        );
     }
+    let outcome = experiment::run(global, &experiment, &std::env::temp_dir())?;
     print_comparison(global, &comparison)?;
-    Ok(Code::Ok)
+    if outcome.failures.is_empty() {
+        return Ok(Code::Ok);
+    }
+    Err(anyhow::anyhow!(
+        "{} of the experiment's runs or boots failed (named above); run the same command \
+         again to measure what is missing",
+        outcome.failures.len()
+    ))
 }

@@ -1,8 +1,10 @@
 //! `netbisect bench`: one socket test, netperf's flags, a netperf-like
 //! table (or the canonical record with `--json`). A test in a VM goes to
-//! [`kernel`], a size sweep to [`sweep`].
+//! [`kernel`], a size sweep to [`sweep`], the product of several axes to
+//! [`product`].
 
 mod kernel;
+mod product;
 mod sweep;
 
 use crate::cli::{BenchArgs, GlobalArgs};
@@ -17,6 +19,9 @@ pub fn run(global: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<Code> {
     match &invocation.mode {
         BenchMode::Kernel(kernel) => kernel::run(global, &invocation, kernel),
         BenchMode::Sweep(sweep) => sweep::run(global, &invocation, sweep),
+        BenchMode::Configurations(configurations) => {
+            product::run(global, &invocation, configurations)
+        }
         BenchMode::Once => {
             let record =
                 bench(&invocation.request).context("the test failed; no run was recorded")?;

@@ -20,6 +20,7 @@ pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<Code> {
         layout: args.layout,
         email: args.email,
         units: args.units.units.clone(),
+        experiment: args.experiment.clone(),
     };
     print_comparison(global, &request)?;
     Ok(Code::Ok)

@@ -39,6 +39,8 @@ pub struct ComparisonRequest {
     pub email: bool,
     /// Throughput unit, netperf's `-f` letter.
     pub units: String,
+    /// Only runs of this experiment (`ab`'s id).
+    pub experiment: Option<String>,
 }
 
 impl ComparisonRequest {
@@ -93,8 +95,25 @@ pub fn print_comparison(global: &GlobalArgs, args: &ComparisonRequest) -> anyhow
     let mut pairs = Vec::new();
     let mut side_records: [Vec<run_record::record::RunRecord>; 2] = [Vec::new(), Vec::new()];
     for (first, second) in &selectors {
-        let first_selection = selector::resolve(&archive, first, &filters)?;
-        let second_selection = selector::resolve(&archive, second, &filters)?;
+        let mut first_selection = selector::resolve(&archive, first, &filters)?;
+        let mut second_selection = selector::resolve(&archive, second, &filters)?;
+        if let Some(id) = &args.experiment {
+            for (selection, selector) in [
+                (&mut first_selection, first),
+                (&mut second_selection, second),
+            ] {
+                selection
+                    .records
+                    .retain(|record| record.experiment.as_ref().is_some_and(|tag| &tag.id == id));
+                if selection.records.is_empty() {
+                    return Err(InputError(format!(
+                        "experiment {id} has no runs of {}",
+                        selector.value
+                    ))
+                    .into());
+                }
+            }
+        }
         for ambiguity in [&first_selection.ambiguity, &second_selection.ambiguity]
             .into_iter()
             .flatten()

@@ -8,6 +8,7 @@
 //! (`cli::values`), before any connection or boot. The clap types end
 //! here: what follows takes these plain options.
 
+pub mod axes;
 mod test_options;
 pub mod vm;
 
@@ -15,6 +16,7 @@ use crate::cli::{BenchArgs, BenchSpecLine};
 use crate::exit::InputError;
 use crate::store::RunOutput;
 use crate::vm::{GuestSubject, VmOptions};
+use axes::{AxisKey, Configuration};
 use bench_core::auth::Token;
 use bench_core::client::ClientOptions;
 use bench_core::datapath::InterimFigures;
@@ -22,8 +24,8 @@ use bench_core::run::{BenchRequest, InterimReports};
 use clap::Parser;
 use run_record::record::Subject;
 use run_record::spec::{
-    AddressFamily, ConfidenceSpec, DEFAULT_CONFIDENCE_ITERATIONS, RunSpec, Setting,
-    SweepParameter, SweepSpec, SystemSettings, TestKind, parse_sweep,
+    AddressFamily, ConfidenceSpec, DEFAULT_CONFIDENCE_ITERATIONS, RunSpec, Setting, SweepParameter,
+    SweepSpec, SystemSettings, TestKind, parse_sweep,
 };
 use std::io::Write;
 use std::net::IpAddr;
@@ -45,9 +47,12 @@ pub struct BenchInvocation {
 pub enum BenchMode {
     /// Once, on this host.
     Once,
-    /// One run per size (`--sweep`).
+    /// One run per size (one `--sweep m=` or `r=`), as a sweep table.
     Sweep(SizeSweep),
-    /// In a VM booting a kernel under test (`--kernel`).
+    /// One run per configuration of several `--sweep` axes, on this host.
+    Configurations(Vec<Configuration>),
+    /// In a VM booting a kernel under test (`--kernel`), every
+    /// configuration in one boot.
     Kernel(KernelRun),
 }
 
@@ -68,6 +73,8 @@ pub struct KernelRun {
     pub options: VmOptions,
     /// The commit, label and testbed given on the command line.
     pub subject: GuestSubject,
+    /// The configurations to run, in order (one without `--sweep`).
+    pub configurations: Vec<Configuration>,
 }
 
 impl BenchInvocation {
@@ -82,6 +89,7 @@ impl BenchInvocation {
             };
             vm::check_guest_bench_args(args)?;
             let request = request_from_args(args)?;
+            let configurations = configurations_of(args, &request)?;
             let options = vm::vm_options_with_settings(&args.vm.options)?;
             return Ok(BenchInvocation {
                 request,
@@ -90,10 +98,31 @@ impl BenchInvocation {
                     image: image.clone(),
                     options,
                     subject: guest_subject(args),
+                    configurations,
                 }),
             });
         }
-        if let Some(text) = &args.sweep {
+        let size_sweep = match args.sweep.as_slice() {
+            [text]
+                if matches!(
+                    text.split_once('=').map(|(key, _)| key.trim()),
+                    Some("m" | "r")
+                ) =>
+            {
+                Some(text)
+            }
+            _ => None,
+        };
+        if !args.sweep.is_empty() && size_sweep.is_none() {
+            let request = request_from_args(args)?;
+            let configurations = configurations_of(args, &request)?;
+            return Ok(BenchInvocation {
+                request,
+                output,
+                mode: BenchMode::Configurations(configurations),
+            });
+        }
+        if let Some(text) = size_sweep {
             let sweep = parse_sweep(text).map_err(|err| InputError(err.to_string()))?;
             let fixed_elsewhere = match sweep.parameter {
                 SweepParameter::SendSize => args.send_size.is_some(),
@@ -124,6 +153,54 @@ impl BenchInvocation {
     }
 }
 
+/// The configurations of bench's `--sweep` axes over its flags (one, the
+/// request's own, without); every one checked.
+pub fn configurations_of(
+    args: &BenchArgs,
+    request: &BenchRequest,
+) -> anyhow::Result<Vec<Configuration>> {
+    if args.sweep.is_empty() {
+        return Ok(vec![Configuration {
+            spec: request.spec.clone(),
+            name: Vec::new(),
+        }]);
+    }
+    let axes = axes::parse_axes(&args.sweep)?;
+    for axis in &axes {
+        let fixed = match &axis.key {
+            AxisKey::Test => None,
+            AxisKey::SendSize => args.send_size.is_some().then_some("-m"),
+            AxisKey::RecvSize => args.recv_size.is_some().then_some("-M"),
+            AxisKey::RequestResponse => args.request_response.is_some().then_some("-r"),
+            AxisKey::LocalBuffer => args.local_buffer.is_some().then_some("-s"),
+            AxisKey::RemoteBuffer => args.remote_buffer.is_some().then_some("-S"),
+            AxisKey::Burst => args.first_burst.is_some().then_some("-b"),
+            AxisKey::Setting(key) => args
+                .settings
+                .iter()
+                .any(|text| {
+                    text.split_once('=')
+                        .is_some_and(|(given, _)| given.trim() == key)
+                })
+                .then_some("--set"),
+        };
+        if let Some(option) = fixed {
+            return Err(InputError(format!(
+                "--sweep {}= sets it for each configuration; leave {option} out",
+                axis.key.name()
+            ))
+            .into());
+        }
+    }
+    let spec_of = |test: TestKind| -> Result<RunSpec, InputError> {
+        if test == request.spec.test {
+            return Ok(request.spec.clone());
+        }
+        spec_from_args(args, test).map_err(|err| InputError(format!("{test}: {err:#}")))
+    };
+    Ok(axes::configurations(&axes, request.spec.test, &spec_of)?)
+}
+
 /// bench's `--no-archive`, `-f` and `-P`.
 pub fn run_output(args: &BenchArgs) -> RunOutput {
     RunOutput {
@@ -147,6 +224,14 @@ pub fn guest_subject(args: &BenchArgs) -> GuestSubject {
 /// found here, before any connection.
 pub fn request_from_args(args: &BenchArgs) -> anyhow::Result<BenchRequest> {
     let test: TestKind = args.test.parse()?;
+    let spec = spec_from_args(args, test)?;
+    let test_options = test_options::parse(test, &args.test_options)?;
+    request_with_spec(args, spec, test_options.data_port)
+}
+
+/// The spec bench's flags give for `test` (the `-t` of an experiment's
+/// `t=` axis), checked.
+pub fn spec_from_args(args: &BenchArgs, test: TestKind) -> anyhow::Result<RunSpec> {
     let family = family_of(args);
     let mut spec = RunSpec::defaults(test);
     spec.family = family;
@@ -235,6 +320,16 @@ pub fn request_from_args(args: &BenchArgs) -> anyhow::Result<BenchRequest> {
             .map_err(|err| InputError(format!("{} is not a test spec: {err}", path.display())))?;
     }
     spec.validate().map_err(|err| InputError(err.to_string()))?;
+    Ok(spec)
+}
+
+/// The request of `spec` with the rest of bench's flags: where the server
+/// is, the subject, the testbed, interim reports.
+fn request_with_spec(
+    args: &BenchArgs,
+    spec: RunSpec,
+    data_port: Option<bench_core::protocol::PortRange>,
+) -> anyhow::Result<BenchRequest> {
     // The range of -D is clap's (`cli::values::interim_seconds`).
     let interim = args.interim.map(|seconds| InterimReports {
         every: Duration::from_secs_f64(seconds),
@@ -258,7 +353,7 @@ pub fn request_from_args(args: &BenchArgs) -> anyhow::Result<BenchRequest> {
         None => None,
         Some(host) => {
             let mut options = ClientOptions::new(host, args.port);
-            options.data_ports = test_options.data_port.or(args.data_port);
+            options.data_ports = data_port.or(args.data_port);
             if let Some(path) = &args.token_file {
                 options.token =
                     Some(Token::from_file(path).map_err(|err| InputError(err.to_string()))?);

@@ -73,11 +73,6 @@ pub fn check_guest_bench_args(args: &BenchArgs) -> Result<(), InputError> {
             "-H with --kernel: the server is chosen by --vm-net (host: this host)".to_string(),
         ));
     }
-    if args.sweep.is_some() {
-        return Err(InputError(
-            "--sweep is not supported with --kernel".to_string(),
-        ));
-    }
     if args.interim.is_some() {
         return Err(InputError("-D is not supported with --kernel".to_string()));
     }

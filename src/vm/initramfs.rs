@@ -132,7 +132,7 @@ fn init_script(contents: &Contents<'_>, modules: &[String]) -> String {
     let _ = write!(
         script,
         "$b mkdir -p /newroot{input} /newroot{output}\n\
-         $b mount -t 9p -o {nine_p},ro {INPUT_TAG} /newroot{input} || \
+         $b mount -t 9p -o {nine_p},ro,cache=loose {INPUT_TAG} /newroot{input} || \
          die 'cannot mount the input directory over 9p'\n\
          $b mount -t 9p -o {nine_p} {SHARED_TAG} /newroot{output} || \
          die 'cannot mount the shared directory over 9p'\n\

@@ -24,6 +24,18 @@ pub struct KernelImage {
     pub features_from: &'static str,
 }
 
+#[cfg(test)]
+impl KernelImage {
+    /// An image that is never booted, for tests of what is planned.
+    pub fn for_tests(name: &str) -> KernelImage {
+        KernelImage {
+            path: PathBuf::from(format!("/boot/vmlinuz-{name}")),
+            release: Some(name.to_string()),
+            features_from: "unknown",
+        }
+    }
+}
+
 /// A kernel feature the guest needs.
 struct Feature {
     /// What it is for, in words.

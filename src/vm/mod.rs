@@ -39,7 +39,7 @@ pub use boot::{GuestEvents, run_guest};
 pub use kernel::{KernelImage, check_image};
 pub use settings::GuestSettings;
 pub use tap::{TapLink, tap_link};
-pub use test::{GuestSubject, KernelUnderTest, Notes, run_test};
+pub use test::{GuestSubject, KernelUnderTest, Notes, TestOutcome, run_test, run_tests};
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -1,11 +1,14 @@
 //! `netbisect bench --kernel IMAGE`: the test in a VM booting the image
-//! (see [`crate::vm::run_test`]), its record stored here and printed as
-//! bench prints a run.
+//! (see [`crate::vm::run_tests`]), every configuration of its `--sweep`
+//! axes in that one boot; each record stored here as soon as the guest
+//! has finished it, and printed as bench prints a run (`--json`: one
+//! record a line).
 
 use crate::cli::GlobalArgs;
 use crate::exit::Code;
+use crate::output;
 use crate::request::{BenchInvocation, KernelRun};
-use crate::store::store_and_print;
+use crate::store::{store_and_print, store_run};
 use crate::vm::{self, KernelUnderTest};
 
 pub fn run(
@@ -14,15 +17,68 @@ pub fn run(
     kernel: &KernelRun,
 ) -> anyhow::Result<Code> {
     let under_test = KernelUnderTest::prepare(&kernel.image, kernel.options.clone())?;
-    let record = vm::run_test(
+    let specs: Vec<_> = kernel
+        .configurations
+        .iter()
+        .map(|configuration| configuration.spec.clone())
+        .collect();
+    let mut records = Vec::new();
+    let mut failures = Vec::new();
+    let mut stored = |run_idx: usize, tested: vm::TestOutcome| -> anyhow::Result<()> {
+        match tested {
+            Ok(record) => {
+                if invocation.output.archive {
+                    store_run(global, &record)?;
+                }
+                records.push(record);
+            }
+            Err(message) => {
+                let name = kernel.configurations[run_idx].name.join(" ");
+                if !global.quiet {
+                    eprintln!("netbisect: error: {name}: {message}");
+                }
+                failures.push((name, message));
+            }
+        }
+        Ok(())
+    };
+    vm::run_tests(
         &under_test,
-        &invocation.request,
+        &specs,
         &kernel.subject,
         &std::env::temp_dir(),
         vm::Notes {
             quiet: global.quiet,
             verbose: global.verbose > 0,
         },
+        &mut stored,
     )?;
-    store_and_print(global, &invocation.output, &record)
+    if let [(name, message)] = failures.as_slice()
+        && records.is_empty()
+    {
+        let what = if name.is_empty() { "the test" } else { name };
+        return Err(anyhow::Error::new(vm::VmError::RunFailed(message.clone()))
+            .context(format!("{what} failed in the guest; no run was recorded")));
+    }
+    for record in &records {
+        if global.json {
+            output::write_stdout(&output::record(record)?)?;
+        } else {
+            // Stored already: printed as bench prints a run.
+            let print_only = crate::store::RunOutput {
+                archive: false,
+                ..invocation.output.clone()
+            };
+            store_and_print(global, &print_only, record)?;
+        }
+    }
+    if failures.is_empty() {
+        Ok(Code::Ok)
+    } else {
+        Err(anyhow::anyhow!(
+            "{} of {} configurations failed in the guest (named above)",
+            failures.len(),
+            specs.len()
+        ))
+    }
 }

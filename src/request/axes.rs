@@ -1,0 +1,342 @@
+//! The configurations of an experiment: the product of `--sweep AXIS=V,...`
+//! axes over the test bench's flags describe. An axis varies one of the
+//! test's options (`t` tests, `m`/`M` send and receive sizes, `r`
+//! request/response sizes, `s`/`S` socket buffers, `b` first burst) or a
+//! setting of the system under test (`mtu`, `txqueuelen`, an offload such
+//! as `gso`, a dotted sysctl name; see [`run_record::spec::Setting`]).
+//! Every configuration is built and checked here, before anything runs.
+
+use crate::exit::InputError;
+use run_record::spec::{RunSpec, Setting, SystemSettings, TestKind, parse_size};
+
+/// Most configurations one experiment may have.
+pub const MAX_CONFIGURATIONS: usize = 256;
+
+/// What an axis varies.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AxisKey {
+    /// `t`: the test.
+    Test,
+    /// `m`: bytes per send.
+    SendSize,
+    /// `M`: bytes per receive.
+    RecvSize,
+    /// `r`: request and response sizes.
+    RequestResponse,
+    /// `s`: the local socket buffer.
+    LocalBuffer,
+    /// `S`: the remote socket buffer.
+    RemoteBuffer,
+    /// `b`: the first burst.
+    Burst,
+    /// A setting of the system under test, by its key.
+    Setting(String),
+}
+
+impl AxisKey {
+    fn of(key: &str) -> Option<AxisKey> {
+        Some(match key {
+            "t" => AxisKey::Test,
+            "m" => AxisKey::SendSize,
+            "M" => AxisKey::RecvSize,
+            "r" => AxisKey::RequestResponse,
+            "s" => AxisKey::LocalBuffer,
+            "S" => AxisKey::RemoteBuffer,
+            "b" => AxisKey::Burst,
+            _ => return None,
+        })
+    }
+
+    /// The key as written before `=`.
+    pub fn name(&self) -> &str {
+        match self {
+            AxisKey::Test => "t",
+            AxisKey::SendSize => "m",
+            AxisKey::RecvSize => "M",
+            AxisKey::RequestResponse => "r",
+            AxisKey::LocalBuffer => "s",
+            AxisKey::RemoteBuffer => "S",
+            AxisKey::Burst => "b",
+            AxisKey::Setting(key) => key,
+        }
+    }
+}
+
+/// One value of an axis, checked.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AxisValue {
+    /// A test.
+    Test(TestKind),
+    /// A size or count.
+    Number(u32),
+    /// Request and response sizes.
+    Pair(u32, u32),
+    /// A setting.
+    Setting(Setting),
+}
+
+/// An axis: what varies and its values, in the order given.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Axis {
+    /// What varies.
+    pub key: AxisKey,
+    /// Its values, as read.
+    pub values: Vec<AxisValue>,
+    /// Its values as written, for the names of configurations.
+    pub texts: Vec<String>,
+}
+
+/// Reads `KEY=V1,V2,...`.
+pub fn parse_axis(text: &str) -> Result<Axis, InputError> {
+    let bad = |why: String| InputError(format!("invalid --sweep '{text}': {why}"));
+    let (key, values) = text
+        .split_once('=')
+        .ok_or_else(|| bad("expected AXIS=VALUE,VALUE,...".to_string()))?;
+    let key = key.trim();
+    let texts: Vec<String> = values.split(',').map(|v| v.trim().to_string()).collect();
+    if texts.iter().any(String::is_empty) {
+        return Err(bad("an empty value".to_string()));
+    }
+    if texts.len() > run_record::spec::MAX_SWEEP_POINTS {
+        return Err(bad(format!(
+            "at most {} values per axis",
+            run_record::spec::MAX_SWEEP_POINTS
+        )));
+    }
+    let axis_key = match AxisKey::of(key) {
+        Some(axis_key) => axis_key,
+        None => {
+            // A setting: checked value by value.
+            Setting::of_key(key, &texts[0]).map_err(&bad)?;
+            AxisKey::Setting(key.to_string())
+        }
+    };
+    let option = format!("--sweep {key}=");
+    let mut values = Vec::new();
+    for value in &texts {
+        let read = match &axis_key {
+            AxisKey::Test => AxisValue::Test(value.parse().map_err(|err| bad(format!("{err}")))?),
+            AxisKey::RequestResponse => {
+                let (request, response) = value.split_once('/').unwrap_or((value, value));
+                let size =
+                    |part: &str| parse_size(&option, part).map_err(|err| bad(err.to_string()));
+                AxisValue::Pair(size(request)?, size(response)?)
+            }
+            AxisKey::Burst => AxisValue::Number(
+                value
+                    .parse()
+                    .map_err(|_| bad(format!("'{value}' is not a count")))?,
+            ),
+            AxisKey::SendSize
+            | AxisKey::RecvSize
+            | AxisKey::LocalBuffer
+            | AxisKey::RemoteBuffer => {
+                AxisValue::Number(parse_size(&option, value).map_err(|err| bad(err.to_string()))?)
+            }
+            AxisKey::Setting(key) => {
+                AxisValue::Setting(Setting::of_key(key, value).map_err(&bad)?)
+            }
+        };
+        if values.contains(&read) {
+            return Err(bad(format!("{value} is given twice")));
+        }
+        values.push(read);
+    }
+    Ok(Axis {
+        key: axis_key,
+        values,
+        texts,
+    })
+}
+
+/// Reads every `--sweep`, refusing an axis given twice.
+pub fn parse_axes(texts: &[String]) -> Result<Vec<Axis>, InputError> {
+    let mut axes: Vec<Axis> = Vec::new();
+    for text in texts {
+        let axis = parse_axis(text)?;
+        if axes.iter().any(|earlier| earlier.key == axis.key) {
+            return Err(InputError(format!(
+                "--sweep {}= is given twice: list its values in one",
+                axis.key.name()
+            )));
+        }
+        axes.push(axis);
+    }
+    let n_configurations = axes.iter().try_fold(1usize, |product, axis| {
+        product.checked_mul(axis.values.len())
+    });
+    match n_configurations {
+        Some(n) if n <= MAX_CONFIGURATIONS => Ok(axes),
+        _ => Err(InputError(format!(
+            "the sweeps make {} configurations; an experiment has at most {MAX_CONFIGURATIONS}",
+            n_configurations.map_or_else(|| "too many".to_string(), |n| n.to_string())
+        ))),
+    }
+}
+
+/// One configuration: its spec, and its values on each axis (as
+/// written, `m=9000`), for names and progress.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Configuration {
+    /// The resolved spec.
+    pub spec: RunSpec,
+    /// `KEY=VALUE` of each axis.
+    pub name: Vec<String>,
+}
+
+/// The configurations of `axes` over the spec `spec_of` gives for a test,
+/// the last axis varying fastest; each checked against the test's
+/// limits, an error naming the configuration.
+pub fn configurations(
+    axes: &[Axis],
+    default_test: TestKind,
+    spec_of: &dyn Fn(TestKind) -> Result<RunSpec, InputError>,
+) -> Result<Vec<Configuration>, InputError> {
+    let mut configurations = Vec::new();
+    let mut indexes = vec![0usize; axes.len()];
+    loop {
+        let test = axes
+            .iter()
+            .zip(&indexes)
+            .find_map(|(axis, &idx)| match &axis.values[idx] {
+                AxisValue::Test(test) => Some(*test),
+                _ => None,
+            })
+            .unwrap_or(default_test);
+        let mut spec = spec_of(test)?;
+        let mut name = Vec::new();
+        for (axis, &idx) in axes.iter().zip(&indexes) {
+            name.push(format!("{}={}", axis.key.name(), axis.texts[idx]));
+            apply(&mut spec, &axis.key, &axis.values[idx]).map_err(|why| {
+                InputError(format!(
+                    "configuration {} is not a test: {why}",
+                    name.join(" ")
+                ))
+            })?;
+        }
+        spec.validate()
+            .map_err(|err| InputError(format!("configuration {}: {err}", name.join(" "))))?;
+        configurations.push(Configuration { spec, name });
+        // The next index, the last axis fastest.
+        let mut axis_idx = axes.len();
+        loop {
+            if axis_idx == 0 {
+                return Ok(configurations);
+            }
+            axis_idx -= 1;
+            indexes[axis_idx] += 1;
+            if indexes[axis_idx] < axes[axis_idx].values.len() {
+                break;
+            }
+            indexes[axis_idx] = 0;
+        }
+    }
+}
+
+/// Sets `value` of axis `key` in `spec`; `Err` says why the test does not
+/// take it.
+fn apply(spec: &mut RunSpec, key: &AxisKey, value: &AxisValue) -> Result<(), String> {
+    let rr = spec.test.is_request_response();
+    match (key, value) {
+        (AxisKey::Test, _) => {}
+        (AxisKey::SendSize, AxisValue::Number(bytes)) if !rr => spec.send_size_bytes = *bytes,
+        (AxisKey::RecvSize, AxisValue::Number(bytes)) if !rr => spec.recv_size_bytes = *bytes,
+        (AxisKey::RequestResponse, AxisValue::Pair(request, response)) if rr => {
+            spec.request_size_bytes = *request;
+            spec.response_size_bytes = *response;
+        }
+        (AxisKey::LocalBuffer, AxisValue::Number(bytes)) => {
+            spec.local_socket_buffer_bytes = Some(*bytes)
+        }
+        (AxisKey::RemoteBuffer, AxisValue::Number(bytes)) => {
+            spec.remote_socket_buffer_bytes = Some(*bytes)
+        }
+        (AxisKey::Burst, AxisValue::Number(burst)) => spec.first_burst = *burst,
+        (AxisKey::Setting(_), AxisValue::Setting(setting)) => spec
+            .system
+            .get_or_insert_with(SystemSettings::default)
+            .set(setting.clone()),
+        (AxisKey::SendSize | AxisKey::RecvSize, _) => {
+            return Err(format!(
+                "{} takes no -m or -M (it is request/response)",
+                spec.test
+            ));
+        }
+        (AxisKey::RequestResponse, _) => {
+            return Err(format!("{} takes no -r (it is a stream test)", spec.test));
+        }
+        _ => return Err("a value of the wrong kind".to_string()),
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec_of(test: TestKind) -> Result<RunSpec, InputError> {
+        Ok(RunSpec::defaults(test))
+    }
+
+    fn axes(texts: &[&str]) -> Result<Vec<Axis>, InputError> {
+        parse_axes(
+            &texts
+                .iter()
+                .map(|text| text.to_string())
+                .collect::<Vec<_>>(),
+        )
+    }
+
+    #[test]
+    fn axes_make_their_product_last_axis_fastest() {
+        let axes = axes(&["m=1K,64K", "S=212992,425984", "gso=on,off"]).unwrap();
+        let all = configurations(&axes, TestKind::TcpStream, &spec_of).unwrap();
+        assert_eq!(all.len(), 8);
+        assert_eq!(all[0].name, ["m=1K", "S=212992", "gso=on"]);
+        assert_eq!(all[1].name, ["m=1K", "S=212992", "gso=off"]);
+        assert_eq!(all[7].spec.send_size_bytes, 65_536);
+        assert_eq!(all[7].spec.remote_socket_buffer_bytes, Some(425_984));
+        assert_eq!(
+            all[7].spec.system.as_ref().unwrap().features.get("gso"),
+            Some(&false)
+        );
+    }
+
+    #[test]
+    fn a_test_axis_takes_each_tests_defaults() {
+        let axes = axes(&["t=TCP_STREAM,UDP_STREAM", "s=128K"]).unwrap();
+        let all = configurations(&axes, TestKind::TcpStream, &spec_of).unwrap();
+        assert_eq!(all[0].spec.send_size_bytes, 16_384);
+        assert_eq!(all[1].spec.test, TestKind::UdpStream);
+        assert_eq!(all[1].spec.send_size_bytes, 1472);
+    }
+
+    #[test]
+    fn bad_axes_are_refused_before_anything_runs() {
+        for (texts, says) in [
+            (&["m"][..], "expected AXIS=VALUE"),
+            (&["m=1,,2"][..], "an empty value"),
+            (&["m=1,1"][..], "given twice"),
+            (&["m=1", "m=2"][..], "is given twice"),
+            (&["colour=red"][..], "unknown setting colour"),
+            (&["gso=maybe"][..], "give on or off"),
+            (&["t=TCP_FOO"][..], "TCP_FOO"),
+            (
+                &["mtu=1,2,3,4,5,6,7,8,9", "m=1,2,3,4,5,6,7,8,9", "S=1,2,3,4"][..],
+                "at most 256",
+            ),
+        ] {
+            let err = axes(texts).unwrap_err().to_string();
+            assert!(err.contains(says), "{texts:?}: {err}");
+        }
+        let rr = axes(&["m=1K"]).unwrap();
+        let err = configurations(&rr, TestKind::TcpRr, &spec_of).unwrap_err();
+        assert!(err.to_string().contains("TCP_RR takes no -m"), "{err}");
+        let huge = axes(&["m=100M"]).unwrap();
+        let err = configurations(&huge, TestKind::TcpStream, &spec_of).unwrap_err();
+        assert!(
+            err.to_string().starts_with("configuration m=100M:"),
+            "{err}"
+        );
+    }
+}
