@@ -133,9 +133,7 @@ pub fn parse_axis(text: &str) -> Result<Axis, InputError> {
             | AxisKey::RemoteBuffer => {
                 AxisValue::Number(parse_size(&option, value).map_err(|err| bad(err.to_string()))?)
             }
-            AxisKey::Setting(key) => {
-                AxisValue::Setting(Setting::of_key(key, value).map_err(&bad)?)
-            }
+            AxisKey::Setting(key) => AxisValue::Setting(Setting::of_key(key, value).map_err(&bad)?),
         };
         if values.contains(&read) {
             return Err(bad(format!("{value} is given twice")));
@@ -322,7 +320,11 @@ mod tests {
             (&["gso=maybe"][..], "give on or off"),
             (&["t=TCP_FOO"][..], "TCP_FOO"),
             (
-                &["mtu=1,2,3,4,5,6,7,8,9", "m=1,2,3,4,5,6,7,8,9", "S=1,2,3,4"][..],
+                &[
+                    "txqueuelen=1,2,3,4,5,6,7,8,9",
+                    "m=1,2,3,4,5,6,7,8,9",
+                    "S=1,2,3,4",
+                ][..],
                 "at most 256",
             ),
         ] {
