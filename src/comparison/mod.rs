@@ -4,6 +4,7 @@
 //! `Comparison`, the text is the `compare` template's (netperf's layout,
 //! the matrix, `--email`, see [`tables`]) or `compare-stats`.
 
+mod reproduce;
 mod tables;
 
 use crate::cli::{CompareLayout, GlobalArgs};
@@ -112,6 +113,12 @@ pub fn print_comparison(global: &GlobalArgs, args: &ComparisonRequest) -> anyhow
                     ))
                     .into());
                 }
+                let n_runs = selection.records.len();
+                selection.description = format!(
+                    "{}, {n_runs} run{} of experiment {id}",
+                    selector.value,
+                    if n_runs == 1 { "" } else { "s" }
+                );
             }
         }
         for ambiguity in [&first_selection.ambiguity, &second_selection.ambiguity]

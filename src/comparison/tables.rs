@@ -73,6 +73,11 @@ pub(super) struct NetperfContext<'a> {
     email: bool,
     /// `--email`: what each side is made of.
     email_sides: Vec<EmailSide>,
+    /// `--email`, runs of one experiment: the `netbisect ab` command that
+    /// makes it again (then `commands` is left empty).
+    ab_command: Option<String>,
+    /// `--email`, runs in VMs: how the guests were made.
+    measured_in: Option<String>,
     /// `--email`: the commands that reproduce each configuration.
     commands: Vec<String>,
     /// `--email`: every environment difference, once.
@@ -146,11 +151,26 @@ impl<'a> NetperfContext<'a> {
             .map(|(name, description, records)| EmailSide::of(name, description, records))
             .collect()
         });
+        let ab_command = email_records.and_then(|records| {
+            super::reproduce::ab_command(
+                [&records[0], &records[1]],
+                [&comparison.first_name, &comparison.second_name],
+            )
+        });
+        if ab_command.is_some() {
+            commands.clear();
+        }
+        let measured_in = email_records.and_then(|records| {
+            let all: Vec<&run_record::record::RunRecord> = records.iter().flatten().collect();
+            super::reproduce::measured_in(&all)
+        });
         NetperfContext {
             comparison,
             units,
             email,
             email_sides,
+            ab_command,
+            measured_in,
             commands,
             env_differences,
             families,

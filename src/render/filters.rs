@@ -13,6 +13,7 @@ pub fn register(environment: &mut Environment<'static>) {
     environment.add_filter("signed_pct", signed_pct);
     environment.add_filter("netperf_units", netperf_units);
     environment.add_filter("wrap_words", wrap_words);
+    environment.add_filter("wrap_command", wrap_command);
     environment.add_filter("row", row);
 }
 
@@ -144,6 +145,55 @@ pub fn wrap_words(value: Value, width: usize) -> Vec<String> {
     lines
 }
 
+/// Splits a shell command into lines of at most `width` columns, only
+/// between words: every line but the last ends with ` \`, and the lines
+/// after the first are indented by four spaces, so that the lines pasted
+/// together are the command again. A quoted word with spaces is kept
+/// whole.
+pub fn wrap_command(value: Value, width: usize) -> Vec<String> {
+    let text = text_of(&value);
+    let mut words: Vec<String> = Vec::new();
+    let mut quoted = false;
+    for part in text.split(' ') {
+        match words.last_mut() {
+            Some(last) if quoted => {
+                last.push(' ');
+                last.push_str(part);
+            }
+            _ => words.push(part.to_string()),
+        }
+        if part.matches('\'').count() % 2 == 1 {
+            quoted = !quoted;
+        }
+    }
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in words.into_iter().filter(|word| !word.is_empty()) {
+        let indent = if lines.is_empty() { 0 } else { 4 };
+        // Room for the word and, on a line that goes on, " \".
+        if !line.is_empty() && indent + line.len() + 1 + word.len() + 2 > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(&word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    let n_lines = lines.len();
+    lines
+        .into_iter()
+        .enumerate()
+        .map(|(line_idx, line)| {
+            let indent = if line_idx == 0 { "" } else { "    " };
+            let more = if line_idx + 1 < n_lines { " \\" } else { "" };
+            format!("{indent}{line}{more}")
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,6 +223,28 @@ mod tests {
         );
         assert_eq!(netperf_units(Value::from(8192.0), "K").unwrap(), 1.0);
         assert!(netperf_units(Value::from(1.0), "x").is_err());
+    }
+
+    #[test]
+    fn commands_wrap_between_words_with_a_backslash() {
+        let command =
+            "netbisect ab --kernel-a vmlinuz-6.1.0-55-amd64 --vm-append 'a b c' -t TCP_RR";
+        let lines = wrap_command(Value::from(command), 40);
+        assert_eq!(
+            lines,
+            [
+                "netbisect ab --kernel-a \\",
+                "    vmlinuz-6.1.0-55-amd64 --vm-append \\",
+                "    'a b c' -t TCP_RR",
+            ]
+        );
+        let joined: String = lines
+            .iter()
+            .map(|line| line.trim_end_matches('\\').trim())
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert_eq!(joined, command);
+        assert!(lines.iter().all(|line| line.len() <= 40));
     }
 
     #[test]

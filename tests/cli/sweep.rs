@@ -194,7 +194,10 @@ fn bad_sweeps_fail_before_any_connection() {
         (&["--sweep", "m="], "the sweep m= has no sizes"),
         (&["--sweep", "m=1,,2"], "invalid size '' for --sweep m="),
         (&["--sweep", "m=1,x"], "invalid size 'x' for --sweep m="),
-        (&["--sweep", "1,2"], "invalid sweep '1,2': expected m=SIZE"),
+        (
+            &["--sweep", "1,2"],
+            "invalid --sweep '1,2': expected AXIS=VALUE",
+        ),
         (
             &["-t", "UDP_STREAM", "--sweep", "m=1472,65508"],
             "send size (-m) must be between 1 and 65507, got 65508",
