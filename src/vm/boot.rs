@@ -167,7 +167,7 @@ fn boot_once(
     let started = Instant::now();
     let guest_dir = GuestDir::prepare(image, options, job)?;
     let qemu = qemu_arguments(boot, options, &guest_dir, accel);
-    let mut runner = start_runner(&qemu, &guest_dir)?;
+    let mut runner = start_runner(&qemu, &guest_dir, options)?;
     let mut watch = Watch {
         started,
         prepared: boot.prepared,
@@ -274,12 +274,24 @@ fn qemu_arguments(
     match options.net {
         NetMode::Loopback => {}
         NetMode::Pair => {
-            // Two NICs on a hub of their own: a wire between them, which
-            // no host socket or device sees.
             for end in 1..=2 {
+                let netdev = match pair_backend() {
+                    // Two taps with virtio-net headers on a bridge of a
+                    // network namespace of their own (see start_runner):
+                    // the NICs offer checksum, SG, TSO and GSO as a
+                    // tap-backed virtio-net NIC does.
+                    PairBackend::Taps => format!(
+                        "tap,id=nbpair{end},ifname={PAIR_TAP}{end},script=no,downscript=no,vnet_hdr=on"
+                    ),
+                    // A hub of their own: a wire between them, which no
+                    // host socket or device sees, but which carries no
+                    // virtio-net header, so the NICs come up without
+                    // offloads.
+                    PairBackend::Hub => format!("hubport,id=nbpair{end},hubid=0"),
+                };
                 qemu.extend([
                     "-netdev".to_string(),
-                    format!("hubport,id=nbpair{end},hubid=0"),
+                    netdev,
                     "-device".to_string(),
                     format!("virtio-net-pci,netdev=nbpair{end},mac=52:54:00:55:00:0{end}"),
                 ]);
@@ -298,20 +310,74 @@ fn qemu_arguments(
     qemu
 }
 
+/// What joins the two NICs of [`NetMode::Pair`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum PairBackend {
+    /// Two taps with virtio-net headers on a bridge, in a network
+    /// namespace made for the guest (root only).
+    Taps,
+    /// qemu's hub: no root needed, no offloads.
+    Hub,
+}
+
+/// The name of the pair's taps (`nbtap1`, `nbtap2`), inside the guest's
+/// own network namespace.
+const PAIR_TAP: &str = "nbtap";
+
+/// Taps when this process may make them (root, /dev/net/tun, unshare
+/// and ip on PATH), else the hub.
+pub(super) fn pair_backend() -> PairBackend {
+    let root = rustix::process::geteuid().is_root();
+    let tools = ["unshare", "ip"]
+        .iter()
+        .all(|tool| super::find_on_path(tool).is_some());
+    if root && tools && Path::new("/dev/net/tun").exists() {
+        PairBackend::Taps
+    } else {
+        PairBackend::Hub
+    }
+}
+
+/// The runner's shell: qemu started in the background under a watcher of
+/// this process's pipe on its stdin.
+const WATCHER: &str = "exec 3<&0; \"$@\" & v=$!; { read _ <&3; kill -9 0; } & wait $v";
+
 /// Starts qemu under a shell that also watches a pipe from this process:
 /// when this process dies, however it dies (kill -9 included), the pipe
-/// closes and the watcher kills the whole group, qemu with it.
-fn start_runner(qemu: &[String], guest_dir: &GuestDir) -> Result<Runner, VmError> {
+/// closes and the watcher kills the whole group, qemu with it. The pair's
+/// taps are made in a network namespace of the runner's own, which goes
+/// with it: nothing is left behind on the host.
+fn start_runner(
+    qemu: &[String],
+    guest_dir: &GuestDir,
+    options: &VmOptions,
+) -> Result<Runner, VmError> {
     let console = std::fs::File::options()
         .create(true)
         .append(true)
         .open(&guest_dir.console)
         .map_err(io("create the console log"))?;
     let console_err = console.try_clone().map_err(io("open the console log"))?;
-    let mut command = Command::new("sh");
+    let taps = options.net == NetMode::Pair && pair_backend() == PairBackend::Taps;
+    let mut command = if taps {
+        let mut command = Command::new("unshare");
+        let setup = format!(
+            "for end in 1 2; do ip tuntap add dev {PAIR_TAP}$end mode tap vnet_hdr || \
+             {{ echo 'netbisect-runner: cannot make a tap for --vm-net pair'; exit 97; }}; done; \
+             ip link add nbbridge type bridge && \
+             ip link set {PAIR_TAP}1 master nbbridge && ip link set {PAIR_TAP}2 master nbbridge && \
+             ip link set {PAIR_TAP}1 up && ip link set {PAIR_TAP}2 up && ip link set nbbridge up || \
+             {{ echo 'netbisect-runner: cannot bridge the taps of --vm-net pair'; exit 97; }}; \
+             {WATCHER}"
+        );
+        command.args(["--net", "--", "sh", "-c", &setup]);
+        command
+    } else {
+        let mut command = Command::new("sh");
+        command.args(["-c", WATCHER]);
+        command
+    };
     command
-        .arg("-c")
-        .arg("exec 3<&0; \"$@\" & v=$!; { read _ <&3; kill -9 0; } & wait $v")
         .arg("sh")
         .args(qemu)
         .current_dir("/")
@@ -483,7 +549,13 @@ fn vm_env(options: &VmOptions, accel: &str, reached_test: Option<Duration>) -> V
         network: options.net.name().to_string(),
         network_backend: match options.net {
             NetMode::Loopback => None,
-            NetMode::Pair => Some("virtio-net, qemu hub".to_string()),
+            NetMode::Pair => Some(
+                match pair_backend() {
+                    PairBackend::Taps => "virtio-net, taps on a bridge",
+                    PairBackend::Hub => "virtio-net, qemu hub",
+                }
+                .to_string(),
+            ),
             NetMode::Host => Some(format!(
                 "virtio-net, tap {}",
                 options.tap.as_deref().unwrap_or_default()

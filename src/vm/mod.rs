@@ -334,7 +334,7 @@ fn busybox() -> Result<PathBuf, VmError> {
     found.ok_or(missing)
 }
 
-fn find_on_path(program: &str) -> Option<PathBuf> {
+pub(super) fn find_on_path(program: &str) -> Option<PathBuf> {
     let paths = std::env::var_os("PATH")?;
     std::env::split_paths(&paths)
         .map(|dir| dir.join(program))
