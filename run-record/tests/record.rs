@@ -828,6 +828,8 @@ fn a_vm_section_round_trips_and_keys_the_guest_knobs() {
         network_backend: Some("virtio-net, qemu hub".into()),
         append: vec!["mitigations=off".into()],
         sysctls: BTreeMap::from([("net.ipv4.tcp_rmem".into(), "4096 4096 4096".into())]),
+        vhost: false,
+        tx_queue_size: None,
         boot_to_test_s: Some(9.25),
     });
     guest.seal().unwrap();

@@ -54,6 +54,16 @@ pub fn vm_cpus(text: &str) -> Result<u32, String> {
     }
 }
 
+/// `--vm-tx-queue-size N`: virtio's queue sizes, 256, 512 or 1024.
+pub fn vm_tx_queue_size(text: &str) -> Result<u32, String> {
+    let size = number(text)?;
+    if matches!(size, 256 | 512 | 1024) {
+        Ok(size)
+    } else {
+        Err(format!("--vm-tx-queue-size {size} is not 256, 512 or 1024"))
+    }
+}
+
 /// `--vm-memory SIZE`: MiB, or with an M or G suffix; 128M to 1024G.
 pub fn vm_memory_mib(text: &str) -> Result<u64, String> {
     let invalid = || format!("invalid --vm-memory '{text}' (e.g. 1024, 512M, 2G)");

@@ -56,6 +56,15 @@ pub struct VmOptionArgs {
     /// Accelerator: KVM if it works (tried, with a timeout), else TCG
     #[arg(long, value_enum, value_name = "ACCEL")]
     pub vm_accel: Option<VmAccelArg>,
+    /// Run the NICs' backend in the host kernel (vhost-net): needs KVM,
+    /// /dev/vhost-net and NICs on taps (--vm-net host, or pair as root)
+    #[arg(long)]
+    pub vm_vhost: bool,
+    /// Transmit queue size of the guest's virtio-net NICs: 256, 512 or
+    /// 1024 descriptors (qemu keeps 256 for backends other than
+    /// vhost-user)
+    #[arg(long, value_name = "N", value_parser = values::vm_tx_queue_size)]
+    pub vm_tx_queue_size: Option<u32>,
 }
 
 impl VmOptionArgs {
@@ -70,6 +79,8 @@ impl VmOptionArgs {
             || self.vm_tap.is_some()
             || self.vm_timeout.is_some()
             || self.vm_accel.is_some()
+            || self.vm_vhost
+            || self.vm_tx_queue_size.is_some()
     }
 }
 

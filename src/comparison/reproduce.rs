@@ -92,6 +92,12 @@ pub fn ab_command(sides: [&[RunRecord]; 2], names: [&str; 2]) -> Option<String> 
         "--vm-accel".to_string(),
         vm.accelerator.clone(),
     ]);
+    if vm.vhost {
+        words.push("--vm-vhost".to_string());
+    }
+    if let Some(size) = vm.tx_queue_size {
+        words.extend(["--vm-tx-queue-size".to_string(), size.to_string()]);
+    }
     for append in &vm.append {
         words.extend(["--vm-append".to_string(), shell_word(append)]);
     }

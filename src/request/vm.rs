@@ -38,6 +38,8 @@ pub fn vm_options(
         },
         timeout_s: args.vm_timeout.unwrap_or(defaults.timeout_s),
         tap: args.vm_tap.clone(),
+        vhost: args.vm_vhost,
+        tx_queue_size: args.vm_tx_queue_size,
         ..defaults
     };
     match (options.net, &options.tap) {

@@ -281,7 +281,9 @@ fn qemu_arguments(
                     // the NICs offer checksum, SG, TSO and GSO as a
                     // tap-backed virtio-net NIC does.
                     PairBackend::Taps => format!(
-                        "tap,id=nbpair{end},ifname={PAIR_TAP}{end},script=no,downscript=no,vnet_hdr=on"
+                        "tap,id=nbpair{end},ifname={PAIR_TAP}{end},script=no,downscript=no,\
+                         vnet_hdr=on{}",
+                        vhost(options)
                     ),
                     // A hub of their own: a wire between them, which no
                     // host socket or device sees, but which carries no
@@ -293,7 +295,10 @@ fn qemu_arguments(
                     "-netdev".to_string(),
                     netdev,
                     "-device".to_string(),
-                    format!("virtio-net-pci,netdev=nbpair{end},mac=52:54:00:55:00:0{end}"),
+                    format!(
+                        "virtio-net-pci,netdev=nbpair{end},mac=52:54:00:55:00:0{end}{}",
+                        queue_size(options)
+                    ),
                 ]);
             }
         }
@@ -301,13 +306,32 @@ fn qemu_arguments(
             let tap = options.tap.as_deref().unwrap_or_default();
             qemu.extend([
                 "-netdev".to_string(),
-                format!("tap,id=nbhost,ifname={tap},script=no,downscript=no"),
+                format!(
+                    "tap,id=nbhost,ifname={tap},script=no,downscript=no{}",
+                    vhost(options)
+                ),
                 "-device".to_string(),
-                "virtio-net-pci,netdev=nbhost".to_string(),
+                format!("virtio-net-pci,netdev=nbhost{}", queue_size(options)),
             ]);
         }
     }
     qemu
+}
+
+/// `,vhost=on` for a tap netdev when vhost-net is asked.
+fn vhost(options: &VmOptions) -> &'static str {
+    if options.vhost {
+        ",vhost=on,vhostforce=on"
+    } else {
+        ""
+    }
+}
+
+/// `,tx_queue_size=N` for a NIC when a size is asked.
+fn queue_size(options: &VmOptions) -> String {
+    options
+        .tx_queue_size
+        .map_or_else(String::new, |size| format!(",tx_queue_size={size}"))
 }
 
 /// What joins the two NICs of [`NetMode::Pair`].
@@ -563,6 +587,8 @@ fn vm_env(options: &VmOptions, accel: &str, reached_test: Option<Duration>) -> V
         },
         append: options.append.clone(),
         sysctls: options.sysctls.clone(),
+        vhost: options.vhost,
+        tx_queue_size: options.tx_queue_size,
         boot_to_test_s: reached_test
             .map(|elapsed| (elapsed.as_secs_f64() * 1000.0).round() / 1000.0),
     }

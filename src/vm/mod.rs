@@ -137,6 +137,12 @@ pub struct VmOptions {
     /// attached to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tap: Option<String>,
+    /// The NICs' backend in the host kernel (vhost-net).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub vhost: bool,
+    /// The NICs' transmit queue size, descriptors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tx_queue_size: Option<u32>,
 }
 
 impl Default for VmOptions {
@@ -150,6 +156,8 @@ impl Default for VmOptions {
             timeout_s: 300.0,
             accel: AccelChoice::Auto,
             tap: None,
+            vhost: false,
+            tx_queue_size: None,
         }
     }
 }
@@ -308,6 +316,44 @@ pub fn parse_sysctl(text: &str) -> Result<(String, String), VmError> {
         return Err(bad("VALUE is one line"));
     }
     Ok((key.to_string(), value.trim().to_string()))
+}
+
+/// Checks vhost-net and the queue size against what this host and qemu
+/// can give, before anything boots.
+pub fn check_nic_options(options: &VmOptions) -> Result<(), VmError> {
+    if options.tx_queue_size.is_some_and(|size| size > 256) {
+        return Err(VmError::BadOption(
+            "--vm-tx-queue-size over 256: qemu gives a virtio-net NIC a larger transmit \
+             queue only with a vhost-user backend, which netbisect does not make"
+                .to_string(),
+        ));
+    }
+    if !options.vhost {
+        return Ok(());
+    }
+    let nics_on_taps = match options.net {
+        NetMode::Host => true,
+        NetMode::Pair => boot::pair_backend() == boot::PairBackend::Taps,
+        NetMode::Loopback => false,
+    };
+    if !nics_on_taps {
+        return Err(VmError::BadOption(
+            "--vm-vhost needs NICs on taps: --vm-net host, or --vm-net pair as root".to_string(),
+        ));
+    }
+    if options.accel == AccelChoice::Tcg || !std::path::Path::new("/dev/kvm").exists() {
+        return Err(VmError::BadOption(
+            "--vm-vhost needs KVM (vhost-net cannot serve a TCG guest), and this host has \
+             no /dev/kvm or --vm-accel tcg was given"
+                .to_string(),
+        ));
+    }
+    if !std::path::Path::new("/dev/vhost-net").exists() {
+        return Err(VmError::BadOption(
+            "--vm-vhost needs /dev/vhost-net (modprobe vhost_net)".to_string(),
+        ));
+    }
+    Ok(())
 }
 
 /// Checks that the runner's programs exist, before anything boots.

@@ -31,6 +31,7 @@ impl KernelUnderTest {
     /// options, the image, the runner's programs and the kernel's
     /// features.
     pub fn prepare(image: &Path, options: VmOptions) -> anyhow::Result<KernelUnderTest> {
+        super::check_nic_options(&options)?;
         let image = super::check_image(image, options.net)?;
         super::check_tools()?;
         if let Some(tap) = &options.tap {

@@ -40,6 +40,13 @@ pub struct VmEnv {
     /// Sysctls set in the guest before the test, by dotted name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub sysctls: BTreeMap<String, String>,
+    /// The NICs' backend ran in the host kernel (vhost-net; since 1.2).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub vhost: bool,
+    /// The NICs' transmit queue size, descriptors, when one was asked
+    /// (since 1.2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tx_queue_size: Option<u32>,
     /// Seconds from the start of the runner to the first byte of the test.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub boot_to_test_s: Option<f64>,
@@ -63,6 +70,12 @@ impl VmEnv {
         }
         for (name, value) in &self.sysctls {
             knobs.insert(format!("vm.sysctl.{name}"), value.clone());
+        }
+        if self.vhost {
+            knobs.insert("vm.vhost".to_string(), "on".to_string());
+        }
+        if let Some(size) = self.tx_queue_size {
+            knobs.insert("vm.tx_queue_size".to_string(), size.to_string());
         }
         knobs
     }
@@ -94,6 +107,14 @@ mod tests {
         );
         assert_ne!(vm.comparable_knobs(), knobs);
         vm.sysctls.clear();
+        // vhost-net and a queue size shape the figures: they key.
+        vm.vhost = true;
+        assert_ne!(vm.comparable_knobs(), knobs);
+        vm.vhost = false;
+        vm.tx_queue_size = Some(256);
+        assert_ne!(vm.comparable_knobs(), knobs);
+        vm.tx_queue_size = None;
+        assert_eq!(vm.comparable_knobs(), knobs);
         vm.accelerator = "kvm".to_string();
         assert_ne!(vm.comparable_knobs(), knobs);
     }
