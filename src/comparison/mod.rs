@@ -129,6 +129,21 @@ pub fn print_comparison(global: &GlobalArgs, args: &ComparisonRequest) -> anyhow
                 eprintln!("netbisect: warning: {ambiguity}");
             }
         }
+        for (selection, selector) in [
+            (&mut first_selection, first),
+            (&mut second_selection, second),
+        ] {
+            if let Some(mixed) = mixed_kernels(&selection.records) {
+                if !global.quiet {
+                    eprintln!(
+                        "netbisect: warning: {} pools the runs of {mixed}; give one kernel or \
+                         commit per side (an experiment's own runs: --experiment ID)",
+                        selector.value
+                    );
+                }
+                selection.description = format!("{}; POOLS {mixed}", selection.description);
+            }
+        }
         let options = CompareOptions {
             first_label: first_selection.description,
             second_label: second_selection.description,
@@ -179,6 +194,36 @@ pub fn print_comparison(global: &GlobalArgs, args: &ComparisonRequest) -> anyhow
         }
     };
     output::emit(global, json, text)
+}
+
+/// "2 kernels (6.1.0-55-amd64, 6.1.0-57-amd64)" when `records` come from
+/// more than one kernel release or commit, which one side of a comparison
+/// should not.
+fn mixed_kernels(records: &[run_record::record::RunRecord]) -> Option<String> {
+    let mut releases = std::collections::BTreeSet::new();
+    let mut commits = std::collections::BTreeSet::new();
+    for record in records {
+        if let Some(release) = record.subject.kernel_release.as_deref().or(record
+            .env
+            .local
+            .kernel_release
+            .as_deref())
+        {
+            releases.insert(release);
+        }
+        if let Some(commit) = record.subject.commit.as_deref() {
+            commits.insert(&commit[..commit.len().min(12)]);
+        }
+    }
+    let list =
+        |set: &std::collections::BTreeSet<&str>| set.iter().copied().collect::<Vec<_>>().join(", ");
+    if releases.len() > 1 {
+        Some(format!("{} kernels ({})", releases.len(), list(&releases)))
+    } else if commits.len() > 1 {
+        Some(format!("{} commits ({})", commits.len(), list(&commits)))
+    } else {
+        None
+    }
 }
 
 /// Options out of range are the user's to fix; anything else (a damaged
