@@ -57,11 +57,15 @@ pub fn run(
         todo.iter().map(|(_, order)| order.len()).sum(),
     );
     if outcome.n_found > 0 {
+        let n_left: usize = todo.iter().map(|(_, order)| order.len()).sum();
         progress.say(&format!(
-            "experiment {}: {} runs of it are archived already; measuring the {} left",
+            "experiment {}: {} archived already; measuring the {n_left} left",
             experiment.id,
-            outcome.n_found,
-            todo.iter().map(|(_, order)| order.len()).sum::<usize>()
+            if outcome.n_found == 1 {
+                "1 run of it is".to_string()
+            } else {
+                format!("{} runs of it are", outcome.n_found)
+            },
         ));
     }
     for (boot, order) in todo {

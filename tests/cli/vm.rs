@@ -982,3 +982,86 @@ fn a_signal_kills_the_guest_of_bench_and_ab_and_exits_130() {
         libc::SIGTERM,
     );
 }
+
+#[test]
+fn an_experiment_killed_mid_boot_resumes_without_measuring_again() {
+    if !slow("an_experiment_killed_mid_boot") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive.db");
+    let log_path = dir.path().join("ab.log");
+    let args = [
+        "ab",
+        "--kernel-a",
+        KERNEL_OLD,
+        "--kernel-b",
+        KERNEL_NEW,
+        "-n",
+        "1",
+        "--vm-accel",
+        "tcg",
+        "--vm-timeout",
+        TIMEOUT,
+        "-l",
+        "2",
+        "--sweep",
+        "m=1K,16K",
+    ];
+    let mut child = std::process::Command::new(BINARY)
+        .args(args)
+        .env("NETBISECT_ARCHIVE", &archive)
+        .env("TMPDIR", dir.path())
+        .env("XDG_CACHE_HOME", dir.path())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log_path).unwrap())
+        .spawn()
+        .unwrap();
+    // Killed once the first run of the first boot is archived, while the
+    // guest runs the second.
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+        if log.contains(" 1/2 ") && log.contains(" done in ") {
+            break;
+        }
+        assert!(child.try_wait().unwrap().is_none(), "ab ended early: {log}");
+        assert!(Instant::now() < deadline, "no run finished: {log}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    nothing_left_running(&format!("{}/netbisect-vm-", dir.path().display()));
+    let exported = |archive: &Path| -> Vec<Value> {
+        let (code, text, stderr) = run(archive, &["archive", "export"]);
+        assert_eq!(code, 0, "{stderr}");
+        text.lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
+    };
+    let after_kill = exported(&archive);
+    assert_eq!(after_kill.len(), 1, "the finished run, whole, and no other");
+    // The same command again measures only what the experiment lacks:
+    // the boot of A for its other configuration, then B's.
+    let (code, _, stderr) = run(&archive, &args);
+    assert_eq!(code, 0, "{stderr}");
+    let boots = boot_lines(&stderr);
+    assert_eq!(boots.len(), 2, "{stderr}");
+    assert!(boots[0].contains("current") && boots[0].contains("for 1 configuration"));
+    assert!(stderr.contains("1 run of it is archived already"), "{stderr}");
+    let all = exported(&archive);
+    assert_eq!(all.len(), 4);
+    let mut configurations: Vec<(String, u64)> = all
+        .iter()
+        .map(|record| {
+            (
+                record["subject"]["label"].as_str().unwrap().to_string(),
+                record["spec"]["send_size_bytes"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    configurations.sort();
+    configurations.dedup();
+    assert_eq!(configurations.len(), 4, "each configuration once a side");
+    assert_eq!(all[0]["experiment"], after_kill[0]["experiment"]);
+}
