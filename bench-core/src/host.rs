@@ -15,6 +15,7 @@
 mod address;
 mod ethtool;
 mod netlink;
+pub mod settings;
 
 pub use address::{egress_interface, interface_for_address, interface_ipv4};
 

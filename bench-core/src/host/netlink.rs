@@ -2,7 +2,10 @@
 //! request on a `NETLINK_ROUTE` socket, which any user may send, answered
 //! with MTU, transmit queue length, root qdisc and the GSO/GRO size limits.
 //! And every link's name and every interface address, from `RTM_GETLINK`
-//! and `RTM_GETADDR` dumps, as getifaddrs(3) asks for them.
+//! and `RTM_GETADDR` dumps, as getifaddrs(3) asks for them. And one
+//! change, which needs `CAP_NET_ADMIN`: a link's MTU or transmit queue
+//! length, by an `RTM_NEWLINK` request the kernel acknowledges
+//! ([`set_link_value`]).
 //!
 //! Message layout follows `<linux/netlink.h>` and `<linux/rtnetlink.h>`:
 //! a 16-byte `nlmsghdr`, a 16-byte `ifinfomsg`, then attributes (`rtattr`:
@@ -10,6 +13,7 @@
 //! replies are built and parsed as plain bytes in native byte order, and
 //! the socket calls are rustix's, so there is no unsafe code here.
 
+use rustix::io::Errno;
 use rustix::net::{AddressFamily, RecvFlags, SendFlags, SocketFlags, SocketType, sockopt::Timeout};
 use std::net::IpAddr;
 use std::os::fd::OwnedFd;
@@ -32,12 +36,14 @@ const NLM_F_REQUEST: u16 = 1;
 /// `nlmsghdr.nlmsg_flags`: answer with every object (`NLM_F_ROOT |
 /// NLM_F_MATCH`).
 const NLM_F_DUMP: u16 = 0x300;
+/// `nlmsghdr.nlmsg_flags`: acknowledge the request, success or not.
+const NLM_F_ACK: u16 = 4;
 
 /// Attribute types of `enum IFLA_*` in `<linux/if_link.h>`.
 const IFLA_IFNAME: u16 = 3;
-const IFLA_MTU: u16 = 4;
+pub(super) const IFLA_MTU: u16 = 4;
 const IFLA_QDISC: u16 = 6;
-const IFLA_TXQLEN: u16 = 13;
+pub(super) const IFLA_TXQLEN: u16 = 13;
 const IFLA_EXT_MASK: u16 = 29;
 const IFLA_GSO_MAX_SIZE: u16 = 41;
 const IFLA_GRO_MAX_SIZE: u16 = 58;
@@ -403,6 +409,84 @@ fn parse_link(body: &[u8]) -> LinkAttributes {
         }
     }
     attributes
+}
+
+/// Sets the 32-bit link attribute `attribute` (`IFLA_MTU` or
+/// `IFLA_TXQLEN`) of link `index` to `value`, as `ip link set` does, and
+/// waits for the kernel's acknowledgement: `Err` holds the error the
+/// kernel answered (`EPERM` without `CAP_NET_ADMIN`, `EINVAL` for an MTU
+/// outside the device's range, `ENODEV`), or the socket's.
+pub(super) fn set_link_value(index: u32, attribute: u16, value: u32) -> Result<(), Errno> {
+    let socket = open_route_socket().ok_or(Errno::NOTSUP)?;
+    let request = set_link_request(index, attribute, value, REQUEST_SEQUENCE).ok_or(Errno::INVAL)?;
+    let sent = rustix::net::send(&socket, &request, SendFlags::empty())?;
+    if sent != request.len() {
+        return Err(Errno::MSGSIZE);
+    }
+    let mut buffer = vec![0u8; RECEIVE_BUFFER_LEN];
+    for _ in 0..MAX_REPLIES {
+        let (received, datagram_len) =
+            rustix::net::recv(&socket, &mut buffer[..], RecvFlags::TRUNC)?;
+        if datagram_len > received {
+            return Err(Errno::MSGSIZE);
+        }
+        if let Some(answer) = parse_ack(&buffer[..received], REQUEST_SEQUENCE) {
+            return answer;
+        }
+    }
+    Err(Errno::TIMEDOUT)
+}
+
+/// An `RTM_NEWLINK` request that sets one 32-bit attribute of link
+/// `index` and asks for an acknowledgement.
+fn set_link_request(index: u32, attribute: u16, value: u32, sequence: u32) -> Option<Vec<u8>> {
+    let index = i32::try_from(index).ok()?;
+    let mut message = Vec::with_capacity(NLMSG_HEADER_LEN + IFINFOMSG_LEN + 8);
+    // nlmsghdr; the length is filled in at the end.
+    message.extend_from_slice(&0u32.to_ne_bytes());
+    message.extend_from_slice(&RTM_NEWLINK.to_ne_bytes());
+    message.extend_from_slice(&(NLM_F_REQUEST | NLM_F_ACK).to_ne_bytes());
+    message.extend_from_slice(&sequence.to_ne_bytes());
+    message.extend_from_slice(&0u32.to_ne_bytes());
+    // ifinfomsg: family, padding, device type, index, flags, change mask
+    // (no flag changes).
+    message.push(AddressFamily::UNSPEC.as_raw() as u8);
+    message.push(0);
+    message.extend_from_slice(&0u16.to_ne_bytes());
+    message.extend_from_slice(&index.to_ne_bytes());
+    message.extend_from_slice(&0u32.to_ne_bytes());
+    message.extend_from_slice(&0u32.to_ne_bytes());
+    message.extend_from_slice(&8u16.to_ne_bytes());
+    message.extend_from_slice(&attribute.to_ne_bytes());
+    message.extend_from_slice(&value.to_ne_bytes());
+    let len = u32::try_from(message.len()).ok()?;
+    message[..4].copy_from_slice(&len.to_ne_bytes());
+    Some(message)
+}
+
+/// The acknowledgement of request `sequence` in one datagram: `Ok` for
+/// an error code of 0, the error otherwise, a cut message as `EPROTO`;
+/// `None` when the datagram holds none.
+fn parse_ack(datagram: &[u8], sequence: u32) -> Option<Result<(), Errno>> {
+    for message in messages(datagram) {
+        let Some((kind, message_sequence, body)) = message else {
+            return Some(Err(Errno::PROTO));
+        };
+        if message_sequence == sequence && kind == NLMSG_ERROR {
+            // struct nlmsgerr: a negative errno (0 for success), then the
+            // request's header.
+            let Some(code) = read_u32(body, 0) else {
+                return Some(Err(Errno::PROTO));
+            };
+            let code = code as i32;
+            return Some(if code == 0 {
+                Ok(())
+            } else {
+                Err(Errno::from_raw_os_error(code.saturating_neg()))
+            });
+        }
+    }
+    None
 }
 
 /// The text of a NUL-terminated attribute, when it is non-empty UTF-8.

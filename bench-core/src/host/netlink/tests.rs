@@ -251,3 +251,51 @@ fn dumps_the_loopback_link_and_its_address() {
         && entry.address == IpAddr::from([127, 0, 0, 1])
         && entry.prefix_len == 8));
 }
+
+#[test]
+fn set_link_requests_carry_one_attribute_and_ask_for_an_ack() {
+    let request = set_link_request(7, IFLA_MTU, 9000, 3).unwrap();
+    assert_eq!(request.len(), 40);
+    assert_eq!(read_u32(&request, 0), Some(40));
+    assert_eq!(read_u16(&request, 4), Some(RTM_NEWLINK));
+    assert_eq!(read_u16(&request, 6), Some(NLM_F_REQUEST | NLM_F_ACK));
+    assert_eq!(read_u32(&request, 8), Some(3));
+    assert_eq!(read_u32(&request, 20), Some(7));
+    // No flag is changed.
+    assert_eq!(read_u32(&request, 24), Some(0));
+    assert_eq!(read_u32(&request, 28), Some(0));
+    assert_eq!(read_u16(&request, 32), Some(8));
+    assert_eq!(read_u16(&request, 34), Some(IFLA_MTU));
+    assert_eq!(read_u32(&request, 36), Some(9000));
+    assert_eq!(set_link_request(u32::MAX, IFLA_TXQLEN, 1, 1), None);
+}
+
+#[test]
+fn acks_say_success_or_the_kernels_error() {
+    let ack = |code: i32, sequence: u32| {
+        let mut body = code.to_ne_bytes().to_vec();
+        body.extend(message(RTM_NEWLINK, sequence, &[0; IFINFOMSG_LEN]));
+        message(NLMSG_ERROR, sequence, &body)
+    };
+    assert_eq!(parse_ack(&ack(0, 5), 5), Some(Ok(())));
+    assert_eq!(parse_ack(&ack(-22, 5), 5), Some(Err(Errno::INVAL)));
+    assert_eq!(parse_ack(&ack(-1, 5), 5), Some(Err(Errno::PERM)));
+    // Another request's answer, or no answer at all, is not ours.
+    assert_eq!(parse_ack(&ack(0, 4), 5), None);
+    assert_eq!(parse_ack(&[], 5), None);
+    // A cut answer is an error, not a success.
+    let cut = ack(0, 5);
+    assert_eq!(parse_ack(&cut[..cut.len() - 4], 5), Some(Err(Errno::PROTO)));
+    assert_eq!(
+        parse_ack(&message(NLMSG_ERROR, 5, &[0, 0]), 5),
+        Some(Err(Errno::PROTO))
+    );
+}
+
+#[test]
+fn setting_a_link_of_no_device_is_refused() {
+    // No host has this many links; an unprivileged user is refused
+    // before the kernel looks.
+    let refused = set_link_value(0x7fff_fff0, IFLA_MTU, 1500).unwrap_err();
+    assert!([Errno::NODEV, Errno::PERM].contains(&refused), "{refused:?}");
+}
