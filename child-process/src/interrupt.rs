@@ -9,7 +9,9 @@
 //! A second signal, or the first one in [`Mode::ExitNow`], ends the
 //! process at once with exit code 130 (128 + SIGINT, as shells report an
 //! interrupted command): nothing is half-written, since every archive
-//! write is a transaction.
+//! write is a transaction. What the process changed beyond itself and
+//! registered with [`before_exit`] (a setting of the host's interface made
+//! for a test) is put back first.
 //!
 //! Why a thread (signal-hook's iterator, whose handler only writes to a
 //! pipe) and not a handler of our own: the thread may take a lock, so any
@@ -20,8 +22,8 @@
 
 use rustix::process::{Pid, Signal};
 use signal_hook::consts::{SIGINT, SIGTERM};
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 /// The exit code of an interrupted command.
 pub const EXIT_INTERRUPTED: u8 = 130;
@@ -32,6 +34,10 @@ static SIGNAL: AtomicI32 = AtomicI32::new(0);
 static EXIT_NOW: AtomicBool = AtomicBool::new(false);
 /// The process groups a signal must kill.
 static TRACKED: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+/// The work done before the process ends at a signal, by id.
+static BEFORE_EXIT: Mutex<Vec<(u64, Work)>> = Mutex::new(Vec::new());
+/// The id of the next work registered.
+static NEXT_WORK_ID: AtomicU64 = AtomicU64::new(0);
 /// The outcome of the one installation.
 static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
 
@@ -47,6 +53,9 @@ pub struct Interrupted {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("cannot install the SIGINT/SIGTERM handler: {0}")]
 pub struct InstallError(String);
+
+/// Work registered with [`before_exit`].
+type Work = Arc<dyn Fn() + Send + Sync>;
 
 /// What the first signal does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -112,7 +121,52 @@ fn on_signal(signal: i32) {
         }
     }
     if earlier != 0 || EXIT_NOW.load(Ordering::SeqCst) {
+        run_before_exit();
         signal_hook::low_level::exit(i32::from(EXIT_INTERRUPTED));
+    }
+}
+
+/// Does every work registered with [`before_exit`], outside the lock, so
+/// that a work may drop a registration.
+fn run_before_exit() {
+    let works: Vec<Work> = registered_works()
+        .iter()
+        .map(|(_, work)| Arc::clone(work))
+        .collect();
+    for work in works {
+        work();
+    }
+}
+
+fn registered_works() -> MutexGuard<'static, Vec<(u64, Work)>> {
+    BEFORE_EXIT
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A work done before the process ends at a signal, for as long as this
+/// lives.
+#[derive(Debug)]
+pub struct BeforeExit {
+    id: u64,
+}
+
+/// Registers `work`, which puts back something this process changed
+/// beyond itself, to be done before a signal ends the process (the second
+/// one, or the first in [`Mode::ExitNow`]), until the returned guard is
+/// dropped. It runs on the watcher's thread while the process's other
+/// threads still run, so what it shares with them takes a lock; it never
+/// runs at an ordinary exit, where its owner puts things back itself. The
+/// process ends right after, so it must not wait for long.
+pub fn before_exit(work: impl Fn() + Send + Sync + 'static) -> BeforeExit {
+    let id = NEXT_WORK_ID.fetch_add(1, Ordering::Relaxed);
+    registered_works().push((id, Arc::new(work)));
+    BeforeExit { id }
+}
+
+impl Drop for BeforeExit {
+    fn drop(&mut self) {
+        registered_works().retain(|(id, _)| *id != self.id);
     }
 }
 
@@ -177,6 +231,20 @@ mod tests {
         assert!(!signal_ignored(9));
         assert!(!signal_ignored(0));
         assert!(!signal_ignored(65));
+    }
+
+    #[test]
+    fn registered_work_is_done_until_its_guard_is_dropped() {
+        let count = Arc::new(AtomicU64::new(0));
+        let counted = Arc::clone(&count);
+        let guard = before_exit(move || {
+            counted.fetch_add(1, Ordering::SeqCst);
+        });
+        run_before_exit();
+        assert_eq!(count.load(Ordering::SeqCst), 1);
+        drop(guard);
+        run_before_exit();
+        assert_eq!(count.load(Ordering::SeqCst), 1);
     }
 
     #[test]
