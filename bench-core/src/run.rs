@@ -1,20 +1,23 @@
 //! A whole benchmark run: the test against a server (remote, or one
-//! started in-process on loopback), turned into a sealed canonical
-//! [`RunRecord`].
+//! started in-process on loopback), with the settings the spec asks of
+//! this end made before it and undone after it ([`host::settings`]),
+//! turned into a sealed canonical [`RunRecord`].
 
-use crate::client::{self, ClientError, ClientOptions, TestOutcome};
+use crate::client::{self, ClientError, ClientOptions, Session, TestOutcome};
 use crate::cpu;
 use crate::datapath::{Interim, InterimFigures};
 use crate::host;
+use crate::host::settings::{self, AppliedSettings, SettingsError};
 use crate::iterate;
 use crate::latency;
 use crate::server::{self, Server, ServerConfig, ServerError};
 use crate::sockets;
+use run_record::env::HostEnv;
 use run_record::record::{
     CpuFigures, Endpoint, Environments, Iteration, LatencyFigures, LatencyHistogram, RecordError,
-    RunRecord, SCHEMA, Source, Spread, Subject, Summary, UdpFigures,
+    RunRecord, SCHEMA, Source, Spread, Subject, Summary, SystemOutcome, UdpFigures,
 };
-use run_record::spec::{RunSpec, TestKind};
+use run_record::spec::{RunSpec, SystemSettings, TestKind};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -62,12 +65,44 @@ pub enum BenchError {
     /// The test failed.
     #[error(transparent)]
     Client(#[from] ClientError),
+    /// No interface of this host owns this end's address of the control
+    /// connection, so the settings asked have nowhere to go.
+    #[error("no interface owns {address}, this end's address of the control connection")]
+    NoInterface {
+        /// The address, or what was wrong in asking for it.
+        address: String,
+    },
+    /// A setting of `spec.system` could not be made; nothing was left
+    /// changed and the test did not run.
+    #[error("cannot make the settings asked")]
+    Settings(#[from] SettingsError),
+    /// The test ran, but what the settings changed was not all put back.
+    #[error("the test ran, but {0}")]
+    Restore(SettingsError),
+    /// The test failed, and what the settings changed was not all put
+    /// back.
+    #[error("{error}; {restore}")]
+    FailedNotRestored {
+        /// Why the test failed.
+        error: Box<BenchError>,
+        /// What was not put back.
+        restore: SettingsError,
+    },
     /// The record could not be sealed.
     #[error("cannot seal the run record: {0}")]
     Record(#[from] RecordError),
 }
 
 /// Runs `request` and returns its sealed record.
+///
+/// When the spec asks settings of the system under test (`spec.system`),
+/// they are made on this end only, on the interface that owns this end's
+/// address of the control connection (`lo` on loopback), after the
+/// control connection is made and before the test starts; the local
+/// environment is captured while they hold, what was granted goes into
+/// the record's `system`, and the previous values are put back after the
+/// test, whether it succeeded or not. A server never makes them: a
+/// client's request does not change the server's host.
 pub fn bench(request: &BenchRequest) -> Result<RunRecord, BenchError> {
     request.spec.validate().map_err(ClientError::from)?;
     let started_at = run_record::time::now_rfc3339();
@@ -75,14 +110,14 @@ pub fn bench(request: &BenchRequest) -> Result<RunRecord, BenchError> {
         every: interim.every,
         report: &*interim.report,
     });
-    let (outcome, endpoint) = match &request.server {
+    let (measured, endpoint) = match &request.server {
         Some(options) => {
-            let outcome = client::run_test_with(&request.spec, options, interim)?;
+            let measured = measure(&request.spec, options, interim)?;
             let endpoint = Endpoint {
                 host: options.host.clone(),
                 port: Some(options.port),
             };
-            (outcome, endpoint)
+            (measured, endpoint)
         }
         None => {
             let server =
@@ -90,32 +125,112 @@ pub fn bench(request: &BenchRequest) -> Result<RunRecord, BenchError> {
             let address = server.local_addr();
             let handle = server.spawn()?;
             let options = ClientOptions::new(&address.ip().to_string(), address.port());
-            let outcome = client::run_test_with(&request.spec, &options, interim);
+            let measured = measure(&request.spec, &options, interim);
             handle.stop();
             let endpoint = Endpoint {
                 host: address.ip().to_string(),
                 port: None,
             };
-            (outcome?, endpoint)
+            (measured?, endpoint)
         }
     };
-    let finished_at = run_record::time::now_rfc3339();
-    let record = assemble(request, outcome, endpoint, started_at, finished_at)?;
+    let record = assemble(request, measured, endpoint, started_at)?;
     Ok(record)
+}
+
+/// A finished test with what this end saw of the host while it ran.
+struct Measured {
+    outcome: TestOutcome,
+    local_env: HostEnv,
+    system: Option<SystemOutcome>,
+    finished_at: String,
+}
+
+/// Connects, makes the settings the spec asks, runs the test, captures
+/// this host's environment and puts the settings back.
+fn measure(
+    spec: &RunSpec,
+    options: &ClientOptions,
+    interim: Option<Interim<'_>>,
+) -> Result<Measured, BenchError> {
+    let session = Session::connect(options, spec.family)?;
+    let applied = match spec.system.as_ref().filter(|system| !system.is_empty()) {
+        None => None,
+        Some(system) => match apply_settings(&session, system) {
+            Ok(applied) => Some(applied),
+            Err(err) => {
+                session.close();
+                return Err(err);
+            }
+        },
+    };
+    let outcome = client::run_session(session, spec, interim);
+    let finished_at = run_record::time::now_rfc3339();
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(err) => {
+            let error = BenchError::from(err);
+            return Err(match applied.map(AppliedSettings::restore) {
+                Some(Err(restore)) => BenchError::FailedNotRestored {
+                    error: Box::new(error),
+                    restore,
+                },
+                _ => error,
+            });
+        }
+    };
+    // Beyond loopback, the route to the server names the interface (a
+    // guest's virtio-net NIC, a test box's port). It is described while
+    // the settings still hold.
+    let server_ip = outcome.server.ip();
+    let interface =
+        sockets::egress_interface(server_ip).or_else(|| host::egress_interface(server_ip));
+    let local_env = host::capture_local(interface.as_deref());
+    let system = match applied {
+        Some(applied) => {
+            let system = applied.outcome().clone();
+            applied.restore().map_err(BenchError::Restore)?;
+            Some(system)
+        }
+        None => None,
+    };
+    Ok(Measured {
+        outcome,
+        local_env,
+        system,
+        finished_at,
+    })
+}
+
+/// Makes `system` on the interface that owns this end of `session`.
+fn apply_settings(
+    session: &Session,
+    system: &SystemSettings,
+) -> Result<AppliedSettings, BenchError> {
+    let local = session
+        .local_addr()
+        .map_err(|err| BenchError::NoInterface {
+            address: format!("(unknown: {err})"),
+        })?;
+    let interface =
+        host::interface_for_address(local.ip()).ok_or_else(|| BenchError::NoInterface {
+            address: local.ip().to_string(),
+        })?;
+    Ok(settings::apply(&interface, system)?)
 }
 
 fn assemble(
     request: &BenchRequest,
-    outcome: TestOutcome,
+    measured: Measured,
     endpoint: Endpoint,
     started_at: String,
-    finished_at: String,
 ) -> Result<RunRecord, RecordError> {
-    // Beyond loopback, the route to the server names the interface (a
-    // guest's virtio-net NIC, a test box's port).
-    let server_ip = outcome.server.ip();
-    let interface =
-        sockets::egress_interface(server_ip).or_else(|| host::egress_interface(server_ip));
+    let Measured {
+        outcome,
+        local_env,
+        system,
+        finished_at,
+    } = measured;
     let mut record = RunRecord {
         schema: SCHEMA.to_string(),
         id: String::new(),
@@ -132,13 +247,13 @@ fn assemble(
         subject: request.subject.clone(),
         testbed: request.testbed.clone(),
         env: Environments {
-            local: host::capture_local(interface.as_deref()),
+            local: local_env,
             remote: Some(outcome.remote_env),
             vm: None,
         },
         summary: summarize(&request.spec, &outcome.iterations),
         iterations: outcome.iterations,
-        system: None,
+        system,
         experiment: None,
     };
     record.seal()?;

@@ -397,6 +397,12 @@ impl Session {
     pub fn server(&self) -> SocketAddr {
         self.server
     }
+
+    /// This end's address of the control connection, which names the
+    /// interface a test to this server uses.
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.stream.local_addr()
+    }
 }
 
 /// Runs every iteration of `spec` against the server of `options`.
@@ -413,7 +419,18 @@ pub fn run_test_with(
     interim: Option<Interim<'_>>,
 ) -> Result<TestOutcome, ClientError> {
     spec.validate()?;
-    let mut session = Session::connect(options, spec.family)?;
+    let session = Session::connect(options, spec.family)?;
+    run_session(session, spec, interim)
+}
+
+/// Runs the iterations of `spec` in `session`, connected already, as
+/// [`run_test_with`] does, and ends the session.
+pub fn run_session(
+    mut session: Session,
+    spec: &RunSpec,
+    interim: Option<Interim<'_>>,
+) -> Result<TestOutcome, ClientError> {
+    spec.validate()?;
     let mut remote_env = HostEnv::default();
     let iterations = iterate::run_iterations(spec, |_| {
         let (iteration, env) = session.run_iteration(spec, interim)?;

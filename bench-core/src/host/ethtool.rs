@@ -98,23 +98,33 @@ pub(super) fn set_bit(words: &mut [u32], bit_idx: usize, on: bool) {
 /// The names and feature masks of `interface`; `None` when it cannot be
 /// read (no such interface, or a kernel without the features string set).
 pub(super) fn feature_state(interface: &str) -> Option<FeatureState> {
-    let socket = open_socket()?;
+    feature_state_on(&open_socket()?, interface)
+}
+
+/// [`feature_state`] asked on `socket`, which names interfaces in the
+/// network namespace it was opened in.
+pub(super) fn feature_state_on(socket: &OwnedFd, interface: &str) -> Option<FeatureState> {
     let name = if_name(interface)?;
-    let count = feature_count(&socket, &name)?;
-    let names = feature_names(&socket, &name, count)?;
-    let mut state = feature_blocks(&socket, &name, count)?;
+    let count = feature_count(socket, &name)?;
+    let names = feature_names(socket, &name, count)?;
+    let mut state = feature_blocks(socket, &name, count)?;
     state.names = names;
     Some(state)
 }
 
-/// Asks for the features of `interface` whose bits are set in `valid` to
-/// be on or off as the same bits of `requested` say, as `ethtool -K`
-/// does; the kernel keeps the other features as they are. `Ok` holds the
-/// kernel's flags (`ETHTOOL_F_WISH` when some feature is not as asked,
-/// which the caller reads back anyway); `Err` is the kernel's refusal
-/// (`EPERM` without `CAP_NET_ADMIN`, `ENODEV`, `EINVAL`).
-pub(super) fn set_features(interface: &str, valid: &[u32], requested: &[u32]) -> Result<u32, Errno> {
-    let socket = open_socket().ok_or(Errno::NOTSUP)?;
+/// Asks, on `socket` (of [`open_socket`]), for the features of
+/// `interface` whose bits are set in `valid` to be on or off as the same
+/// bits of `requested` say, as `ethtool -K` does; the kernel keeps the
+/// other features as they are. `Ok` holds the kernel's flags
+/// (`ETHTOOL_F_WISH` when some feature is not as asked, which the caller
+/// reads back anyway); `Err` is the kernel's refusal (`EPERM` without
+/// `CAP_NET_ADMIN`, `ENODEV`, `EINVAL`).
+pub(super) fn set_features(
+    socket: &OwnedFd,
+    interface: &str,
+    valid: &[u32],
+    requested: &[u32],
+) -> Result<u32, Errno> {
     let name = if_name(interface).ok_or(Errno::NODEV)?;
     // struct ethtool_sfeatures: cmd, size (blocks), then blocks of valid
     // and requested words. The kernel refuses any size but its own
@@ -131,7 +141,7 @@ pub(super) fn set_features(interface: &str, valid: &[u32], requested: &[u32]) ->
         buffer.push(*valid_word);
         buffer.push(*requested_word);
     }
-    let flags = ethtool_ioctl(&socket, &name, &mut buffer)?;
+    let flags = ethtool_ioctl(socket, &name, &mut buffer)?;
     Ok(u32::try_from(flags).unwrap_or(0))
 }
 
@@ -252,7 +262,9 @@ fn if_name(interface: &str) -> Option<IfName> {
     Some(name)
 }
 
-fn open_socket() -> Option<OwnedFd> {
+/// A socket for ethtool commands on the interfaces of the calling
+/// thread's network namespace.
+pub(super) fn open_socket() -> Option<OwnedFd> {
     rustix::net::socket_with(
         AddressFamily::INET,
         SocketType::DGRAM,

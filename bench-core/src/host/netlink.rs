@@ -17,6 +17,7 @@ use rustix::io::Errno;
 use rustix::net::{AddressFamily, RecvFlags, SendFlags, SocketFlags, SocketType, sockopt::Timeout};
 use std::net::IpAddr;
 use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 /// `nlmsghdr.nlmsg_type` of a request for one link.
@@ -70,6 +71,9 @@ const REQUEST_SEQUENCE: u32 = 1;
 /// Datagrams of one dump read before giving up: far more than the links
 /// and addresses of any host fill.
 const MAX_DUMP_DATAGRAMS: usize = 4096;
+/// The sequence number of the next link change; the read requests keep
+/// [`REQUEST_SEQUENCE`], one request per socket.
+static NEXT_SET_SEQUENCE: AtomicU32 = AtomicU32::new(REQUEST_SEQUENCE + 1);
 
 /// What rtnetlink says of one link; each field absent when not reported.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -127,7 +131,9 @@ pub(super) fn link_attributes(index: u32) -> Option<LinkAttributes> {
     None
 }
 
-fn open_route_socket() -> Option<OwnedFd> {
+/// A `NETLINK_ROUTE` socket of the calling thread's network namespace,
+/// whose receives give up after a second.
+pub(super) fn open_route_socket() -> Option<OwnedFd> {
     // NETLINK_ROUTE is protocol 0, the default.
     let socket = rustix::net::socket_with(
         AddressFamily::NETLINK,
@@ -411,26 +417,34 @@ fn parse_link(body: &[u8]) -> LinkAttributes {
     attributes
 }
 
-/// Sets the 32-bit link attribute `attribute` (`IFLA_MTU` or
-/// `IFLA_TXQLEN`) of link `index` to `value`, as `ip link set` does, and
-/// waits for the kernel's acknowledgement: `Err` holds the error the
-/// kernel answered (`EPERM` without `CAP_NET_ADMIN`, `EINVAL` for an MTU
-/// outside the device's range, `ENODEV`), or the socket's.
-pub(super) fn set_link_value(index: u32, attribute: u16, value: u32) -> Result<(), Errno> {
-    let socket = open_route_socket().ok_or(Errno::NOTSUP)?;
-    let request = set_link_request(index, attribute, value, REQUEST_SEQUENCE).ok_or(Errno::INVAL)?;
-    let sent = rustix::net::send(&socket, &request, SendFlags::empty())?;
+/// Sets, on `socket` (of [`open_route_socket`]), the 32-bit link
+/// attribute `attribute` (`IFLA_MTU` or `IFLA_TXQLEN`) of link `index` to
+/// `value`, as `ip link set` does, and waits for the kernel's
+/// acknowledgement: `Err` holds the error the kernel answered (`EPERM`
+/// without `CAP_NET_ADMIN`, `EINVAL` for an MTU outside the device's
+/// range, `ENODEV`), or the socket's. Each request has a sequence number
+/// of its own, so that a late answer to an earlier one on the same socket
+/// is not taken for this one's.
+pub(super) fn set_link_value(
+    socket: &OwnedFd,
+    index: u32,
+    attribute: u16,
+    value: u32,
+) -> Result<(), Errno> {
+    let sequence = NEXT_SET_SEQUENCE.fetch_add(1, Ordering::Relaxed);
+    let request = set_link_request(index, attribute, value, sequence).ok_or(Errno::INVAL)?;
+    let sent = rustix::net::send(socket, &request, SendFlags::empty())?;
     if sent != request.len() {
         return Err(Errno::MSGSIZE);
     }
     let mut buffer = vec![0u8; RECEIVE_BUFFER_LEN];
     for _ in 0..MAX_REPLIES {
         let (received, datagram_len) =
-            rustix::net::recv(&socket, &mut buffer[..], RecvFlags::TRUNC)?;
+            rustix::net::recv(socket, &mut buffer[..], RecvFlags::TRUNC)?;
         if datagram_len > received {
             return Err(Errno::MSGSIZE);
         }
-        if let Some(answer) = parse_ack(&buffer[..received], REQUEST_SEQUENCE) {
+        if let Some(answer) = parse_ack(&buffer[..received], sequence) {
             return answer;
         }
     }

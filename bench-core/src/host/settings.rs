@@ -23,11 +23,15 @@
 //! without root, an MTU out of the device's range) is an error too, after
 //! what was already changed is put back. The [`AppliedSettings`] it
 //! returns puts back the previous values when it is restored or dropped,
-//! so a test that fails leaves the host as it found it. Reading needs no
+//! so a test that fails leaves the host as it found it; a signal that
+//! ends the process puts them back too, through the signal watcher
+//! (`child_process::interrupt::before_exit`). Reading needs no
 //! privilege; changing needs root (`CAP_NET_ADMIN`).
 //!
-//! Everything here acts on the network namespace of the calling thread:
-//! the sockets are opened, and /proc/sys/net is resolved, by it.
+//! [`apply`] acts on the network namespace of the calling thread: the
+//! sockets are opened, and /proc/sys/net is resolved, by it. The guard
+//! keeps those sockets and sysctl files, so the values are put back in
+//! that namespace from whichever thread restores them.
 
 mod features;
 mod sysctl;
@@ -36,11 +40,15 @@ pub use features::{SHORT_NAMES, kernel_pattern};
 
 use super::ethtool::{self, FeatureState};
 use super::netlink::{self, IFLA_MTU, IFLA_TXQLEN, LinkAttributes};
+use child_process::interrupt::BeforeExit;
 use features::{FeaturePlan, FeatureProblem};
 use run_record::record::{Granted, SystemOutcome};
 use run_record::spec::SystemSettings;
 use rustix::io::Errno;
-use std::path::{Path, PathBuf};
+use std::fs::File;
+use std::os::fd::OwnedFd;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 /// Where the sysctls are.
 const PROC_SYS: &str = "/proc/sys";
@@ -130,6 +138,18 @@ pub enum SettingsError {
     },
 }
 
+impl SettingsError {
+    /// True when the user can fix the request (another interface, name or
+    /// value, or root), false for a state that could not be read or put
+    /// back.
+    pub fn is_input(&self) -> bool {
+        !matches!(
+            self,
+            SettingsError::Read { .. } | SettingsError::NotRestored { .. }
+        )
+    }
+}
+
 fn driver_of(interface: &str, driver: Option<&str>) -> String {
     match driver {
         Some(driver) => format!("the driver of {interface} ({driver})"),
@@ -159,11 +179,15 @@ fn errno_of(error: &std::io::Error) -> Errno {
 
 /// Settings made on one interface and this host, with what was there
 /// before them. Restored by [`AppliedSettings::restore`], or when
-/// dropped (errors then go unreported).
+/// dropped (errors then go unreported), or, when a signal ends the
+/// process, by the signal watcher of `child_process::interrupt`. The
+/// sockets and sysctl files it restores through are those of the network
+/// namespace the settings were made in, whichever thread restores them.
 #[derive(Debug)]
 pub struct AppliedSettings {
     outcome: SystemOutcome,
-    undo: Option<Undo>,
+    undo: Arc<Mutex<Option<Undo>>>,
+    _at_signal: BeforeExit,
 }
 
 impl AppliedSettings {
@@ -174,18 +198,11 @@ impl AppliedSettings {
 
     /// Puts back every value that was there before; the error names
     /// those that could not be.
-    pub fn restore(mut self) -> Result<(), SettingsError> {
-        self.restore_now()
-    }
-
-    fn restore_now(&mut self) -> Result<(), SettingsError> {
-        match self.undo.take() {
-            Some(mut undo) => undo.run().map_err(|failures| SettingsError::NotRestored {
-                cause: None,
-                failures,
-            }),
-            None => Ok(()),
-        }
+    pub fn restore(self) -> Result<(), SettingsError> {
+        undo_once(&self.undo).map_err(|failures| SettingsError::NotRestored {
+            cause: None,
+            failures,
+        })
     }
 }
 
@@ -193,7 +210,19 @@ impl Drop for AppliedSettings {
     fn drop(&mut self) {
         // Whoever needs the failure calls `restore`; a drop has nobody
         // to tell.
-        let _ = self.restore_now();
+        let _ = undo_once(&self.undo);
+    }
+}
+
+/// Runs the undo in `shared` unless it ran already.
+fn undo_once(shared: &Mutex<Option<Undo>>) -> Result<(), Vec<String>> {
+    let undo = shared
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .take();
+    match undo {
+        Some(mut undo) => undo.run(),
+        None => Ok(()),
     }
 }
 
@@ -209,23 +238,40 @@ pub fn apply(interface: &str, settings: &SystemSettings) -> Result<AppliedSettin
         .ok_or_else(|| SettingsError::NoSuchInterface {
             interface: interface.to_string(),
         })?;
-    let checked = check(interface, index, settings, Path::new(PROC_SYS))?;
-    let mut undo = Undo {
+    let mut checked = check(interface, index, settings, Path::new(PROC_SYS))?;
+    let undo = Undo {
         interface: interface.to_string(),
         index,
+        ethtool_socket: checked.ethtool_socket.take(),
+        route_socket: checked.route_socket.take(),
         features: None,
         mtu: None,
         tx_queue_len: None,
         sysctls: Vec::new(),
     };
-    let made = make(&checked, settings, &mut undo)
-        .and_then(|()| read_back(interface, index, settings, &checked));
-    match made {
+    // The undo is registered with the signal watcher before the first
+    // change, and holds its lock while the changes are made: a signal in
+    // between puts back all of them, after the last is made.
+    let shared = Arc::new(Mutex::new(None::<Undo>));
+    let at_signal = {
+        let shared = Arc::clone(&shared);
+        child_process::interrupt::before_exit(move || {
+            let _ = undo_once(&shared);
+        })
+    };
+    let made = {
+        let mut slot = shared
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        make(&mut checked, settings, slot.insert(undo))
+    };
+    match made.and_then(|()| read_back(interface, index, settings, &checked)) {
         Ok(outcome) => Ok(AppliedSettings {
             outcome,
-            undo: Some(undo),
+            undo: shared,
+            _at_signal: at_signal,
         }),
-        Err(cause) => Err(match undo.run() {
+        Err(cause) => Err(match undo_once(&shared) {
             Ok(()) => cause,
             Err(failures) => SettingsError::NotRestored {
                 cause: Some(Box::new(cause)),
@@ -236,89 +282,109 @@ pub fn apply(interface: &str, settings: &SystemSettings) -> Result<AppliedSettin
 }
 
 /// What the checks found: the feature request with the state before it,
-/// the link before, and each sysctl's file and value before.
+/// the link before, each sysctl's open file and value before, and the
+/// sockets the changes are made through.
 struct Checked {
     features: Option<(FeaturePlan, FeatureState)>,
     link: Option<LinkAttributes>,
     sysctls: Vec<SysctlBefore>,
+    ethtool_socket: Option<OwnedFd>,
+    route_socket: Option<OwnedFd>,
 }
 
 struct SysctlBefore {
     name: String,
-    path: PathBuf,
+    file: Option<File>,
     value: String,
 }
 
 /// Checks every setting against the device and the host, reading what
-/// the undo needs; changes nothing.
+/// the undo needs and opening what the changes go through; changes
+/// nothing.
 fn check(
     interface: &str,
     index: u32,
     settings: &SystemSettings,
     proc_sys: &Path,
 ) -> Result<Checked, SettingsError> {
-    let features = if settings.features.is_empty() {
-        None
-    } else {
-        let state = read_features(interface)?;
-        let plan = features::plan(&settings.features, &state).map_err(|problem| {
-            let driver = ethtool::driver(interface);
-            let interface = interface.to_string();
-            match problem {
-                FeatureProblem::Unknown { name } => SettingsError::NoSuchFeature {
-                    interface,
-                    driver,
-                    feature: name,
-                },
-                FeatureProblem::Fixed { name, on } => SettingsError::FixedFeature {
-                    interface,
-                    driver,
-                    feature: name,
-                    on,
-                },
-                FeatureProblem::Clash {
-                    first,
-                    second,
-                    feature,
-                } => SettingsError::FeatureClash {
-                    first,
-                    second,
-                    feature,
-                },
-            }
+    let mut checked = Checked {
+        features: None,
+        link: None,
+        sysctls: Vec::new(),
+        ethtool_socket: None,
+        route_socket: None,
+    };
+    if !settings.features.is_empty() {
+        let socket = ethtool::open_socket().ok_or_else(|| SettingsError::Read {
+            what: format!("the offload features of {interface}: no socket"),
         })?;
-        Some((plan, state))
-    };
-    let link = if settings.mtu.is_some() || settings.tx_queue_len.is_some() {
-        Some(read_link(interface, index)?)
-    } else {
-        None
-    };
-    let mut sysctls = Vec::new();
-    for name in settings.sysctls.keys() {
+        let state = read_features(&socket, interface)?;
+        let plan = features::plan(&settings.features, &state)
+            .map_err(|problem| feature_error(interface, problem))?;
+        checked.features = Some((plan, state));
+        checked.ethtool_socket = Some(socket);
+    }
+    if settings.mtu.is_some() || settings.tx_queue_len.is_some() {
+        checked.link = Some(read_link(interface, index)?);
+        checked.route_socket =
+            Some(
+                netlink::open_route_socket().ok_or_else(|| SettingsError::Read {
+                    what: format!("the link attributes of {interface}: no socket"),
+                })?,
+            );
+    }
+    for (name, asked) in &settings.sysctls {
         let missing = || SettingsError::NoSuchSysctl { name: name.clone() };
         let path = sysctl::path(proc_sys, name).ok_or_else(missing)?;
-        let value = sysctl::read(&path).map_err(|err| match err.kind() {
+        let file = sysctl::open(&path).map_err(|err| match err.kind() {
             std::io::ErrorKind::NotFound | std::io::ErrorKind::IsADirectory => missing(),
-            _ => SettingsError::Read {
-                what: format!("sysctl {name}: {err}"),
+            _ if rustix::process::geteuid().is_root() => SettingsError::Refused {
+                setting: format!("{name}={asked}"),
+                errno: errno_of(&err),
             },
+            _ => refusal(format!("{name}={asked}"), errno_of(&err)),
         })?;
-        sysctls.push(SysctlBefore {
+        let value = sysctl::read(&file).map_err(|err| SettingsError::Read {
+            what: format!("sysctl {name}: {err}"),
+        })?;
+        checked.sysctls.push(SysctlBefore {
             name: name.clone(),
-            path,
+            file: Some(file),
             value,
         });
     }
-    Ok(Checked {
-        features,
-        link,
-        sysctls,
-    })
+    Ok(checked)
 }
 
-fn read_features(interface: &str) -> Result<FeatureState, SettingsError> {
-    ethtool::feature_state(interface).ok_or_else(|| SettingsError::Read {
+fn feature_error(interface: &str, problem: FeatureProblem) -> SettingsError {
+    let driver = ethtool::driver(interface);
+    let interface = interface.to_string();
+    match problem {
+        FeatureProblem::Unknown { name } => SettingsError::NoSuchFeature {
+            interface,
+            driver,
+            feature: name,
+        },
+        FeatureProblem::Fixed { name, on } => SettingsError::FixedFeature {
+            interface,
+            driver,
+            feature: name,
+            on,
+        },
+        FeatureProblem::Clash {
+            first,
+            second,
+            feature,
+        } => SettingsError::FeatureClash {
+            first,
+            second,
+            feature,
+        },
+    }
+}
+
+fn read_features(socket: &OwnedFd, interface: &str) -> Result<FeatureState, SettingsError> {
+    ethtool::feature_state_on(socket, interface).ok_or_else(|| SettingsError::Read {
         what: format!("the offload features of {interface}"),
     })
 }
@@ -330,51 +396,65 @@ fn read_link(interface: &str, index: u32) -> Result<LinkAttributes, SettingsErro
 }
 
 /// Makes each change in turn, features first, noting in `undo` what to
-/// put back before it is made.
-fn make(checked: &Checked, settings: &SystemSettings, undo: &mut Undo) -> Result<(), SettingsError> {
+/// put back before it is made; the sysctl files move to the undo.
+fn make(
+    checked: &mut Checked,
+    settings: &SystemSettings,
+    undo: &mut Undo,
+) -> Result<(), SettingsError> {
     let interface = undo.interface.clone();
-    if let Some((plan, before)) = &checked.features {
+    // A request the kernel refuses changes nothing (each is one
+    // attribute, one feature request or one write), so each change joins
+    // the undo once it is made.
+    if let (Some((plan, before)), Some(socket)) = (&checked.features, &undo.ethtool_socket) {
+        ethtool::set_features(socket, &interface, &plan.valid, &plan.requested).map_err(
+            |errno| {
+                let asked: Vec<String> = settings
+                    .features
+                    .iter()
+                    .map(|(name, on)| format!("{name}={}", on_off(*on)))
+                    .collect();
+                refusal(format!("{} on {interface}", asked.join(" ")), errno)
+            },
+        )?;
         undo.features = Some((plan.valid.clone(), before.requested.clone()));
-        ethtool::set_features(&interface, &plan.valid, &plan.requested).map_err(|errno| {
-            let asked: Vec<String> = settings
-                .features
-                .iter()
-                .map(|(name, on)| format!("{name}={}", on_off(*on)))
-                .collect();
-            refusal(format!("{} on {interface}", asked.join(" ")), errno)
-        })?;
     }
     let link = checked.link.clone().unwrap_or_default();
-    for (attribute, key, asked, before, slot) in [
-        (IFLA_MTU, "mtu", settings.mtu, link.mtu, &mut undo.mtu),
+    for (attribute, key, asked, before) in [
+        (IFLA_MTU, "mtu", settings.mtu, link.mtu),
         (
             IFLA_TXQLEN,
             "txqueuelen",
             settings.tx_queue_len,
             link.tx_queue_len,
-            &mut undo.tx_queue_len,
         ),
     ] {
-        let Some(asked) = asked else { continue };
+        let (Some(asked), Some(socket)) = (asked, &undo.route_socket) else {
+            continue;
+        };
         let before = before.ok_or_else(|| SettingsError::Read {
             what: format!("the {key} of {interface}"),
         })?;
-        *slot = Some(before);
-        netlink::set_link_value(undo.index, attribute, asked)
+        netlink::set_link_value(socket, undo.index, attribute, asked)
             .map_err(|errno| refusal(format!("{key}={asked} on {interface}"), errno))?;
+        if attribute == IFLA_MTU {
+            undo.mtu = Some(before);
+        } else {
+            undo.tx_queue_len = Some(before);
+        }
     }
-    for before in &checked.sysctls {
+    for before in &mut checked.sysctls {
+        let Some(file) = before.file.take() else {
+            continue;
+        };
         let asked = settings
             .sysctls
             .get(&before.name)
             .map_or("", String::as_str);
-        undo.sysctls.push((
-            before.name.clone(),
-            before.path.clone(),
-            before.value.clone(),
-        ));
-        sysctl::write(&before.path, asked)
+        sysctl::write(&file, asked)
             .map_err(|err| refusal(format!("{}={asked}", before.name), errno_of(&err)))?;
+        undo.sysctls
+            .push((before.name.clone(), file, before.value.clone()));
     }
     Ok(())
 }
@@ -391,7 +471,10 @@ fn read_back(
         ..SystemOutcome::default()
     };
     if let Some((plan, _)) = &checked.features {
-        let after = read_features(interface)?;
+        let socket = ethtool::open_socket().ok_or_else(|| SettingsError::Read {
+            what: format!("the offload features of {interface}: no socket"),
+        })?;
+        let after = read_features(&socket, interface)?;
         for (name, members) in &plan.members {
             let requested = settings.features.get(name).copied().unwrap_or_default();
             let granted = features::granted(members, &after);
@@ -415,66 +498,76 @@ fn read_back(
         outcome.mtu = granted(settings.mtu, after.mtu, "mtu")?;
         outcome.tx_queue_len = granted(settings.tx_queue_len, after.tx_queue_len, "txqueuelen")?;
     }
-    for before in &checked.sysctls {
-        let requested = settings
-            .sysctls
-            .get(&before.name)
-            .cloned()
-            .unwrap_or_default();
-        let read = sysctl::read(&before.path).map_err(|err| SettingsError::Read {
-            what: format!("sysctl {}: {err}", before.name),
-        })?;
+    for (name, requested) in &settings.sysctls {
+        let path = sysctl::path(Path::new(PROC_SYS), name)
+            .ok_or_else(|| SettingsError::NoSuchSysctl { name: name.clone() })?;
+        let read = sysctl::open(&path)
+            .and_then(|file| sysctl::read(&file))
+            .map_err(|err| SettingsError::Read {
+                what: format!("sysctl {name}: {err}"),
+            })?;
         // The kernel prints a vector with tabs; a value that reads back
         // as asked, but for its spacing, is granted as asked.
-        let granted = if sysctl::fold_whitespace(&requested) == read {
+        let granted = if sysctl::fold_whitespace(requested) == read {
             requested.clone()
         } else {
             read
         };
-        outcome
-            .sysctls
-            .insert(before.name.clone(), Granted { requested, granted });
+        outcome.sysctls.insert(
+            name.clone(),
+            Granted {
+                requested: requested.clone(),
+                granted,
+            },
+        );
     }
     Ok(outcome)
 }
 
 /// What to put back, filled in as each change is made: the feature bits
 /// changed with their requested state before, the MTU and tx queue length
-/// before, and each sysctl's value before.
+/// before, and each sysctl's open file and value before; and the sockets
+/// the changes were made through.
 #[derive(Debug)]
 struct Undo {
     interface: String,
     index: u32,
+    ethtool_socket: Option<OwnedFd>,
+    route_socket: Option<OwnedFd>,
     features: Option<(Vec<u32>, Vec<u32>)>,
     mtu: Option<u32>,
     tx_queue_len: Option<u32>,
-    sysctls: Vec<(String, PathBuf, String)>,
+    sysctls: Vec<(String, File, String)>,
 }
 
 impl Undo {
-    /// Puts everything back, in the reverse order of the changes; once.
-    /// Each value that could not be put back is a failure, and the rest
-    /// are still tried.
+    /// Puts everything back, in the reverse order of the changes. Each
+    /// value that could not be put back is a failure, and the rest are
+    /// still tried.
     fn run(&mut self) -> Result<(), Vec<String>> {
         let mut failures = Vec::new();
         let interface = &self.interface;
-        while let Some((name, path, value)) = self.sysctls.pop() {
-            if let Err(err) = sysctl::write(&path, &value) {
+        while let Some((name, file, value)) = self.sysctls.pop() {
+            if let Err(err) = sysctl::write(&file, &value) {
                 failures.push(format!("{name}={value} ({err})"));
             }
         }
-        for (attribute, key, slot) in [
-            (IFLA_TXQLEN, "txqueuelen", &mut self.tx_queue_len),
-            (IFLA_MTU, "mtu", &mut self.mtu),
-        ] {
-            if let Some(value) = slot.take()
-                && let Err(errno) = netlink::set_link_value(self.index, attribute, value)
-            {
-                failures.push(format!("{key}={value} on {interface} ({errno})"));
+        if let Some(socket) = &self.route_socket {
+            for (attribute, key, value) in [
+                (IFLA_TXQLEN, "txqueuelen", self.tx_queue_len.take()),
+                (IFLA_MTU, "mtu", self.mtu.take()),
+            ] {
+                if let Some(value) = value
+                    && let Err(errno) =
+                        netlink::set_link_value(socket, self.index, attribute, value)
+                {
+                    failures.push(format!("{key}={value} on {interface} ({errno})"));
+                }
             }
         }
-        if let Some((valid, requested)) = self.features.take()
-            && let Err(errno) = ethtool::set_features(interface, &valid, &requested)
+        if let (Some((valid, requested)), Some(socket)) =
+            (self.features.take(), &self.ethtool_socket)
+            && let Err(errno) = ethtool::set_features(socket, interface, &valid, &requested)
         {
             failures.push(format!("the offload features of {interface} ({errno})"));
         }

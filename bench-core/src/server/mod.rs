@@ -7,6 +7,9 @@
 //! is answered with an `error` frame, after which the session goes on.
 //! A server listening beyond loopback (including the wildcard address)
 //! demands the pre-shared token unless it was explicitly told not to.
+//! The settings a spec asks of the system under test (`spec.system`) are
+//! the client's to make on its own end ([`crate::run::bench`]); a server
+//! never makes them, so no client changes a server's host.
 //!
 //! Nothing a client does holds the server for long:
 //!

@@ -296,6 +296,10 @@ fn acks_say_success_or_the_kernels_error() {
 fn setting_a_link_of_no_device_is_refused() {
     // No host has this many links; an unprivileged user is refused
     // before the kernel looks.
-    let refused = set_link_value(0x7fff_fff0, IFLA_MTU, 1500).unwrap_err();
-    assert!([Errno::NODEV, Errno::PERM].contains(&refused), "{refused:?}");
+    let socket = open_route_socket().unwrap();
+    let refused = set_link_value(&socket, 0x7fff_fff0, IFLA_MTU, 1500).unwrap_err();
+    assert!(
+        [Errno::NODEV, Errno::PERM].contains(&refused),
+        "{refused:?}"
+    );
 }

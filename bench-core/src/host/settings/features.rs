@@ -266,9 +266,18 @@ mod tests {
 
     #[test]
     fn patterns_match_with_one_star() {
-        assert!(pattern_matches("tx-tcp*-segmentation", "tx-tcp-segmentation"));
-        assert!(pattern_matches("tx-tcp*-segmentation", "tx-tcp6-segmentation"));
-        assert!(!pattern_matches("tx-tcp*-segmentation", "tx-udp-segmentation"));
+        assert!(pattern_matches(
+            "tx-tcp*-segmentation",
+            "tx-tcp-segmentation"
+        ));
+        assert!(pattern_matches(
+            "tx-tcp*-segmentation",
+            "tx-tcp6-segmentation"
+        ));
+        assert!(!pattern_matches(
+            "tx-tcp*-segmentation",
+            "tx-udp-segmentation"
+        ));
         // Head and tail may not overlap.
         assert!(!pattern_matches("ab*ba", "aba"));
         assert!(pattern_matches("ab*ba", "abba"));
@@ -331,7 +340,11 @@ mod tests {
     #[test]
     fn a_plan_sets_the_changeable_bits_asked_and_nothing_else() {
         let device = veth();
-        let plan = plan(&asked(&[("gso", false), ("gro", true), ("tx", false)]), &device).unwrap();
+        let plan = plan(
+            &asked(&[("gso", false), ("gro", true), ("tx", false)]),
+            &device,
+        )
+        .unwrap();
         let bit = |name: &str| KERNEL_NAMES.iter().position(|n| *n == name).unwrap();
         for (name, on) in [
             ("tx-generic-segmentation", false),
@@ -402,6 +415,12 @@ mod tests {
             })
         );
         // The same state asked twice is no clash.
-        assert!(plan(&asked(&[("sg", false), ("tx-scatter-gather", false)]), &device).is_ok());
+        assert!(
+            plan(
+                &asked(&[("sg", false), ("tx-scatter-gather", false)]),
+                &device
+            )
+            .is_ok()
+        );
     }
 }

@@ -74,16 +74,38 @@ fn a_sysctl_that_does_not_exist_is_refused() {
         .err()
         .unwrap();
     assert!(matches!(err, SettingsError::NoSuchSysctl { .. }), "{err}");
-    // One that exists is read for the undo.
+    // One that exists is opened and read for the undo, which a user who
+    // may not write it is told at once.
     let checked = check(
         "lo",
         lo,
         &settings(&["net.core.rmem_max=4194304"]),
         Path::new(PROC_SYS),
+    );
+    if rustix::process::geteuid().is_root() {
+        let checked = checked.ok().unwrap();
+        assert_eq!(checked.sysctls[0].name, "net.core.rmem_max");
+        assert!(checked.sysctls[0].value.parse::<u64>().is_ok());
+    } else {
+        let err = checked.err().unwrap();
+        assert!(matches!(err, SettingsError::NotPermitted { .. }), "{err}");
+    }
+    // A sysctl nobody may write is refused, root or not.
+    let err = check(
+        "lo",
+        lo,
+        &settings(&["net.ipv4.tcp_available_congestion_control=reno"]),
+        Path::new(PROC_SYS),
     )
+    .err()
     .unwrap();
-    assert_eq!(checked.sysctls[0].name, "net.core.rmem_max");
-    assert!(checked.sysctls[0].value.parse::<u64>().is_ok());
+    assert!(
+        matches!(
+            err,
+            SettingsError::Refused { .. } | SettingsError::NotPermitted { .. }
+        ),
+        "{err}"
+    );
 }
 
 #[test]
