@@ -69,6 +69,9 @@ pub fn classify(err: &anyhow::Error) -> Code {
                 .downcast_ref::<crate::vm::VmError>()
                 .is_some_and(crate::vm::VmError::is_input)
             || cause
+                .downcast_ref::<bench_core::host::settings::SettingsError>()
+                .is_some_and(bench_core::host::settings::SettingsError::is_input)
+            || cause
                 .downcast_ref::<archive::ArchiveError>()
                 .is_some_and(is_input_archive_error)
     });

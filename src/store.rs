@@ -2,14 +2,15 @@
 //! opening it to write ([`open_archive`]) or only to read
 //! ([`open_archive_read`]), and where a finished run goes: into the
 //! archive ([`store_run`]), then to stdout as its record or its netperf
-//! table ([`store_and_print`]).
+//! table ([`store_and_print`]), after a warning of the settings the
+//! kernel did not grant ([`warn_of_refused_settings`]).
 
 use crate::cli::GlobalArgs;
 use crate::exit::{Code, InputError};
 use crate::output;
 use anyhow::Context;
 use archive::Archive;
-use run_record::record::RunRecord;
+use run_record::record::{RunRecord, SystemOutcome};
 use std::path::PathBuf;
 
 /// The archive file: `--archive` / `NETBISECT_ARCHIVE`, else
@@ -74,12 +75,13 @@ pub struct RunOutput {
 /// record with `--json`, else its netperf table in bench's units. The
 /// run is stored before it is printed, so a closed pipe loses nothing; a
 /// run that cannot be stored is still printed, then the failure is
-/// reported.
+/// reported. Settings the kernel did not grant are warned of first.
 pub fn store_and_print(
     global: &GlobalArgs,
     output: &RunOutput,
     record: &RunRecord,
 ) -> anyhow::Result<Code> {
+    warn_of_refused_settings(global, record);
     let stored = if output.archive {
         store_run(global, record)
     } else {
@@ -99,6 +101,18 @@ pub fn store_and_print(
     )?;
     stored?;
     Ok(Code::Ok)
+}
+
+/// Says on stderr, unless `--quiet`, which of the settings the run asked
+/// of the system under test (`--set`) the kernel did not grant, as the
+/// record's `system` holds them: `gso=on (got off)`.
+pub fn warn_of_refused_settings(global: &GlobalArgs, record: &RunRecord) {
+    if global.quiet {
+        return;
+    }
+    for refused in record.system.iter().flat_map(SystemOutcome::refused) {
+        eprintln!("netbisect: warning: the kernel did not grant {refused}");
+    }
 }
 
 /// Stores a finished, sealed record in the archive. Storing the same run

@@ -16,7 +16,7 @@ use crate::cli::GlobalArgs;
 use crate::exit::Code;
 use crate::output;
 use crate::request::{BenchInvocation, SizeSweep};
-use crate::store::store_run;
+use crate::store::{store_run, warn_of_refused_settings};
 use bench_core::run::{BenchRequest, bench};
 use run_record::record::{Metric, RunRecord};
 use run_record::spec::{AddressFamily, RunSpec, SweepParameter, TestKind};
@@ -141,6 +141,7 @@ pub fn run(
                 return Err(anyhow::Error::new(err).context(what));
             }
         };
+        warn_of_refused_settings(global, &record);
         if output.archive {
             store_run(global, &record)?;
         }
