@@ -2,7 +2,9 @@
 //! (`ip netns`, which takes root), shapes its loopback device with `tc`
 //! and runs the binary inside it, so that nothing leaves the namespace.
 //! Where a namespace cannot be made, the test says why and passes
-//! without running.
+//! without running. `bench --set` is tested in [`settings`].
+
+mod settings;
 
 use serde_json::Value;
 use std::process::{Command, Output};
