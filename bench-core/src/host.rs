@@ -10,7 +10,8 @@
 //! and offload features; `host/ethtool.rs`). None needs root; which
 //! interface owns an address comes from rtnetlink too (`host/address.rs`).
 //! [`running_release`] reads the running kernel's release for the
-//! record's subject.
+//! record's subject. [`settings`] changes the interface and sysctls
+//! through the same two interfaces, which needs root, and puts them back.
 
 mod address;
 mod ethtool;

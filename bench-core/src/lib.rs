@@ -2,7 +2,9 @@
 //! producing the run records of [`run_record`].
 //!
 //! - [`host`]: this host's state (/proc, /sys, rtnetlink, ethtool) read
-//!   into the record's environment, and the interface a test uses.
+//!   into the record's environment, and the interface a test uses;
+//!   [`host::settings`] makes the settings a spec asks of it and puts
+//!   them back.
 //! - [`protocol`]: the control protocol between client and server.
 //! - [`auth`]: the pre-shared token and its challenge-response.
 //! - [`sockets`]: socket set-up, buffer truth, `TCP_INFO`, CPU pinning.
