@@ -4,6 +4,7 @@
 
 use super::*;
 use run_record::spec::Setting;
+use rustix::io::Errno;
 
 fn settings(texts: &[&str]) -> SystemSettings {
     let mut settings = SystemSettings::default();
