@@ -8,7 +8,7 @@ use crate::cli::GlobalArgs;
 use crate::exit::Code;
 use crate::output;
 use crate::request::{BenchInvocation, KernelRun};
-use crate::store::{store_and_print, store_run};
+use crate::store::{store_and_print, store_run, warn_of_refused_settings};
 use crate::vm::{self, KernelUnderTest};
 
 pub fn run(
@@ -62,6 +62,7 @@ pub fn run(
     }
     for record in &records {
         if global.json {
+            warn_of_refused_settings(global, record);
             output::write_stdout(&output::record(record)?)?;
         } else {
             // Stored already: printed as bench prints a run.

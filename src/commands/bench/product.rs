@@ -9,7 +9,7 @@ use crate::output;
 use crate::progress::Reporter;
 use crate::request::BenchInvocation;
 use crate::request::axes::Configuration;
-use crate::store::{RunOutput, store_and_print, store_run};
+use crate::store::{RunOutput, store_and_print, store_run, warn_of_refused_settings};
 use bench_core::run::{BenchRequest, bench};
 
 pub fn run(
@@ -44,6 +44,7 @@ pub fn run(
             store_run(global, &record)?;
         }
         if global.json {
+            warn_of_refused_settings(global, &record);
             output::write_stdout(&output::record(&record)?)?;
         } else {
             let print_only = RunOutput {
