@@ -16,7 +16,7 @@
 //!   finds the runs it has and measures only the rest; `--fresh` starts a
 //!   new experiment. Its printed comparison reads its own runs only.
 //!
-//! [`run`] measures; [`progress`] tells how far it is.
+//! [`run`](mod@run) measures; [`progress`] tells how far it is.
 
 mod progress;
 mod run;

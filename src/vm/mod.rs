@@ -13,10 +13,11 @@
 //! of the boot to the test; this takes 6-11 s.
 //!
 //! It knows nothing of archives or git: it takes the bench arguments the
-//! guest should run with and returns the record's bytes and the [`VmEnv`]
-//! describing the guest; [`run_test`] turns a bench request into those
-//! arguments and the bytes into a sealed record, and the commands store
-//! it (`bench --kernel`, `ab`) or hand it to bisect's measurer.
+//! guest should run with and returns the record's bytes and the
+//! [`VmEnv`](run_record::env::VmEnv) describing the guest; [`run_test`]
+//! turns a bench request into those arguments and the bytes into a
+//! sealed record, and the commands store it (`bench --kernel`, `ab`) or
+//! hand it to bisect's measurer.
 //!
 //! The accelerator is decided by trying: KVM when `/dev/kvm` exists and a
 //! guest reaches the test within [`KVM_PROBE`], else qemu's TCG. A guest
