@@ -1048,7 +1048,10 @@ fn an_experiment_killed_mid_boot_resumes_without_measuring_again() {
     let boots = boot_lines(&stderr);
     assert_eq!(boots.len(), 2, "{stderr}");
     assert!(boots[0].contains("current") && boots[0].contains("for 1 configuration"));
-    assert!(stderr.contains("1 run of it is archived already"), "{stderr}");
+    assert!(
+        stderr.contains("1 run of it is archived already"),
+        "{stderr}"
+    );
     let all = exported(&archive);
     assert_eq!(all.len(), 4);
     let mut configurations: Vec<(String, u64)> = all
