@@ -39,7 +39,7 @@ impl Reporter {
         } else if std::io::stderr().is_terminal() {
             let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
             bar.set_style(
-                ProgressStyle::with_template("{spinner} [{pos}/{len}] {wide_msg}")
+                ProgressStyle::with_template("{spinner} {elapsed:>4} [{pos}/{len}] {wide_msg}")
                     .unwrap_or_else(|_| ProgressStyle::default_spinner()),
             );
             bar.enable_steady_tick(Duration::from_millis(200));

@@ -9,6 +9,7 @@ mod sweep;
 
 use crate::cli::{BenchArgs, GlobalArgs};
 use crate::exit::Code;
+use crate::progress::Reporter;
 use crate::request::{BenchInvocation, BenchMode};
 use crate::store::store_and_print;
 use anyhow::Context;
@@ -23,11 +24,37 @@ pub fn run(global: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<Code> {
             product::run(global, &invocation, configurations)
         }
         BenchMode::Once => {
-            let record =
-                bench(&invocation.request).context("the test failed; no run was recorded")?;
+            // netperf says what it runs before it runs it; so does bench,
+            // on stderr, with the time it has been running.
+            let progress = Reporter::new(global, 1);
+            progress.status(&test_banner(&invocation.request));
+            let record = bench(&invocation.request);
+            progress.finish();
+            let record = record.context("the test failed; no run was recorded")?;
             store_and_print(global, &invocation.output, &record)
         }
     }
+}
+
+/// What a test is, before it runs: "TCP_STREAM test to loopback, 1
+/// iteration of 10 s".
+fn test_banner(request: &bench_core::run::BenchRequest) -> String {
+    let spec = &request.spec;
+    let to = match &request.server {
+        Some(server) => format!("to {}", server.host),
+        None => "over loopback".to_string(),
+    };
+    let iterations = if spec.iterations_max == spec.iterations_min {
+        format!("{}", spec.iterations_max)
+    } else {
+        format!("{} to {}", spec.iterations_min, spec.iterations_max)
+    };
+    format!(
+        "{} test {to}, {iterations} iteration{} of {} s",
+        spec.test,
+        if spec.iterations_max == 1 { "" } else { "s" },
+        archive::figures::seconds(spec.duration_s)
+    )
 }
 
 #[cfg(test)]

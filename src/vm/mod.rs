@@ -30,6 +30,7 @@ mod console;
 mod guest_dir;
 mod initramfs;
 mod kernel;
+mod qemu;
 mod script;
 mod settings;
 mod tap;
@@ -334,7 +335,7 @@ pub fn check_nic_options(options: &VmOptions) -> Result<(), VmError> {
     }
     let nics_on_taps = match options.net {
         NetMode::Host => true,
-        NetMode::Pair => boot::pair_backend() == boot::PairBackend::Taps,
+        NetMode::Pair => qemu::pair_backend() == qemu::PairBackend::Taps,
         NetMode::Loopback => false,
     };
     if !nics_on_taps {

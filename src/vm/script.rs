@@ -105,6 +105,9 @@ pub(super) fn guest_script(
             "bench".to_string(),
             "--json".to_string(),
             "--no-archive".to_string(),
+            // Its stderr is the run's error message, not a log.
+            "--progress".to_string(),
+            "never".to_string(),
         ];
         words.extend(
             bench_args
@@ -155,7 +158,9 @@ mod tests {
         };
         let script = guest_script(Path::new("/in"), Path::new("/tmp/x y"), &options, &job);
         assert!(script.contains("printf '%s\\n' '1; reboot' > /proc/sys/net/core/rmem_max"));
-        assert!(script.contains("'/opt/net bisect' bench --json --no-archive --label"));
+        assert!(
+            script.contains("'/opt/net bisect' bench --json --no-archive --progress never --label")
+        );
         assert!(script.contains("-H 10.55.0.2 -p 12865"));
         assert!(script.contains("d='/tmp/x y'"));
         // Each run has its files; the status comes last, whole.

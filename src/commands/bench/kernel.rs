@@ -7,6 +7,7 @@
 use crate::cli::GlobalArgs;
 use crate::exit::Code;
 use crate::output;
+use crate::progress::Reporter;
 use crate::request::{BenchInvocation, KernelRun};
 use crate::store::{store_and_print, store_run, warn_of_refused_settings};
 use crate::vm::{self, KernelUnderTest};
@@ -24,7 +25,27 @@ pub fn run(
         .collect();
     let mut records = Vec::new();
     let mut failures = Vec::new();
+    let progress = Reporter::new(global, specs.len() as u64);
+    progress.status(&format!(
+        "booting {} ({}) for {} configuration{}",
+        under_test.image.path.display(),
+        under_test
+            .image
+            .release
+            .as_deref()
+            .unwrap_or("release unknown"),
+        specs.len(),
+        if specs.len() == 1 { "" } else { "s" }
+    ));
     let mut stored = |run_idx: usize, tested: vm::TestOutcome| -> anyhow::Result<()> {
+        progress.advance(1);
+        let name = kernel.configurations[run_idx].name.join(" ");
+        progress.status(&format!(
+            "{}/{} {} done",
+            run_idx + 1,
+            specs.len(),
+            if name.is_empty() { "the test" } else { &name }
+        ));
         match tested {
             Ok(record) => {
                 if invocation.output.archive {
@@ -33,9 +54,8 @@ pub fn run(
                 records.push(record);
             }
             Err(message) => {
-                let name = kernel.configurations[run_idx].name.join(" ");
-                if !global.quiet {
-                    eprintln!("netbisect: error: {name}: {message}");
+                if specs.len() > 1 {
+                    progress.line(&format!("error: {name}: {message}"));
                 }
                 failures.push((name, message));
             }
@@ -53,6 +73,7 @@ pub fn run(
         },
         &mut stored,
     )?;
+    progress.finish();
     if let [(name, message)] = failures.as_slice()
         && records.is_empty()
     {

@@ -21,7 +21,6 @@ use bench_core::run::{BenchRequest, bench};
 use run_record::record::{Metric, RunRecord};
 use run_record::spec::{AddressFamily, RunSpec, SweepParameter, TestKind};
 use serde::Serialize;
-use std::io::IsTerminal;
 
 /// What the `sweep` template renders.
 #[derive(Debug, Serialize)]
@@ -109,12 +108,10 @@ pub fn run(
     let base = &invocation.request;
     let output = &invocation.output;
     let n_sizes = specs.len();
-    let show_progress = !global.quiet && std::io::stderr().is_terminal();
+    let progress = crate::progress::Reporter::new(global, n_sizes as u64);
     let mut records: Vec<RunRecord> = Vec::with_capacity(n_sizes);
     for (size_idx, (point, spec)) in sweep.points.iter().zip(specs.iter().cloned()).enumerate() {
-        if show_progress {
-            eprintln!("size {}/{n_sizes}: {point}", size_idx + 1);
-        }
+        progress.status(&format!("size {}/{n_sizes}: {point}", size_idx + 1));
         let request = BenchRequest {
             spec,
             ..base.clone()
@@ -126,6 +123,7 @@ pub fn run(
                     at: size_idx + 1,
                     size: point.to_string(),
                 };
+                progress.finish();
                 let what = stop_message(&stopped, n_sizes, records.len(), !output.archive);
                 if !global.json && !records.is_empty() {
                     let table = sweep_table(&base.spec, &sweep.parameter, &records, n_sizes);
@@ -148,8 +146,10 @@ pub fn run(
         if global.json {
             output::write_stdout(&output::record(&record)?)?;
         }
+        progress.advance(1);
         records.push(record);
     }
+    progress.finish();
     if !global.json {
         print_table(
             global,

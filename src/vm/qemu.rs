@@ -1,0 +1,307 @@
+//! qemu for one guest: its command line (the machine, the kernel and
+//! initramfs, the console to a file, the host's root and the input
+//! directory read-only, the output directory and the NICs of the network
+//! mode), the runner that starts it under a watcher of this process, and
+//! what the record's `vm` section says of it.
+
+use super::guest_dir::GuestDir;
+use super::{BASE_APPEND, NetMode, QEMU, RUNNER, VmError, VmOptions, initramfs, io};
+use child_process::group::GroupChild;
+use run_record::env::VmEnv;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// What one boot starts from.
+pub(super) struct Boot<'a> {
+    /// The kernel given to qemu.
+    pub(super) kernel: &'a Path,
+    /// The time taken to have it, counted in the boot's overhead.
+    pub(super) prepared: Duration,
+}
+
+/// qemu's command line: the machine, the kernel and initramfs, the
+/// console to a file, the host's root and the input directory read-only
+/// and the output directory over 9p, and the NICs of the network mode.
+pub(super) fn qemu_arguments(
+    boot: &Boot<'_>,
+    options: &VmOptions,
+    guest_dir: &GuestDir,
+    accel: &'static str,
+) -> Vec<String> {
+    let mut append = BASE_APPEND.to_string();
+    for extra in &options.append {
+        append.push(' ');
+        append.push_str(extra);
+    }
+    let mut qemu: Vec<String> = vec![
+        QEMU.to_string(),
+        "-nodefaults".to_string(),
+        "-no-user-config".to_string(),
+        "-display".to_string(),
+        "none".to_string(),
+        "-no-reboot".to_string(),
+        "-accel".to_string(),
+        accel.to_string(),
+    ];
+    // Under TCG the CPU has RDRAND, which the kernel trusts to seed its
+    // random numbers at once: without it, the first getrandom() of the
+    // test waits seconds for entropy.
+    let cpu = if accel == "kvm" {
+        "host"
+    } else {
+        "qemu64,+rdrand"
+    };
+    qemu.extend(["-cpu".to_string(), cpu.to_string()]);
+    qemu.extend([
+        "-smp".to_string(),
+        options.cpus.to_string(),
+        "-m".to_string(),
+        format!("{}M", options.memory_mib),
+        "-kernel".to_string(),
+        boot.kernel.to_string_lossy().into_owned(),
+        "-initrd".to_string(),
+        guest_dir.initrd.to_string_lossy().into_owned(),
+        "-append".to_string(),
+        append,
+        "-chardev".to_string(),
+        format!(
+            "file,id=nbconsole,path={},append=on",
+            qemu_value(&guest_dir.console)
+        ),
+        "-serial".to_string(),
+        "chardev:nbconsole".to_string(),
+        "-virtfs".to_string(),
+        format!(
+            "local,path=/,mount_tag={},security_model=none,readonly=on,multidevs=remap",
+            initramfs::ROOT_TAG
+        ),
+        "-virtfs".to_string(),
+        format!(
+            "local,path={},mount_tag={},security_model=none,readonly=on,multidevs=remap",
+            qemu_value(&guest_dir.input),
+            initramfs::INPUT_TAG
+        ),
+        "-virtfs".to_string(),
+        format!(
+            "local,path={},mount_tag={},security_model=none,multidevs=remap",
+            qemu_value(&guest_dir.output),
+            initramfs::SHARED_TAG
+        ),
+    ]);
+    match options.net {
+        NetMode::Loopback => {}
+        NetMode::Pair => {
+            for end in 1..=2 {
+                let netdev = match pair_backend() {
+                    // Two taps with virtio-net headers on a bridge of a
+                    // network namespace of their own (see start_runner):
+                    // the NICs offer checksum, SG, TSO and GSO as a
+                    // tap-backed virtio-net NIC does.
+                    PairBackend::Taps => format!(
+                        "tap,id=nbpair{end},ifname={PAIR_TAP}{end},script=no,downscript=no,\
+                         vnet_hdr=on{}",
+                        vhost(options)
+                    ),
+                    // A hub of their own: a wire between them, which no
+                    // host socket or device sees, but which carries no
+                    // virtio-net header, so the NICs come up without
+                    // offloads.
+                    PairBackend::Hub => format!("hubport,id=nbpair{end},hubid=0"),
+                };
+                qemu.extend([
+                    "-netdev".to_string(),
+                    netdev,
+                    "-device".to_string(),
+                    format!(
+                        "virtio-net-pci,netdev=nbpair{end},mac=52:54:00:55:00:0{end}{}",
+                        queue_size(options)
+                    ),
+                ]);
+            }
+        }
+        NetMode::Host => {
+            let tap = options.tap.as_deref().unwrap_or_default();
+            qemu.extend([
+                "-netdev".to_string(),
+                format!(
+                    "tap,id=nbhost,ifname={tap},script=no,downscript=no{}",
+                    vhost(options)
+                ),
+                "-device".to_string(),
+                format!("virtio-net-pci,netdev=nbhost{}", queue_size(options)),
+            ]);
+        }
+    }
+    qemu
+}
+
+/// `,vhost=on` for a tap netdev when vhost-net is asked.
+fn vhost(options: &VmOptions) -> &'static str {
+    if options.vhost {
+        ",vhost=on,vhostforce=on"
+    } else {
+        ""
+    }
+}
+
+/// `,tx_queue_size=N` for a NIC when a size is asked.
+fn queue_size(options: &VmOptions) -> String {
+    options
+        .tx_queue_size
+        .map_or_else(String::new, |size| format!(",tx_queue_size={size}"))
+}
+
+/// What joins the two NICs of [`NetMode::Pair`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum PairBackend {
+    /// Two taps with virtio-net headers on a bridge, in a network
+    /// namespace made for the guest (root only).
+    Taps,
+    /// qemu's hub: no root needed, no offloads.
+    Hub,
+}
+
+/// The name of the pair's taps (`nbtap1`, `nbtap2`), inside the guest's
+/// own network namespace.
+const PAIR_TAP: &str = "nbtap";
+
+/// Taps when this process may make them (root, /dev/net/tun, unshare
+/// and ip on PATH), else the hub.
+pub(super) fn pair_backend() -> PairBackend {
+    let root = rustix::process::geteuid().is_root();
+    let tools = ["unshare", "ip"]
+        .iter()
+        .all(|tool| super::find_on_path(tool).is_some());
+    if root && tools && Path::new("/dev/net/tun").exists() {
+        PairBackend::Taps
+    } else {
+        PairBackend::Hub
+    }
+}
+
+/// The runner's shell: qemu started in the background under a watcher of
+/// this process's pipe on its stdin.
+const WATCHER: &str = "exec 3<&0; \"$@\" & v=$!; { read _ <&3; kill -9 0; } & wait $v";
+
+/// Starts qemu under a shell that also watches a pipe from this process:
+/// when this process dies, however it dies (kill -9 included), the pipe
+/// closes and the watcher kills the whole group, qemu with it. The pair's
+/// taps are made in a network namespace of the runner's own, which goes
+/// with it: nothing is left behind on the host.
+pub(super) fn start_runner(
+    qemu: &[String],
+    guest_dir: &GuestDir,
+    options: &VmOptions,
+) -> Result<Runner, VmError> {
+    let console = std::fs::File::options()
+        .create(true)
+        .append(true)
+        .open(&guest_dir.console)
+        .map_err(io("create the console log"))?;
+    let console_err = console.try_clone().map_err(io("open the console log"))?;
+    let taps = options.net == NetMode::Pair && pair_backend() == PairBackend::Taps;
+    let mut command = if taps {
+        let mut command = Command::new("unshare");
+        let setup = format!(
+            "for end in 1 2; do ip tuntap add dev {PAIR_TAP}$end mode tap vnet_hdr || \
+             {{ echo 'netbisect-runner: cannot make a tap for --vm-net pair'; exit 97; }}; done; \
+             ip link add nbbridge type bridge && \
+             ip link set {PAIR_TAP}1 master nbbridge && ip link set {PAIR_TAP}2 master nbbridge && \
+             ip link set {PAIR_TAP}1 up && ip link set {PAIR_TAP}2 up && ip link set nbbridge up || \
+             {{ echo 'netbisect-runner: cannot bridge the taps of --vm-net pair'; exit 97; }}; \
+             {WATCHER}"
+        );
+        command.args(["--net", "--", "sh", "-c", &setup]);
+        command
+    } else {
+        let mut command = Command::new("sh");
+        command.args(["-c", WATCHER]);
+        command
+    };
+    command
+        .arg("sh")
+        .args(qemu)
+        .current_dir("/")
+        .stdin(Stdio::piped())
+        .stdout(console)
+        .stderr(console_err);
+    let mut group = GroupChild::spawn(&mut command).map_err(|source| VmError::Io {
+        what: format!("start {QEMU}"),
+        source,
+    })?;
+    // Held until the guest is done; see the watcher above.
+    let lifeline = group.child().stdin.take();
+    Ok(Runner {
+        group,
+        _lifeline: lifeline,
+    })
+}
+
+/// The runner's process group (qemu and its watcher) and the pipe whose
+/// closing makes the watcher kill it.
+pub(super) struct Runner {
+    pub(super) group: GroupChild,
+    _lifeline: Option<std::process::ChildStdin>,
+}
+
+impl Runner {
+    pub(super) fn kill(&mut self) {
+        self.group.kill();
+    }
+}
+
+/// The record's `vm` section: how the guest was made.
+pub(super) fn vm_env(options: &VmOptions, accel: &str, reached_test: Option<Duration>) -> VmEnv {
+    VmEnv {
+        runner: RUNNER.to_string(),
+        runner_version: runner_version(),
+        accelerator: accel.to_string(),
+        vcpus: options.cpus,
+        memory_mib: options.memory_mib,
+        network: options.net.name().to_string(),
+        network_backend: match options.net {
+            NetMode::Loopback => None,
+            NetMode::Pair => Some(
+                match pair_backend() {
+                    PairBackend::Taps => "virtio-net, taps on a bridge",
+                    PairBackend::Hub => "virtio-net, qemu hub",
+                }
+                .to_string(),
+            ),
+            NetMode::Host => Some(format!(
+                "virtio-net, tap {}",
+                options.tap.as_deref().unwrap_or_default()
+            )),
+        },
+        append: options.append.clone(),
+        sysctls: options.sysctls.clone(),
+        vhost: options.vhost,
+        tx_queue_size: options.tx_queue_size,
+        boot_to_test_s: reached_test
+            .map(|elapsed| (elapsed.as_secs_f64() * 1000.0).round() / 1000.0),
+    }
+}
+
+/// A path as a value of a qemu option, where a comma is written twice.
+fn qemu_value(path: &Path) -> String {
+    path.to_string_lossy().replace(',', ",,")
+}
+
+fn runner_version() -> Option<String> {
+    static VERSION: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    VERSION
+        .get_or_init(|| {
+            // "QEMU emulator version 7.2.22 (Debian 1:7.2+dfsg-7)"
+            let output = Command::new(QEMU)
+                .arg("--version")
+                .stdin(Stdio::null())
+                .output()
+                .ok()?;
+            let text = String::from_utf8_lossy(&output.stdout);
+            let mut words = text.split_whitespace();
+            words.find(|word| *word == "version")?;
+            words.next().map(str::to_string)
+        })
+        .clone()
+}
