@@ -295,6 +295,12 @@ pub(crate) struct PeerFigures {
     pub elapsed_s: Option<f64>,
     /// Throughput at the receiver, bits per second.
     pub throughput_bps: Option<f64>,
+    /// Throughput at the sender, when printed apart (UDP_STREAM).
+    pub sent_throughput_bps: Option<f64>,
+    /// Operations per second (uperf: each write and each read is one).
+    pub operation_rate: Option<f64>,
+    /// Completed transactions, when printed.
+    pub transactions: Option<u64>,
     /// Transactions per second.
     pub transaction_rate: Option<f64>,
     /// Bytes sent and received, when reported.
@@ -352,7 +358,9 @@ fn check_plausible(run: &PeerRun, options: &ImportOptions) -> Result<(), BuildEr
     let implausible = |reason: String| Err(BuildError::Implausible(reason));
     for (name, value) in [
         ("throughput", figures.throughput_bps),
+        ("send throughput", figures.sent_throughput_bps),
         ("transaction rate", figures.transaction_rate),
+        ("operation rate", figures.operation_rate),
     ] {
         if let Some(value) = value.filter(|value| !value.is_finite() || *value < 0.0) {
             return implausible(format!("{name} {value} is negative"));
@@ -403,6 +411,9 @@ pub(crate) fn build_record(run: PeerRun, options: &ImportOptions) -> Result<RunR
         cpu: cpu.clone(),
         reported_latency: reported_latency.clone(),
         send_errors: figures.send_errors,
+        transactions: figures.transactions,
+        reported_sent_throughput_bps: figures.sent_throughput_bps,
+        reported_operation_rate: figures.operation_rate,
         ..Iteration::default()
     };
     // Counts are kept as the tool printed them; none is derived from a

@@ -22,12 +22,15 @@
 //! name may leave out the second, which holds only socket sizes), and an
 //! input whose last line lacks its end was cut and is refused.
 //!
-//! netperf prints the socket buffer sizes the kernel granted, not those
-//! requested; they are recorded as the spec's socket buffers (receive
-//! buffer for request/response tests), so imports of the same command
-//! compare. The elapsed time rounded to whole seconds is taken as the
-//! test length (`-l` takes whole seconds). A CPU figure of -1 means "not
-//! measured" and is dropped.
+//! netperf's tables print the socket buffer sizes the kernel granted
+//! right after setup, not those requested (`-s 87380` prints 174760 on
+//! Linux): they are kept as the spec's reported buffers, never as its
+//! `-s`/`-S`, which the text does not give (omni's `*_SIZE_REQ` are the
+//! requests and are read as such). Every figure is kept as printed: the
+//! UDP_STREAM sender's throughput too, beside the receiver's. The elapsed
+//! time rounded to whole seconds is taken as the test length (`-l` takes
+//! whole seconds). A CPU figure of -1 means "not measured" and is
+//! dropped.
 //!
 //! The parts: `banner` reads the banner and its warning block, `omni` the
 //! keyval and CSV forms, `classic` the tables, and `values` the numbers,

@@ -20,7 +20,7 @@ use super::values::{number, size, throughput_unit};
 use crate::import::{ImportError, PeerFigures};
 use header::{Column, Field, Header, Side, check_columns, owners, read_header};
 use rows::{DataRow, read_results};
-use run_record::spec::{RunSpec, TestKind};
+use run_record::spec::{ReportedSocketBuffers, RunSpec, TestKind};
 
 mod header;
 mod rows;
@@ -205,13 +205,19 @@ fn classic_run_figures(
             let recv_socket = find(local, Field::RecvSocket).and_then(size);
             let send_socket = find(local, Field::SendSocket).and_then(size);
             // The receiver is remote for TCP_STREAM, local for TCP_MAERTS.
-            if spec.test == TestKind::TcpStream {
-                spec.local_socket_buffer_bytes = send_socket;
-                spec.remote_socket_buffer_bytes = recv_socket;
+            spec.reported_socket_buffers = Some(if spec.test == TestKind::TcpStream {
+                ReportedSocketBuffers {
+                    local_send_bytes: send_socket,
+                    remote_recv_bytes: recv_socket,
+                    ..ReportedSocketBuffers::default()
+                }
             } else {
-                spec.local_socket_buffer_bytes = recv_socket;
-                spec.remote_socket_buffer_bytes = send_socket;
-            }
+                ReportedSocketBuffers {
+                    local_recv_bytes: recv_socket,
+                    remote_send_bytes: send_socket,
+                    ..ReportedSocketBuffers::default()
+                }
+            });
         }
         TestKind::UdpStream => {
             // The sender's rate is what it sent; the record keeps the
@@ -223,6 +229,8 @@ fn classic_run_figures(
                 )
             })?;
             figures.throughput_bps = Some(received * throughput_factor);
+            figures.sent_throughput_bps =
+                find(local, Field::Throughput).map(|sent| sent * throughput_factor);
             if let Some(message) = find(local, Field::MessageSize).and_then(size) {
                 spec.send_size_bytes = message;
             }
@@ -232,8 +240,11 @@ fn classic_run_figures(
                 find(remote, Field::MessagesOkay).and_then(|v| size(v).map(u64::from));
             figures.send_errors =
                 find(local, Field::MessageErrors).and_then(|v| size(v).map(u64::from));
-            spec.local_socket_buffer_bytes = find(local, Field::Socket).and_then(size);
-            spec.remote_socket_buffer_bytes = find(remote, Field::Socket).and_then(size);
+            spec.reported_socket_buffers = Some(ReportedSocketBuffers {
+                local_send_bytes: find(local, Field::Socket).and_then(size),
+                remote_recv_bytes: find(remote, Field::Socket).and_then(size),
+                ..ReportedSocketBuffers::default()
+            });
         }
         TestKind::TcpRr | TestKind::TcpCrr | TestKind::UdpRr => {
             figures.transaction_rate =
@@ -246,8 +257,12 @@ fn classic_run_figures(
             if let Some(response) = find(local, Field::ResponseSize).and_then(size) {
                 spec.response_size_bytes = response;
             }
-            spec.local_socket_buffer_bytes = find(local, Field::RecvSocket).and_then(size);
-            spec.remote_socket_buffer_bytes = find(remote, Field::RecvSocket).and_then(size);
+            spec.reported_socket_buffers = Some(ReportedSocketBuffers {
+                local_send_bytes: find(local, Field::SendSocket).and_then(size),
+                local_recv_bytes: find(local, Field::RecvSocket).and_then(size),
+                remote_send_bytes: find(remote, Field::SendSocket).and_then(size),
+                remote_recv_bytes: find(remote, Field::RecvSocket).and_then(size),
+            });
         }
     }
     Ok(figures)
