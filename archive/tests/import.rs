@@ -572,7 +572,7 @@ fn an_output_cut_anywhere_gives_all_its_runs_or_an_error() {
     for sub in ["peer-outputs", "peer-outputs/variants", "email"] {
         for entry in std::fs::read_dir(dir.join(sub)).unwrap() {
             let name = entry.unwrap().file_name().into_string().unwrap();
-            if name.starts_with("netperf") || sub == "email" {
+            if name.ends_with(".txt") && (name.starts_with("netperf") || sub == "email") {
                 names.push(format!("{sub}/{name}"));
             }
         }

@@ -17,12 +17,18 @@
 //! id, so the same text imported twice is one run whatever the file's
 //! modification time.
 //!
+//! Text from a mail is read as mails carry it: quote markers are taken
+//! off, and lines a mail client broke at 72 to 80 columns are joined back
+//! where the tool's layout leaves one reading (`wrap` says which lines
+//! could have been broken; the tool's reader which to join).
+//!
 //! A file either parses completely or yields an error naming the first line
 //! that did not parse; there is no partial result.
 
 pub mod iperf3;
 pub mod netperf;
 mod records;
+mod wrap;
 
 use crate::store::CanonicalRun;
 use run_record::record::{

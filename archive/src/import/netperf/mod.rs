@@ -15,7 +15,11 @@
 //! after a table's block of results, is not read, except that a line of
 //! numbers there is refused rather than dropped. A table whose rows begin
 //! with a word (`current`, `patched`, `Org:`) gives one run per such row,
-//! labelled by the word; an unlabelled line under one is its second line.
+//! labelled by the word; an unlabelled line under one is its second line,
+//! and so is a line with the same word and the figures of a second line
+//! (mails write the side name on both lines of a UDP_STREAM run). Lines
+//! a mail client broke are first joined back where netperf's layout
+//! leaves one reading (`unwrap`).
 //!
 //! Nothing is guessed: the first line of a run needs a figure for every
 //! column, a run needs all its lines (request/response rows given by side
@@ -32,9 +36,10 @@
 //! whole seconds). A CPU figure of -1 means "not measured" and is
 //! dropped.
 //!
-//! The parts: `banner` reads the banner and its warning block, `omni` the
-//! keyval and CSV forms, `classic` the tables, and `values` the numbers,
-//! sizes and throughput units all of them share.
+//! The parts: `unwrap` joins what a mail client broke, `banner` reads the
+//! banner and its warning block, `omni` the keyval and CSV forms,
+//! `classic` the tables, and `values` the numbers, sizes and throughput
+//! units all of them share.
 
 use super::{Format, ImportError, ImportOptions, PeerRun, build_record};
 use banner::{parse_banner, parse_warning_width};
@@ -42,10 +47,12 @@ use classic::{ClassicRun, classic_runs};
 use omni::{is_keyval_line, omni_figures, parse_csv, parse_keyval};
 use run_record::record::{ConfidenceOutcome, Endpoint, Environments, RunRecord, Source};
 use run_record::spec::RunSpec;
+use unwrap::unwrap_section;
 
 mod banner;
 mod classic;
 mod omni;
+mod unwrap;
 mod values;
 
 pub use banner::is_banner;
@@ -62,7 +69,10 @@ pub fn parse(text: &str, options: &ImportOptions) -> Result<(Format, Vec<RunReco
     let mut records = Vec::new();
     for (start_idx, &start) in starts.iter().enumerate() {
         let end = starts.get(start_idx + 1).copied().unwrap_or(lines.len());
-        let (section_format, section_records) = parse_section(&lines[..end], start, options)?;
+        let section = unwrap_section(&lines[start..end], start + 1)?;
+        let section_lines: Vec<&str> = section.lines.iter().map(String::as_str).collect();
+        let (section_format, section_records) = parse_section(&section_lines, 0, options)
+            .map_err(|err| section.renumber(err))?;
         format.get_or_insert(section_format);
         records.extend(section_records);
     }
