@@ -214,7 +214,7 @@ fn malformed_files_import_nothing_and_name_the_line() {
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8(output.stderr).unwrap();
     assert!(
-        stderr.contains("text.txt: line 1: not netperf output"),
+        stderr.contains("text.txt: line 1: not netperf or uperf output"),
         "{stderr}"
     );
     assert_eq!(

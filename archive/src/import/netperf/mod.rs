@@ -67,12 +67,14 @@ pub fn parse(text: &str, options: &ImportOptions) -> Result<(Format, Vec<RunReco
         .collect();
     let mut format = None;
     let mut records = Vec::new();
+    let per_output = options.for_outputs(starts.len())?;
     for (start_idx, &start) in starts.iter().enumerate() {
         let end = starts.get(start_idx + 1).copied().unwrap_or(lines.len());
         let section = unwrap_section(&lines[start..end], start + 1)?;
         let section_lines: Vec<&str> = section.lines.iter().map(String::as_str).collect();
-        let (section_format, section_records) = parse_section(&section_lines, 0, options)
-            .map_err(|err| section.renumber(err))?;
+        let (section_format, section_records) =
+            parse_section(&section_lines, 0, &per_output[start_idx])
+                .map_err(|err| section.renumber(err))?;
         format.get_or_insert(section_format);
         records.extend(section_records);
     }
@@ -196,6 +198,15 @@ fn parse_section(
             confidence,
         };
         let run_options = match &label {
+            Some(side) if options.labels_outputs() => {
+                return Err(ImportError::parse(
+                    line_no,
+                    format!(
+                        "this output names its sides (\"{side}\"); output labels are \
+                         for outputs without side names"
+                    ),
+                ));
+            }
             Some(label) => options.with_side_label(label),
             None => options.clone(),
         };
