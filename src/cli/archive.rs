@@ -28,7 +28,7 @@ pub enum ArchiveAction {
     /// --commit, --label and --testbed apply to peer-tool outputs; run
     /// records keep their own.
     Import(ImportArgs),
-    /// List archived runs, oldest first
+    /// List archived runs, newest first (with --limit N, the N newest)
     List(RunFilterArgs),
     /// Print one run as its netperf table (the record with --json)
     Show {

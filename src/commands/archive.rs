@@ -181,7 +181,7 @@ fn import_file(
 fn run_list(global: &GlobalArgs, filters: &RunFilterArgs) -> anyhow::Result<Code> {
     let archive = open_archive_read(global)?;
     let runs = archive
-        .runs(&query_of(filters))
+        .runs_newest_first(&query_of(filters))
         .context("failed to read the archive")?;
     output::emit(
         global,
