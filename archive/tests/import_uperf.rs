@@ -24,22 +24,38 @@ fn options() -> ImportOptions {
 }
 
 fn runs(name: &str, options: &ImportOptions) -> Vec<RunRecord> {
-    let imported = import::parse(&data(name), options).unwrap_or_else(|err| panic!("{name}: {err}"));
+    let imported =
+        import::parse(&data(name), options).unwrap_or_else(|err| panic!("{name}: {err}"));
     assert_eq!(imported.format, Format::Uperf);
-    imported.runs.iter().map(|run| run.record().clone()).collect()
+    imported
+        .runs
+        .iter()
+        .map(|run| run.record().clone())
+        .collect()
 }
 
 fn close(actual: f64, expected: f64) {
-    assert!((actual - expected).abs() <= expected.abs() * 1e-12, "{actual} != {expected}");
+    assert!(
+        (actual - expected).abs() <= expected.abs() * 1e-12,
+        "{actual} != {expected}"
+    );
 }
 
 #[test]
 fn tcp_rr_at_two_sizes_imports_with_its_figures() {
     let small = runs("peer-outputs/uperf-tcp-rr-64B-1i.txt", &options());
-    let [small] = small.as_slice() else { panic!("{small:?}") };
+    let [small] = small.as_slice() else {
+        panic!("{small:?}")
+    };
     assert_eq!(small.source.tool, "uperf");
     assert_eq!(small.spec.test, TestKind::TcpRr);
-    assert_eq!((small.spec.request_size_bytes, small.spec.response_size_bytes), (64, 64));
+    assert_eq!(
+        (
+            small.spec.request_size_bytes,
+            small.spec.response_size_bytes
+        ),
+        (64, 64)
+    );
     assert_eq!(small.spec.flows, 1);
     assert_eq!(small.endpoint.host, "127.0.0.1");
     let iteration = &small.iterations[0];
@@ -55,8 +71,16 @@ fn tcp_rr_at_two_sizes_imports_with_its_figures() {
     assert_eq!(small.spec.duration_s, 10.0);
 
     let large = runs("peer-outputs/uperf-tcp-rr-1024B-1i-a.txt", &options());
-    let [large] = large.as_slice() else { panic!("{large:?}") };
-    assert_eq!((large.spec.request_size_bytes, large.spec.response_size_bytes), (1024, 1024));
+    let [large] = large.as_slice() else {
+        panic!("{large:?}")
+    };
+    assert_eq!(
+        (
+            large.spec.request_size_bytes,
+            large.spec.response_size_bytes
+        ),
+        (1024, 1024)
+    );
     let iteration = &large.iterations[0];
     close(iteration.throughput_bps, 999.50e6);
     assert_eq!(iteration.reported_operation_rate, Some(122_010.0));
@@ -72,14 +96,27 @@ fn tcp_rr_at_two_sizes_imports_with_its_figures() {
 
 #[test]
 fn an_unknown_profile_or_a_broken_line_is_refused_by_line() {
-    let err = import::parse(&data("peer-outputs/uperf-profile-netperf.txt"), &options()).unwrap_err();
-    let ImportError::Parse { line, message } = err else { panic!("{err}") };
+    let err = import::parse(
+        &data("peer-outputs/refused/uperf-profile-netperf.txt"),
+        &options(),
+    )
+    .unwrap_err();
+    let ImportError::Parse { line, message } = err else {
+        panic!("{err}")
+    };
     assert_eq!(line, 1);
-    assert!(message.starts_with("uperf profile \"netperf\" is not one netbisect knows"), "{message}");
+    assert!(
+        message.starts_with("uperf profile \"netperf\" is not one netbisect knows"),
+        "{message}"
+    );
     let text = String::from_utf8(data("peer-outputs/uperf-tcp-rr-64B-1i.txt")).unwrap();
     let cut = text.replace("   92009op/s", "");
     let err = import::parse(cut.as_bytes(), &options()).unwrap_err();
-    assert!(err.to_string().starts_with("line 3: expected a uperf transaction line"), "{err}");
+    assert!(
+        err.to_string()
+            .starts_with("line 3: expected a uperf transaction line"),
+        "{err}"
+    );
     let udp = text.replace("profile:tcp-rr-64b-1i", "profile:udp-stream-64b-1i");
     assert!(import::parse(udp.as_bytes(), &options()).is_err());
 }
@@ -95,16 +132,33 @@ fn outputs_of_one_mail_take_their_labels_in_order() {
     assert_eq!(mail[1].iterations[0].transactions, Some(622_890));
     labelled.output_labels.pop();
     let err = import::parse(&data("email/uperf-tcp-rr-sizes-quoted.txt"), &labelled).unwrap_err();
-    assert_eq!(err, ImportError::LabelCount { labels: 1, outputs: 2 });
+    assert_eq!(
+        err,
+        ImportError::LabelCount {
+            labels: 1,
+            outputs: 2
+        }
+    );
     // netperf outputs too; and an output naming its sides takes none.
     let mut labelled = options();
     labelled.output_labels = vec!["before".to_string(), "after".to_string()];
     let two = import::parse(&data("email/two-outputs-wrapped-72-quoted.txt"), &labelled).unwrap();
-    let labels: Vec<_> = two.runs.iter().map(|r| r.record().subject.label.clone()).collect();
-    assert_eq!(labels, [Some("before".to_string()), Some("after".to_string())]);
+    let labels: Vec<_> = two
+        .runs
+        .iter()
+        .map(|r| r.record().subject.label.clone())
+        .collect();
+    assert_eq!(
+        labels,
+        [Some("before".to_string()), Some("after".to_string())]
+    );
     labelled.output_labels = vec!["mine".to_string()];
     let err = import::parse(&data("email/udp-stream-side-names.txt"), &labelled).unwrap_err();
-    assert!(err.to_string().contains("this output names its sides (\"current\")"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("this output names its sides (\"current\")"),
+        "{err}"
+    );
 }
 
 /// A uperf output cut at any byte gives an error or runs whose figures of
