@@ -574,7 +574,8 @@ fn an_output_cut_anywhere_gives_all_its_runs_or_an_error() {
             let name = entry.unwrap().file_name().into_string().unwrap();
             // uperf's outputs have parts a cut can leave out whole; they
             // are cut in their own test.
-            let netperf = name.starts_with("netperf") || (sub == "email" && !name.starts_with("uperf"));
+            let netperf =
+                name.starts_with("netperf") || (sub == "email" && !name.starts_with("uperf"));
             if name.ends_with(".txt") && netperf {
                 names.push(format!("{sub}/{name}"));
             }

@@ -126,8 +126,11 @@ fn every_table_wrapped_at_72_to_80_columns_imports_as_printed() {
                 if wrapped != text {
                     n_broken += 1;
                 }
-                for variant in [wrapped.clone(), quote(&wrapped), wrap(&quote(&text), width, mode)]
-                {
+                for variant in [
+                    wrapped.clone(),
+                    quote(&wrapped),
+                    wrap(&quote(&text), width, mode),
+                ] {
                     assert_eq!(
                         ids(&variant).as_ref(),
                         Ok(&whole),
@@ -168,7 +171,10 @@ fn the_mails_of_the_corpus_give_the_runs_of_their_outputs() {
     assert_eq!(iteration.messages_sent, Some(1_394_591));
     assert_eq!(iteration.messages_received, Some(592_278));
     let cpu = iteration.cpu.as_ref().unwrap();
-    assert_eq!((cpu.remote_util_pct, cpu.remote_service_demand), (Some(100.0), Some(4.99)));
+    assert_eq!(
+        (cpu.remote_util_pct, cpu.remote_service_demand),
+        (Some(100.0), Some(4.99))
+    );
 }
 
 #[test]
@@ -179,10 +185,7 @@ fn a_wrap_that_reads_two_ways_or_a_missing_figure_is_refused_by_line() {
     let output = data("peer-outputs/netperf-TCP_STREAM-l5-cC.txt");
     let wrapped = wrap(&output, 72, Break::DropSpaces);
     assert!(wrapped.contains("\nDemand\n"), "{wrapped}");
-    let two_ways = wrapped.replace(
-        "\nDemand\n",
-        &format!("\nSocket{}Demand\n", " ".repeat(58)),
-    );
+    let two_ways = wrapped.replace("\nDemand\n", &format!("\nSocket{}Demand\n", " ".repeat(58)));
     assert_eq!(
         ids(&two_ways).unwrap_err(),
         "line 4: this header line could be joined two ways to the lines a mail \

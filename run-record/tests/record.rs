@@ -730,14 +730,23 @@ fn what_an_import_reports_round_trips_and_only_its_buffers_key_it() {
     let bytes = imported.to_canonical_bytes().unwrap();
     let text = String::from_utf8(bytes.clone()).unwrap();
     assert!(
-        text.contains(r#""reported_socket_buffers":{"local_send_bytes":16384,"remote_recv_bytes":87380}"#),
+        text.contains(
+            r#""reported_socket_buffers":{"local_send_bytes":16384,"remote_recv_bytes":87380}"#
+        ),
         "{text}"
     );
-    assert!(text.contains(r#""reported_sent_throughput_bps":127583970000"#), "{text}");
+    assert!(
+        text.contains(r#""reported_sent_throughput_bps":127583970000"#),
+        "{text}"
+    );
     let back = RunRecord::from_slice(&bytes).unwrap();
     assert_eq!(back, imported);
     // Absent, they are left out, so other runs keep their config_key.
-    assert!(!String::from_utf8(plain.to_canonical_bytes().unwrap()).unwrap().contains("reported_s"));
+    assert!(
+        !String::from_utf8(plain.to_canonical_bytes().unwrap())
+            .unwrap()
+            .contains("reported_s")
+    );
 }
 
 #[test]

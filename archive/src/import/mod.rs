@@ -248,7 +248,10 @@ pub enum ImportError {
         outputs: usize,
     },
     /// More lines of text than an import reads.
-    #[error("line {line}: more than {} lines of text; import the outputs in parts", MAX_TEXT_LINES)]
+    #[error(
+        "line {line}: more than {} lines of text; import the outputs in parts",
+        MAX_TEXT_LINES
+    )]
     TooManyLines {
         /// The first line past the limit.
         line: usize,

@@ -232,7 +232,10 @@ pub(super) fn parse(text: &str, options: &ImportOptions) -> Result<Vec<RunRecord
 }
 
 /// The run of the output `lines`, its first line the `Starting` line.
-fn parse_output(lines: &[(usize, &str)], options: &ImportOptions) -> Result<RunRecord, ImportError> {
+fn parse_output(
+    lines: &[(usize, &str)],
+    options: &ImportOptions,
+) -> Result<RunRecord, ImportError> {
     let (start_no, start_line) = lines[0];
     let name = start_line
         .split_once("profile:")
@@ -272,7 +275,9 @@ fn parse_output(lines: &[(usize, &str)], options: &ImportOptions) -> Result<RunR
         .iter()
         .map(|&(line_no, line)| txn_line(line, line_no))
         .collect::<Result<Vec<_>, _>>()?;
-    let moved: Vec<usize> = (0..txns.len()).filter(|&idx| txns[idx].bytes > 0.0).collect();
+    let moved: Vec<usize> = (0..txns.len())
+        .filter(|&idx| txns[idx].bytes > 0.0)
+        .collect();
     let [measured_idx] = moved.as_slice() else {
         return Err(ImportError::parse(
             start_no,
@@ -294,7 +299,10 @@ fn parse_output(lines: &[(usize, &str)], options: &ImportOptions) -> Result<RunR
         n => {
             return Err(ImportError::parse(
                 averages[0].0,
-                format!("{n} rows of transaction times for {} transactions", txns.len()),
+                format!(
+                    "{n} rows of transaction times for {} transactions",
+                    txns.len()
+                ),
             ));
         }
     };
@@ -355,11 +363,20 @@ mod tests {
     #[test]
     fn profiles_are_known_by_pbench_names_only() {
         let rr = known_profile("tcp-rr-64b-1i").unwrap();
-        assert_eq!((rr.test, rr.size_bytes, rr.threads), (TestKind::TcpRr, 64, 1));
+        assert_eq!(
+            (rr.test, rr.size_bytes, rr.threads),
+            (TestKind::TcpRr, 64, 1)
+        );
         let stream = known_profile("tcp_stream-16384B-8i").unwrap();
         assert_eq!(stream.test, TestKind::TcpStream);
         assert_eq!(stream.threads, 8);
-        for unknown in ["netperf", "tcp-rr", "udp-stream-64b-1i", "tcp-rr-0b-1i", "tcp-rr-64-1i"] {
+        for unknown in [
+            "netperf",
+            "tcp-rr",
+            "udp-stream-64b-1i",
+            "tcp-rr-0b-1i",
+            "tcp-rr-64-1i",
+        ] {
             assert!(known_profile(unknown).is_none(), "{unknown}");
         }
     }
@@ -367,7 +384,10 @@ mod tests {
     #[test]
     fn figures_read_with_uperfs_units() {
         assert_eq!(scaled("47.11Mb/s", "b/s", 1000.0, 1).unwrap(), 47.11e6);
-        assert_eq!(scaled("1.19GB", "B", 1024.0, 1).unwrap(), 1.19 * 1024.0 * 1024.0 * 1024.0);
+        assert_eq!(
+            scaled("1.19GB", "B", 1024.0, 1).unwrap(),
+            1.19 * 1024.0 * 1024.0 * 1024.0
+        );
         assert_eq!(scaled("0", "B", 1024.0, 1).unwrap(), 0.0);
         assert!(scaled("-1Mb/s", "b/s", 1000.0, 1).is_err());
         assert_eq!(micros("487.00ns", 1).unwrap(), 0.487);

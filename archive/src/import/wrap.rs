@@ -52,7 +52,10 @@ mod tests {
     #[test]
     fn a_break_needs_a_long_first_part_and_a_word_that_did_not_fit() {
         let banner = "MIGRATED TCP STREAM TEST from 0.0.0.0 (0.0.0.0) port 0 AF_INET to";
-        assert!(could_be_broken(banner, "127.0.0.1 () port 0 AF_INET : demo"));
+        assert!(could_be_broken(
+            banner,
+            "127.0.0.1 () port 0 AF_INET : demo"
+        ));
         // A short line was not broken: the next word would have fitted.
         assert!(!could_be_broken("16384  131072", "16384  131072"));
         // A line wider than any client's width was not broken there.

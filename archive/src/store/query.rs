@@ -130,7 +130,11 @@ impl Archive {
         self.runs_in_order(query, Order::NewestFirst)
     }
 
-    fn runs_in_order(&self, query: &RunQuery, order: Order) -> Result<Vec<StoredRun>, ArchiveError> {
+    fn runs_in_order(
+        &self,
+        query: &RunQuery,
+        order: Order,
+    ) -> Result<Vec<StoredRun>, ArchiveError> {
         let (sql, values) = build_select_ordered(RUN_COLUMNS, query, order)?;
         let mut statement = self.connection.prepare(&sql)?;
         let mut rows = statement.query(rusqlite::params_from_iter(values.iter()))?;

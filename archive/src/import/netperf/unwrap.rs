@@ -116,7 +116,10 @@ fn begins_output_body(line: &str) -> bool {
     trimmed.starts_with("!!!")
         || is_keyval_line(line)
         || trimmed.contains(',')
-        || matches!(first, "Recv" | "Socket" | "Local" | "Size" | "Send" | "bytes")
+        || matches!(
+            first,
+            "Recv" | "Socket" | "Local" | "Size" | "Send" | "bytes"
+        )
 }
 
 fn is_blank(line: &str) -> bool {
@@ -140,7 +143,9 @@ pub(super) fn unwrap_section(lines: &[&str], first_no: usize) -> Result<Section,
         banner = join(&banner, next);
         idx += 1;
     }
-    let test = parse_banner(&banner, first_no).ok().map(|banner| banner.test);
+    let test = parse_banner(&banner, first_no)
+        .ok()
+        .map(|banner| banner.test);
     section.push(banner, first_no);
     let copy = |section: &mut Section, from: usize, to: usize| {
         for (offset, line) in lines[from..to].iter().enumerate() {
@@ -371,7 +376,10 @@ impl ResultSearch<'_> {
     /// The side name and figures of the logical line `block[at..end]`.
     fn line(&self, at: usize, end: usize) -> (Option<&str>, usize) {
         let label = label_of(self.block[at]);
-        let figures: usize = self.block[at..end].iter().map(|line| figures_of(line)).sum();
+        let figures: usize = self.block[at..end]
+            .iter()
+            .map(|line| figures_of(line))
+            .sum();
         (label, figures - usize::from(label.is_some()))
     }
 
