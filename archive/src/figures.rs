@@ -10,7 +10,7 @@
 //! compile until it is given its words here.
 
 use run_record::record::{Metric, RunRecord};
-use run_record::spec::{AddressFamily, CpuPinning, RunSpec};
+use run_record::spec::{AddressFamily, CpuPinning, ReportedSocketBuffers, RunSpec, TestKind};
 use serde::Serialize;
 
 /// One parameter of a spec, as a title shows it and as `netbisect bench`
@@ -59,6 +59,7 @@ pub fn spec_options(spec: &RunSpec) -> Vec<SpecOption> {
         warmup_s,
         threads,
         system,
+        reported_socket_buffers,
     } = spec;
     let defaults = RunSpec::defaults(*test);
     let mut options = Vec::new();
@@ -95,6 +96,11 @@ pub fn spec_options(spec: &RunSpec) -> Vec<SpecOption> {
     }
     if let Some(bytes) = remote_socket_buffer_bytes {
         options.push(both("-S", bytes.to_string()));
+    }
+    // Buffers an imported text says were granted: shown, but no option
+    // of a command, since no `-s`/`-S` is known to give them again.
+    if let Some(buffers) = reported_socket_buffers {
+        options.push(option(granted_title(*test, buffers), String::new()));
     }
     let request_response = test.is_request_response();
     if !request_response || *send_size_bytes != defaults.send_size_bytes {
@@ -157,6 +163,32 @@ fn shell_word(word: &str) -> String {
     }
 }
 
+/// The words of a title for the socket buffers an import reports as
+/// granted: the sender's send and the receiver's receive buffer of a
+/// stream test, each end's send/receive pair of a request/response test.
+fn granted_title(test: TestKind, buffers: &ReportedSocketBuffers) -> String {
+    let size = |bytes: Option<u32>| bytes.map_or_else(|| "-".to_string(), |b| b.to_string());
+    match test {
+        TestKind::TcpMaerts => format!(
+            "granted send {} recv {}",
+            size(buffers.remote_send_bytes),
+            size(buffers.local_recv_bytes)
+        ),
+        TestKind::TcpStream | TestKind::UdpStream => format!(
+            "granted send {} recv {}",
+            size(buffers.local_send_bytes),
+            size(buffers.remote_recv_bytes)
+        ),
+        _ => format!(
+            "granted local {}/{} remote {}/{}",
+            size(buffers.local_send_bytes),
+            size(buffers.local_recv_bytes),
+            size(buffers.remote_send_bytes),
+            size(buffers.remote_recv_bytes)
+        ),
+    }
+}
+
 /// The title of a configuration: the test, every parameter of
 /// [`spec_options`], and the testbed.
 pub fn spec_title(spec: &RunSpec, testbed: &str) -> String {
@@ -171,13 +203,19 @@ pub fn spec_command(spec: &RunSpec) -> String {
         "netbisect bench -t".to_string(),
         spec.test.name().to_string(),
     ];
-    words.extend(spec_options(spec).into_iter().map(|each| each.command));
+    words.extend(
+        spec_options(spec)
+            .into_iter()
+            .map(|each| each.command)
+            .filter(|command| !command.is_empty()),
+    );
     words.join(" ")
 }
 
 /// The figures of one side of a comparison group, in netperf's columns.
-/// Sizes come from the side's earliest run (its last iteration's ends);
-/// every other figure is the mean over every iteration of every run.
+/// Sizes come from the side's earliest run (its last iteration's ends, or
+/// for an import the buffers its text reported as granted); every other
+/// figure is the mean over every iteration of every run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct SideFigures {
     /// Runs of the side.
@@ -228,6 +266,28 @@ pub struct SideFigures {
     pub confidence_target_half_width_pct: Option<f64>,
     /// True when a run of the side missed its interval (netperf's `!!!`).
     pub confidence_missed: bool,
+}
+
+impl SideFigures {
+    /// The socket sizes of a run without ends (an import), as its text
+    /// gave them.
+    fn set_reported_sockets(&mut self, run: &RunRecord) {
+        let Some(buffers) = &run.spec.reported_socket_buffers else {
+            return;
+        };
+        let bytes = |size: Option<u32>| size.map(u64::from);
+        self.local_send_socket_bytes = bytes(buffers.local_send_bytes);
+        self.local_recv_socket_bytes = bytes(buffers.local_recv_bytes);
+        self.remote_send_socket_bytes = bytes(buffers.remote_send_bytes);
+        self.remote_recv_socket_bytes = bytes(buffers.remote_recv_bytes);
+        if run.spec.test == TestKind::TcpMaerts {
+            self.send_socket_bytes = self.remote_send_socket_bytes;
+            self.recv_socket_bytes = self.local_recv_socket_bytes;
+        } else {
+            self.send_socket_bytes = self.local_send_socket_bytes;
+            self.recv_socket_bytes = self.remote_recv_socket_bytes;
+        }
+    }
 }
 
 fn mean_of(values: impl Iterator<Item = f64>) -> Option<f64> {
@@ -283,18 +343,24 @@ impl SideFigures {
             };
             figures.send_socket_bytes = Some(sender.send_buffer.at_end_bytes);
             figures.recv_socket_bytes = Some(receiver.recv_buffer.at_end_bytes);
+        } else if let Some(run) = runs.first() {
+            figures.set_reported_sockets(run);
         }
         let udp_iterations = || {
             runs.iter()
                 .filter(|run| run.summary.udp.is_some())
                 .flat_map(|run| run.iterations.iter().map(move |iteration| (run, iteration)))
         };
-        // What the sender put on the wire: its bytes over its own time, or
-        // for a run without ends (an import) its datagrams of the send size.
+        // What the sender put on the wire: its bytes over its own time; for
+        // a run without ends (an import) the figure its tool printed, or
+        // else its datagrams of the send size.
         figures.sent_throughput_bps = mean_of(udp_iterations().filter_map(|(run, iteration)| {
             match &iteration.ends {
                 Some(ends) => (ends.local.elapsed_s > 0.0)
                     .then(|| ends.local.bytes_sent as f64 * 8.0 / ends.local.elapsed_s),
+                None if iteration.reported_sent_throughput_bps.is_some() => {
+                    iteration.reported_sent_throughput_bps
+                }
                 None => {
                     let sent = iteration.messages_sent? as f64;
                     (iteration.elapsed_s > 0.0).then(|| {
@@ -371,6 +437,38 @@ mod tests {
         );
         let rr = RunSpec::defaults(TestKind::TcpRr);
         assert_eq!(spec_title(&rr, "lab"), "TCP_RR -l 10 -r 1,1 (testbed lab)");
+    }
+
+    #[test]
+    fn granted_buffers_are_titled_but_never_an_option() {
+        let mut spec = RunSpec::defaults(TestKind::TcpStream);
+        spec.duration_s = 60.0;
+        spec.local_cpu = true;
+        spec.remote_cpu = true;
+        spec.reported_socket_buffers = Some(ReportedSocketBuffers {
+            local_send_bytes: Some(16384),
+            remote_recv_bytes: Some(87380),
+            ..ReportedSocketBuffers::default()
+        });
+        assert_eq!(
+            spec_title(&spec, "lab"),
+            "TCP_STREAM -l 60 -c -C granted send 16384 recv 87380 -m 16384 (testbed lab)"
+        );
+        assert_eq!(
+            spec_command(&spec),
+            "netbisect bench -t TCP_STREAM -l 60 -c -C -m 16384"
+        );
+        let mut rr = RunSpec::defaults(TestKind::TcpRr);
+        rr.reported_socket_buffers = Some(ReportedSocketBuffers {
+            local_send_bytes: Some(16384),
+            local_recv_bytes: Some(131072),
+            remote_send_bytes: None,
+            remote_recv_bytes: Some(131072),
+        });
+        assert_eq!(
+            spec_title(&rr, "lab"),
+            "TCP_RR -l 10 granted local 16384/131072 remote -/131072 -r 1,1 (testbed lab)"
+        );
     }
 
     #[test]

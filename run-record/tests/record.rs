@@ -9,7 +9,8 @@ use run_record::record::{
     Spread, Subject, Summary, SystemOutcome, TcpInfoFigures, UdpFigures,
 };
 use run_record::spec::{
-    AddressFamily, ConfidenceSpec, CpuPinning, RunSpec, Setting, SystemSettings, TestKind,
+    AddressFamily, ConfidenceSpec, CpuPinning, ReportedSocketBuffers, RunSpec, Setting,
+    SystemSettings, TestKind,
 };
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -146,6 +147,8 @@ fn iteration(transactions: u64) -> Iteration {
         cpu: Some(cpu()),
         latency: Some(latency(1.0)),
         reported_latency: Some(reported_latency()),
+        reported_sent_throughput_bps: None,
+        reported_operation_rate: None,
         lost_transactions: Some(0),
         send_errors: Some(4),
         ends: Some(EndsReport {
@@ -254,6 +257,7 @@ fn end_report(transactions: u64, local_address: &str, peer_address: &str) -> End
 fn fixture() -> RunRecord {
     let spec = RunSpec {
         system: None,
+        reported_socket_buffers: None,
         test: TestKind::TcpRr,
         family: AddressFamily::Ipv6,
         duration_s: 10.0,
@@ -704,6 +708,45 @@ fn settings_enter_the_config_key_and_experiments_do_not() {
     // A bad setting is refused like any spec value out of range.
     asked.spec.system.as_mut().unwrap().mtu = Some(10);
     assert!(asked.spec.validate().is_err());
+}
+
+#[test]
+fn what_an_import_reports_round_trips_and_only_its_buffers_key_it() {
+    let plain = fixture();
+    let mut imported = fixture();
+    imported.iterations[0].reported_sent_throughput_bps = Some(127_583.97e6);
+    imported.iterations[0].reported_operation_rate = Some(92_009.0);
+    imported.seal().unwrap();
+    // Figures are not part of the configuration.
+    assert_eq!(imported.config_key, plain.config_key);
+    imported.spec.reported_socket_buffers = Some(ReportedSocketBuffers {
+        local_send_bytes: Some(16384),
+        remote_recv_bytes: Some(87380),
+        ..ReportedSocketBuffers::default()
+    });
+    imported.seal().unwrap();
+    // Granted buffers are all an import says of its sockets: they key it.
+    assert_ne!(imported.config_key, plain.config_key);
+    let bytes = imported.to_canonical_bytes().unwrap();
+    let text = String::from_utf8(bytes.clone()).unwrap();
+    assert!(
+        text.contains(
+            r#""reported_socket_buffers":{"local_send_bytes":16384,"remote_recv_bytes":87380}"#
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#""reported_sent_throughput_bps":127583970000"#),
+        "{text}"
+    );
+    let back = RunRecord::from_slice(&bytes).unwrap();
+    assert_eq!(back, imported);
+    // Absent, they are left out, so other runs keep their config_key.
+    assert!(
+        !String::from_utf8(plain.to_canonical_bytes().unwrap())
+            .unwrap()
+            .contains("reported_s")
+    );
 }
 
 #[test]

@@ -16,17 +16,19 @@ pub struct ArchiveArgs {
 /// `netbisect archive ...`.
 #[derive(Debug, Subcommand)]
 pub enum ArchiveAction {
-    /// Import netperf or iperf3 outputs, or run record files
+    /// Import netperf, uperf or iperf3 outputs, or run record files
     ///
     /// The format is detected from the content: netperf classic, omni -k
-    /// or -o output; iperf3 -J; canonical run records (one document or JSON
+    /// or -o output, also as a mail carries it (quoted, re-wrapped at 72-80
+    /// columns, several outputs); uperf's text output of pbench-uperf's
+    /// profiles; iperf3 -J; canonical run records (one document or JSON
     /// lines). Each file is imported in its own transaction: a file that
     /// does not parse stores nothing, is reported with its first bad line,
     /// and the other files are still imported (exit code 2 at the end).
     /// --commit, --label and --testbed apply to peer-tool outputs; run
     /// records keep their own.
     Import(ImportArgs),
-    /// List archived runs, oldest first
+    /// List archived runs, newest first (with --limit N, the N newest)
     List(RunFilterArgs),
     /// Print one run as its netperf table (the record with --json)
     Show {
@@ -59,8 +61,13 @@ pub struct ImportArgs {
     #[arg(long, value_name = "TEXT")]
     pub describe: Option<String>,
     /// Free-form label, such as base or patched
-    #[arg(long, value_name = "LABEL")]
+    #[arg(long, value_name = "LABEL", conflicts_with = "labels")]
     pub label: Option<String>,
+    /// Label the outputs of one input in order: the first output's runs
+    /// LABEL1, the next LABEL2, ...; one label per output, and none for
+    /// an output whose lines name their sides
+    #[arg(long, value_name = "LABEL1,LABEL2,...", value_delimiter = ',')]
+    pub labels: Vec<String>,
     /// Testbed name [default: default]
     #[arg(long, value_name = "NAME")]
     pub testbed: Option<String>,

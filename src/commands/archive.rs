@@ -48,6 +48,15 @@ struct FileReport {
 }
 
 fn run_import(global: &GlobalArgs, args: &ImportArgs) -> anyhow::Result<Code> {
+    if !args.labels.is_empty() && args.files.len() > 1 {
+        return Err(InputError(
+            "--labels names the outputs of one input; import one file with it".to_string(),
+        )
+        .into());
+    }
+    if let Some(empty) = args.labels.iter().position(|label| label.trim().is_empty()) {
+        return Err(InputError(format!("--labels: label {} is empty", empty + 1)).into());
+    }
     let mut archive = open_archive(global)?;
     let subject = Subject {
         commit: args.commit.clone(),
@@ -153,6 +162,7 @@ fn import_file(
         imported_at: Some(std::time::SystemTime::now()),
         side_labels,
         label_prefix: args.label_prefix.clone(),
+        output_labels: args.labels.clone(),
     };
     let imported = import::parse(&bytes, &options).map_err(|err| file_error(err.to_string()))?;
     let counts = archive
@@ -171,7 +181,7 @@ fn import_file(
 fn run_list(global: &GlobalArgs, filters: &RunFilterArgs) -> anyhow::Result<Code> {
     let archive = open_archive_read(global)?;
     let runs = archive
-        .runs(&query_of(filters))
+        .runs_newest_first(&query_of(filters))
         .context("failed to read the archive")?;
     output::emit(
         global,

@@ -135,8 +135,10 @@ fn import_list_show_export_and_reimport() {
     assert!(table.ends_with(&format!("run {}\n", &id[..12])), "{table}");
     crate::check_mailing_list_rules(&table);
 
-    let export = stdout_of(netbisect(&db).args(["archive", "export", "--test", "TCP_RR"]));
-    assert_eq!(export.lines().count(), 5);
+    let export = stdout_of(
+        netbisect(&db).args(["archive", "export", "--test", "TCP_RR", "--tool", "netperf"]),
+    );
+    assert_eq!(export.lines().count(), 6);
     for line in export.lines() {
         let record = RunRecord::from_slice(line.as_bytes()).unwrap();
         assert_eq!(record.to_canonical_bytes().unwrap(), line.as_bytes());
@@ -214,7 +216,7 @@ fn malformed_files_import_nothing_and_name_the_line() {
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8(output.stderr).unwrap();
     assert!(
-        stderr.contains("text.txt: line 1: not netperf output"),
+        stderr.contains("text.txt: line 1: not netperf or uperf output"),
         "{stderr}"
     );
     assert_eq!(

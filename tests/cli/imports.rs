@@ -231,3 +231,131 @@ fn compare_says_when_runs_differ_only_in_their_testbed() {
     );
     assert!(joined.contains("they are on testbed lab"), "{text}");
 }
+
+fn netbisect_stdout(archive: &Path, args: &[&str]) -> String {
+    let output = netbisect_with(archive).args(args).output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+#[test]
+fn a_wrapped_mail_of_two_outputs_imports_labelled_and_compares_as_printed() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("a.db");
+    let mail = std::fs::read(data("email/two-outputs-wrapped-72-quoted.txt")).unwrap();
+    let (code, stdout, stderr) = import(&archive, &["-", "--labels", "before,after"], &mail);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout, "-: 2 runs (netperf), 2 added, 0 already present\n");
+    let compare = netbisect_stdout(&archive, &["compare", "before", "after", "--email"]);
+    // The sizes netperf printed are granted ones: named as such in the
+    // title, never made -s/-S of the command that runs it again.
+    assert!(
+        compare.contains("TCP_STREAM -l 5 -c -C granted send 16384 recv 131072"),
+        "{compare}"
+    );
+    assert!(
+        compare.contains("  netbisect bench -t TCP_STREAM -l 5 -c -C -m 16384\n"),
+        "{compare}"
+    );
+    assert!(!compare.contains("-s 16384") && !compare.contains("-S 131072"));
+    assert!(compare.contains("14316.75") && compare.contains("12924.37"));
+    assert!(compare.contains("131072"), "{compare}");
+    // --labels names the outputs of one input only.
+    let (code, _, stderr) = import(&archive, &["-", "-", "--labels", "a,b"], b"");
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("--labels names the outputs of one input"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn show_prints_an_imports_figures_and_sockets_as_its_text_did() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("a.db");
+    let file = data("peer-outputs/netperf-UDP_STREAM-l5-m1472.txt");
+    let (code, _, stderr) = import(&archive, &[file.to_str().unwrap()], b"");
+    assert_eq!(code, 0, "{stderr}");
+    let id = runs(&archive)[0]["id"].as_str().unwrap().to_string();
+    let table = netbisect_stdout(&archive, &["archive", "show", &id]);
+    let text = std::fs::read_to_string(&file).unwrap();
+    // Both result lines as netperf printed them, the sender's throughput
+    // included (not recomputed from the datagrams).
+    for (printed, shown) in text.lines().skip(5).zip(table.lines().skip(6)) {
+        let printed: Vec<&str> = printed.split_whitespace().collect();
+        let shown: Vec<&str> = shown.split_whitespace().collect();
+        assert_eq!(printed, shown, "{table}");
+    }
+    assert!(
+        table.contains("1659.48") && table.contains("715.79"),
+        "{table}"
+    );
+}
+
+#[test]
+fn uperf_outputs_at_two_sizes_import_with_their_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("a.db");
+    let small = data("peer-outputs/uperf-tcp-rr-64B-1i.txt");
+    let large = data("peer-outputs/uperf-tcp-rr-1024B-1i-a.txt");
+    let (code, stdout, stderr) = import(
+        &archive,
+        &[small.to_str().unwrap(), large.to_str().unwrap()],
+        b"",
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("1 run (uperf), 1 added"), "{stdout}");
+    let list = netbisect_stdout(&archive, &["archive", "list", "--tool", "uperf"]);
+    assert!(
+        list.contains("46004.50") && list.contains("61005.00"),
+        "{list}"
+    );
+    let refused = data("peer-outputs/refused/uperf-profile-netperf.txt");
+    let (code, _, stderr) = import(&archive, &[refused.to_str().unwrap()], b"");
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("line 1: uperf profile \"netperf\" is not one"),
+        "{stderr}"
+    );
+    assert_eq!(runs(&archive).len(), 2);
+}
+
+#[test]
+fn list_shows_the_newest_runs_first_in_the_tools_unit() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("a.db");
+    let labels = ["first", "second", "a-label-of-more-than-ten"];
+    for (name, label) in [
+        "peer-outputs/netperf-TCP_STREAM-l5-cC.txt",
+        "peer-outputs/netperf-TCP_STREAM-l5-cC-run2.txt",
+        "peer-outputs/netperf-TCP_STREAM-l10-plain.txt",
+    ]
+    .iter()
+    .zip(labels)
+    {
+        let file = data(name);
+        let (code, _, stderr) = import(&archive, &[file.to_str().unwrap(), "--label", label], b"");
+        assert_eq!(code, 0, "{stderr}");
+        // Imports of undated text start when imported: a moment apart.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let list = netbisect_stdout(&archive, &["archive", "list", "--limit", "2"]);
+    let lines: Vec<&str> = list.lines().collect();
+    assert!(
+        lines[0].contains("10^6bits/s") && !list.contains("Mbit/s"),
+        "{list}"
+    );
+    assert!(
+        lines[1].contains(" a-label-o~ ") && lines[1].contains("11967.53"),
+        "{list}"
+    );
+    assert!(
+        lines[2].contains(" second ") && lines[2].contains("12924.37"),
+        "{list}"
+    );
+    assert_eq!(lines[4], "2 runs");
+}

@@ -664,7 +664,7 @@ fn a_udp_sweep_shows_the_failed_sends_of_each_side() {
     check_rules(&text, 80);
     insta::assert_snapshot!("compare_udp_sweep_failed_sends", text);
     // Without CPU: an Errors column per side, the counts netperf printed.
-    let title = "UDP_STREAM -l 10 -s 212992 -S 212992 over -m sizes (testbed default)";
+    let title = "UDP_STREAM -l 10 granted send 212992 recv 212992 over -m sizes";
     let rows = udp_sweep_rows(&table_after(&text, title));
     assert_eq!(rows.len(), 3, "{text}");
     for (size, send, recv) in rows {

@@ -5,6 +5,8 @@
 //!
 //! - test: UDP_STREAM for `-u`; TCP_STREAM, or TCP_MAERTS with `-R`;
 //! - throughput: `end.sum_received.bits_per_second` (the receiver's);
+//!   for UDP also `end.sum_sent.bits_per_second`, the sender's, as
+//!   printed;
 //! - bytes: `sum_sent.bytes` and `sum_received.bytes`; UDP datagrams:
 //!   `sum_sent.packets`, and `sum_received.packets - lost_packets`;
 //! - CPU: `cpu_utilization_percent.host_total` (local) and `remote_total`;
@@ -160,6 +162,7 @@ pub fn parse(text: &str, options: &ImportOptions) -> Result<RunRecord, ImportErr
             .packets
             .map(|packets| packets.saturating_sub(received.lost_packets.unwrap_or(0)));
         figures.loss_pct = received.lost_percent;
+        figures.sent_throughput_bps = Some(sent.bits_per_second);
     }
     if let Some(cpu) = end.cpu_utilization_percent {
         figures.cpu = CpuFigures {

@@ -7,7 +7,12 @@
 //! - iperf3 `-J` output, TCP and UDP ([`iperf3`]);
 //! - netperf output after its banner line: the classic tables of
 //!   TCP_STREAM, TCP_MAERTS, TCP_RR, TCP_CRR, UDP_STREAM and UDP_RR, omni
-//!   `-k` keyval and omni `-o` CSV ([`netperf`]).
+//!   `-k` keyval and omni `-o` CSV ([`netperf`]);
+//! - uperf's text output of the profiles pbench-uperf writes ([`uperf`]).
+//!
+//! A text input may hold several outputs; [`ImportOptions::output_labels`]
+//! labels them in order, and rows that begin with a side name label
+//! their own runs.
 //!
 //! Runs of peer tools become records whose `source.tool` names the tool,
 //! with the commit, label and testbed the user gives in [`ImportOptions`].
@@ -17,12 +22,19 @@
 //! id, so the same text imported twice is one run whatever the file's
 //! modification time.
 //!
+//! Text from a mail is read as mails carry it: quote markers are taken
+//! off, and lines a mail client broke at 72 to 80 columns are joined back
+//! where the tool's layout leaves one reading (`wrap` says which lines
+//! could have been broken; the tool's reader which to join).
+//!
 //! A file either parses completely or yields an error naming the first line
 //! that did not parse; there is no partial result.
 
 pub mod iperf3;
 pub mod netperf;
 mod records;
+pub mod uperf;
+mod wrap;
 
 use crate::store::CanonicalRun;
 use run_record::record::{
@@ -37,6 +49,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// longer line as soon as it has read this much of it, so one line of an
 /// input never holds more memory than this; [`parse`] refuses one too.
 pub const MAX_LINE_BYTES: usize = 16 << 20;
+
+/// The most lines a text input (netperf or uperf output, a mail) may
+/// have: its lines are indexed, and the index is kept within tens of MiB.
+pub const MAX_TEXT_LINES: usize = 1 << 20;
 
 /// The largest JSON document (one run record, one iperf3 output) an input
 /// may hold, bytes; a larger one is refused before it is parsed into a
@@ -111,9 +127,42 @@ pub struct ImportOptions {
     pub side_labels: BTreeMap<String, String>,
     /// Put before every side name taken as a label.
     pub label_prefix: Option<String>,
+    /// Labels of the outputs of a text input, in order: the runs of the
+    /// first output take the first, and so on. There must be one per
+    /// output, and an output whose lines name their sides takes none.
+    pub output_labels: Vec<String>,
 }
 
 impl ImportOptions {
+    /// The options of each of `n_outputs` outputs of one input: each with
+    /// its label of [`ImportOptions::output_labels`], if any are given.
+    pub(crate) fn for_outputs(&self, n_outputs: usize) -> Result<Vec<ImportOptions>, ImportError> {
+        if self.output_labels.is_empty() {
+            return Ok(vec![self.clone(); n_outputs]);
+        }
+        if self.output_labels.len() != n_outputs {
+            return Err(ImportError::LabelCount {
+                labels: self.output_labels.len(),
+                outputs: n_outputs,
+            });
+        }
+        Ok(self
+            .output_labels
+            .iter()
+            .map(|label| {
+                let mut options = self.clone();
+                options.subject.label = Some(label.clone());
+                options
+            })
+            .collect())
+    }
+
+    /// Whether the output these options are for was labelled by
+    /// [`ImportOptions::output_labels`].
+    pub(crate) fn labels_outputs(&self) -> bool {
+        !self.output_labels.is_empty()
+    }
+
     /// The options of the run of a row labelled `side`: its label is the
     /// side name, mapped and prefixed as asked.
     pub(crate) fn with_side_label(&self, side: &str) -> ImportOptions {
@@ -141,6 +190,8 @@ pub enum Format {
     NetperfCsv,
     /// iperf3 `-J`.
     Iperf3,
+    /// uperf's text output.
+    Uperf,
 }
 
 impl Format {
@@ -152,6 +203,7 @@ impl Format {
             Format::NetperfKeyval => "netperf omni keyval",
             Format::NetperfCsv => "netperf omni CSV",
             Format::Iperf3 => "iperf3 JSON",
+            Format::Uperf => "uperf",
         }
     }
 }
@@ -169,7 +221,7 @@ pub struct Imported {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ImportError {
     /// The input is in none of the known formats.
-    #[error("line {line}: not netperf output, iperf3 JSON or a run record: \"{text}\"")]
+    #[error("line {line}: not netperf or uperf output, iperf3 JSON or a run record: \"{text}\"")]
     Unrecognised {
         /// The first line that did not parse.
         line: usize,
@@ -187,6 +239,23 @@ pub enum ImportError {
     /// The input has no run in it.
     #[error("no run found")]
     Empty,
+    /// Output labels were given, but not one per output.
+    #[error("{labels} labels for {outputs} outputs: give one label per output, in order")]
+    LabelCount {
+        /// Labels given.
+        labels: usize,
+        /// Outputs in the input.
+        outputs: usize,
+    },
+    /// More lines of text than an import reads.
+    #[error(
+        "line {line}: more than {} lines of text; import the outputs in parts",
+        MAX_TEXT_LINES
+    )]
+    TooManyLines {
+        /// The first line past the limit.
+        line: usize,
+    },
     /// A line longer than [`MAX_LINE_BYTES`].
     #[error("line {line}: longer than {} MiB, the longest line netbisect reads", MAX_LINE_BYTES >> 20)]
     LineTooLong {
@@ -239,7 +308,8 @@ pub fn parse(input: &[u8], options: &ImportOptions) -> Result<Imported, ImportEr
         if tree.get("schema").is_some() {
             (Format::RunRecords, records::parse(input)?)
         } else if tree.get("start").is_some() && tree.get("end").is_some() {
-            let record = iperf3::parse(text, options)?;
+            let options = options.for_outputs(1)?.remove(0);
+            let record = iperf3::parse(text, &options)?;
             let run = CanonicalRun::from_record(record)
                 .map_err(|err| ImportError::parse(first_line_no, err.to_string()))?;
             (Format::Iperf3, vec![run])
@@ -249,11 +319,23 @@ pub fn parse(input: &[u8], options: &ImportOptions) -> Result<Imported, ImportEr
     } else {
         // Text from an email: quoted lines are read unquoted, and the
         // prose around the outputs is not read.
-        let text = unquote(text);
-        if !text.lines().any(netperf::is_banner) {
-            return Err(ImportError::unrecognised(first_line_no, first_line));
+        if let Some((idx, _)) = text.lines().enumerate().nth(MAX_TEXT_LINES) {
+            return Err(ImportError::TooManyLines { line: idx + 1 });
         }
-        let (format, records) = netperf::parse(&text, options)?;
+        let text = unquote(text);
+        let netperf_start = text.lines().position(netperf::is_banner);
+        let uperf_start = text.lines().position(uperf::is_start);
+        let (format, records) = match (netperf_start, uperf_start) {
+            (Some(_), None) => netperf::parse(&text, options)?,
+            (None, Some(_)) => (Format::Uperf, uperf::parse(&text, options)?),
+            (Some(netperf), Some(uperf)) => {
+                return Err(ImportError::parse(
+                    netperf.max(uperf) + 1,
+                    "netperf and uperf outputs in one input: import them apart",
+                ));
+            }
+            (None, None) => return Err(ImportError::unrecognised(first_line_no, first_line)),
+        };
         let runs = records
             .into_iter()
             .map(|record| {
@@ -295,6 +377,12 @@ pub(crate) struct PeerFigures {
     pub elapsed_s: Option<f64>,
     /// Throughput at the receiver, bits per second.
     pub throughput_bps: Option<f64>,
+    /// Throughput at the sender, when printed apart (UDP_STREAM).
+    pub sent_throughput_bps: Option<f64>,
+    /// Operations per second (uperf: each write and each read is one).
+    pub operation_rate: Option<f64>,
+    /// Completed transactions, when printed.
+    pub transactions: Option<u64>,
     /// Transactions per second.
     pub transaction_rate: Option<f64>,
     /// Bytes sent and received, when reported.
@@ -352,7 +440,9 @@ fn check_plausible(run: &PeerRun, options: &ImportOptions) -> Result<(), BuildEr
     let implausible = |reason: String| Err(BuildError::Implausible(reason));
     for (name, value) in [
         ("throughput", figures.throughput_bps),
+        ("send throughput", figures.sent_throughput_bps),
         ("transaction rate", figures.transaction_rate),
+        ("operation rate", figures.operation_rate),
     ] {
         if let Some(value) = value.filter(|value| !value.is_finite() || *value < 0.0) {
             return implausible(format!("{name} {value} is negative"));
@@ -403,6 +493,9 @@ pub(crate) fn build_record(run: PeerRun, options: &ImportOptions) -> Result<RunR
         cpu: cpu.clone(),
         reported_latency: reported_latency.clone(),
         send_errors: figures.send_errors,
+        transactions: figures.transactions,
+        reported_sent_throughput_bps: figures.sent_throughput_bps,
+        reported_operation_rate: figures.operation_rate,
         ..Iteration::default()
     };
     // Counts are kept as the tool printed them; none is derived from a

@@ -56,7 +56,8 @@ pub struct RunQuery {
     pub testbed: Option<String>,
     /// Source tool (`netbisect`, `netperf`, `iperf3`) equals this.
     pub source_tool: Option<String>,
-    /// At most this many runs (the earliest ones).
+    /// At most this many runs: the earliest ones, or the newest where
+    /// runs are read newest first.
     pub limit: Option<u64>,
 }
 
@@ -120,7 +121,21 @@ impl Archive {
 
     /// The runs `query` selects, oldest first, without their records.
     pub fn runs(&self, query: &RunQuery) -> Result<Vec<StoredRun>, ArchiveError> {
-        let (sql, values) = build_select(RUN_COLUMNS, query)?;
+        self.runs_in_order(query, Order::OldestFirst)
+    }
+
+    /// The runs `query` selects, newest first, without their records; its
+    /// limit keeps the newest.
+    pub fn runs_newest_first(&self, query: &RunQuery) -> Result<Vec<StoredRun>, ArchiveError> {
+        self.runs_in_order(query, Order::NewestFirst)
+    }
+
+    fn runs_in_order(
+        &self,
+        query: &RunQuery,
+        order: Order,
+    ) -> Result<Vec<StoredRun>, ArchiveError> {
+        let (sql, values) = build_select_ordered(RUN_COLUMNS, query, order)?;
         let mut statement = self.connection.prepare(&sql)?;
         let mut rows = statement.query(rusqlite::params_from_iter(values.iter()))?;
         let mut runs = Vec::new();
@@ -327,12 +342,36 @@ fn build_select(columns: &str, query: &RunQuery) -> Result<(String, Vec<String>)
     build_select_from(columns, "runs", query)
 }
 
+/// The order of selected runs, by start time (then id).
+#[derive(Clone, Copy)]
+enum Order {
+    OldestFirst,
+    NewestFirst,
+}
+
+fn build_select_ordered(
+    columns: &str,
+    query: &RunQuery,
+    order: Order,
+) -> Result<(String, Vec<String>), ArchiveError> {
+    build_select_in_order(columns, "runs", query, order)
+}
+
 /// [`build_select`] from `from`: `runs`, or `runs` joined to other
 /// tables; the conditions and the order name the columns of `runs`.
 fn build_select_from(
     columns: &str,
     from: &str,
     query: &RunQuery,
+) -> Result<(String, Vec<String>), ArchiveError> {
+    build_select_in_order(columns, from, query, Order::OldestFirst)
+}
+
+fn build_select_in_order(
+    columns: &str,
+    from: &str,
+    query: &RunQuery,
+    order: Order,
 ) -> Result<(String, Vec<String>), ArchiveError> {
     let mut conditions = Vec::new();
     let mut values = Vec::new();
@@ -373,7 +412,10 @@ fn build_select_from(
         sql.push_str(&conditions.join(" AND "));
     }
     if columns != "count(*)" {
-        sql.push_str(" ORDER BY runs.started_at, runs.id");
+        sql.push_str(match order {
+            Order::OldestFirst => " ORDER BY runs.started_at, runs.id",
+            Order::NewestFirst => " ORDER BY runs.started_at DESC, runs.id DESC",
+        });
     }
     if let Some(limit) = query.limit {
         let limit = i64::try_from(limit)

@@ -190,6 +190,16 @@ pub struct Iteration {
     /// Partial latency figures of an imported run (see [`LatencyReport`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reported_latency: Option<LatencyReport>,
+    /// The sender's throughput as an imported tool printed it, bits per
+    /// second (netperf's UDP_STREAM prints it on its first line);
+    /// `throughput_bps` is the receiver's. Since 1.2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reported_sent_throughput_bps: Option<f64>,
+    /// Operations per second as uperf printed them, each write and each
+    /// read one operation; `transaction_rate` counts a write and its read
+    /// as one transaction. Since 1.2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reported_operation_rate: Option<f64>,
     /// CPU utilisation broken out by state, and the tool's own CPU time,
     /// of each measured end.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -32,7 +32,12 @@
 //!   none, so older config_keys hold), the record's `system` (what was
 //!   granted of them, [`SystemOutcome`]) and `experiment` (the
 //!   experiment and round a run of `netbisect ab` belongs to,
-//!   [`ExperimentTag`]; not in the config_key).
+//!   [`ExperimentTag`]; not in the config_key), and what an import keeps
+//!   as its tool printed it: the spec's `reported_socket_buffers` (the
+//!   buffers a text says were granted, never taken for `-s`/`-S`; left
+//!   out when absent) and an iteration's `reported_sent_throughput_bps`
+//!   (netperf's UDP_STREAM sender) and `reported_operation_rate` (uperf's
+//!   operations per second).
 //! - `id`: blake3 of the canonical bytes of the record without `id`, as 64
 //!   hex digits. Identical content gives an identical id, which makes
 //!   storing, importing and merging idempotent. For an imported run whose

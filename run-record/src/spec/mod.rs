@@ -198,6 +198,37 @@ pub struct RunSpec {
     /// keep the config_key they had before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system: Option<SystemSettings>,
+    /// The socket buffers a peer tool printed for an imported run, where
+    /// its text gives the sizes the kernel granted but not those asked
+    /// for (netperf prints a buffer as read back after setup, so `-s
+    /// 87380` prints 174760 on Linux, and no `-s` prints the default):
+    /// kept as printed, never taken for `-s`/`-S`. Part of the spec, and
+    /// so of the config_key, because it is all such a text says of the
+    /// buffers: imports whose sockets differed never pair. Absent for
+    /// netbisect's own runs, whose buffers are in each iteration's
+    /// `ends`, so that their config_key is what it was (since 1.2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reported_socket_buffers: Option<ReportedSocketBuffers>,
+}
+
+/// Socket buffer sizes as a peer tool printed them, bytes: granted by the
+/// kernel (netperf prints them as read back right after setup); each
+/// absent when the tool did not print it. See
+/// [`RunSpec::reported_socket_buffers`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReportedSocketBuffers {
+    /// `SO_SNDBUF` of the local (client) end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_send_bytes: Option<u32>,
+    /// `SO_RCVBUF` of the local end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_recv_bytes: Option<u32>,
+    /// `SO_SNDBUF` of the remote (server) end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_send_bytes: Option<u32>,
+    /// `SO_RCVBUF` of the remote end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_recv_bytes: Option<u32>,
 }
 
 fn is_zero(value: &u32) -> bool {
@@ -245,6 +276,7 @@ impl RunSpec {
             threads: None,
             first_burst: 0,
             system: None,
+            reported_socket_buffers: None,
         }
     }
 }

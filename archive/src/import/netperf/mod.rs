@@ -15,23 +15,31 @@
 //! after a table's block of results, is not read, except that a line of
 //! numbers there is refused rather than dropped. A table whose rows begin
 //! with a word (`current`, `patched`, `Org:`) gives one run per such row,
-//! labelled by the word; an unlabelled line under one is its second line.
+//! labelled by the word; an unlabelled line under one is its second line,
+//! and so is a line with the same word and the figures of a second line
+//! (mails write the side name on both lines of a UDP_STREAM run). Lines
+//! a mail client broke are first joined back where netperf's layout
+//! leaves one reading (`unwrap`).
 //!
 //! Nothing is guessed: the first line of a run needs a figure for every
 //! column, a run needs all its lines (request/response rows given by side
 //! name may leave out the second, which holds only socket sizes), and an
 //! input whose last line lacks its end was cut and is refused.
 //!
-//! netperf prints the socket buffer sizes the kernel granted, not those
-//! requested; they are recorded as the spec's socket buffers (receive
-//! buffer for request/response tests), so imports of the same command
-//! compare. The elapsed time rounded to whole seconds is taken as the
-//! test length (`-l` takes whole seconds). A CPU figure of -1 means "not
-//! measured" and is dropped.
+//! netperf's tables print the socket buffer sizes the kernel granted
+//! right after setup, not those requested (`-s 87380` prints 174760 on
+//! Linux): they are kept as the spec's reported buffers, never as its
+//! `-s`/`-S`, which the text does not give (omni's `*_SIZE_REQ` are the
+//! requests and are read as such). Every figure is kept as printed: the
+//! UDP_STREAM sender's throughput too, beside the receiver's. The elapsed
+//! time rounded to whole seconds is taken as the test length (`-l` takes
+//! whole seconds). A CPU figure of -1 means "not measured" and is
+//! dropped.
 //!
-//! The parts: `banner` reads the banner and its warning block, `omni` the
-//! keyval and CSV forms, `classic` the tables, and `values` the numbers,
-//! sizes and throughput units all of them share.
+//! The parts: `unwrap` joins what a mail client broke, `banner` reads the
+//! banner and its warning block, `omni` the keyval and CSV forms,
+//! `classic` the tables, and `values` the numbers, sizes and throughput
+//! units all of them share.
 
 use super::{Format, ImportError, ImportOptions, PeerRun, build_record};
 use banner::{parse_banner, parse_warning_width};
@@ -39,10 +47,12 @@ use classic::{ClassicRun, classic_runs};
 use omni::{is_keyval_line, omni_figures, parse_csv, parse_keyval};
 use run_record::record::{ConfidenceOutcome, Endpoint, Environments, RunRecord, Source};
 use run_record::spec::RunSpec;
+use unwrap::unwrap_section;
 
 mod banner;
 mod classic;
 mod omni;
+mod unwrap;
 mod values;
 
 pub use banner::is_banner;
@@ -57,9 +67,14 @@ pub fn parse(text: &str, options: &ImportOptions) -> Result<(Format, Vec<RunReco
         .collect();
     let mut format = None;
     let mut records = Vec::new();
+    let per_output = options.for_outputs(starts.len())?;
     for (start_idx, &start) in starts.iter().enumerate() {
         let end = starts.get(start_idx + 1).copied().unwrap_or(lines.len());
-        let (section_format, section_records) = parse_section(&lines[..end], start, options)?;
+        let section = unwrap_section(&lines[start..end], start + 1)?;
+        let section_lines: Vec<&str> = section.lines.iter().map(String::as_str).collect();
+        let (section_format, section_records) =
+            parse_section(&section_lines, 0, &per_output[start_idx])
+                .map_err(|err| section.renumber(err))?;
         format.get_or_insert(section_format);
         records.extend(section_records);
     }
@@ -183,6 +198,15 @@ fn parse_section(
             confidence,
         };
         let run_options = match &label {
+            Some(side) if options.labels_outputs() => {
+                return Err(ImportError::parse(
+                    line_no,
+                    format!(
+                        "this output names its sides (\"{side}\"); output labels are \
+                         for outputs without side names"
+                    ),
+                ));
+            }
             Some(label) => options.with_side_label(label),
             None => options.clone(),
         };

@@ -3,7 +3,7 @@
 
 use super::values::{number, size, throughput_unit};
 use crate::import::{ImportError, PeerFigures};
-use run_record::spec::{RunSpec, TestKind};
+use run_record::spec::{ReportedSocketBuffers, RunSpec, TestKind};
 use std::collections::BTreeMap;
 
 pub(super) fn is_keyval_line(line: &str) -> bool {
@@ -67,6 +67,10 @@ const CSV_NAMES: &[(&str, &str)] = &[
     ("Local Recv Socket Size Requested", "LSR_SIZE_REQ"),
     ("Remote Send Socket Size Requested", "RSS_SIZE_REQ"),
     ("Remote Recv Socket Size Requested", "RSR_SIZE_REQ"),
+    ("Local Send Socket Size Initial", "LSS_SIZE"),
+    ("Local Recv Socket Size Initial", "LSR_SIZE"),
+    ("Remote Send Socket Size Initial", "RSS_SIZE"),
+    ("Remote Recv Socket Size Initial", "RSR_SIZE"),
 ];
 
 /// A header line of names and one line of values; names are translated
@@ -159,6 +163,17 @@ pub(super) fn omni_figures(
     };
     spec.local_socket_buffer_bytes = get(local_key)?.and_then(size);
     spec.remote_socket_buffer_bytes = get(remote_key)?.and_then(size);
+    // The sizes right after setup are what the kernel granted; those at
+    // the end (`*_SIZE_END`) are not the spec's and are not read.
+    let granted = ReportedSocketBuffers {
+        local_send_bytes: get("LSS_SIZE")?.and_then(size),
+        local_recv_bytes: get("LSR_SIZE")?.and_then(size),
+        remote_send_bytes: get("RSS_SIZE")?.and_then(size),
+        remote_recv_bytes: get("RSR_SIZE")?.and_then(size),
+    };
+    if granted != ReportedSocketBuffers::default() {
+        spec.reported_socket_buffers = Some(granted);
+    }
 
     let unit_text = values.get("THROUGHPUT_UNITS");
     let unit = match unit_text {

@@ -20,7 +20,7 @@ use super::values::{number, size, throughput_unit};
 use crate::import::{ImportError, PeerFigures};
 use header::{Column, Field, Header, Side, check_columns, owners, read_header};
 use rows::{DataRow, read_results};
-use run_record::spec::{RunSpec, TestKind};
+use run_record::spec::{ReportedSocketBuffers, RunSpec, TestKind};
 
 mod header;
 mod rows;
@@ -56,6 +56,44 @@ fn rows_per_run(test: TestKind) -> usize {
     }
 }
 
+/// The columns the second line of a run fills, in order, as netperf
+/// prints it: UDP_STREAM's receiving side has every column but the
+/// message size and the errors, a request/response test's remote end its
+/// two socket sizes. `None` for tests of one line.
+fn second_line_columns(header: &Header<'_>, test: TestKind) -> Option<Vec<usize>> {
+    let columns = header.columns.iter().enumerate();
+    match test {
+        TestKind::TcpStream | TestKind::TcpMaerts => None,
+        TestKind::UdpStream => Some(
+            columns
+                .filter(|(_, column)| {
+                    !matches!(column.field, Field::MessageSize | Field::MessageErrors)
+                })
+                .map(|(idx, _)| idx)
+                .collect(),
+        ),
+        _ => Some(
+            columns
+                .filter(|(_, column)| matches!(column.field, Field::SendSocket | Field::RecvSocket))
+                .map(|(idx, _)| idx)
+                .collect(),
+        ),
+    }
+}
+
+/// What a table's result lines must hold, from the header that starts at
+/// `header_idx`: the figures of a run's first line, and of its second
+/// line if the test prints one. `None` when the header does not read.
+pub(super) fn result_shape(
+    lines: &[&str],
+    header_idx: usize,
+    test: TestKind,
+) -> Option<(usize, Option<usize>)> {
+    let header = read_header(lines, header_idx).ok()?;
+    let second = second_line_columns(&header, test).map(|columns| columns.len());
+    Some((header.columns.len(), second))
+}
+
 /// The runs of a classic table whose header starts at `header_idx`: one,
 /// or one per labelled row.
 pub(super) fn classic_runs(
@@ -65,7 +103,13 @@ pub(super) fn classic_runs(
 ) -> Result<Vec<ClassicRun>, ImportError> {
     let header = read_header(lines, header_idx)?;
     check_columns(&header, spec)?;
-    let results = read_results(lines, header.end, rows_per_run(spec.test))?;
+    let second = second_line_columns(&header, spec.test);
+    let results = read_results(
+        lines,
+        header.end,
+        rows_per_run(spec.test),
+        second.as_ref().map(Vec::len),
+    )?;
     let mut runs = Vec::with_capacity(results.runs.len());
     for run_rows in &results.runs {
         runs.push(build_run(run_rows, &header, spec, results.labelled)?);
@@ -108,9 +152,10 @@ fn build_run(
             ),
         ));
     }
+    let second = second_line_columns(header, spec.test);
     let mut field_rows: Vec<Vec<(Field, f64)>> = Vec::new();
     for (row_idx, row) in run_rows.iter().enumerate() {
-        field_rows.push(row_fields(row, row_idx, header)?);
+        field_rows.push(row_fields(row, row_idx, header, second.as_deref())?);
     }
     let mut run_spec = spec.clone();
     let figures = classic_run_figures(
@@ -130,16 +175,22 @@ fn build_run(
 }
 
 /// The (field, value) pairs of the `row_idx`th line of a run: the first
-/// line's values by order, a later line's by position.
+/// line's values by order; a second line's by order onto the columns
+/// netperf prints there when it has that many figures (a side name before
+/// them moves them off their columns), else by position.
 fn row_fields(
     row: &DataRow<'_>,
     row_idx: usize,
     header: &Header<'_>,
+    second: Option<&[usize]>,
 ) -> Result<Vec<(Field, f64)>, ImportError> {
     let mut values = Vec::with_capacity(row.values.len());
+    let second = second.filter(|columns| row_idx == 1 && columns.len() == row.values.len());
     for (value_idx, value) in row.values.iter().enumerate() {
         let column_idx = if row_idx == 0 {
             value_idx
+        } else if let Some(columns) = second {
+            columns[value_idx]
         } else {
             *owners(value, &header.key_row).first().ok_or_else(|| {
                 ImportError::parse(row.line_no, "value outside the table's columns")
@@ -205,13 +256,19 @@ fn classic_run_figures(
             let recv_socket = find(local, Field::RecvSocket).and_then(size);
             let send_socket = find(local, Field::SendSocket).and_then(size);
             // The receiver is remote for TCP_STREAM, local for TCP_MAERTS.
-            if spec.test == TestKind::TcpStream {
-                spec.local_socket_buffer_bytes = send_socket;
-                spec.remote_socket_buffer_bytes = recv_socket;
+            spec.reported_socket_buffers = Some(if spec.test == TestKind::TcpStream {
+                ReportedSocketBuffers {
+                    local_send_bytes: send_socket,
+                    remote_recv_bytes: recv_socket,
+                    ..ReportedSocketBuffers::default()
+                }
             } else {
-                spec.local_socket_buffer_bytes = recv_socket;
-                spec.remote_socket_buffer_bytes = send_socket;
-            }
+                ReportedSocketBuffers {
+                    local_recv_bytes: recv_socket,
+                    remote_send_bytes: send_socket,
+                    ..ReportedSocketBuffers::default()
+                }
+            });
         }
         TestKind::UdpStream => {
             // The sender's rate is what it sent; the record keeps the
@@ -223,6 +280,8 @@ fn classic_run_figures(
                 )
             })?;
             figures.throughput_bps = Some(received * throughput_factor);
+            figures.sent_throughput_bps =
+                find(local, Field::Throughput).map(|sent| sent * throughput_factor);
             if let Some(message) = find(local, Field::MessageSize).and_then(size) {
                 spec.send_size_bytes = message;
             }
@@ -232,8 +291,11 @@ fn classic_run_figures(
                 find(remote, Field::MessagesOkay).and_then(|v| size(v).map(u64::from));
             figures.send_errors =
                 find(local, Field::MessageErrors).and_then(|v| size(v).map(u64::from));
-            spec.local_socket_buffer_bytes = find(local, Field::Socket).and_then(size);
-            spec.remote_socket_buffer_bytes = find(remote, Field::Socket).and_then(size);
+            spec.reported_socket_buffers = Some(ReportedSocketBuffers {
+                local_send_bytes: find(local, Field::Socket).and_then(size),
+                remote_recv_bytes: find(remote, Field::Socket).and_then(size),
+                ..ReportedSocketBuffers::default()
+            });
         }
         TestKind::TcpRr | TestKind::TcpCrr | TestKind::UdpRr => {
             figures.transaction_rate =
@@ -246,8 +308,12 @@ fn classic_run_figures(
             if let Some(response) = find(local, Field::ResponseSize).and_then(size) {
                 spec.response_size_bytes = response;
             }
-            spec.local_socket_buffer_bytes = find(local, Field::RecvSocket).and_then(size);
-            spec.remote_socket_buffer_bytes = find(remote, Field::RecvSocket).and_then(size);
+            spec.reported_socket_buffers = Some(ReportedSocketBuffers {
+                local_send_bytes: find(local, Field::SendSocket).and_then(size),
+                local_recv_bytes: find(local, Field::RecvSocket).and_then(size),
+                remote_send_bytes: find(remote, Field::SendSocket).and_then(size),
+                remote_recv_bytes: find(remote, Field::RecvSocket).and_then(size),
+            });
         }
     }
     Ok(figures)

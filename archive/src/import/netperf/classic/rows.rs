@@ -81,16 +81,18 @@ fn results_block(lines: &[&str], header_end: usize) -> Result<Vec<usize>, Import
 }
 
 /// Reads the result lines under a header that ends at `header_end` and
-/// gathers them into runs of up to `per_run` lines each.
+/// gathers them into runs of up to `per_run` lines each; a run's second
+/// line has `second_count` figures.
 pub(super) fn read_results<'a>(
     lines: &[&'a str],
     header_end: usize,
     per_run: usize,
+    second_count: Option<usize>,
 ) -> Result<Results<'a>, ImportError> {
     let block = results_block(lines, header_end)?;
     let rows: Vec<DataRow<'a>> = block.iter().map(|&idx| data_row(lines, idx)).collect();
     let labelled = rows.iter().any(|row| row.label.is_some());
-    let runs = group_rows(rows, labelled, per_run)?;
+    let runs = group_rows(rows, labelled, per_run, second_count)?;
     Ok(Results { runs, labelled })
 }
 
@@ -108,12 +110,16 @@ fn data_row<'a>(lines: &[&'a str], idx: usize) -> DataRow<'a> {
 }
 
 /// Gathers the result lines into runs of up to `per_run` lines each: a
-/// line with a side name starts a run, a line without one continues the
-/// run above it (or, in a table without side names, starts the first).
+/// line with a side name starts a run, unless it has the figures of a
+/// second line and the run above it, of the same side name, lacks its
+/// second line (side names written on every line, as mails paste
+/// UDP_STREAM rows); a line without one continues the run above it (or,
+/// in a table without side names, starts the first).
 fn group_rows(
     rows: Vec<DataRow<'_>>,
     labelled: bool,
     per_run: usize,
+    second_count: Option<usize>,
 ) -> Result<Vec<Vec<DataRow<'_>>>, ImportError> {
     let mut groups: Vec<Vec<DataRow<'_>>> = Vec::new();
     for row in rows {
@@ -124,7 +130,15 @@ fn group_rows(
                     format!("\"{label}\" has no figures after it"),
                 ));
             }
-            groups.push(vec![row]);
+            let second_of_above = groups.last().is_some_and(|group| {
+                group.len() < per_run
+                    && group[0].label == Some(label)
+                    && second_count == Some(row.values.len())
+            });
+            match groups.last_mut() {
+                Some(group) if second_of_above => group.push(row),
+                _ => groups.push(vec![row]),
+            }
         } else if labelled {
             match groups.last_mut() {
                 Some(group) if group.len() < per_run => group.push(row),
