@@ -1068,3 +1068,61 @@ fn an_experiment_killed_mid_boot_resumes_without_measuring_again() {
     assert_eq!(configurations.len(), 4, "each configuration once a side");
     assert_eq!(all[0]["experiment"], after_kill[0]["experiment"]);
 }
+
+#[test]
+fn pair_nics_offer_offloads_and_an_offload_axis_sets_them_per_configuration() {
+    if !vm_ready("pair_nics_offer_offloads") {
+        return;
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("pair_nics_offer_offloads: skipped, the tap-backed pair needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive.db");
+    let (code, stdout, stderr) = run(
+        &archive,
+        &[
+            "--json",
+            "bench",
+            "--kernel",
+            KERNEL_NEW,
+            "--vm-net",
+            "pair",
+            "--vm-accel",
+            "tcg",
+            "--vm-timeout",
+            TIMEOUT,
+            "-l",
+            "0.3",
+            "--sweep",
+            "gso=on,off",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let records: Vec<Value> = stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(records.len(), 2, "{stdout}");
+    let mut gso_seen = Vec::new();
+    for record in &records {
+        assert_eq!(
+            record["env"]["vm"]["network_backend"], "virtio-net, taps on a bridge",
+            "{record}"
+        );
+        let features = &record["env"]["local"]["interface"]["features"];
+        // A tap-backed virtio-net NIC offers what a real NIC does.
+        assert_eq!(features["tx-tcp-segmentation"], true, "{features}");
+        assert_eq!(features["tx-scatter-gather"], true, "{features}");
+        let asked = record["spec"]["system"]["features"]["gso"].as_bool().unwrap();
+        let granted = &record["system"]["features"]["gso"];
+        assert_eq!(granted["requested"], asked, "{record}");
+        assert_eq!(granted["granted"], asked, "{record}");
+        assert_eq!(features["tx-generic-segmentation"], asked, "{features}");
+        gso_seen.push(asked);
+    }
+    gso_seen.sort_unstable();
+    assert_eq!(gso_seen, [false, true]);
+}
