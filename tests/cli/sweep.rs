@@ -98,8 +98,22 @@ fn a_stream_sweep_prints_one_record_per_size() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    // Not a terminal: no progress on stderr.
-    assert!(output.stderr.is_empty(), "{:?}", output.stderr);
+    // Not a terminal: progress as plain, timestamped lines on stderr,
+    // one a size, and nothing of it on stdout.
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 3, "{stderr}");
+    for (line, size) in lines
+        .iter()
+        .zip(["1/3: -m 1024", "2/3: -m 9000", "3/3: -m 16384"])
+    {
+        assert!(
+            line.ends_with(&format!("netbisect: size {size}")),
+            "{stderr}"
+        );
+        assert_eq!(line.as_bytes()[4], b'-', "a date first: {stderr}");
+    }
+    assert!(!stderr.contains('\r'), "{stderr:?}");
     let stdout = String::from_utf8(output.stdout).unwrap();
     let records: Vec<Record> = stdout
         .lines()

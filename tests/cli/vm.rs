@@ -1116,7 +1116,9 @@ fn pair_nics_offer_offloads_and_an_offload_axis_sets_them_per_configuration() {
         // A tap-backed virtio-net NIC offers what a real NIC does.
         assert_eq!(features["tx-tcp-segmentation"], true, "{features}");
         assert_eq!(features["tx-scatter-gather"], true, "{features}");
-        let asked = record["spec"]["system"]["features"]["gso"].as_bool().unwrap();
+        let asked = record["spec"]["system"]["features"]["gso"]
+            .as_bool()
+            .unwrap();
         let granted = &record["system"]["features"]["gso"];
         assert_eq!(granted["requested"], asked, "{record}");
         assert_eq!(granted["granted"], asked, "{record}");
