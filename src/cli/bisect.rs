@@ -92,7 +92,8 @@ pub struct BisectStartArgs {
     /// How the VM is made (with --kernel).
     #[command(flatten)]
     pub vm: VmOptionArgs,
-    /// Repeats of each end before the steps [default: 5]
+    /// Repeats of each end taken first; more only while their difference
+    /// is neither clear nor ruled out, up to --max-repeats [default: 5]
     #[arg(long, value_name = "N", value_parser = values::end_repeats)]
     pub end_repeats: Option<u32>,
     /// Repeats added to the culprit and its parent to confirm the answer

@@ -1,0 +1,128 @@
+//! A bisection session as a new user meets it, end to end against real
+//! git repositories: ends that do not differ, refused after a few repeats
+//! with progress lines that say why more were taken and a refusal that
+//! says what would help; the session found from outside the repository;
+//! good and bad given the wrong way round.
+//!
+//! The measure command prints run records made here, with figures drawn
+//! once from a seeded generator, so that the noise (2%) and what the
+//! engine decides on it are the same on every machine.
+
+use crate::bisect::{Fixture, fixture};
+use bisect::sim::Rng;
+use git2::Oid;
+use run_record::record::Summary;
+use run_record::spec::TestKind;
+use serde_json::Value;
+use std::path::Path;
+use test_fixtures::git::GitRepo;
+use test_fixtures::record::RecordBuilder;
+
+/// Records of a TCP_STREAM run at 1 Gbit/s with 2% noise, one per file
+/// `NNN.json` in `dir`, and a measure command that prints the next one at
+/// each call (a counter outside the worktree) and, from commits holding a
+/// file `slow`, a tenth of it from the files `slow-NNN.json`.
+fn noisy_records(dir: &Path, n_records: usize) -> String {
+    let mut rng = Rng::new(41);
+    for record_idx in 0..n_records {
+        let value = 1e9 * (1.0 + 0.02 * rng.normal());
+        for (prefix, scale) in [("", 1.0), ("slow-", 0.1)] {
+            let record = RecordBuilder::new(TestKind::TcpStream)
+                .started_at("2025-01-01T00:00:00Z")
+                .finished_at("2025-01-01T00:00:01Z")
+                .testbed("test")
+                .throughput(1.0, value * scale)
+                .summary(Summary::default())
+                .build();
+            let path = dir.join(format!("{prefix}{record_idx:03}.json"));
+            std::fs::write(path, record.to_canonical_bytes().unwrap()).unwrap();
+        }
+    }
+    format!(
+        "c={r}/counter; n=$(cat \"$c\" 2>/dev/null || echo 0); echo $((n + 1)) > \"$c\"; \
+         p=; if [ -f slow ]; then p=slow-; fi; cat \"{r}/$p$(printf %03d \"$n\").json\"",
+        r = dir.display()
+    )
+}
+
+/// A line of `n` commits; from `slow_from` on they hold a file `slow`.
+fn line(fixture: &Fixture, n: usize, slow_from: usize) -> Vec<Oid> {
+    let repo = GitRepo::open(&fixture.repo);
+    let ids = repo.line(
+        None,
+        n,
+        |idx| {
+            let mut files = vec![("counter", if idx % 2 == 0 { "even\n" } else { "odd\n" })];
+            if idx >= slow_from {
+                files.push(("slow", "1\n"));
+            }
+            files
+        },
+        |idx| format!("commit {idx}"),
+    );
+    repo.checkout_main(*ids.last().unwrap());
+    ids
+}
+
+fn records_dir(fixture: &Fixture) -> std::path::PathBuf {
+    let dir = fixture.repo.parent().unwrap().join("records");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn ends_equal_within_noise_are_refused_after_a_few_repeats() {
+    let fixture = fixture();
+    let ids = line(&fixture, 8, usize::MAX);
+    let measure = noisy_records(&records_dir(&fixture), 200);
+    let (good, bad) = (ids[0].to_string(), ids[7].to_string());
+    let (code, _, stderr) = fixture.run(&[
+        "bisect",
+        "start",
+        "--good",
+        &good,
+        "--bad",
+        &bad,
+        "--measure",
+        &measure,
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let (code, text, stderr) = fixture.run(&["-v", "bisect", "run"]);
+    assert_eq!(code, 4, "{stderr}");
+    // The first five repeats of each end leave the difference unclear:
+    // the progress says so, and how many more it may take at most.
+    assert!(
+        stderr.contains("after 5 repeats of each end their difference is unclear"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(": at most 95 more repeats of each"),
+        "{stderr}"
+    );
+    for line in stderr.lines().filter(|line| !line.contains(": sample ")) {
+        assert!(line.len() <= 80, "{line:?}");
+    }
+    // The refusal says what would help, not what was just done.
+    let flowing = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flowing.contains("The evidence says they do not differ by"),
+        "{text}"
+    );
+    assert!(
+        flowing.contains("a longer test (-l), CPUs pinned (-T)"),
+        "{text}"
+    );
+    assert!(!flowing.contains("--max-repeats"), "{text}");
+    crate::check_mailing_list_rules(&text);
+    let (_, json, _) = fixture.run(&["bisect", "report", "--json"]);
+    let refusal: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(refusal["reason"], "futile", "{refusal}");
+    assert_eq!(refusal["max_end_repeats"], 100);
+    // A few repeats of each end, not the hundred of the cap.
+    for end in ["good", "bad"] {
+        let n_samples = refusal[end]["samples"].as_array().unwrap().len();
+        assert!((5..=20).contains(&n_samples), "{end}: {refusal}");
+    }
+    let noise = refusal["noise_pct"].as_f64().unwrap();
+    assert!(noise > 0.5 && noise < 5.0, "{refusal}");
+}
