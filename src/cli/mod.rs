@@ -24,6 +24,7 @@ Exit codes:
   2    usage or input error
   3    runtime failure (network, file system, a failed command)
   4    bisect refused: the good and bad ends do not differ enough
+  5    plan --strict: the simulated bisections miss their accuracy aim
   125  cannot tell (read by `git bisect run` as skip)
   128  verdict: a usage or configuration error (aborts `git bisect run`)
   130  interrupted by SIGINT or SIGTERM";
