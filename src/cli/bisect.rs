@@ -46,9 +46,10 @@ pub enum BisectAction {
 /// The repository a bisect command works on.
 #[derive(Debug, Args)]
 pub struct BisectRepoArgs {
-    /// The git repository
-    #[arg(long, value_name = "PATH", default_value = ".")]
-    pub repo: PathBuf,
+    /// The git repository [default: the one of the current directory,
+    /// else the one bisection in progress]
+    #[arg(long, value_name = "PATH")]
+    pub repo: Option<PathBuf>,
 }
 
 /// How each repeat is measured: a bench test or a command.

@@ -126,3 +126,134 @@ fn ends_equal_within_noise_are_refused_after_a_few_repeats() {
     let noise = refusal["noise_pct"].as_f64().unwrap();
     assert!(noise > 0.5 && noise < 5.0, "{refusal}");
 }
+
+/// Runs netbisect from `dir` with `args`: (exit code, stdout, stderr).
+fn run_in(fixture: &Fixture, dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let output = fixture
+        .netbisect()
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_session_is_found_from_outside_the_repository() {
+    let fixture = fixture();
+    let ids = line(&fixture, 8, 5);
+    let measure = noisy_records(&records_dir(&fixture), 300);
+    let outside = fixture.repo.parent().unwrap().join("elsewhere");
+    std::fs::create_dir_all(&outside).unwrap();
+    let repo = fixture.repo.to_str().unwrap();
+    let (good, bad) = (ids[0].to_string(), ids[7].to_string());
+    let (code, _, stderr) = run_in(
+        &fixture,
+        &outside,
+        &[
+            "bisect",
+            "start",
+            "--repo",
+            repo,
+            "--good",
+            &good,
+            "--bad",
+            &bad,
+            "--measure",
+            &measure,
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    // The README's order: start with --repo, then a bare `bisect run`.
+    let (code, stdout, stderr) = run_in(&fixture, &outside, &["bisect", "run", "--json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        report["result"]["commit"]["id"],
+        ids[5].to_string(),
+        "{report}"
+    );
+    for args in [
+        &["bisect", "status", "--json"][..],
+        &["bisect", "log"],
+        &["bisect", "report", "--json"],
+    ] {
+        let (code, stdout, stderr) = run_in(&fixture, &outside, args);
+        assert_eq!(code, 0, "{args:?}: {stderr}");
+        assert!(stdout.contains(&ids[5].to_string()), "{args:?}: {stdout}");
+    }
+    // A second bisection elsewhere: a bare command no longer knows which,
+    // and says to name it with --repo.
+    let second = fixture.repo.parent().unwrap().join("second");
+    GitRepo::init(&second);
+    let second_ids = GitRepo::open(&second).line(
+        None,
+        3,
+        |idx| vec![("n", if idx == 0 { "0\n" } else { "1\n" })],
+        |idx| format!("second {idx}"),
+    );
+    let (first, last) = (second_ids[0].to_string(), second_ids[2].to_string());
+    let second_path = second.to_str().unwrap();
+    let (code, _, stderr) = run_in(
+        &fixture,
+        &outside,
+        &[
+            "bisect",
+            "start",
+            "--repo",
+            second_path,
+            "--good",
+            &first,
+            "--bad",
+            &last,
+            "--measure",
+            &measure,
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let (code, _, stderr) = run_in(&fixture, &outside, &["bisect", "status"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("2 bisections are in progress"), "{stderr}");
+    assert!(stderr.contains("--repo"), "{stderr}");
+    // Inside a repository, its own session is the one.
+    let (code, stdout, stderr) = run_in(&fixture, &second, &["bisect", "status", "--json"]);
+    assert_eq!(code, 0, "{stderr}");
+    let status: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(status["bad"]["id"], last.as_str(), "{status}");
+    // Reset by name, then the one left is found from outside again.
+    let (code, _, stderr) = run_in(
+        &fixture,
+        &outside,
+        &["bisect", "reset", "--repo", second_path],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let (code, _, stderr) = run_in(&fixture, &outside, &["bisect", "reset"]);
+    assert_eq!(code, 0, "{stderr}");
+    let (code, _, stderr) = run_in(&fixture, &outside, &["bisect", "status"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("no bisection in progress"), "{stderr}");
+}
+
+#[test]
+fn good_and_bad_swapped_are_named_as_such() {
+    let fixture = fixture();
+    let ids = line(&fixture, 4, 2);
+    let (newer, older) = (ids[3].to_string(), ids[0].to_string());
+    let (code, _, stderr) = fixture.run(&[
+        "bisect",
+        "start",
+        "--good",
+        &newer,
+        "--bad",
+        &older,
+        "--measure",
+        "true",
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("are good and bad swapped?"), "{stderr}");
+    assert!(!stderr.contains("merge base"), "{stderr}");
+}
