@@ -257,3 +257,50 @@ fn good_and_bad_swapped_are_named_as_such() {
     assert!(stderr.contains("are good and bad swapped?"), "{stderr}");
     assert!(!stderr.contains("merge base"), "{stderr}");
 }
+
+#[test]
+fn verdict_speaks_in_the_units_of_the_tool_and_says_why() {
+    let fixture = fixture();
+    let records = records_dir(&fixture);
+    let measure = noisy_records(&records, 20);
+    // Baselines: eight runs of each side, the good at 1 Gbit/s, the bad a
+    // tenth of it.
+    let mut baselines = Vec::new();
+    for record_idx in 10..18 {
+        for (prefix, commit) in [("", "aaaa1111"), ("slow-", "bbbb2222")] {
+            let path = records.join(format!("{prefix}{record_idx:03}.json"));
+            let mut record =
+                run_record::record::RunRecord::from_slice(&std::fs::read(path).unwrap()).unwrap();
+            record.subject.commit = Some(commit.to_string());
+            record.seal().unwrap();
+            baselines.push(record);
+        }
+    }
+    crate::compare::import(&fixture.archive, &baselines);
+    let (code, text, stderr) = run_in(
+        &fixture,
+        &records,
+        &[
+            "verdict",
+            "--good-run",
+            "aaaa1111",
+            "--bad-run",
+            "bbbb2222",
+            "--measure",
+            &measure,
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        text.starts_with("verdict: old (like the good side)\n"),
+        "{text}"
+    );
+    assert!(text.contains(" 10^6bits/s over "), "{text}");
+    assert!(!text.contains("e+") && !text.contains("e9"), "{text}");
+    let flowing = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flowing.contains("are like the good side"), "{text}");
+    assert!(flowing.contains("log-likelihood ratio"), "{text}");
+    for line in text.lines() {
+        assert!(line.len() <= 80, "{line:?}");
+    }
+}
