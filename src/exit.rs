@@ -7,6 +7,7 @@
 //! | 2    | usage or input error: bad arguments, unreadable input files |
 //! | 3    | runtime failure: network, file system, a failed child      |
 //! | 4    | bisect refused: the ends do not differ enough               |
+//! | 5    | plan --strict: simulated accuracy below the bisection's aim |
 //! | 125  | cannot tell (as `git bisect run` reads it)                  |
 //! | 128  | verdict: usage or configuration error (aborts git bisect)   |
 //! | 130  | interrupted by SIGINT or SIGTERM                            |
@@ -26,6 +27,9 @@ pub enum Code {
     New = 1,
     /// A bisection refused: its ends do not differ enough.
     Refused = 4,
+    /// `plan --strict`: the simulated bisections name the right commit
+    /// less often than a bisection aims for.
+    BelowTarget = 5,
     /// A verdict that cannot tell (or a failure to measure): git bisect
     /// run's "skip".
     CannotTell = 125,

@@ -91,10 +91,13 @@ pub fn store_and_print(
         global,
         || output::record(record),
         || {
+            // A run kept out of the archive says so next to its id, which
+            // `archive show` would not find.
             let context = serde_json::json!({
                 "record": record,
                 "units": output.units,
                 "banner": output.banner,
+                "stored": output.archive,
             });
             output::template(global, "run", &context, "the run")
         },

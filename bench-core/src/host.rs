@@ -79,6 +79,11 @@ fn add_live_interface_state(interface: &mut InterfaceEnv) {
     }
 }
 
+/// Whether this host (its network namespace) has an interface `name`.
+pub fn interface_exists(name: &str) -> bool {
+    is_interface_name(name) && interface_index(name).is_some()
+}
+
 /// The kernel's index of interface `name`, asked as if_nametoindex(3)
 /// does: `SIOCGIFINDEX` on a datagram socket.
 fn interface_index(name: &str) -> Option<u32> {

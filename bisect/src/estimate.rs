@@ -22,10 +22,18 @@ pub struct Estimate {
     pub n_trials: u32,
     /// Percent of them that named the right commit.
     pub correct_pct: f64,
+    /// Percent of them refused at their ends (absent from estimates
+    /// journaled before it was counted).
+    #[serde(default)]
+    pub refused_pct: f64,
     /// Mean measurements (ends and confirmation included).
     pub mean_measurements: f64,
     /// 95th percentile of the measurements (nearest rank).
     pub p95_measurements: u32,
+    /// The most measurements one of them took (absent from estimates
+    /// journaled before it was kept).
+    #[serde(default)]
+    pub max_measurements: u32,
     /// `mean_measurements` times `seconds_per_run`.
     pub mean_seconds: f64,
     /// `p95_measurements` times `seconds_per_run`.

@@ -8,7 +8,11 @@
 //! JSON objects tagged by `"event"` (`start`, `archived`, `sample`,
 //! `skip`, `verdict`, `estimate`, `interrupted`, `finished`); the first
 //! event of a journal is a `start` naming the schema, [`JOURNAL_SCHEMA`].
-//! Version 1.1 added `estimate`; journals of version 1 are read too.
+//! Version 1.1 added `estimate`; version 1.2 the `ends_test` of the
+//! decision's options in `start` (journals without it refuse only on the
+//! interval and the cap, as they were written). Journals of versions 1
+//! and 1.1 are read too; a netbisect that reads only those refuses a 1.2
+//! journal, whose ends it would judge otherwise.
 
 use crate::config::BisectConfig;
 use crate::decision::Verdict;
@@ -16,11 +20,15 @@ use crate::estimate::Estimate;
 use serde::{Deserialize, Serialize};
 
 /// The schema of journal events this crate writes and reads.
-pub const JOURNAL_SCHEMA: &str = "netbisect.bisect-journal/1.1";
+pub const JOURNAL_SCHEMA: &str = "netbisect.bisect-journal/1.2";
 
 /// Every schema of journal this crate reads: its own, and the older ones
 /// of its major version (which lack only events added since).
-pub const JOURNAL_SCHEMAS_READ: [&str; 2] = ["netbisect.bisect-journal/1", JOURNAL_SCHEMA];
+pub const JOURNAL_SCHEMAS_READ: [&str; 3] = [
+    "netbisect.bisect-journal/1",
+    "netbisect.bisect-journal/1.1",
+    JOURNAL_SCHEMA,
+];
 
 /// An error from a trait implementation supplied by the caller.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;

@@ -14,13 +14,13 @@ mod probabilistic;
 
 use crate::config::BisectConfig;
 use crate::decision::{self, Method, Model, StepDecision, Verdict};
-use crate::ends::{self, Difference, EndsDecision};
+use crate::ends::{self, Difference, EndsDecision, EndsWait, RefusalReason};
 use crate::error::EngineError;
 use crate::estimate::Estimate;
 use crate::graph::{self, CommitGraph, CommitInfo};
 use crate::journal::JournalEvent;
 use crate::measurement::Measurement;
-use crate::progress::{Phase, Progress};
+use crate::progress::{EndsProgress, Phase, Progress};
 use crate::report::{self, BisectReport, BisectResult, EndSummary, Outcome, Refusal, StepReport};
 use crate::robust::mean_var;
 use probabilistic::PosteriorState;
@@ -82,6 +82,8 @@ pub(crate) struct Machine<'g> {
     posterior: Option<PosteriorState>,
     /// The journaled estimate of the rest, once made.
     pub(crate) estimate: Option<Estimate>,
+    /// Why the ends are being measured, while they are.
+    ends_wait: EndsWait,
 }
 
 impl<'g> Machine<'g> {
@@ -106,6 +108,7 @@ impl<'g> Machine<'g> {
             posterior: (config.decision.method == Method::Posterior)
                 .then(|| PosteriorState::new(graph)),
             estimate: None,
+            ends_wait: EndsWait::FirstRepeats,
         }
     }
 
@@ -250,7 +253,8 @@ impl<'g> Machine<'g> {
                         &self.config.decision,
                     );
                     match decision {
-                        EndsDecision::NeedMore => {
+                        EndsDecision::NeedMore(wait) => {
+                            self.ends_wait = wait;
                             let target = if self.good_samples.len() <= self.samples(bad).len() {
                                 Target::Good
                             } else {
@@ -258,8 +262,8 @@ impl<'g> Machine<'g> {
                             };
                             return Ok(Action::Measure(target));
                         }
-                        EndsDecision::Refuse => {
-                            return Ok(Action::Done(Outcome::Refused(self.refusal())));
+                        EndsDecision::Refuse(reason) => {
+                            return Ok(Action::Done(Outcome::Refused(self.refusal(reason))));
                         }
                         EndsDecision::Differ => self.phase = Phase::Steps,
                     }
@@ -386,8 +390,13 @@ impl<'g> Machine<'g> {
         EndSummary::of(self.info(target).clone(), self.samples(target))
     }
 
-    fn refusal(&self) -> Refusal {
+    fn refusal(&self, reason: RefusalReason) -> Refusal {
         let bad = Target::Node(self.graph.bad_idx());
+        let futility = ends::futility(
+            &self.good_samples,
+            self.samples(bad),
+            self.config.decision.min_effect_pct,
+        );
         Refusal {
             schema: report::REFUSAL_SCHEMA.to_string(),
             metric: self.config.metric.clone(),
@@ -396,6 +405,10 @@ impl<'g> Machine<'g> {
             bad: self.end_summary(bad),
             difference: Difference::welch(&self.good_samples, self.samples(bad), 0.95),
             min_effect_pct: self.config.decision.min_effect_pct,
+            reason: Some(reason),
+            smallest_step_pct: futility.map(|futility| futility.alternative_pct),
+            noise_pct: futility.map(|futility| futility.noise_pct),
+            max_end_repeats: Some(ends::end_cap(&self.config.decision)),
         }
     }
 
@@ -532,8 +545,18 @@ impl<'g> Machine<'g> {
             ),
             (None, Phase::Confirm) => (self.steps.len() as u32, self.steps.len() as u32, None),
         };
+        let ends = (self.phase == Phase::Ends).then(|| {
+            let (good, bad) = self.ends_samples();
+            EndsProgress {
+                wait: self.ends_wait,
+                n_each: good.len().min(bad.len()) as u32,
+                max_each: ends::end_cap(&self.config.decision),
+                difference: Difference::yuen(good, bad, ends::END_CONFIDENCE),
+            }
+        });
         Progress {
             phase: self.phase,
+            ends,
             step,
             est_steps_total,
             est_samples_left,

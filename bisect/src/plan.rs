@@ -1,14 +1,24 @@
 //! How long a bisection will take, before it runs.
 //!
-//! The estimate is the simulator's: [`estimate`] bisects a few hundred
+//! The estimate is the simulator's: [`estimate`] bisects [`TRIALS`]
 //! simulated histories ([`crate::sim::History`]) of the range's length,
 //! with the step to find and the noise observed (normal noise at the
 //! measured coefficient of variation, the culprit drawn uniformly), with
 //! the very engine and decision settings the real bisection uses. It
-//! reports the mean and the 95th percentile of the measurements taken,
-//! confirmation included, and the same times the observed seconds per
-//! measurement. The figures are what this engine needs on such a range,
-//! not a bound: heavier tails or drift than normal noise cost more.
+//! reports the mean, the 95th percentile and the most of the
+//! measurements taken (confirmation included) over the same simulated
+//! bisections, and the same times the observed seconds per measurement,
+//! with how many named the right commit and how many were refused at
+//! their ends. The figures are what this engine needs on such a range,
+//! not a bound: heavier tails or drift than normal noise cost more. A
+//! mean can lie above the 95th percentile when a few simulated
+//! bisections take far longer than the rest (a step lost in the noise,
+//! bisected commit by commit to the repeat cap); the most says how far.
+//!
+//! A bisection aims to name the right commit with the probability of
+//! [`accuracy_target_pct`]; an estimate whose simulated accuracy falls
+//! short of it describes a bisection that will often fail, and the
+//! command-line tool says so.
 //!
 //! A bisection makes the same estimate once it has measured its ends
 //! ([`from_ends`]: the step is the ends' difference, the noise their
@@ -21,6 +31,16 @@ use crate::estimate::Estimate;
 use crate::robust::mean_var;
 use crate::sim::{History, NoiseShape, Rng, engine_bisect};
 use std::time::{Duration, Instant};
+
+/// Simulated bisections of an estimate when it is not cut short by a
+/// time budget (`netbisect plan` never cuts it).
+pub const TRIALS: u32 = 300;
+
+/// The accuracy a bisection with `decision` aims for, percent: the
+/// posterior probability at which it names a culprit.
+pub fn accuracy_target_pct(decision: &DecisionConfig) -> f64 {
+    decision.culprit_confidence * 100.0
+}
 
 /// Why an estimate could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -58,7 +78,7 @@ pub struct PlanInput {
 }
 
 impl PlanInput {
-    /// An input with 300 trials, at least 10, within two seconds.
+    /// An input with [`TRIALS`] trials, at least 10, within two seconds.
     pub fn new(n_commits: usize, step_pct: f64, cv_pct: f64, seconds_per_run: f64) -> PlanInput {
         PlanInput {
             n_commits,
@@ -66,7 +86,7 @@ impl PlanInput {
             cv_pct,
             seconds_per_run,
             decision: DecisionConfig::default(),
-            max_trials: 300,
+            max_trials: TRIALS,
             min_trials: 10,
             time_budget: Duration::from_secs(2),
             seed: 0x706c_616e,
@@ -82,6 +102,7 @@ pub fn estimate(input: &PlanInput) -> Result<Estimate, PlanError> {
     let mut counts: Vec<u32> = Vec::with_capacity(input.max_trials as usize);
     let mut after_ends: Vec<u32> = Vec::with_capacity(input.max_trials as usize);
     let mut n_correct = 0u32;
+    let mut n_refused = 0u32;
     while counts.len() < input.max_trials as usize {
         if counts.len() >= input.min_trials as usize && started.elapsed() >= input.time_budget {
             break;
@@ -95,11 +116,13 @@ pub fn estimate(input: &PlanInput) -> Result<Estimate, PlanError> {
         );
         let trial = engine_bisect(&history, &input.decision, &mut rng)?;
         n_correct += u32::from(trial.correct);
+        n_refused += u32::from(trial.refused);
         counts.push(trial.n_measurements + trial.n_confirm);
         after_ends.push(trial.n_measurements + trial.n_confirm - trial.n_ends);
     }
     let n_trials = u32::try_from(counts.len()).unwrap_or(u32::MAX);
     let (mean, p95) = mean_and_p95(&mut counts);
+    let max = counts.iter().copied().max().unwrap_or(0);
     let (mean_after_ends, p95_after_ends) = mean_and_p95(&mut after_ends);
     Ok(Estimate {
         n_commits: input.n_commits,
@@ -108,8 +131,10 @@ pub fn estimate(input: &PlanInput) -> Result<Estimate, PlanError> {
         seconds_per_run: input.seconds_per_run,
         n_trials,
         correct_pct: f64::from(n_correct) / f64::from(n_trials) * 100.0,
+        refused_pct: f64::from(n_refused) / f64::from(n_trials) * 100.0,
         mean_measurements: mean,
         p95_measurements: p95,
+        max_measurements: max,
         mean_seconds: mean * input.seconds_per_run,
         p95_seconds: f64::from(p95) * input.seconds_per_run,
         mean_after_ends,
@@ -188,7 +213,10 @@ mod tests {
         assert!(f64::from(estimate.p95_measurements) >= estimate.mean_measurements * 0.9);
         assert!((estimate.mean_seconds - estimate.mean_measurements * 3.0).abs() < 1e-9);
         assert!((estimate.p95_seconds - f64::from(estimate.p95_measurements) * 3.0).abs() < 1e-9);
+        assert!(estimate.max_measurements >= estimate.p95_measurements);
+        assert!(f64::from(estimate.max_measurements) >= estimate.mean_measurements);
         assert!(estimate.correct_pct >= 90.0, "{estimate:?}");
+        assert_eq!(estimate.refused_pct, 0.0, "{estimate:?}");
     }
 
     #[test]

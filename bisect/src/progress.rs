@@ -3,6 +3,7 @@
 //! it stands from its journal alone ([`Status`]). The command-line tool
 //! prints them; the engine makes them.
 
+use crate::ends::{Difference, EndsWait};
 use crate::estimate::Estimate;
 use crate::graph::CommitInfo;
 use crate::report::{Outcome, StepReport};
@@ -25,6 +26,9 @@ pub enum Phase {
 pub struct Progress<'a> {
     /// Where the bisection is.
     pub phase: Phase,
+    /// While the ends are measured: why, and how many repeats it takes
+    /// at most.
+    pub ends: Option<EndsProgress>,
     /// Number of the step (the commit being classified), from 1; 0 while
     /// measuring the ends.
     pub step: u32,
@@ -44,6 +48,23 @@ pub struct Progress<'a> {
     pub candidates_left: u32,
     /// What the rest was estimated to take once the ends were measured.
     pub estimate: Option<&'a Estimate>,
+}
+
+/// Why the ends are being measured, and for how long at most.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EndsProgress {
+    /// Why: each end's first repeats, or more because their difference
+    /// is unclear (or their midpoint is, for the sequential method).
+    pub wait: EndsWait,
+    /// Repeats of each end so far (the fewer of the two).
+    pub n_each: u32,
+    /// The most repeats of each end: a difference still unclear there is
+    /// refused.
+    pub max_each: u32,
+    /// Their difference so far, with its interval at
+    /// [`crate::ends::END_CONFIDENCE`] (`None` before three repeats of
+    /// each end).
+    pub difference: Option<Difference>,
 }
 
 /// Where a bisection stands, from its journal alone.

@@ -68,6 +68,18 @@ pub enum RangeError {
         /// Their merge base, if any.
         merge_base: Option<String>,
     },
+    /// Bad is an ancestor of good: the two were given the wrong way round.
+    #[error(
+        "the good commit {good} comes after the bad commit {bad}: are good and bad \
+         swapped? good is the older commit (the old performance), bad the newer, \
+         even when the newer is the faster"
+    )]
+    Swapped {
+        /// Good commit id.
+        good: String,
+        /// Bad commit id.
+        bad: String,
+    },
     /// Good and bad are the same commit.
     #[error("good and bad are the same commit {0}")]
     SameCommit(String),
@@ -201,8 +213,9 @@ pub fn commit_info(repo: &Repository, oid: Oid) -> Result<CommitInfo, RangeError
 }
 
 /// Loads the commits reachable from `bad` and not from `good`. Good must
-/// be an ancestor of bad, as `git bisect` needs it to be; when it is not,
-/// the error names their merge base.
+/// be an ancestor of bad, as `git bisect` needs it to be; when bad is an
+/// ancestor of good instead, the error asks whether they were swapped;
+/// otherwise it names their merge base.
 pub fn load(
     repo: &Repository,
     good: Oid,
@@ -213,6 +226,12 @@ pub fn load(
         return Err(RangeError::SameCommit(good.to_string()));
     }
     if !repo.graph_descendant_of(bad, good)? {
+        if repo.graph_descendant_of(good, bad)? {
+            return Err(RangeError::Swapped {
+                good: good.to_string(),
+                bad: bad.to_string(),
+            });
+        }
         return Err(RangeError::NotAncestor {
             good: good.to_string(),
             bad: bad.to_string(),

@@ -15,7 +15,7 @@
 //! commits, listed newest first).
 
 use crate::decision::{Method, Verdict};
-use crate::ends::Difference;
+use crate::ends::{Difference, RefusalReason};
 use crate::graph::CommitInfo;
 use crate::robust::mean_var;
 use run_record::record::Direction;
@@ -87,6 +87,21 @@ pub struct Refusal {
     pub difference: Option<Difference>,
     /// The smallest effect worth bisecting, percent.
     pub min_effect_pct: f64,
+    /// Which rule refused (absent from refusals written before there was
+    /// more than one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<RefusalReason>,
+    /// The smallest step the ends' test was built to see: the larger of
+    /// the minimum effect and two noise scales of one run, percent of the
+    /// good end's mean.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smallest_step_pct: Option<f64>,
+    /// The noise of one run the ends show, percent of the good end's mean.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise_pct: Option<f64>,
+    /// The most repeats of each end (`--max-repeats`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_end_repeats: Option<u32>,
 }
 
 /// One commit classified on the way.

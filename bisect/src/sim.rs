@@ -241,6 +241,11 @@ pub struct TrialResult {
     pub n_ends: u32,
     /// The answer was a range (the culprit hidden among unknown commits).
     pub ended_in_range: bool,
+    /// The bisection was refused: the ends were found not to differ.
+    pub refused: bool,
+    /// Repeats of each end before the bisection was refused or the steps
+    /// began (the more of the two).
+    pub n_end_repeats: u32,
 }
 
 /// Bisects `history` with the engine: its loop, fed by a [`SimMeasurer`],
@@ -286,6 +291,8 @@ pub fn engine_bisect(
                 n_measurements: n_total.saturating_sub(n_confirm),
                 n_confirm: n_confirm.min(n_total),
                 n_ends,
+                refused: false,
+                n_end_repeats: n_ends.div_ceil(2),
             }
         }
         Outcome::Refused(_) => TrialResult {
@@ -294,6 +301,8 @@ pub fn engine_bisect(
             n_confirm: 0,
             n_ends,
             ended_in_range: false,
+            refused: true,
+            n_end_repeats: n_ends.div_ceil(2),
         },
     })
 }
@@ -331,6 +340,8 @@ pub fn naive_bisect(history: &History, repeats: u32, rng: &mut Rng) -> TrialResu
         n_ends: 2 * repeats,
         n_measurements,
         ended_in_range: false,
+        refused: false,
+        n_end_repeats: repeats,
     }
 }
 
@@ -347,6 +358,8 @@ pub struct Tally {
     pub n_confirm: u64,
     /// Bisections that ended in a range.
     pub n_ranges: u32,
+    /// Bisections refused at their ends.
+    pub n_refused: u32,
 }
 
 impl Tally {
@@ -357,6 +370,7 @@ impl Tally {
         self.n_measurements += u64::from(trial.n_measurements);
         self.n_confirm += u64::from(trial.n_confirm);
         self.n_ranges += u32::from(trial.ended_in_range);
+        self.n_refused += u32::from(trial.refused);
     }
 
     /// Percent correct.
@@ -364,8 +378,26 @@ impl Tally {
         100.0 * f64::from(self.n_correct) / f64::from(self.n_trials.max(1))
     }
 
+    /// Percent refused at their ends.
+    pub fn refused_pct(&self) -> f64 {
+        100.0 * f64::from(self.n_refused) / f64::from(self.n_trials.max(1))
+    }
+
     /// Mean repeats per bisection (confirmation excluded).
     pub fn mean_measurements(&self) -> f64 {
         self.n_measurements as f64 / f64::from(self.n_trials.max(1))
+    }
+}
+
+/// The median of `values` (the mean of the middle two of an even
+/// count); `None` when there are none.
+pub fn median(values: &[u32]) -> Option<f64> {
+    let mut sorted = values.to_vec();
+    sorted.sort_unstable();
+    let n_values = sorted.len();
+    match n_values {
+        0 => None,
+        _ if n_values % 2 == 1 => Some(f64::from(sorted[n_values / 2])),
+        _ => Some((f64::from(sorted[n_values / 2 - 1]) + f64::from(sorted[n_values / 2])) / 2.0),
     }
 }

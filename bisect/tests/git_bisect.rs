@@ -621,6 +621,14 @@ fn bad_input_is_refused_before_anything_runs() {
             .contains(&format!("their merge base is {}", ids[1])),
         "{err}"
     );
+    // Good and bad the wrong way round: named as such.
+    let err = range::load(&repo, ids[3], ids[0], false).unwrap_err();
+    assert!(matches!(err, RangeError::Swapped { .. }), "{err}");
+    assert!(
+        err.to_string().contains("are good and bad swapped?"),
+        "{err}"
+    );
+    assert!(!err.to_string().contains("merge base"), "{err}");
     assert!(matches!(
         range::load(&repo, ids[3], ids[3], false),
         Err(RangeError::SameCommit(_))

@@ -95,6 +95,47 @@ fn the_same_seed_gives_the_same_bisection() {
     }
 }
 
+/// The engine's default method over `n_trials` histories of 64 commits
+/// with a step of `step_pct` (0: the ends do not differ) in normal noise
+/// of `cv_pct`: the tally and each trial's repeats of each end.
+fn ends_tally(step_pct: f64, cv_pct: f64, n_trials: u32, seed: u64) -> (Tally, Vec<u32>) {
+    let decision = DecisionConfig::default();
+    let mut history_rng = Rng::new(seed);
+    let mut engine_tally = Tally::default();
+    let mut end_repeats = Vec::new();
+    for trial_idx in 0..n_trials {
+        let history = History::random(64, step_pct, cv_pct, NoiseShape::Normal, &mut history_rng);
+        let mut rng = Rng::new(seed ^ u64::from(trial_idx) << 32);
+        let trial = sim::engine_bisect(&history, &decision, &mut rng).unwrap();
+        engine_tally.add(trial);
+        end_repeats.push(trial.n_end_repeats);
+    }
+    (engine_tally, end_repeats)
+}
+
+#[test]
+fn ends_that_do_not_differ_are_refused_within_ten_repeats_of_each() {
+    // The futility bound's error rates (see the `ends` module): ends
+    // equal within 2% or 5% noise are refused after a median of at most
+    // ten repeats of each end...
+    for cv_pct in [2.0, 5.0] {
+        let (tally, end_repeats) = ends_tally(0.0, cv_pct, 200, 29);
+        assert!(tally.refused_pct() >= 97.0, "{cv_pct}%: {tally:?}");
+        let median = sim::median(&end_repeats).unwrap();
+        assert!(median <= 10.0, "{cv_pct}%: median {median}");
+    }
+    // ...while a 5% step in 2% noise is never refused and its culprit
+    // is found...
+    let (tally, _) = ends_tally(5.0, 2.0, 200, 31);
+    assert_eq!(tally.n_refused, 0, "{tally:?}");
+    assert!(tally.accuracy_pct() >= 99.0, "{tally:?}");
+    // ...and a 5% step in 5% noise, one noise scale, the case where the
+    // two errors meet, is refused 21% to 25% of the time in 1000 trials.
+    let (tally, _) = ends_tally(5.0, 5.0, 100, 37);
+    assert!(tally.refused_pct() <= 30.0, "{tally:?}");
+    assert!(tally.refused_pct() >= 5.0, "{tally:?}");
+}
+
 /// A measurer whose k-th sample of a commit is the same whenever it is
 /// drawn, so that a resumed bisection sees what the first one would have.
 struct Replayable<'a> {

@@ -46,9 +46,10 @@ pub enum BisectAction {
 /// The repository a bisect command works on.
 #[derive(Debug, Args)]
 pub struct BisectRepoArgs {
-    /// The git repository
-    #[arg(long, value_name = "PATH", default_value = ".")]
-    pub repo: PathBuf,
+    /// The git repository [default: the one of the current directory,
+    /// else the one bisection in progress]
+    #[arg(long, value_name = "PATH")]
+    pub repo: Option<PathBuf>,
 }
 
 /// How each repeat is measured: a bench test or a command.
@@ -92,7 +93,8 @@ pub struct BisectStartArgs {
     /// How the VM is made (with --kernel).
     #[command(flatten)]
     pub vm: VmOptionArgs,
-    /// Repeats of each end before the steps [default: 5]
+    /// Repeats of each end taken first; more only while their difference
+    /// is neither clear nor ruled out, up to --max-repeats [default: 5]
     #[arg(long, value_name = "N", value_parser = values::end_repeats)]
     pub end_repeats: Option<u32>,
     /// Repeats added to the culprit and its parent to confirm the answer
@@ -181,12 +183,15 @@ pub struct VerdictArgs {
 
 const PLAN_AFTER_HELP: &str = "\
 The noise (coefficient of variation of one run's figure) and the seconds
-per run come from the archived runs of the same bench spec and testbed,
-unless --cv and --seconds give them. The estimate bisects a few hundred
-simulated ranges of that length with that step and normal noise, as
-`bisect start` would, and prints the mean and 95th percentile of the
-measurements (ends and confirmation included) and of the time, builds
-excluded. Heavier tails or drift than normal noise cost more.";
+per run come from the archived runs of the same bench spec and testbed
+that share the config_key of the newest of them (the same environment),
+unless --cv and --seconds give them. The estimate bisects 300 simulated
+ranges of that length with that step and normal noise, as `bisect start`
+would, and prints the mean and 95th percentile of the measurements (ends
+and confirmation included) and of the time, builds excluded. Heavier
+tails or drift than normal noise cost more. When fewer of the simulated
+bisections name the right commit than a bisection aims for (99.5%), a
+warning says so; with --strict, the exit code is then 5.";
 
 /// `netbisect plan`.
 #[derive(Debug, Args)]
@@ -197,16 +202,25 @@ pub struct PlanArgs {
     #[arg(long, value_name = "SPEC", allow_hyphen_values = true)]
     pub test: String,
     /// Size of the change to find, percent
-    #[arg(long, value_name = "PCT")]
+    #[arg(long, value_name = "PCT", value_parser = values::plan_effect_pct)]
     pub effect: f64,
     /// Commits in the range
-    #[arg(long, value_name = "N", default_value_t = 1024)]
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 1024,
+        value_parser = values::plan_commits
+    )]
     pub commits: usize,
     /// Noise of one run, percent [default: from archived runs]
-    #[arg(long, value_name = "PCT")]
+    #[arg(long, value_name = "PCT", value_parser = values::plan_cv_pct)]
     pub cv: Option<f64>,
     /// Seconds per run [default: from archived runs, else the spec's
     /// length times its iterations]
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", value_parser = values::plan_seconds)]
     pub seconds: Option<f64>,
+    /// Exit with 5 when the simulated bisections name the right commit
+    /// less often than a bisection aims for
+    #[arg(long)]
+    pub strict: bool,
 }

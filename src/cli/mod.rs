@@ -24,6 +24,7 @@ Exit codes:
   2    usage or input error
   3    runtime failure (network, file system, a failed command)
   4    bisect refused: the good and bad ends do not differ enough
+  5    plan --strict: the simulated bisections miss their accuracy aim
   125  cannot tell (read by `git bisect run` as skip)
   128  verdict: a usage or configuration error (aborts `git bisect run`)
   130  interrupted by SIGINT or SIGTERM";
@@ -93,8 +94,9 @@ pub enum Command {
     Archive(ArchiveArgs),
     /// Print a shell completion script
     Completions(CompletionsArgs),
-    /// Print the manual page (roff) on stdout
-    Man,
+    /// Print the manual page (roff) on stdout, or write a page per
+    /// command to a directory
+    Man(ManArgs),
     /// Run a socket test (netperf's flags) and print its record
     Bench(BenchArgs),
     /// Serve as the remote end of tests (netserver's role)
@@ -140,6 +142,15 @@ pub struct EnvArgs {
     /// Also describe this network interface (MTU, driver, offloads)
     #[arg(short = 'i', long, value_name = "IFACE")]
     pub interface: Option<String>,
+}
+
+/// `netbisect man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write netbisect.1 and a page for every command (netbisect-bench.1,
+    /// netbisect-archive-import.1, ...) to this directory instead
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 /// `netbisect completions`.

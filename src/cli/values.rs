@@ -141,6 +141,49 @@ pub fn max_repeats(text: &str) -> Result<u32, String> {
     }
 }
 
+/// `--effect PCT` of `plan`: a change above 0% and below 100%.
+pub fn plan_effect_pct(text: &str) -> Result<f64, String> {
+    let pct: f64 = number(text)?;
+    if pct.is_finite() && pct > 0.0 && pct < 100.0 {
+        Ok(pct)
+    } else {
+        Err(format!(
+            "--effect {pct} is not a change above 0% and below 100%"
+        ))
+    }
+}
+
+/// `--cv PCT` of `plan`: a noise above 0% and below 100% (a bisection
+/// of noise-free runs needs no plan).
+pub fn plan_cv_pct(text: &str) -> Result<f64, String> {
+    let pct: f64 = number(text)?;
+    if pct.is_finite() && pct > 0.0 && pct < 100.0 {
+        Ok(pct)
+    } else {
+        Err(format!("--cv {pct} is not a noise above 0% and below 100%"))
+    }
+}
+
+/// `--seconds SECS` of `plan`: 0 or more.
+pub fn plan_seconds(text: &str) -> Result<f64, String> {
+    let seconds: f64 = number(text)?;
+    if seconds.is_finite() && seconds >= 0.0 {
+        Ok(seconds)
+    } else {
+        Err(format!(
+            "--seconds {seconds} is not a number of seconds >= 0"
+        ))
+    }
+}
+
+/// `--commits N` of `plan`: at least one.
+pub fn plan_commits(text: &str) -> Result<usize, String> {
+    match number(text)? {
+        0 => Err("--commits must be at least 1".to_string()),
+        n_commits => Ok(n_commits),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,5 +217,20 @@ mod tests {
         assert!(vm_timeout("1e300").is_err());
         assert_eq!(vm_timeout("30"), Ok(30.0));
         assert!(min_effect_pct("NaN").is_err());
+        assert_eq!(
+            plan_effect_pct("0").unwrap_err(),
+            "--effect 0 is not a change above 0% and below 100%"
+        );
+        assert_eq!(
+            plan_cv_pct("0").unwrap_err(),
+            "--cv 0 is not a noise above 0% and below 100%"
+        );
+        assert!(plan_cv_pct("inf").is_err());
+        assert!(plan_seconds("-1").is_err());
+        assert_eq!(
+            plan_commits("0").unwrap_err(),
+            "--commits must be at least 1"
+        );
+        assert_eq!(plan_effect_pct("2.5"), Ok(2.5));
     }
 }

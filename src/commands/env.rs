@@ -1,10 +1,20 @@
 //! `netbisect env`: what this host's environment looks like to netbisect.
+//! An interface that does not exist is an input error, not an empty
+//! description.
 
 use crate::cli::{EnvArgs, GlobalArgs};
-use crate::exit::Code;
+use crate::exit::{Code, InputError};
 use crate::output;
 
 pub fn run(global: &GlobalArgs, args: &EnvArgs) -> anyhow::Result<Code> {
+    if let Some(name) = &args.interface
+        && !bench_core::host::interface_exists(name)
+    {
+        return Err(InputError(format!(
+            "there is no network interface '{name}' here (`ip link` lists them)"
+        ))
+        .into());
+    }
     let env = bench_core::host::capture_local(args.interface.as_deref());
     output::emit(
         global,

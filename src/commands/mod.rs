@@ -30,7 +30,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<Code> {
         Command::Templates(args) => templates::run(&cli.global, args),
         Command::Archive(args) => archive::run(&cli.global, args),
         Command::Completions(args) => help::completions(args),
-        Command::Man => help::man(),
+        Command::Man(args) => help::man(&cli.global, args),
         Command::Bench(args) => bench::run(&cli.global, args),
         Command::Serve(args) => serve::run(&cli.global, args),
         Command::Bisect(args) => bisect::run(&cli.global, args),

@@ -1,7 +1,9 @@
 //! `netbisect plan --test SPEC --effect PCT`: how many measurements and
 //! how much time a bisection of that test will take, from the noise of
-//! the archived runs of the same spec and testbed (or `--cv`), through
-//! bisect's simulator ([`bisect::plan::estimate`]).
+//! the archived runs of the same spec, testbed and config_key (or
+//! `--cv`), through bisect's simulator ([`bisect::plan::estimate`]), and
+//! whether such a bisection reaches its own accuracy target: a warning
+//! when it does not, and exit 5 with `--strict`.
 
 use crate::cli::{GlobalArgs, PlanArgs};
 use crate::exit::{Code, InputError};
@@ -10,8 +12,9 @@ use crate::request::parse_bench_spec;
 use crate::store::open_archive;
 use anyhow::Context;
 use archive::RunQuery;
+use bisect::decision::DecisionConfig;
 use bisect::estimate::Estimate;
-use bisect::plan::{PlanInput, estimate};
+use bisect::plan::{self, PlanInput, estimate};
 use run_record::record::Metric;
 use serde::Serialize;
 
@@ -26,8 +29,14 @@ pub struct Plan {
     pub noise_from: &'static str,
     /// Where the seconds per run came from: `archive`, `spec` or `given`.
     pub seconds_from: &'static str,
-    /// Archived runs of the same spec and testbed that were read.
+    /// Archived runs of the same spec, testbed and config_key that were
+    /// read.
     pub n_archived_runs: usize,
+    /// The config_key of those runs: the newest matching run's (`null`
+    /// when none was read).
+    pub config_key: Option<String>,
+    /// Percent of bisections a bisection aims to get right.
+    pub target_pct: f64,
     /// The estimate.
     pub estimate: Estimate,
 }
@@ -35,10 +44,13 @@ pub struct Plan {
 pub fn run(global: &GlobalArgs, args: &PlanArgs) -> anyhow::Result<Code> {
     let request = parse_bench_spec(&args.test)?;
     let metric = Metric::primary_for(&request.spec);
-    // Runs of the same spec and testbed: their per-run figures (the
-    // samples a bisection takes) and measured lengths.
+    // Runs of the same spec and testbed, in the environment of the newest
+    // of them (its config_key): their per-run figures (the samples a
+    // bisection takes) and measured lengths. Runs of other environments
+    // would add their differences to the noise.
     let mut values = Vec::new();
     let mut lengths = Vec::new();
+    let mut config_key = None;
     if args.cv.is_none() || args.seconds.is_none() {
         let archive = open_archive(global)?;
         let query = RunQuery {
@@ -49,7 +61,15 @@ pub fn run(global: &GlobalArgs, args: &PlanArgs) -> anyhow::Result<Code> {
         let records = archive
             .records(&query)
             .context("failed to read the archive")?;
-        for record in records.iter().filter(|record| record.spec == request.spec) {
+        let same_spec: Vec<_> = records
+            .iter()
+            .filter(|record| record.spec == request.spec && record.sample(metric).is_some())
+            .collect();
+        config_key = same_spec.last().map(|record| record.config_key.clone());
+        for record in same_spec
+            .iter()
+            .filter(|record| Some(&record.config_key) == config_key.as_ref())
+        {
             if let Some(value) = record.sample(metric) {
                 values.push(value);
                 lengths.push(record.iterations.iter().map(|it| it.elapsed_s).sum::<f64>());
@@ -61,8 +81,8 @@ pub fn run(global: &GlobalArgs, args: &PlanArgs) -> anyhow::Result<Code> {
         None => (
             coefficient_of_variation(&values).ok_or_else(|| {
                 InputError(format!(
-                    "the archive has {} run{} of this spec and testbed with a figure of {}: \
-                     at least 2 are needed to see the noise (or give --cv)",
+                    "the archive has {} run{} of this spec, testbed and config_key with a \
+                     figure of {}: at least 2 are needed to see the noise (or give --cv)",
                     values.len(),
                     if values.len() == 1 { "" } else { "s" },
                     metric
@@ -71,6 +91,14 @@ pub fn run(global: &GlobalArgs, args: &PlanArgs) -> anyhow::Result<Code> {
             "archive",
         ),
     };
+    if cv_pct == 0.0 || cv_pct >= 100.0 {
+        return Err(InputError(format!(
+            "the {} archived runs of this spec, testbed and config_key show a noise of \
+             {cv_pct:.1}%, which cannot be planned with: give --cv",
+            values.len()
+        ))
+        .into());
+    }
     let (seconds_per_run, seconds_from) = match args.seconds {
         Some(seconds) => (seconds, "given"),
         None if !lengths.is_empty() => (
@@ -82,14 +110,28 @@ pub fn run(global: &GlobalArgs, args: &PlanArgs) -> anyhow::Result<Code> {
             "spec",
         ),
     };
-    let input = PlanInput::new(args.commits, args.effect, cv_pct, seconds_per_run);
+    // Every documented simulation runs: no time budget cuts them short.
+    let input = PlanInput {
+        min_trials: plan::TRIALS,
+        max_trials: plan::TRIALS,
+        ..PlanInput::new(args.commits, args.effect, cv_pct, seconds_per_run)
+    };
     let estimate = estimate(&input).map_err(|err| InputError(err.to_string()))?;
+    let target_pct = plan::accuracy_target_pct(&DecisionConfig::default());
+    let below_target = estimate.correct_pct < target_pct;
+    if !global.quiet {
+        for line in warnings(&estimate, target_pct) {
+            eprintln!("{line}");
+        }
+    }
     let plan = Plan {
         test: request.spec.test.name().to_string(),
         metric: metric.name().to_string(),
         noise_from,
         seconds_from,
         n_archived_runs: values.len(),
+        config_key,
+        target_pct,
         estimate,
     };
     output::emit(
@@ -97,7 +139,47 @@ pub fn run(global: &GlobalArgs, args: &PlanArgs) -> anyhow::Result<Code> {
         || output::pretty(&plan, "the plan"),
         || output::template(global, "plan", &plan, "the plan"),
     )?;
-    Ok(Code::Ok)
+    Ok(if below_target && args.strict {
+        Code::BelowTarget
+    } else {
+        Code::Ok
+    })
+}
+
+/// What is wrong with an estimate, as warning lines within 80 columns:
+/// fewer right answers than the target, and a mean above the 95th
+/// percentile.
+fn warnings(estimate: &Estimate, target_pct: f64) -> Vec<String> {
+    let mut lines = Vec::new();
+    if estimate.correct_pct < target_pct {
+        lines.push(format!(
+            "netbisect: warning: {:.1}% of {} simulated bisections named the right commit,",
+            estimate.correct_pct, estimate.n_trials
+        ));
+        let refused = if estimate.refused_pct > 0.0 {
+            format!(" ({:.1}% were refused at their ends)", estimate.refused_pct)
+        } else {
+            String::new()
+        };
+        lines.push(format!(
+            "  below the {target_pct:.1}% a bisection aims for{refused}:"
+        ));
+        lines.push(format!(
+            "  a change of {:.2}% in {:.2}% noise is hard to bisect; less noise (a longer",
+            estimate.step_pct, estimate.cv_pct
+        ));
+        lines.push("  -l, CPUs pinned with -T) makes it stand out".to_string());
+    }
+    if estimate.mean_measurements > f64::from(estimate.p95_measurements) {
+        lines.push(
+            "netbisect: warning: the mean is above the 95th percentile: the slowest".to_string(),
+        );
+        lines.push(format!(
+            "  simulated bisections took up to {} measurements",
+            estimate.max_measurements
+        ));
+    }
+    lines
 }
 
 /// Sample standard deviation over `|mean|`, percent; `None` with fewer
@@ -117,7 +199,44 @@ fn coefficient_of_variation(values: &[f64]) -> Option<f64> {
 
 #[cfg(test)]
 mod tests {
-    use super::coefficient_of_variation;
+    use super::*;
+
+    #[test]
+    fn warnings_name_what_falls_short_within_80_columns() {
+        let estimate = Estimate {
+            n_commits: 16,
+            step_pct: 2.0,
+            cv_pct: 27.0,
+            seconds_per_run: 1.0,
+            n_trials: 300,
+            correct_pct: 0.0,
+            refused_pct: 96.3,
+            mean_measurements: 230.0,
+            p95_measurements: 200,
+            max_measurements: 3100,
+            mean_seconds: 230.0,
+            p95_seconds: 200.0,
+            mean_after_ends: 0.0,
+            p95_after_ends: 0,
+        };
+        let lines = warnings(&estimate, 99.5);
+        assert_eq!(lines.len(), 6, "{lines:#?}");
+        assert!(lines[0].contains("0.0% of 300 simulated"), "{lines:#?}");
+        assert!(lines[1].contains("below the 99.5%"), "{lines:#?}");
+        assert!(lines[1].contains("(96.3% were refused"), "{lines:#?}");
+        assert!(lines[5].contains("up to 3100 measurements"), "{lines:#?}");
+        for line in &lines {
+            assert!(line.len() <= 80 && line.is_ascii(), "{line:?}");
+        }
+        let healthy = Estimate {
+            correct_pct: 100.0,
+            refused_pct: 0.0,
+            mean_measurements: 40.0,
+            p95_measurements: 60,
+            ..estimate
+        };
+        assert!(warnings(&healthy, 99.5).is_empty());
+    }
 
     #[test]
     fn coefficient_of_variation_of_known_values() {

@@ -22,7 +22,7 @@ use bisect::decision::{self, DecisionConfig, Model, StepDecision, Verdict};
 use bisect::measure::{self, CommandMeasurement};
 use child_process::runner;
 use run_record::record::{Metric, RunRecord};
-use run_record::spec::RunSpec;
+use run_record::spec::{RunSpec, TestKind};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -31,6 +31,85 @@ use std::time::Duration;
 
 use crate::request::parse_bench_spec;
 use crate::store::open_archive;
+
+/// A figure of `metric` in the units the rest of the tool prints (the
+/// run table, `compare`, the bisection's report): throughput in
+/// 10^6bits/s (netperf's default `-f m`), rates in Trans/s, latencies in
+/// us, CPU in %, service demand in us/KB or us/Tran.
+fn shown(metric: Metric, test: TestKind, value: f64) -> (f64, &'static str) {
+    match metric {
+        Metric::ThroughputBps => (value / 1e6, "10^6bits/s"),
+        Metric::TransactionRate => (value, "Trans/s"),
+        other => (value, other.unit(test)),
+    }
+}
+
+/// What the figure is, in words where the metric's name has its unit.
+fn label(metric: Metric) -> &'static str {
+    match metric {
+        Metric::ThroughputBps => "throughput",
+        Metric::TransactionRate => "transaction rate",
+        other => other.name(),
+    }
+}
+
+/// Why the verdict is what it is, in words, with the log-likelihood
+/// ratio of the sequential test and its bound named.
+fn explanation(verdict: Verdict, n_runs: usize, llr: f64, bound: f64) -> String {
+    let runs = if n_runs == 1 {
+        "The run".to_string()
+    } else {
+        format!("The {n_runs} runs")
+    };
+    match verdict {
+        Verdict::Old | Verdict::New => {
+            let (side, sign) = if verdict == Verdict::Old {
+                ("good", -1.0)
+            } else {
+                ("bad", 1.0)
+            };
+            format!(
+                "{runs} are like the {side} side: in the sequential test of the bad side \
+                 against the good (Wald's, each run clipped so that no outlier decides \
+                 alone), their log-likelihood ratio, {llr:+.2}, went beyond the bound of \
+                 {:+.2} for {side}.",
+                sign * bound
+            )
+            .replace("The run are", "The run is")
+        }
+        Verdict::Unknown | Verdict::Skip => format!(
+            "{runs} are neither clearly like the good side nor like the bad: their \
+             log-likelihood ratio of the bad side against the good, {llr:+.2}, stayed \
+             between the bounds {:+.2} and {:+.2} up to --max-repeats, so `git bisect \
+             run` skips this commit (exit 125).",
+            -bound, bound
+        )
+        .replace("The run are", "The run is"),
+    }
+}
+
+/// `text` broken at spaces into lines of at most `width` columns (a word
+/// longer than that stays whole), each ending in a newline.
+fn wrap(text: &str, width: usize) -> String {
+    let mut wrapped = String::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.len() + 1 + word.len() > width {
+            wrapped.push_str(&line);
+            wrapped.push('\n');
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        wrapped.push_str(&line);
+        wrapped.push('\n');
+    }
+    wrapped
+}
 
 /// Schema of [`VerdictDoc`].
 const VERDICT_SCHEMA: &str = "netbisect.verdict/1";
@@ -336,18 +415,30 @@ fn decide(global: &GlobalArgs, args: &VerdictArgs) -> anyhow::Result<Code> {
             Verdict::New => "new (like the bad side)",
             Verdict::Unknown | Verdict::Skip => "cannot tell",
         };
-        let versus_good = change.map_or(String::new(), |change| {
-            format!(
-                "\nchange from good: {:+.1}% [{:+.1}%, {:+.1}%] at 95%",
+        let (value, unit) = shown(metric, spec.test, mean);
+        let (good, _) = shown(metric, spec.test, doc.good_mean);
+        let (bad, _) = shown(metric, spec.test, doc.bad_mean);
+        let n_runs = doc.samples.len();
+        let mut text = format!(
+            "verdict: {word}\n{}: {value:.2} {unit} over {n_runs} run{}; good {good:.2}, \
+             bad {bad:.2}\n",
+            label(metric),
+            if n_runs == 1 { "" } else { "s" },
+        );
+        if let Some(change) = change {
+            text.push_str(&format!(
+                "change from good: {:+.1}% [{:+.1}%, {:+.1}%] at 95%\n",
                 change.change_pct, change.low_pct, change.high_pct
-            )
-        });
-        Ok(format!(
-            "verdict: {word}\n{metric}: {mean:.6e} over {} runs; good {:.6e}, bad {:.6e}; llr {llr:.2}{versus_good}\n",
-            doc.samples.len(),
-            doc.good_mean,
-            doc.bad_mean,
-        ))
+            ));
+        }
+        let why = explanation(
+            verdict,
+            n_runs,
+            llr,
+            decision::wald_bound(config.step_error),
+        );
+        text.push_str(&wrap(&why, 80));
+        Ok(text)
     };
     output::emit(global, || output::line(&doc, "the verdict"), text)?;
     Ok(match verdict {
@@ -355,4 +446,46 @@ fn decide(global: &GlobalArgs, args: &VerdictArgs) -> anyhow::Result<Code> {
         Verdict::New => Code::New,
         Verdict::Unknown | Verdict::Skip => Code::CannotTell,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_are_in_the_units_of_the_tool() {
+        assert_eq!(
+            shown(Metric::ThroughputBps, TestKind::TcpStream, 1.437677e10),
+            (14376.77, "10^6bits/s")
+        );
+        assert_eq!(
+            shown(Metric::TransactionRate, TestKind::TcpRr, 41000.5),
+            (41000.5, "Trans/s")
+        );
+        assert_eq!(shown(Metric::LatencyP99Us, TestKind::TcpRr, 52.5).1, "us");
+        assert_eq!(label(Metric::ThroughputBps), "throughput");
+    }
+
+    #[test]
+    fn the_decision_is_explained_in_words_within_80_columns() {
+        let old = wrap(&explanation(Verdict::Old, 3, -236.74, 7.6), 80);
+        assert!(
+            old.starts_with("The 3 runs are like the good side"),
+            "{old}"
+        );
+        assert!(old.contains("log-likelihood ratio, -236.74,"), "{old}");
+        assert!(old.contains("bound of -7.60 for good"), "{old}");
+        let new = wrap(&explanation(Verdict::New, 1, 12.0, 7.6), 80);
+        assert!(new.starts_with("The run is like the bad side"), "{new}");
+        let words = explanation(Verdict::Unknown, 10, 1.2, 7.6);
+        assert!(
+            words.contains("between the bounds -7.60 and +7.60"),
+            "{words}"
+        );
+        let unknown = wrap(&words, 80);
+        for line in old.lines().chain(new.lines()).chain(unknown.lines()) {
+            assert!(line.len() <= 80 && line.is_ascii(), "{line:?}");
+        }
+        assert_eq!(wrap("a b", 1), "a\nb\n");
+    }
 }

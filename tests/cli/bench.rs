@@ -66,6 +66,37 @@ fn a_run_is_stored_in_the_archive_unless_told_not_to() {
         .unwrap();
     let runs: Vec<serde_json::Value> = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(runs.len(), 1, "--no-archive stored a run");
+
+    // The table of a run kept out says so next to the id that `archive
+    // show` cannot find; a stored run's id has no such note.
+    let output = netbisect()
+        .args(["bench", "-t", "TCP_RR", "-l", "0.1", "--no-archive"])
+        .env("NETBISECT_ARCHIVE", &db)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(output.stdout).unwrap();
+    let last = text.lines().last().unwrap();
+    assert!(last.ends_with(" (not stored)"), "{text}");
+    let id = last
+        .split(", run ")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap();
+    let output = netbisect()
+        .args(["archive", "show", id])
+        .env("NETBISECT_ARCHIVE", &db)
+        .output()
+        .unwrap();
+    assert_ne!(output.status.code(), Some(0), "{output:?}");
+    let output = netbisect()
+        .args(["bench", "-t", "TCP_RR", "-l", "0.1"])
+        .env("NETBISECT_ARCHIVE", &db)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(!text.contains("not stored"), "{text}");
 }
 
 use crate::check_mailing_list_rules as check_text;

@@ -33,12 +33,6 @@ fn describes_an_interface_when_asked() {
 }
 
 #[test]
-fn an_unknown_interface_is_recorded_as_absent() {
-    let env = env_json(&["-i", "no-such-if0"]);
-    assert_eq!(env["interface"], serde_json::json!({"name": "no-such-if0"}));
-}
-
-#[test]
 fn prints_a_readable_summary_without_json() {
     let output = crate::netbisect()
         .args(["env", "-i", "lo"])
@@ -56,4 +50,19 @@ fn prints_a_readable_summary_without_json() {
         text.lines().all(|line| line.len() <= 80 && line.is_ascii()),
         "{text}"
     );
+}
+
+#[test]
+fn an_interface_that_does_not_exist_is_an_error() {
+    let output = crate::netbisect()
+        .args(["env", "-i", "nosuch0"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("no network interface 'nosuch0'"),
+        "{stderr}"
+    );
+    assert!(output.stdout.is_empty(), "{output:?}");
 }

@@ -4,6 +4,7 @@ mod archive;
 mod archive_safety;
 mod bench;
 mod bisect;
+mod bisect_session;
 mod compare;
 mod env;
 mod help;

@@ -1,7 +1,10 @@
 //! `netbisect plan`: the estimate from archived runs of real loopback
-//! traffic, from given figures, and the refusal without noise.
+//! traffic (only those of one config_key), from given figures, the
+//! warning and `--strict` below the bisection's accuracy target, and the
+//! refusal without noise.
 
 use super::{check_mailing_list_rules, netbisect_with};
+use run_record::record::RunRecord;
 
 #[test]
 fn plan_reads_the_noise_of_archived_runs() {
@@ -26,6 +29,40 @@ fn plan_reads_the_noise_of_archived_runs() {
     assert_eq!(plan["n_archived_runs"], 3);
     let estimate = &plan["estimate"];
     assert_eq!(estimate["n_commits"], 16);
+    // Every documented simulation ran.
+    assert_eq!(estimate["n_trials"], 300);
+    let config_key = plan["config_key"].as_str().unwrap().to_string();
+    let cv = estimate["cv_pct"].as_f64().unwrap();
+
+    // An older run of the same spec and testbed in another environment,
+    // a tenfold rate: another config_key, so it adds nothing to the noise.
+    let exported = super::compare::stdout_of(
+        netbisect_with(&archive).args(["archive", "export", "--limit", "1"]),
+    );
+    let mut other = RunRecord::from_slice(exported.lines().next().unwrap().as_bytes()).unwrap();
+    other.started_at = "2001-01-01T00:00:00Z".to_string();
+    other.finished_at = "2001-01-01T00:00:01Z".to_string();
+    other
+        .env
+        .local
+        .sysctls
+        .insert("net.core.somaxconn".to_string(), "7".to_string());
+    for iteration in &mut other.iterations {
+        iteration.transaction_rate = iteration.transaction_rate.map(|rate| rate * 10.0);
+    }
+    other.seal().unwrap();
+    assert_ne!(other.config_key, config_key);
+    super::compare::import(&archive, &[other]);
+    let output = netbisect_with(&archive)
+        .args(["--json", "plan", "--test", "-t TCP_RR -l 0.2"])
+        .args(["--effect", "5", "--commits", "16"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let again: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(again["n_archived_runs"], 3, "{again}");
+    assert_eq!(again["config_key"], config_key.as_str());
+    assert_eq!(again["estimate"]["cv_pct"].as_f64().unwrap(), cv);
     assert!(estimate["cv_pct"].as_f64().unwrap() >= 0.0);
     let seconds = estimate["seconds_per_run"].as_f64().unwrap();
     assert!(seconds > 0.1 && seconds < 1.0, "{seconds}");
@@ -49,6 +86,93 @@ fn plan_with_given_figures_prints_a_table() {
     );
     assert!(text.contains("noise (CV)        2.00% (given)"), "{text}");
     assert!(text.contains("one run           12.0 s (given)"), "{text}");
+}
+
+#[test]
+fn plan_warns_below_its_accuracy_target_and_strict_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive.db");
+    // A 2% change in 27% noise: refused at the ends almost always.
+    let args = [
+        "plan",
+        "--test",
+        "-t TCP_RR -l 1",
+        "--effect",
+        "2",
+        "--cv",
+        "27",
+        "--commits",
+        "16",
+    ];
+    let output = netbisect_with(&archive).args(args).output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(stderr.contains("netbisect: warning: "), "{stderr}");
+    assert!(
+        stderr.contains("below the 99.5% a bisection aims for"),
+        "{stderr}"
+    );
+    let output = netbisect_with(&archive)
+        .args(args)
+        .args(["--strict", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(5), "{output:?}");
+    let plan: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let estimate = &plan["estimate"];
+    assert_eq!(plan["target_pct"], 99.5);
+    assert!(estimate["correct_pct"].as_f64().unwrap() < 99.5, "{plan}");
+    assert!(estimate["refused_pct"].as_f64().unwrap() > 50.0, "{plan}");
+    // The mean and the 95th percentile are of the same simulations.
+    let mean = estimate["mean_measurements"].as_f64().unwrap();
+    let max = estimate["max_measurements"].as_f64().unwrap();
+    assert!(mean <= max, "{plan}");
+    // A clear change in little noise: no warning, and --strict passes.
+    let output = netbisect_with(&archive)
+        .args(["plan", "--test", "-t TCP_RR -l 1", "--effect", "10"])
+        .args(["--cv", "1", "--commits", "16", "--strict"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert!(output.stderr.is_empty(), "{output:?}");
+}
+
+#[test]
+fn plan_with_no_effect_or_no_noise_is_a_usage_error_naming_the_option() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive.db");
+    for (args, option) in [
+        (["--effect", "0", "--cv", "2"], "--effect"),
+        (["--effect", "5", "--cv", "0"], "--cv"),
+    ] {
+        let output = netbisect_with(&archive)
+            .args(["plan", "--test", "-t TCP_RR"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{output:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(&format!("'{option} <PCT>'")), "{stderr}");
+    }
+    // Archived runs whose figures do not vary show no noise either.
+    let exported = {
+        netbisect_with(&archive)
+            .args(["bench", "-t", "TCP_RR", "-l", "0.1"])
+            .assert()
+            .success();
+        super::compare::stdout_of(netbisect_with(&archive).args(["archive", "export"]))
+    };
+    let mut copy = RunRecord::from_slice(exported.lines().next().unwrap().as_bytes()).unwrap();
+    copy.subject.label = Some("copy".to_string());
+    copy.seal().unwrap();
+    super::compare::import(&archive, &[copy]);
+    let output = netbisect_with(&archive)
+        .args(["plan", "--test", "-t TCP_RR -l 0.1", "--effect", "5"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("give --cv"), "{stderr}");
 }
 
 #[test]

@@ -191,7 +191,7 @@ fn kernel_session(args: &BisectStartArgs) -> anyhow::Result<Option<wiring::Kerne
 }
 
 fn run_session(global: &GlobalArgs, args: &BisectRepoArgs) -> anyhow::Result<Code> {
-    let loaded = load(global, &args.repo)?;
+    let loaded = load(global, args.repo.as_deref())?;
     let spec = &loaded.spec;
     let dir = state_dir(&loaded.repo);
     let _lock = lock_state(&dir)?;
@@ -270,7 +270,7 @@ fn run_session(global: &GlobalArgs, args: &BisectRepoArgs) -> anyhow::Result<Cod
 }
 
 fn reset(global: &GlobalArgs, args: &BisectRepoArgs) -> anyhow::Result<Code> {
-    let mut loaded = load(global, &args.repo)?;
+    let mut loaded = load(global, args.repo.as_deref())?;
     let dir = state_dir(&loaded.repo);
     let lock = lock_state(&dir)?;
     BisectWorktree::remove(&loaded.repo, WORKTREE_NAME)

@@ -3,10 +3,13 @@
 //! estimate of the time left. Shown only when stderr is a terminal (or
 //! with `-v`), never with `-q`. Once the ends are measured, one line says
 //! what the rest will take, from the estimate the engine journaled
-//! ([`bisect::plan`], the figures of `netbisect plan`).
+//! ([`bisect::plan`], the figures of `netbisect plan`). When the ends
+//! need more than their first `--end-repeats`, two lines say why and how
+//! many more repeats of each it takes at most.
 
+use bisect::ends::EndsWait;
 use bisect::estimate::Estimate;
-use bisect::progress::{Phase, Progress};
+use bisect::progress::{EndsProgress, Phase, Progress};
 use std::io::{IsTerminal, Write};
 use std::time::Instant;
 
@@ -20,6 +23,8 @@ pub struct ProgressPrinter {
     n_fresh: u32,
     confirm_repeats: u32,
     estimate_shown: bool,
+    /// Why the ends were last said to be measured again.
+    ends_wait_shown: Option<EndsWait>,
 }
 
 impl ProgressPrinter {
@@ -32,6 +37,7 @@ impl ProgressPrinter {
             n_fresh: 0,
             confirm_repeats,
             estimate_shown: false,
+            ends_wait_shown: None,
         }
     }
 
@@ -54,6 +60,16 @@ impl ProgressPrinter {
             self.estimate_shown = true;
             let mut stderr = std::io::stderr().lock();
             let _ = writeln!(stderr, "netbisect: {}", rest_of(estimate));
+        }
+        if let Some(ends) = &progress.ends
+            && ends.wait != EndsWait::FirstRepeats
+            && self.ends_wait_shown != Some(ends.wait)
+        {
+            self.ends_wait_shown = Some(ends.wait);
+            let mut stderr = std::io::stderr().lock();
+            for line in ends_again(ends) {
+                let _ = writeln!(stderr, "{line}");
+            }
         }
         let commit = &progress.commit;
         let short = &commit.id[..commit.id.len().min(12)];
@@ -93,6 +109,46 @@ impl ProgressPrinter {
     }
 }
 
+/// Why the ends are measured beyond their first repeats, and how many
+/// more it takes at most, in lines within 80 columns.
+fn ends_again(ends: &EndsProgress) -> Vec<String> {
+    let figures = ends.difference.as_ref().map(|difference| {
+        format!(
+            "{:+.1}% [{:+.1}%, {:+.1}%] at {}%",
+            difference.diff_pct,
+            difference.ci_low_pct,
+            difference.ci_high_pct,
+            difference.level_pct
+        )
+    });
+    let more = ends.max_each.saturating_sub(ends.n_each);
+    let at_most = format!(
+        "at most {more} more repeat{} of each",
+        if more == 1 { "" } else { "s" }
+    );
+    match (ends.wait, figures) {
+        (EndsWait::Midpoint, figures) => vec![
+            format!(
+                "netbisect: the ends differ{}, but",
+                figures.map_or(String::new(), |figures| format!(", {figures}"))
+            ),
+            "  the sequential method needs their midpoint to an eighth of the step:".to_string(),
+            format!("  {at_most}"),
+        ],
+        (EndsWait::FirstRepeats | EndsWait::Unclear, figures) => vec![
+            format!(
+                "netbisect: after {} repeats of each end their difference is unclear{}",
+                ends.n_each,
+                if figures.is_some() { "," } else { ":" }
+            ),
+            match figures {
+                Some(figures) => format!("  {figures}: {at_most}"),
+                None => format!("  {at_most}"),
+            },
+        ],
+    }
+}
+
 /// What the rest of a bisection will take, in words: one line of the
 /// progress, and the status's estimate.
 pub fn rest_of(estimate: &Estimate) -> String {
@@ -129,6 +185,39 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_ends_say_why_they_are_measured_again() {
+        let difference = bisect::ends::Difference::yuen(
+            &[100.0, 103.0, 97.0, 101.0, 99.0],
+            &[99.0, 102.0, 98.0, 100.5, 97.5],
+            bisect::ends::END_CONFIDENCE,
+        );
+        let ends = EndsProgress {
+            wait: EndsWait::Unclear,
+            n_each: 5,
+            max_each: 100,
+            difference,
+        };
+        let lines = ends_again(&ends);
+        assert_eq!(
+            lines[0],
+            "netbisect: after 5 repeats of each end their difference is unclear,"
+        );
+        assert!(
+            lines[1].ends_with(" at 99.9%: at most 95 more repeats of each"),
+            "{lines:?}"
+        );
+        let midpoint = ends_again(&EndsProgress {
+            wait: EndsWait::Midpoint,
+            n_each: 99,
+            ..ends
+        });
+        assert_eq!(midpoint[2], "  at most 1 more repeat of each");
+        for line in lines.iter().chain(&midpoint) {
+            assert!(line.len() <= 80 && line.is_ascii(), "{line:?}");
+        }
+    }
+
+    #[test]
     fn the_rest_in_words() {
         let estimate = Estimate {
             n_commits: 64,
@@ -137,8 +226,10 @@ mod tests {
             seconds_per_run: 30.0,
             n_trials: 300,
             correct_pct: 99.0,
+            refused_pct: 0.0,
             mean_measurements: 40.0,
             p95_measurements: 60,
+            max_measurements: 80,
             mean_seconds: 1200.0,
             p95_seconds: 1800.0,
             mean_after_ends: 32.4,

@@ -16,7 +16,7 @@ use run_record::record::RunRecord;
 use serde::Serialize;
 
 pub(super) fn report(global: &GlobalArgs, args: &BisectRepoArgs) -> anyhow::Result<Code> {
-    let loaded = load(global, &args.repo)?;
+    let loaded = load(global, args.repo.as_deref())?;
     let status = status_of(&loaded)?;
     match &status.outcome {
         Some(outcome) => print_outcome(

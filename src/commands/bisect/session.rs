@@ -2,7 +2,9 @@
 //! ([`SessionSpec`], JSON in the archive), the session loaded with its
 //! repository and range, its journal, and the state directory in the
 //! repository's git directory (`.git/netbisect/`: the bisect worktree and
-//! the lock of `bisect run`).
+//! the lock of `bisect run`). The commands after `start` find their
+//! session by `--repo`, else by the repository of the current directory,
+//! else as the one bisection in progress in the archive's session store.
 
 use super::input;
 use super::wiring;
@@ -90,15 +92,12 @@ pub(super) struct Loaded {
     pub(super) graph: CommitGraph,
 }
 
-pub(super) fn load(global: &GlobalArgs, path: &Path) -> anyhow::Result<Loaded> {
-    let repo = range::discover(path).map_err(input)?;
-    let key = repo_key(&repo, path)?;
+/// The active session of the repository at (or containing) `path`; with
+/// no path, that of the repository of the current directory, else the
+/// one bisection in progress, wherever its repository is.
+pub(super) fn load(global: &GlobalArgs, path: Option<&Path>) -> anyhow::Result<Loaded> {
     let archive = crate::store::open_archive(global)?;
-    let session = archive.active_session(&key)?.ok_or_else(|| {
-        input(format!(
-            "no bisection in progress for {key}: start one with `netbisect bisect start`"
-        ))
-    })?;
+    let (repo, session) = find_session(&archive, path)?;
     let spec: SessionSpec = serde_json::from_str(&session.spec)
         .with_context(|| format!("bisection session {} is not readable", session.id))?;
     if spec.schema != SESSION_SCHEMA {
@@ -117,6 +116,69 @@ pub(super) fn load(global: &GlobalArgs, path: &Path) -> anyhow::Result<Loaded> {
         repo,
         graph,
     })
+}
+
+/// The repository and active session that `path` names (see [`load`]).
+fn find_session(
+    archive: &Archive,
+    path: Option<&Path>,
+) -> anyhow::Result<(Repository, BisectSession)> {
+    if let Some(path) = path {
+        let repo = range::discover(path).map_err(input)?;
+        let key = repo_key(&repo, path)?;
+        let session = archive
+            .active_session(&key)?
+            .ok_or_else(|| input(no_session(Some(&key))))?;
+        return Ok((repo, session));
+    }
+    let here = Path::new(".");
+    let current = range::discover(here)
+        .ok()
+        .and_then(|repo| repo_key(&repo, here).ok().map(|key| (repo, key)));
+    let mut here_key = None;
+    if let Some((repo, key)) = current {
+        if let Some(session) = archive.active_session(&key)? {
+            return Ok((repo, session));
+        }
+        here_key = Some(key);
+    }
+    let mut active: Vec<BisectSession> = archive
+        .sessions()?
+        .into_iter()
+        .filter(BisectSession::is_active)
+        .collect();
+    match active.len() {
+        0 => Err(input(no_session(here_key.as_deref()))),
+        1 => {
+            let session = active.remove(0);
+            let repo = range::discover(Path::new(&session.repo)).map_err(|err| {
+                input(format!(
+                    "the bisection in progress is of {}, which cannot be opened ({err}): \
+                     `netbisect bisect reset --repo PATH` ends it",
+                    session.repo
+                ))
+            })?;
+            Ok((repo, session))
+        }
+        n_active => {
+            let repos: Vec<&str> = active.iter().map(|session| session.repo.as_str()).collect();
+            Err(input(format!(
+                "{n_active} bisections are in progress ({}): say which with --repo PATH",
+                repos.join(", ")
+            )))
+        }
+    }
+}
+
+fn no_session(key: Option<&str>) -> String {
+    match key {
+        Some(key) => {
+            format!("no bisection in progress for {key}: start one with `netbisect bisect start`")
+        }
+        None => "no bisection in progress here or elsewhere: start one with \
+                 `netbisect bisect start --repo PATH`"
+            .to_string(),
+    }
 }
 
 /// Holds the state directory's lock: one `bisect run` per repository at a

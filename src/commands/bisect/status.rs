@@ -59,7 +59,7 @@ pub struct StatusDoc {
 }
 
 pub(super) fn status(global: &GlobalArgs, args: &BisectRepoArgs) -> anyhow::Result<Code> {
-    let loaded = load(global, &args.repo)?;
+    let loaded = load(global, args.repo.as_deref())?;
     let status = status_of(&loaded)?;
     print_status(
         global,
@@ -148,7 +148,7 @@ fn log_lines(loaded: &Loaded, status: &Status) -> Vec<String> {
 }
 
 pub(super) fn log(global: &GlobalArgs, args: &BisectRepoArgs) -> anyhow::Result<Code> {
-    let loaded = load(global, &args.repo)?;
+    let loaded = load(global, args.repo.as_deref())?;
     let status = status_of(&loaded)?;
     let lines = log_lines(&loaded, &status);
     output::emit(
