@@ -26,9 +26,10 @@ pub struct Reporter {
 }
 
 impl Reporter {
-    /// A reporter for `total` steps, as `global` asks (`--progress`, `-q`)
-    /// and stderr allows.
-    pub fn new(global: &GlobalArgs, total: u64) -> Reporter {
+    /// A reporter for `total` steps (unknown: `None`), as `global` asks
+    /// (`--progress`, `-q`) and stderr allows.
+    pub fn new(global: &GlobalArgs, total: impl Into<Option<u64>>) -> Reporter {
+        let total = total.into();
         let show = match global.progress {
             ProgressArg::Never => false,
             ProgressArg::Always => true,
@@ -37,9 +38,14 @@ impl Reporter {
         let target = if !show {
             Target::Silent
         } else if std::io::stderr().is_terminal() {
-            let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+            let bar = ProgressBar::with_draw_target(total, ProgressDrawTarget::stderr());
+            let template = if total.is_some() {
+                "{spinner} {elapsed:>4} [{pos}/{len}] {wide_msg}"
+            } else {
+                "{spinner} {elapsed:>4} {wide_msg}"
+            };
             bar.set_style(
-                ProgressStyle::with_template("{spinner} {elapsed:>4} [{pos}/{len}] {wide_msg}")
+                ProgressStyle::with_template(template)
                     .unwrap_or_else(|_| ProgressStyle::default_spinner()),
             );
             bar.enable_steady_tick(Duration::from_millis(200));
@@ -60,12 +66,19 @@ impl Reporter {
     }
 
     /// A line that stays (a warning, an error, a step done): above the
-    /// live line on a terminal.
+    /// live line on a terminal. Lines after the first of `text` are its
+    /// continuation, printed as they are.
     pub fn line(&self, text: &str) {
         match &self.target {
             Target::Silent => {}
             Target::Live(bar) => bar.println(format!("netbisect: {text}")),
-            Target::Lines => plain_line(text),
+            Target::Lines => {
+                let mut lines = text.lines();
+                plain_line(lines.next().unwrap_or_default());
+                for more in lines {
+                    let _ = writeln!(std::io::stderr().lock(), "{more}");
+                }
+            }
         }
     }
 

@@ -65,8 +65,17 @@ fn run_import(global: &GlobalArgs, args: &ImportArgs) -> anyhow::Result<Code> {
         label: args.label.clone(),
     };
     let mut n_failed = 0;
-    for file in &args.files {
-        let report = match import_file(&mut archive, file, &subject, args) {
+    let progress = crate::progress::Reporter::new(global, args.files.len() as u64);
+    for (file_idx, file) in args.files.iter().enumerate() {
+        progress.status(&format!(
+            "importing {} ({} of {})",
+            file.display(),
+            file_idx + 1,
+            args.files.len()
+        ));
+        let imported = import_file(&mut archive, file, &subject, args);
+        progress.advance(1);
+        let report = match imported {
             Ok(report) => report,
             Err(err) if is_file_error(&err) => {
                 n_failed += 1;

@@ -26,7 +26,7 @@ pub fn run(global: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<Code> {
         BenchMode::Once => {
             // netperf says what it runs before it runs it; so does bench,
             // on stderr, with the time it has been running.
-            let progress = Reporter::new(global, 1);
+            let progress = Reporter::new(global, 1u64);
             progress.status(&test_banner(&invocation.request));
             let record = bench(&invocation.request);
             progress.finish();

@@ -873,7 +873,7 @@ fn the_rest_is_estimated_once_the_ends_are_measured() {
     // step.
     let lines: Vec<&str> = stderr.lines().collect();
     let said: Vec<usize> = (0..lines.len())
-        .filter(|&idx| lines[idx].starts_with("netbisect: the ends differ by "))
+        .filter(|&idx| lines[idx].contains(" netbisect: the ends differ by "))
         .collect();
     assert_eq!(said.len(), 1, "{stderr}");
     let first_step = lines

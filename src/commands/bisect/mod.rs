@@ -231,21 +231,15 @@ fn run_session(global: &GlobalArgs, args: &BisectRepoArgs) -> anyhow::Result<Cod
         loaded.session.id,
         loaded.session.config_key.clone(),
     );
-    let mut printer = progress::ProgressPrinter::new(
-        global.quiet,
-        global.verbose > 0,
-        spec.config.decision.confirm_repeats,
-    );
+    let mut printer = progress::ProgressPrinter::new(global, spec.config.decision.confirm_repeats);
     // The config_key runs are compared under comes from the first run of
     // the session: one repeat of the good end, before the engine asks the
     // archive what it already has.
     if measurer.config_key().is_none() {
-        if printer.enabled() {
-            eprintln!(
-                "netbisect: first run of the good end {} to learn the configuration",
-                short(&loaded.graph.good.id)
-            );
-        }
+        printer.say(&format!(
+            "first run of the good end {} to learn the configuration",
+            short(&loaded.graph.good.id)
+        ));
         let good = loaded.graph.good.clone();
         let measurement = bisect::Measurer::measure(&mut measurer, &good)
             .map_err(|err| anyhow::anyhow!("{err}"))

@@ -1,24 +1,26 @@
-//! Progress of a running bisection on stderr: the step and its estimated
-//! total (log2 of what is left), the commit, samples so far, and a rough
-//! estimate of the time left. Shown only when stderr is a terminal (or
-//! with `-v`), never with `-q`. Once the ends are measured, one line says
+//! Progress of a running bisection on stderr, through the one progress
+//! reporter of every command ([`crate::progress`]: a live line on a
+//! terminal, timestamped lines in a log, `--progress`, `-q`): the step and
+//! its estimated total (log2 of what is left), the commit, samples so far,
+//! and a rough estimate of the time left. Once the ends are measured, one line says
 //! what the rest will take, from the estimate the engine journaled
 //! ([`bisect::plan`], the figures of `netbisect plan`). When the ends
 //! need more than their first `--end-repeats`, two lines say why and how
 //! many more repeats of each it takes at most.
 
+use crate::cli::GlobalArgs;
+use crate::progress::Reporter;
 use bisect::ends::EndsWait;
 use bisect::estimate::Estimate;
 use bisect::progress::{EndsProgress, Phase, Progress};
-use std::io::{IsTerminal, Write};
 use std::time::Instant;
 
 /// Samples a step takes, on average, for the estimate of time left.
 const SAMPLES_PER_STEP: u32 = 3;
 
-/// Prints progress lines.
+/// Tells the progress of a bisection.
 pub struct ProgressPrinter {
-    enabled: bool,
+    reporter: Reporter,
     started: Instant,
     n_fresh: u32,
     confirm_repeats: u32,
@@ -28,11 +30,10 @@ pub struct ProgressPrinter {
 }
 
 impl ProgressPrinter {
-    /// A printer that prints when stderr is a terminal or `verbose`, and
-    /// never when `quiet`.
-    pub fn new(quiet: bool, verbose: bool, confirm_repeats: u32) -> ProgressPrinter {
+    /// A printer as `global` asks (`--progress`, `-q`).
+    pub fn new(global: &GlobalArgs, confirm_repeats: u32) -> ProgressPrinter {
         ProgressPrinter {
-            enabled: !quiet && (verbose || std::io::stderr().is_terminal()),
+            reporter: Reporter::new(global, None),
             started: Instant::now(),
             n_fresh: 0,
             confirm_repeats,
@@ -41,9 +42,9 @@ impl ProgressPrinter {
         }
     }
 
-    /// Whether anything is printed.
-    pub fn enabled(&self) -> bool {
-        self.enabled
+    /// A line that stays.
+    pub fn say(&self, text: &str) {
+        self.reporter.line(text);
     }
 
     /// Reports the measurement about to start.
@@ -51,25 +52,18 @@ impl ProgressPrinter {
         let seconds_per_sample = (self.n_fresh > 0)
             .then(|| self.started.elapsed().as_secs_f64() / f64::from(self.n_fresh));
         self.n_fresh += 1;
-        if !self.enabled {
-            return;
-        }
         if let Some(estimate) = progress.estimate
             && !self.estimate_shown
         {
             self.estimate_shown = true;
-            let mut stderr = std::io::stderr().lock();
-            let _ = writeln!(stderr, "netbisect: {}", rest_of(estimate));
+            self.reporter.line(&rest_of(estimate));
         }
         if let Some(ends) = &progress.ends
             && ends.wait != EndsWait::FirstRepeats
             && self.ends_wait_shown != Some(ends.wait)
         {
             self.ends_wait_shown = Some(ends.wait);
-            let mut stderr = std::io::stderr().lock();
-            for line in ends_again(ends) {
-                let _ = writeln!(stderr, "{line}");
-            }
+            self.reporter.line(&ends_again(ends).join("\n"));
         }
         let commit = &progress.commit;
         let short = &commit.id[..commit.id.len().min(12)];
@@ -98,14 +92,12 @@ impl ProgressPrinter {
             }
             None => String::new(),
         };
-        let line = format!(
-            "netbisect: {where_}: {short} {subject}: sample {} ({} taken, {} candidates{eta})",
+        self.reporter.status(&format!(
+            "{where_}: {short} {subject}: sample {} ({} taken, {} candidates{eta})",
             progress.n_samples + 1,
             progress.n_measurements,
             progress.candidates_left,
-        );
-        let mut stderr = std::io::stderr().lock();
-        let _ = writeln!(stderr, "{line}");
+        ));
     }
 }
 
@@ -129,7 +121,7 @@ fn ends_again(ends: &EndsProgress) -> Vec<String> {
     match (ends.wait, figures) {
         (EndsWait::Midpoint, figures) => vec![
             format!(
-                "netbisect: the ends differ{}, but",
+                "the ends differ{}, but",
                 figures.map_or(String::new(), |figures| format!(", {figures}"))
             ),
             "  the sequential method needs their midpoint to an eighth of the step:".to_string(),
@@ -137,7 +129,7 @@ fn ends_again(ends: &EndsProgress) -> Vec<String> {
         ],
         (EndsWait::FirstRepeats | EndsWait::Unclear, figures) => vec![
             format!(
-                "netbisect: after {} repeats of each end their difference is unclear{}",
+                "after {} repeats of each end their difference is unclear{}",
                 ends.n_each,
                 if figures.is_some() { "," } else { ":" }
             ),
@@ -200,7 +192,7 @@ mod tests {
         let lines = ends_again(&ends);
         assert_eq!(
             lines[0],
-            "netbisect: after 5 repeats of each end their difference is unclear,"
+            "after 5 repeats of each end their difference is unclear,"
         );
         assert!(
             lines[1].ends_with(" at 99.9%: at most 95 more repeats of each"),
