@@ -12,6 +12,27 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
+/// Descriptors the server may need at once: a socket per handshake place,
+/// and per session its control connection and a few data sockets.
+fn descriptors_needed(args: &ServeArgs) -> u64 {
+    let sessions = args.max_clients.max(1) as u64;
+    args.max_handshakes as u64 + sessions * 8 + 64
+}
+
+/// Raises the soft limit on open descriptors towards `wanted`, within
+/// the hard limit, as servers do: a soft limit of 1024 would not hold
+/// the default handshake places. Where it cannot be raised, the server
+/// makes room by closing the oldest handshake when it runs out.
+fn raise_descriptor_limit(wanted: u64) {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let mut limit = getrlimit(Resource::Nofile);
+    let hard = limit.maximum.unwrap_or(u64::MAX);
+    if limit.current.is_some_and(|soft| soft < wanted) {
+        limit.current = Some(wanted.min(hard));
+        let _ = setrlimit(Resource::Nofile, limit);
+    }
+}
+
 pub fn run(global: &GlobalArgs, args: &ServeArgs) -> anyhow::Result<Code> {
     let mut config = ServerConfig::new(SocketAddr::new(args.listen, args.port));
     if let Some(path) = &args.token_file {
@@ -20,6 +41,7 @@ pub fn run(global: &GlobalArgs, args: &ServeArgs) -> anyhow::Result<Code> {
     config.no_auth = args.no_auth;
     config.data_ports = args.data_port;
     config.max_clients = args.max_clients.max(1);
+    config.max_pre_auth = args.max_handshakes;
     config.control_timeout = Duration::from_secs_f64(args.timeout);
     config.max_test_memory = args.max_test_memory.saturating_mul(1 << 20);
     config.max_total_memory = args.max_total_memory.saturating_mul(1 << 20);
@@ -39,6 +61,7 @@ pub fn run(global: &GlobalArgs, args: &ServeArgs) -> anyhow::Result<Code> {
         }
         other => anyhow::Error::new(other),
     })?;
+    raise_descriptor_limit(descriptors_needed(args));
     server.serve(&AtomicBool::new(false));
     std::io::stderr()
         .flush()

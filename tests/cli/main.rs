@@ -16,6 +16,7 @@ mod netperf_layout;
 mod parity;
 mod plan;
 mod record;
+mod serve_crowd;
 mod serve_limits;
 mod signals;
 mod soak;

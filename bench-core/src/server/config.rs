@@ -30,10 +30,9 @@ pub struct ServerConfig {
     /// Longest time from connect to the end of the handshake (hello and,
     /// with a token, auth).
     pub pre_auth_timeout: Duration,
-    /// Most connections still in their handshake, in all.
+    /// Most connections in their handshake at once, from any addresses;
+    /// beyond, the oldest makes room.
     pub max_pre_auth: usize,
-    /// Most connections still in their handshake from one address.
-    pub max_pre_auth_per_ip: usize,
     /// Most bytes of message buffers one test may ask for.
     pub max_test_memory: u64,
     /// Most bytes of message buffers all tests together may hold.
@@ -48,10 +47,9 @@ pub const DEFAULT_CONTROL_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_IO_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default for [`ServerConfig::pre_auth_timeout`].
 pub const DEFAULT_PRE_AUTH_TIMEOUT: Duration = Duration::from_secs(5);
-/// Default for [`ServerConfig::max_pre_auth`].
-pub const DEFAULT_MAX_PRE_AUTH: usize = 16;
-/// Default for [`ServerConfig::max_pre_auth_per_ip`].
-pub const DEFAULT_MAX_PRE_AUTH_PER_IP: usize = 4;
+/// Default for [`ServerConfig::max_pre_auth`]: a socket and a few hundred
+/// bytes each.
+pub const DEFAULT_MAX_PRE_AUTH: usize = 1024;
 /// Default for [`ServerConfig::max_test_memory`]: 256 MiB.
 pub const DEFAULT_MAX_TEST_MEMORY: u64 = 256 << 20;
 /// Default for [`ServerConfig::max_total_memory`]: 1 GiB.
@@ -70,7 +68,6 @@ impl ServerConfig {
             io_timeout: DEFAULT_IO_TIMEOUT,
             pre_auth_timeout: DEFAULT_PRE_AUTH_TIMEOUT,
             max_pre_auth: DEFAULT_MAX_PRE_AUTH,
-            max_pre_auth_per_ip: DEFAULT_MAX_PRE_AUTH_PER_IP,
             max_test_memory: DEFAULT_MAX_TEST_MEMORY,
             max_total_memory: DEFAULT_MAX_TOTAL_MEMORY,
         }
