@@ -1,11 +1,14 @@
 //! `netbisect serve`: the remote end of tests, until killed. Each event
-//! (listening, clients, refusals, rejected requests) is a line on stderr.
+//! (listening, clients, refusals, rejected requests) is a line on stderr,
+//! at most 20 at once and 10 a second after that; what a flood leaves out
+//! is counted, by kind, at most once a second. With `--quiet`, only the
+//! listener, refusals and those counts.
 
 use crate::cli::{GlobalArgs, ServeArgs};
 use crate::exit::{Code, InputError};
 use anyhow::Context;
 use bench_core::auth::Token;
-use bench_core::server::{Server, ServerConfig, ServerEvent};
+use bench_core::server::{DEFAULT_EVENT_LIMIT, EventLevel, Server, ServerConfig, ServerEvent};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -45,15 +48,14 @@ pub fn run(global: &GlobalArgs, args: &ServeArgs) -> anyhow::Result<Code> {
     config.control_timeout = Duration::from_secs_f64(args.timeout);
     config.max_test_memory = args.max_test_memory.saturating_mul(1 << 20);
     config.max_total_memory = args.max_total_memory.saturating_mul(1 << 20);
-    let quiet = global.quiet;
+    config.event_level = if global.quiet {
+        EventLevel::Notices
+    } else {
+        EventLevel::All
+    };
+    config.event_limit = Some(DEFAULT_EVENT_LIMIT);
     let events = Arc::new(move |event: &ServerEvent| {
-        let always = matches!(
-            event,
-            ServerEvent::Listening(_) | ServerEvent::Refused { .. }
-        );
-        if always || !quiet {
-            let _ = writeln!(std::io::stderr().lock(), "netbisect serve: {event}");
-        }
+        let _ = writeln!(std::io::stderr().lock(), "netbisect serve: {event}");
     });
     let server = Server::bind(config, events).map_err(|err| match err {
         bench_core::server::ServerError::TokenRequired(_) => {

@@ -3,7 +3,8 @@
 //! naming the limit, and the server goes on serving; a client that
 //! cannot start a flow's thread fails with an error naming the limit,
 //! never a panic; a token file that is not a regular file is refused at
-//! once rather than read until it ends.
+//! once rather than read until it ends; a flood of connections is logged
+//! at a bounded rate, with a count of what was left out.
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
@@ -192,4 +193,73 @@ fn a_token_file_that_is_not_a_regular_file_is_refused_at_once() {
             "{args:?}: {stderr}"
         );
     }
+}
+
+/// Events `serve` logs at once before the rate applies, and a second
+/// after, as GUIDE.md promises.
+const LOG_BURST: usize = 20;
+const LOG_PER_SECOND: usize = 10;
+
+/// The events a `serve` log line stands for: one for an event's line, the
+/// counts of a line saying what was not logged.
+fn events_of_line(line: &str) -> usize {
+    match line.split_once(" not logged ") {
+        Some((_, counts)) => counts
+            .rsplit_once(": ")
+            .map_or("", |(_, list)| list)
+            .split(", ")
+            .filter_map(|item| item.split_whitespace().next()?.parse::<usize>().ok())
+            .sum(),
+        None => usize::from(line.contains(": connected") || line.contains(": dropped")),
+    }
+}
+
+#[test]
+fn a_flood_of_connections_is_logged_at_a_bounded_rate_with_a_count() {
+    let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_netbisect"))
+        .args(["serve", "-p", "0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let port: u16 = first.rsplit(':').next().unwrap().parse().unwrap();
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    // A thousand connections that close at once: a connect and a drop
+    // each, two thousand events.
+    let n_connections = 1000;
+    let started = std::time::Instant::now();
+    for _ in 0..n_connections {
+        drop(std::net::TcpStream::connect(("127.0.0.1", port)).unwrap());
+    }
+    let mut log = Vec::new();
+    let mut n_events = 0;
+    let give_up = std::time::Instant::now() + Duration::from_secs(60);
+    while n_events < 2 * n_connections && std::time::Instant::now() < give_up {
+        if let Ok(line) = receiver.recv_timeout(Duration::from_millis(100)) {
+            n_events += events_of_line(&line);
+            log.push(line);
+        }
+    }
+    let elapsed_s = started.elapsed().as_secs_f64();
+    let _ = server.kill();
+    let _ = server.wait();
+    let text = log.join("\n");
+    assert_eq!(n_events, 2 * n_connections, "{text}");
+    let n_summaries = log.iter().filter(|l| l.contains(" not logged ")).count();
+    assert!(n_summaries >= 1, "{text}");
+    let n_event_lines = log.len() - n_summaries;
+    let most = LOG_BURST + LOG_PER_SECOND * (elapsed_s.ceil() as usize + 1);
+    assert!(
+        n_event_lines <= most,
+        "{n_event_lines} lines in {elapsed_s:.1} s, more than {most}"
+    );
 }

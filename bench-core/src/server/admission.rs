@@ -138,6 +138,7 @@ impl Admission {
             self.accept(listener, shared, &mut admitted);
         }
         self.expire(shared);
+        shared.log.flush();
         if let Some(until) = self.paused_until
             && Instant::now() >= until
             && epoll::modify(
@@ -180,8 +181,8 @@ impl Admission {
                 stream: handshake.stream,
                 peer,
             }),
-            Outcome::Refused(reason) => (shared.events)(&ServerEvent::Refused { peer, reason }),
-            Outcome::Dropped(reason) => (shared.events)(&ServerEvent::Dropped { peer, reason }),
+            Outcome::Refused(reason) => shared.log.emit(&ServerEvent::Refused { peer, reason }),
+            Outcome::Dropped(reason) => shared.log.emit(&ServerEvent::Dropped { peer, reason }),
         }
     }
 
@@ -215,14 +216,14 @@ impl Admission {
             let Some(peer) = address.as_socket() else {
                 continue;
             };
-            (shared.events)(&ServerEvent::Connected(peer));
+            shared.log.emit(&ServerEvent::Connected(peer));
             let stream = TcpStream::from(socket);
             if let Err(err) = stream
                 .set_nonblocking(true)
                 .and_then(|()| stream.set_nodelay(true))
             {
                 let reason = err.to_string();
-                (shared.events)(&ServerEvent::Dropped { peer, reason });
+                shared.log.emit(&ServerEvent::Dropped { peer, reason });
                 continue;
             }
             if self.handshakes.len() >= places {
@@ -242,7 +243,7 @@ impl Admission {
                 EventFlags::IN,
             ) {
                 let reason = io::Error::from(err).to_string();
-                (shared.events)(&ServerEvent::Dropped { peer, reason });
+                shared.log.emit(&ServerEvent::Dropped { peer, reason });
                 continue;
             }
             self.handshakes.insert(id, handshake);
@@ -272,7 +273,7 @@ impl Admission {
         let _ = epoll::delete(&self.epoll, &handshake.stream);
         let reason = format!("busy: closed in its handshake to make room ({why})");
         handshake.tell(format!("server {reason}"));
-        (shared.events)(&ServerEvent::Refused {
+        shared.log.emit(&ServerEvent::Refused {
             peer: handshake.peer,
             reason,
         });

@@ -35,29 +35,36 @@
 //!   request gets an `error` frame.
 //! - A thread that cannot be started (a process or cgroup limit) is an
 //!   `error` frame naming the limit, never a panic.
+//! - With [`ServerConfig::event_limit`], a crowd's thousands of events a
+//!   second reach the event sink at a bounded rate, and what was left
+//!   out is counted ([`ServerEvent::NotLogged`]).
 //!
 //! Here: the listener and its accept loop. Its configuration and events
-//! are in `config`, the state its threads share in `shared`, the
-//! handshakes in `admission` and `handshake`, a client's session and its
-//! tests in `session`, and the server's half of the data phase, with its
-//! hot loops, in [`data`].
+//! (with which of them reach the sink, and how many) are in `config`,
+//! the log that keeps to them in `log`, the state its threads share in
+//! `shared`, the handshakes in `admission` and `handshake`, a client's
+//! session and its tests in `session`, and the server's half of the data
+//! phase, with its hot loops, in [`data`].
 
 mod admission;
 mod config;
 pub mod data;
 mod handshake;
+mod log;
 mod session;
 mod shared;
 
 pub use config::{
-    DEFAULT_CONTROL_TIMEOUT, DEFAULT_IO_TIMEOUT, DEFAULT_MAX_CLIENTS, DEFAULT_MAX_PRE_AUTH,
-    DEFAULT_MAX_TEST_MEMORY, DEFAULT_MAX_TOTAL_MEMORY, EventSink, ServerConfig, ServerEvent, quiet,
+    DEFAULT_CONTROL_TIMEOUT, DEFAULT_EVENT_LIMIT, DEFAULT_IO_TIMEOUT, DEFAULT_MAX_CLIENTS,
+    DEFAULT_MAX_PRE_AUTH, DEFAULT_MAX_TEST_MEMORY, DEFAULT_MAX_TOTAL_MEMORY, EventLevel,
+    EventLimit, EventSink, ServerConfig, ServerEvent, quiet,
 };
 pub use session::test_buffer_bytes;
 
 use crate::protocol::{Frame, write_frame};
 use crate::sockets;
 use admission::{Admission, Admitted};
+use log::EventLog;
 use session::{SessionEnd, SessionSlot, serve_client};
 use shared::{Shared, thread_error};
 use socket2::{Socket, Type};
@@ -133,8 +140,8 @@ impl Server {
             listener,
             address,
             shared: Arc::new(Shared {
+                log: EventLog::new(events, config.event_level, config.event_limit),
                 config,
-                events,
                 active: AtomicUsize::new(0),
                 memory_in_use: AtomicU64::new(0),
             }),
@@ -149,7 +156,7 @@ impl Server {
 
     /// Serves clients until `stop` is set.
     pub fn serve(&self, stop: &AtomicBool) {
-        (self.shared.events)(&ServerEvent::Listening(self.address));
+        self.shared.log.emit(&ServerEvent::Listening(self.address));
         // One accept loop at a time; a lock poisoned by a loop that
         // panicked is taken over as it is.
         let mut admission = self
@@ -169,7 +176,7 @@ impl Server {
     fn start_session(&self, admitted: Admitted) {
         let Admitted { mut stream, peer } = admitted;
         let shared = &self.shared;
-        let events = &shared.events;
+        let log = &shared.log;
         let config = &shared.config;
         let refuse = |stream: &mut std::net::TcpStream, reason: String| {
             let _ = stream
@@ -186,14 +193,14 @@ impl Server {
             shared.active.fetch_sub(1, Ordering::SeqCst);
             let reason = format!("busy: {} clients already", config.max_clients);
             refuse(&mut stream, reason.clone());
-            events(&ServerEvent::Refused { peer, reason });
+            log.emit(&ServerEvent::Refused { peer, reason });
             return;
         }
         let mut session_stream = match stream.try_clone() {
             Ok(clone) => clone,
             Err(err) => {
                 shared.active.fetch_sub(1, Ordering::SeqCst);
-                events(&ServerEvent::Dropped {
+                log.emit(&ServerEvent::Dropped {
                     peer,
                     reason: err.to_string(),
                 });
@@ -210,7 +217,7 @@ impl Server {
                         Ok(()) => ServerEvent::Closed(peer),
                         Err(SessionEnd::Dropped(reason)) => ServerEvent::Dropped { peer, reason },
                     };
-                    (shared.events)(&end);
+                    shared.log.emit(&end);
                 }
             });
         if let Err(err) = spawned {
@@ -219,7 +226,7 @@ impl Server {
             shared.active.fetch_sub(1, Ordering::SeqCst);
             let reason = thread_error("this client", &err);
             refuse(&mut stream, reason.clone());
-            events(&ServerEvent::Dropped { peer, reason });
+            log.emit(&ServerEvent::Dropped { peer, reason });
         }
     }
 

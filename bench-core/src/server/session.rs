@@ -167,7 +167,7 @@ fn run_one(
 ) -> Result<(), SessionEnd> {
     let config = &shared.config;
     let reject = |stream: &mut TcpStream, message: String| {
-        (shared.events)(&ServerEvent::Rejected {
+        shared.log.emit(&ServerEvent::Rejected {
             peer,
             message: message.clone(),
         });
@@ -253,7 +253,7 @@ fn run_one(
         };
         let control = match write_frame(stream, &ready) {
             Ok(()) => {
-                (shared.events)(&ServerEvent::Started {
+                shared.log.emit(&ServerEvent::Started {
                     peer,
                     test: spec.test.name(),
                 });
@@ -299,7 +299,7 @@ fn run_one(
             env: env.clone(),
         },
     )?;
-    (shared.events)(&ServerEvent::Tested {
+    shared.log.emit(&ServerEvent::Tested {
         peer,
         test: spec.test.name(),
     });

@@ -1,13 +1,14 @@
 //! What the accept loop and the sessions share: the configuration, the
-//! event sink, the session and memory counts.
+//! event log, the session and memory counts.
 
-use super::config::{EventSink, ServerConfig};
+use super::config::ServerConfig;
+use super::log::EventLog;
 use std::sync::atomic::{AtomicU64, AtomicUsize};
 
 /// The server's state, shared by its threads.
 pub(super) struct Shared {
     pub(super) config: ServerConfig,
-    pub(super) events: EventSink,
+    pub(super) log: EventLog,
     /// Authenticated sessions.
     pub(super) active: AtomicUsize,
     /// Bytes of message buffers reserved by tests running now.
