@@ -2,6 +2,7 @@
 
 mod archive;
 mod archive_safety;
+mod archive_shared;
 mod bench;
 mod bisect;
 mod bisect_session;
