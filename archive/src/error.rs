@@ -52,6 +52,20 @@ pub enum ArchiveError {
         /// The version this build reads.
         supported: u32,
     },
+    /// A file beside the archive (its `-wal` or `-shm`) belongs to a user
+    /// this one cannot write as, so SQLite would open it read-only and
+    /// refuse every write.
+    #[error(
+        "{path} belongs to uid {uid} and this user cannot write it, so the archive \
+         cannot be written; it holds nothing while no one has the archive open, and \
+         its owner or root may remove it"
+    )]
+    ForeignSideFile {
+        /// The file beside the archive.
+        path: PathBuf,
+        /// Its owner.
+        uid: u32,
+    },
     /// The file is not a netbisect archive, or is damaged.
     #[error("{path} is not a usable netbisect archive: {detail}")]
     NotAnArchive {

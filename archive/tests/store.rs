@@ -329,3 +329,40 @@ fn an_undated_run_keeps_its_import_time_in_its_own_column() {
     assert_eq!(imported_at(&dated.id), None);
     assert_eq!(imported_at(&undated.id), Some(undated.started_at.clone()));
 }
+
+fn side_files(path: &std::path::Path) -> Vec<std::fs::Metadata> {
+    ["-wal", "-shm"]
+        .iter()
+        .filter_map(|suffix| std::fs::metadata(format!("{}{suffix}", path.display())).ok())
+        .collect()
+}
+
+#[test]
+fn a_writer_keeps_its_side_files_only_where_others_may_create_files() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let run = canonical(record("aaaa1111", "base", 1e9, TestKind::TcpStream));
+    // A directory only its owner may write: nothing is left beside the
+    // archive once it is closed.
+    let private = tempfile::tempdir().unwrap();
+    let path = private.path().join("archive.db");
+    Archive::open(&path).unwrap().store(&run).unwrap();
+    assert!(side_files(&path).is_empty());
+    // One every user may write (as /tmp): the -wal and -shm stay, the
+    // -wal empty, both with the archive's owner and mode.
+    let shared = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(shared.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let path = shared.path().join("archive.db");
+    Archive::open(&path).unwrap().store(&run).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let again = canonical(record("bbbb2222", "base", 2e9, TestKind::TcpStream));
+    Archive::open(&path).unwrap().store(&again).unwrap();
+    let database = std::fs::metadata(&path).unwrap();
+    let sides = side_files(&path);
+    assert_eq!(sides.len(), 2);
+    for side in &sides {
+        assert_eq!(side.uid(), database.uid());
+        assert_eq!(side.mode() & 0o777, 0o640);
+    }
+    assert_eq!(sides[0].len(), 0, "the -wal is truncated");
+    assert_eq!(Archive::open(&path).unwrap().count().unwrap(), 2);
+}

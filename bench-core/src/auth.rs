@@ -14,6 +14,8 @@ use std::path::{Path, PathBuf};
 
 /// Fewest bytes a token must have.
 pub const MIN_TOKEN_BYTES: usize = 16;
+/// Most bytes a token file may hold, whitespace included.
+pub const MAX_TOKEN_FILE_BYTES: u64 = 4096;
 /// Bytes of randomness in a challenge.
 pub const CHALLENGE_BYTES: usize = 32;
 /// Text mixed into every MAC, so a MAC cannot be replayed to another
@@ -30,6 +32,21 @@ pub enum AuthError {
         path: PathBuf,
         /// What the file system said.
         source: std::io::Error,
+    },
+    /// The token file is a FIFO, a device, a directory or a socket: a
+    /// read of it could block or never end.
+    #[error("token file {path} is not a regular file but {kind}")]
+    NotRegular {
+        /// The file.
+        path: PathBuf,
+        /// What it is instead, with its article ("a FIFO").
+        kind: &'static str,
+    },
+    /// The token file is larger than a token could be.
+    #[error("token file {path} is larger than {MAX_TOKEN_FILE_BYTES} bytes")]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
     },
     /// The token is too short to be a secret.
     #[error("token in {path} is shorter than {MIN_TOKEN_BYTES} bytes")]
@@ -67,19 +84,46 @@ impl fmt::Debug for Token {
 
 impl Token {
     /// Reads a token file: its content with surrounding whitespace removed.
-    /// A file readable by its group or by others is refused, as ssh
-    /// refuses a private key others may read.
+    /// Only a regular file of at most [`MAX_TOKEN_FILE_BYTES`] is read,
+    /// and it is opened without blocking, so that a FIFO or a device
+    /// given by mistake is refused at once. A file readable by its group
+    /// or by others is refused, as ssh refuses a private key others may
+    /// read.
     pub fn from_file(path: &Path) -> Result<Token, AuthError> {
         use std::io::Read;
-        use std::os::unix::fs::PermissionsExt;
+        use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
         let read_error = |source| AuthError::Read {
             path: path.to_path_buf(),
             source,
         };
-        // The mode is read from the open file, so that it is the mode of
-        // the file whose bytes are read.
-        let mut file = std::fs::File::open(path).map_err(read_error)?;
-        let mode = file.metadata().map_err(read_error)?.permissions().mode() & 0o777;
+        // O_NONBLOCK: opening a FIFO for reading would otherwise wait for
+        // a writer. The type and mode are read from the open file, so
+        // that they are those of the file whose bytes are read.
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+            .map_err(read_error)?;
+        let metadata = file.metadata().map_err(read_error)?;
+        let file_type = metadata.file_type();
+        if !file_type.is_file() {
+            let kind = if file_type.is_fifo() {
+                "a FIFO"
+            } else if file_type.is_dir() {
+                "a directory"
+            } else if file_type.is_char_device() || file_type.is_block_device() {
+                "a device"
+            } else if file_type.is_socket() {
+                "a socket"
+            } else {
+                "a special file"
+            };
+            return Err(AuthError::NotRegular {
+                path: path.to_path_buf(),
+                kind,
+            });
+        }
+        let mode = metadata.permissions().mode() & 0o777;
         let who = match (mode & 0o040 != 0, mode & 0o004 != 0) {
             (true, true) => Some("group and others"),
             (true, false) => Some("group"),
@@ -94,7 +138,14 @@ impl Token {
             });
         }
         let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes).map_err(read_error)?;
+        file.take(MAX_TOKEN_FILE_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(read_error)?;
+        if bytes.len() as u64 > MAX_TOKEN_FILE_BYTES {
+            return Err(AuthError::TooLarge {
+                path: path.to_path_buf(),
+            });
+        }
         let token = bytes.trim_ascii();
         if token.len() < MIN_TOKEN_BYTES {
             return Err(AuthError::TooShort {
@@ -199,6 +250,45 @@ mod tests {
         }
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o400)).unwrap();
         assert!(Token::from_file(&path).is_ok());
+    }
+
+    #[test]
+    fn only_a_regular_file_of_token_size_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let name = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        let err = Token::from_file(&fifo).unwrap_err();
+        assert!(
+            matches!(err, AuthError::NotRegular { kind: "a FIFO", .. }),
+            "{err}"
+        );
+        let err = Token::from_file(dir.path()).unwrap_err();
+        assert!(
+            err.to_string()
+                .ends_with("is not a regular file but a directory"),
+            "{err}"
+        );
+        let err = Token::from_file(Path::new("/dev/zero")).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                AuthError::NotRegular {
+                    kind: "a device",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        let big = dir.path().join("big");
+        write_private(&big, &"x".repeat(MAX_TOKEN_FILE_BYTES as usize + 1));
+        assert!(matches!(
+            Token::from_file(&big),
+            Err(AuthError::TooLarge { .. })
+        ));
+        write_private(&big, &"x".repeat(MAX_TOKEN_FILE_BYTES as usize));
+        assert!(Token::from_file(&big).is_ok());
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! One TCP control connection per client carries length-prefixed JSON
 //! frames: a 4-byte big-endian payload length, then that many bytes of
 //! UTF-8 JSON holding one [`Frame`], tagged by its `type` member. Frames
-//! longer than [`MAX_FRAME_BYTES`] are refused before they are read, and
+//! longer than [`MAX_FRAME_BYTES`] ([`MAX_HANDSHAKE_FRAME_BYTES`] while
+//! the server reads the handshake) are refused before they are read, and
 //! every read has a timeout, so a silent or babbling peer costs a bounded
 //! amount of memory and time.
 //!
@@ -49,6 +50,9 @@ pub const PROTOCOL_NAME: &str = "netbisect.control";
 pub const PROTOCOL_VERSION: u32 = 3;
 /// Largest frame payload accepted, bytes.
 pub const MAX_FRAME_BYTES: u32 = 256 * 1024;
+/// Largest frame payload a server accepts before the handshake is over:
+/// `hello` and `auth` are about a hundred bytes.
+pub const MAX_HANDSHAKE_FRAME_BYTES: u32 = 4096;
 /// Default control port of `netbisect serve`.
 pub const DEFAULT_PORT: u16 = 12866;
 
@@ -158,10 +162,12 @@ pub enum ProtocolError {
     #[error("no frame within {0:?}")]
     Timeout(Duration),
     /// The announced frame is larger than the limit.
-    #[error("frame of {size} bytes exceeds the limit of {MAX_FRAME_BYTES} bytes")]
+    #[error("frame of {size} bytes exceeds the limit of {limit} bytes")]
     TooLarge {
         /// The announced size.
         size: u32,
+        /// The limit it exceeds.
+        limit: u32,
     },
     /// The frame is not a valid message.
     #[error("malformed frame: {0}")]
@@ -196,7 +202,10 @@ pub fn read_frame<S: Read + ?Sized>(
     stream.read_exact(&mut header).map_err(map)?;
     let size = u32::from_be_bytes(header);
     if size > MAX_FRAME_BYTES {
-        return Err(ProtocolError::TooLarge { size });
+        return Err(ProtocolError::TooLarge {
+            size,
+            limit: MAX_FRAME_BYTES,
+        });
     }
     let mut payload = vec![0u8; size as usize];
     stream.read_exact(&mut payload).map_err(map)?;
@@ -232,19 +241,99 @@ impl Read for DeadlineReader<'_> {
     }
 }
 
-/// Writes one frame in a single write.
-pub fn write_frame<S: Write + ?Sized>(stream: &mut S, frame: &Frame) -> Result<(), ProtocolError> {
+/// A frame read piece by piece from a nonblocking stream, as a server
+/// reads many handshakes from one thread. It never reads past the end
+/// of its frame, so whatever the peer sends after it stays in the socket
+/// for the next reader.
+#[derive(Debug)]
+pub struct FrameReader {
+    bytes: Vec<u8>,
+    limit: u32,
+}
+
+impl FrameReader {
+    /// A reader of frames of at most `limit` bytes of payload.
+    pub fn new(limit: u32) -> FrameReader {
+        FrameReader {
+            bytes: Vec::new(),
+            limit,
+        }
+    }
+
+    /// Bytes of the frame being read so far.
+    pub fn buffered(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// Reads what `stream` has of the frame: the frame once it is whole,
+    /// `None` while more is to come (the stream would block). An end of
+    /// file, a frame over the limit, a malformed frame or a failed read
+    /// is an error.
+    pub fn read_from<S: Read + ?Sized>(
+        &mut self,
+        stream: &mut S,
+    ) -> Result<Option<Frame>, ProtocolError> {
+        let mut chunk = [0u8; 1024];
+        loop {
+            let wanted = match self.announced() {
+                None => 4,
+                Some(size) => 4 + size as usize,
+            };
+            let missing = wanted - self.bytes.len();
+            let room = missing.min(chunk.len());
+            match stream.read(&mut chunk[..room]) {
+                Ok(0) => return Err(ProtocolError::Closed),
+                Ok(got) => self.bytes.extend_from_slice(&chunk[..got]),
+                Err(err) if is_timeout(&err) || err.kind() == io::ErrorKind::Interrupted => {
+                    return Ok(None);
+                }
+                Err(err) => return Err(ProtocolError::Io(err)),
+            }
+            if let Some(size) = self.announced() {
+                if size > self.limit {
+                    return Err(ProtocolError::TooLarge {
+                        size,
+                        limit: self.limit,
+                    });
+                }
+                if self.bytes.len() == 4 + size as usize {
+                    let frame = serde_json::from_slice(&self.bytes[4..])
+                        .map_err(|err| ProtocolError::Malformed(err.to_string()));
+                    self.bytes.clear();
+                    return frame.map(Some);
+                }
+            }
+        }
+    }
+
+    /// The payload size the header announces, once it is read.
+    fn announced(&self) -> Option<u32> {
+        let header: [u8; 4] = self.bytes.get(..4)?.try_into().ok()?;
+        Some(u32::from_be_bytes(header))
+    }
+}
+
+/// The bytes of one frame: its length, then its JSON.
+pub fn encode_frame(frame: &Frame) -> Result<Vec<u8>, ProtocolError> {
     let payload =
         serde_json::to_vec(frame).map_err(|err| ProtocolError::Malformed(err.to_string()))?;
+    let too_large = || ProtocolError::TooLarge {
+        size: u32::try_from(payload.len()).unwrap_or(u32::MAX),
+        limit: MAX_FRAME_BYTES,
+    };
     let size = u32::try_from(payload.len())
         .ok()
         .filter(|size| *size <= MAX_FRAME_BYTES)
-        .ok_or(ProtocolError::TooLarge {
-            size: u32::try_from(payload.len()).unwrap_or(u32::MAX),
-        })?;
+        .ok_or_else(too_large)?;
     let mut bytes = Vec::with_capacity(4 + payload.len());
     bytes.extend_from_slice(&size.to_be_bytes());
     bytes.extend_from_slice(&payload);
+    Ok(bytes)
+}
+
+/// Writes one frame in a single write.
+pub fn write_frame<S: Write + ?Sized>(stream: &mut S, frame: &Frame) -> Result<(), ProtocolError> {
+    let bytes = encode_frame(frame)?;
     stream.write_all(&bytes).map_err(|err| {
         if is_timeout(&err) {
             ProtocolError::Timeout(Duration::ZERO)
@@ -285,6 +374,62 @@ mod tests {
         assert!(matches!(err, ProtocolError::Malformed(_)), "{err}");
 
         let err = read_frame(&mut [0u8, 0].as_slice(), Duration::from_secs(1)).unwrap_err();
+        assert!(matches!(err, ProtocolError::Closed), "{err}");
+    }
+
+    /// A stream that gives its bytes a few at a time, then would block.
+    struct Trickle {
+        bytes: Vec<u8>,
+        at: usize,
+        step: usize,
+    }
+
+    impl Read for Trickle {
+        fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+            if self.at == self.bytes.len() {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            let got = self.step.min(buffer.len()).min(self.bytes.len() - self.at);
+            buffer[..got].copy_from_slice(&self.bytes[self.at..self.at + got]);
+            self.at += got;
+            Ok(got)
+        }
+    }
+
+    #[test]
+    fn a_frame_reader_takes_its_frame_and_no_more() {
+        let hello = Frame::Hello {
+            protocol: PROTOCOL_NAME.to_string(),
+            version: PROTOCOL_VERSION,
+        };
+        let mut bytes = encode_frame(&hello).unwrap();
+        bytes.extend_from_slice(&encode_frame(&Frame::Bye).unwrap());
+        let mut stream = Trickle {
+            bytes,
+            at: 0,
+            step: 3,
+        };
+        let mut reader = FrameReader::new(MAX_HANDSHAKE_FRAME_BYTES);
+        assert_eq!(reader.read_from(&mut stream).unwrap(), Some(hello));
+        assert_eq!(reader.buffered(), 0);
+        assert_eq!(reader.read_from(&mut stream).unwrap(), Some(Frame::Bye));
+        assert_eq!(reader.read_from(&mut stream).unwrap(), None);
+
+        let mut huge = Trickle {
+            bytes: (MAX_HANDSHAKE_FRAME_BYTES + 1).to_be_bytes().to_vec(),
+            at: 0,
+            step: 1,
+        };
+        let err = FrameReader::new(MAX_HANDSHAKE_FRAME_BYTES)
+            .read_from(&mut huge)
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "frame of 4097 bytes exceeds the limit of 4096 bytes"
+        );
+        let err = FrameReader::new(64)
+            .read_from(&mut [0u8, 0].as_slice())
+            .unwrap_err();
         assert!(matches!(err, ProtocolError::Closed), "{err}");
     }
 

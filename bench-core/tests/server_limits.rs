@@ -294,7 +294,6 @@ fn hello_only_floods_do_not_starve_authenticated_clients() {
     config.token = Some(token.clone());
     config.max_clients = 2;
     config.max_pre_auth = 8;
-    config.max_pre_auth_per_ip = 2;
     config.pre_auth_timeout = Duration::from_secs(2);
     let server = start(config);
     let address = server.address();

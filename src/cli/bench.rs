@@ -166,6 +166,15 @@ pub struct ServeArgs {
     /// Most clients served at once
     #[arg(long, value_name = "N", default_value_t = bench_core::server::DEFAULT_MAX_CLIENTS)]
     pub max_clients: usize,
+    /// Most connections in their handshake at once; beyond, the oldest
+    /// is closed to make room
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = bench_core::server::DEFAULT_MAX_PRE_AUTH,
+        value_parser = values::max_handshakes
+    )]
+    pub max_handshakes: usize,
     /// Seconds to wait for a client's next control frame
     #[arg(
         long,

@@ -36,6 +36,16 @@ pub fn control_timeout(text: &str) -> Result<f64, String> {
     }
 }
 
+/// `serve --max-handshakes`: 1 to 65536 connections.
+pub fn max_handshakes(text: &str) -> Result<usize, String> {
+    match number(text)? {
+        places @ 1..=65_536 => Ok(places),
+        places => Err(format!(
+            "--max-handshakes must be between 1 and 65536, got {places}"
+        )),
+    }
+}
+
 /// `-n N` of `ab`: at least one round.
 pub fn rounds(text: &str) -> Result<u32, String> {
     match number(text)? {

@@ -2,6 +2,7 @@
 
 mod archive;
 mod archive_safety;
+mod archive_shared;
 mod bench;
 mod bisect;
 mod bisect_session;
@@ -16,6 +17,7 @@ mod netperf_layout;
 mod parity;
 mod plan;
 mod record;
+mod serve_crowd;
 mod serve_limits;
 mod signals;
 mod soak;

@@ -10,13 +10,13 @@ use serde_json::Value;
 use std::process::{Command, Output};
 
 /// A network namespace that is deleted when dropped.
-struct Namespace {
+pub(crate) struct Namespace {
     name: String,
 }
 
 impl Namespace {
     /// Makes a namespace with its loopback device up, or says why not.
-    fn new(tag: &str) -> Result<Namespace, String> {
+    pub(crate) fn new(tag: &str) -> Result<Namespace, String> {
         let name = format!("netbisect-{tag}-{}", std::process::id());
         let made = Command::new("ip")
             .args(["netns", "add", &name])
@@ -33,8 +33,13 @@ impl Namespace {
         Ok(namespace)
     }
 
+    /// The namespace's name, for `ip -n` and `/run/netns/`.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
     /// Runs `argv` inside the namespace and expects success.
-    fn run(&self, argv: &[&str]) -> Output {
+    pub(crate) fn run(&self, argv: &[&str]) -> Output {
         let output = Command::new("ip")
             .args(["netns", "exec", &self.name])
             .args(argv)
@@ -49,7 +54,7 @@ impl Namespace {
     }
 
     /// The binary, run inside the namespace with its own archive.
-    fn netbisect(&self, archive: &std::path::Path) -> assert_cmd::Command {
+    pub(crate) fn netbisect(&self, archive: &std::path::Path) -> assert_cmd::Command {
         let mut command = assert_cmd::Command::new("ip");
         command
             .args(["netns", "exec", &self.name, env!("CARGO_BIN_EXE_netbisect")])

@@ -2,11 +2,22 @@
 //! archive, migrating an older schema, the `quick_check` before the first
 //! write, read-only access for a user who may not write, and the names a
 //! failed open or write is given (a full file system, a damaged file).
+//!
+//! An archive shared in a directory other users may write (mode 1777 or
+//! a group's directory) is read by users who may not write it, and a file
+//! such a reader created beside it (SQLite's `-wal` and `-shm`) would be
+//! theirs: the owner's next write would fail. So a reader never creates
+//! one: it reads through both when both are there, the `-shm` opened
+//! read-only (`readonly_shm`), and otherwise reads the database file as
+//! immutable (no writer is active without both). And a writer in such a
+//! directory keeps both when it closes (`SQLITE_FCNTL_PERSIST_WAL`, the
+//! `-wal` truncated to nothing), so that they stay the owner's, with the
+//! archive's mode, and a reader finds them whenever a writer may come.
 
 use super::Archive;
 use crate::ArchiveError;
 use crate::schema::{self, APPLICATION_ID, CURRENT_VERSION, MIGRATIONS};
-use rusqlite::{Connection, ErrorCode, OpenFlags};
+use rusqlite::{Connection, ErrorCode, FileControl, OpenFlags};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -23,6 +34,7 @@ impl Archive {
     /// are not archives, are damaged or have a newer schema, without
     /// writing to them.
     pub fn open(path: &Path) -> Result<Archive, ArchiveError> {
+        refuse_foreign_side_files(path)?;
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_URI
@@ -46,25 +58,7 @@ impl Archive {
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX;
             return Archive::open_with_flags(path, flags).map_err(|err| full_or(path, err));
         }
-        // Without a -wal file the database file holds everything committed
-        // and is read as immutable: no locks, no -shm. With one, a writer
-        // is active (or crashed): read through it without writing.
-        let wal = wal_path(path);
-        let immutable = !wal.exists();
-        let uri = format!(
-            "file:{}?mode=ro{}",
-            uri_path(path),
-            if immutable { "&immutable=1" } else { "" }
-        );
-        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
-            | OpenFlags::SQLITE_OPEN_URI
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let open_error = |source| ArchiveError::Open {
-            path: path.to_path_buf(),
-            source,
-        };
-        let connection = Connection::open_with_flags(&uri, flags).map_err(open_error)?;
-        connection.busy_timeout(BUSY_TIMEOUT).map_err(open_error)?;
+        let connection = reading_connection(path)?;
         let archive = Archive {
             connection,
             path: path.to_path_buf(),
@@ -209,6 +203,9 @@ impl Archive {
                 detail: format!("cannot switch to WAL mode (journal mode is {mode})"),
             });
         }
+        if others_may_create_beside(&self.path) {
+            keep_side_files(connection, &self.path)?;
+        }
         connection.pragma_update(None, "foreign_keys", true)?;
         connection.pragma_update(None, "synchronous", "NORMAL")?;
         Ok(())
@@ -329,9 +326,103 @@ pub(super) fn read_header(connection: &Connection, path: &Path) -> Result<u32, A
 
 /// The `-wal` file beside `path`.
 fn wal_path(path: &Path) -> PathBuf {
+    side_path(path, "-wal")
+}
+
+/// The `-shm` file beside `path`.
+fn shm_path(path: &Path) -> PathBuf {
+    side_path(path, "-shm")
+}
+
+fn side_path(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.as_os_str().to_os_string();
-    name.push("-wal");
+    name.push(suffix);
     PathBuf::from(name)
+}
+
+/// A connection that reads the archive at `path` and creates nothing
+/// beside it. With both side files there a writer may be active: read
+/// through them, the `-shm` opened read-only, so that SQLite never
+/// creates one. Without both, no writer is active (one in WAL mode has
+/// both open, and removes the `-shm` first when it closes, after its
+/// checkpoint), so the database file holds everything committed: read it
+/// as immutable (no locks, no side files).
+fn reading_connection(path: &Path) -> Result<Connection, ArchiveError> {
+    let immutable = !(wal_path(path).exists() && shm_path(path).exists());
+    let uri = format!(
+        "file:{}?mode=ro&{}",
+        uri_path(path),
+        if immutable {
+            "immutable=1"
+        } else {
+            "readonly_shm=1"
+        }
+    );
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+        | OpenFlags::SQLITE_OPEN_URI
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let open_error = |source| ArchiveError::Open {
+        path: path.to_path_buf(),
+        source,
+    };
+    let connection = Connection::open_with_flags(&uri, flags).map_err(open_error)?;
+    connection.busy_timeout(BUSY_TIMEOUT).map_err(open_error)?;
+    Ok(connection)
+}
+
+/// True when users other than the owner may create files in the
+/// directory of `path` (its group or others may write it): a reader there
+/// could otherwise create the side files.
+fn others_may_create_beside(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    std::fs::metadata(dir).is_ok_and(|meta| meta.permissions().mode() & 0o022 != 0)
+}
+
+/// Keeps this connection's `-wal` and `-shm` when it closes, the `-wal`
+/// truncated to nothing, and gives them the archive's mode (which its
+/// owner may have changed since they were made, to share it).
+fn keep_side_files(connection: &Connection, path: &Path) -> Result<(), ArchiveError> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut persist: std::ffi::c_int = 1;
+    connection.file_control(Some("main"), FileControl::PersistWal(&mut persist))?;
+    connection.query_row("PRAGMA journal_size_limit = 0", [], |_| Ok(()))?;
+    let Ok(database) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    let mode = database.permissions().mode() & 0o777;
+    for side in [wal_path(path), shm_path(path)] {
+        if std::fs::symlink_metadata(&side)
+            .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o777 != mode)
+        {
+            // Best effort: a file of another user stays as it is.
+            let _ = std::fs::set_permissions(&side, std::fs::Permissions::from_mode(mode));
+        }
+    }
+    Ok(())
+}
+
+/// Refuses to write through a side file this user may not write (left by
+/// a reader of an older netbisect, or another user's program): SQLite
+/// would open it read-only and fail every write with "attempt to write a
+/// readonly database".
+fn refuse_foreign_side_files(path: &Path) -> Result<(), ArchiveError> {
+    use std::os::unix::fs::MetadataExt;
+    for side in [wal_path(path), shm_path(path)] {
+        let Ok(meta) = std::fs::symlink_metadata(&side) else {
+            continue;
+        };
+        if rustix::fs::access(&side, rustix::fs::Access::WRITE_OK).is_err() {
+            return Err(ArchiveError::ForeignSideFile {
+                path: side,
+                uid: meta.uid(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// True when this user may write both `path` and its directory (where
@@ -408,21 +499,23 @@ pub(super) fn classify_open_error(path: &Path, err: rusqlite::Error) -> ArchiveE
     }
 }
 
-/// Opens an existing archive for reading (merge source); never creates it.
+/// Opens an existing archive for reading (merge source); never creates it,
+/// nor anything beside it when this user may not write it.
 pub(super) fn open_existing(path: &Path) -> Result<Connection, ArchiveError> {
+    if !may_write(path) {
+        return reading_connection(path);
+    }
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
         | OpenFlags::SQLITE_OPEN_URI
         | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let connection =
-        Connection::open_with_flags(path, flags).map_err(|source| ArchiveError::Open {
-            path: path.to_path_buf(),
-            source,
-        })?;
-    connection
-        .busy_timeout(BUSY_TIMEOUT)
-        .map_err(|source| ArchiveError::Open {
-            path: path.to_path_buf(),
-            source,
-        })?;
+    let open_error = |source| ArchiveError::Open {
+        path: path.to_path_buf(),
+        source,
+    };
+    let connection = Connection::open_with_flags(path, flags).map_err(open_error)?;
+    connection.busy_timeout(BUSY_TIMEOUT).map_err(open_error)?;
+    if others_may_create_beside(path) {
+        keep_side_files(&connection, path)?;
+    }
     Ok(connection)
 }

@@ -1,5 +1,6 @@
 //! How a server runs and what it reports: its configuration with the
-//! defaults `netbisect serve` documents, and its events.
+//! defaults `netbisect serve` documents, its events, and which of them
+//! reach the sink and how many.
 
 use crate::auth::Token;
 use crate::protocol::PortRange;
@@ -30,14 +31,17 @@ pub struct ServerConfig {
     /// Longest time from connect to the end of the handshake (hello and,
     /// with a token, auth).
     pub pre_auth_timeout: Duration,
-    /// Most connections still in their handshake, in all.
+    /// Most connections in their handshake at once, from any addresses;
+    /// beyond, the oldest makes room.
     pub max_pre_auth: usize,
-    /// Most connections still in their handshake from one address.
-    pub max_pre_auth_per_ip: usize,
     /// Most bytes of message buffers one test may ask for.
     pub max_test_memory: u64,
     /// Most bytes of message buffers all tests together may hold.
     pub max_total_memory: u64,
+    /// Which events reach the event sink.
+    pub event_level: EventLevel,
+    /// How many events a second reach the event sink (`None`: all).
+    pub event_limit: Option<EventLimit>,
 }
 
 /// Default for [`ServerConfig::max_clients`].
@@ -48,10 +52,9 @@ pub const DEFAULT_CONTROL_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_IO_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default for [`ServerConfig::pre_auth_timeout`].
 pub const DEFAULT_PRE_AUTH_TIMEOUT: Duration = Duration::from_secs(5);
-/// Default for [`ServerConfig::max_pre_auth`].
-pub const DEFAULT_MAX_PRE_AUTH: usize = 16;
-/// Default for [`ServerConfig::max_pre_auth_per_ip`].
-pub const DEFAULT_MAX_PRE_AUTH_PER_IP: usize = 4;
+/// Default for [`ServerConfig::max_pre_auth`]: a socket and a few hundred
+/// bytes each.
+pub const DEFAULT_MAX_PRE_AUTH: usize = 1024;
 /// Default for [`ServerConfig::max_test_memory`]: 256 MiB.
 pub const DEFAULT_MAX_TEST_MEMORY: u64 = 256 << 20;
 /// Default for [`ServerConfig::max_total_memory`]: 1 GiB.
@@ -70,9 +73,10 @@ impl ServerConfig {
             io_timeout: DEFAULT_IO_TIMEOUT,
             pre_auth_timeout: DEFAULT_PRE_AUTH_TIMEOUT,
             max_pre_auth: DEFAULT_MAX_PRE_AUTH,
-            max_pre_auth_per_ip: DEFAULT_MAX_PRE_AUTH_PER_IP,
             max_test_memory: DEFAULT_MAX_TEST_MEMORY,
             max_total_memory: DEFAULT_MAX_TOTAL_MEMORY,
+            event_level: EventLevel::All,
+            event_limit: None,
         }
     }
 
@@ -85,6 +89,34 @@ impl ServerConfig {
         ServerConfig::new(SocketAddr::new(ip, 0))
     }
 }
+
+/// Which events reach the sink.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum EventLevel {
+    /// Every event.
+    #[default]
+    All,
+    /// What an operator must see: the listener, refusals and the counts
+    /// of what was not logged ([`ServerEvent::is_notice`]).
+    Notices,
+}
+
+/// How many events reach the sink: a bucket of `burst` events, refilled
+/// at `per_second`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EventLimit {
+    /// Events let through at once, before the rate applies.
+    pub burst: u32,
+    /// Events let through a second after that.
+    pub per_second: u32,
+}
+
+/// The limit `netbisect serve` logs with: 20 events at once, then 10 a
+/// second.
+pub const DEFAULT_EVENT_LIMIT: EventLimit = EventLimit {
+    burst: 20,
+    per_second: 10,
+};
 
 /// Something the server did, for its log.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -130,6 +162,41 @@ pub enum ServerEvent {
         /// Why.
         reason: String,
     },
+    /// Events left out by the rate limit
+    /// ([`ServerConfig::event_limit`]) since the last such count.
+    NotLogged {
+        /// How many of each kind ([`ServerEvent::kind`]), by kind.
+        counts: Vec<(&'static str, u64)>,
+        /// The time they were left out over.
+        over: Duration,
+    },
+}
+
+impl ServerEvent {
+    /// The event's kind in a word, as [`ServerEvent::NotLogged`] counts
+    /// them.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ServerEvent::Listening(_) => "listening",
+            ServerEvent::Connected(_) => "connected",
+            ServerEvent::Refused { .. } => "refused",
+            ServerEvent::Rejected { .. } => "rejected",
+            ServerEvent::Started { .. } => "started",
+            ServerEvent::Tested { .. } => "done",
+            ServerEvent::Closed(_) => "closed",
+            ServerEvent::Dropped { .. } => "dropped",
+            ServerEvent::NotLogged { .. } => "not logged",
+        }
+    }
+
+    /// True for what an operator must see even when the rest is not
+    /// logged: the listener, refusals, and counts of what was not logged.
+    pub fn is_notice(&self) -> bool {
+        matches!(
+            self,
+            ServerEvent::Listening(_) | ServerEvent::Refused { .. } | ServerEvent::NotLogged { .. }
+        )
+    }
 }
 
 impl fmt::Display for ServerEvent {
@@ -145,6 +212,20 @@ impl fmt::Display for ServerEvent {
             ServerEvent::Tested { peer, test } => write!(formatter, "{peer}: {test} done"),
             ServerEvent::Closed(peer) => write!(formatter, "{peer}: closed"),
             ServerEvent::Dropped { peer, reason } => write!(formatter, "{peer}: dropped: {reason}"),
+            ServerEvent::NotLogged { counts, over } => {
+                let total: u64 = counts.iter().map(|(_, count)| count).sum();
+                let each: Vec<String> = counts
+                    .iter()
+                    .map(|(kind, count)| format!("{count} {kind}"))
+                    .collect();
+                let events = if total == 1 { "event" } else { "events" };
+                write!(
+                    formatter,
+                    "{total} {events} not logged over the last {:.1} s: {}",
+                    over.as_secs_f64(),
+                    each.join(", ")
+                )
+            }
         }
     }
 }

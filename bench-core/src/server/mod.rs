@@ -14,61 +14,71 @@
 //! Nothing a client does holds the server for long:
 //!
 //! - Before a client has said hello (and proved the token, when one is
-//!   demanded) it is "unauthenticated": it has [`ServerConfig::pre_auth_timeout`]
-//!   for the whole handshake, at most [`ServerConfig::max_pre_auth_per_ip`]
-//!   such connections per source address (more wait, without a thread,
-//!   until one is done, and are refused after four handshake times), and at
-//!   most [`ServerConfig::max_pre_auth`] in all; when they are full, the
-//!   oldest connection that has had a quarter of its handshake time, of
-//!   the address holding the most, is closed to make room (a newcomer
-//!   waits while all are younger).
-//!   The [`ServerConfig::max_clients`] slots count authenticated sessions
-//!   only, so a flood of hello-only connections never takes them.
+//!   demanded) it is in its handshake, which the accept loop's thread
+//!   reads without blocking, many at once: at most
+//!   [`ServerConfig::max_pre_auth`] connections, each for at most
+//!   [`ServerConfig::pre_auth_timeout`]; when the places run out, the
+//!   oldest handshake, whichever address it comes from, makes room and
+//!   is told so. How that lets a prompt client in through any crowd is
+//!   in `admission`. The [`ServerConfig::max_clients`] slots count
+//!   sessions past their handshake only, so a flood of hello-only
+//!   connections never takes them.
 //! - Every wait of a test has a deadline: the data connections must come
-//!   within the I/O timeout, a data connection that trickles is dropped at
-//!   the test's end plus the I/O timeout, and once the server's side of a
-//!   test is over the client has the control timeout to say `finished`.
+//!   within the I/O timeout (each, accepted alongside whatever else
+//!   connects to its port, has a short time for the test's secret), a
+//!   data connection that trickles is dropped at the test's end plus the
+//!   I/O timeout, and once the server's side of a test is over the
+//!   client has the control timeout to say `finished`.
 //! - The message buffers a test needs are counted before anything is
 //!   allocated, against [`ServerConfig::max_test_memory`] per test and
 //!   [`ServerConfig::max_total_memory`] for all tests at once; beyond, the
 //!   request gets an `error` frame.
 //! - A thread that cannot be started (a process or cgroup limit) is an
 //!   `error` frame naming the limit, never a panic.
+//! - With [`ServerConfig::event_limit`], a crowd's thousands of events a
+//!   second reach the event sink at a bounded rate, and what was left
+//!   out is counted ([`ServerEvent::NotLogged`]).
 //!
 //! Here: the listener and its accept loop. Its configuration and events
-//! are in `config`, the state its threads share in `shared`, the
-//! handshake places in `admission`, a client's session and its tests in
-//! `session`, and the server's half of the data phase, with its hot
-//! loops, in [`data`].
+//! (with which of them reach the sink, and how many) are in `config`,
+//! the log that keeps to them in `log`, the state its threads share in
+//! `shared`, the handshakes in `admission` and `handshake`, a client's
+//! session and its tests in `session`, and the server's half of the data
+//! phase, with its hot loops, in [`data`].
 
 mod admission;
 mod config;
 pub mod data;
+mod handshake;
+mod log;
 mod session;
 mod shared;
 
 pub use config::{
-    DEFAULT_CONTROL_TIMEOUT, DEFAULT_IO_TIMEOUT, DEFAULT_MAX_CLIENTS, DEFAULT_MAX_PRE_AUTH,
-    DEFAULT_MAX_PRE_AUTH_PER_IP, DEFAULT_MAX_TEST_MEMORY, DEFAULT_MAX_TOTAL_MEMORY, EventSink,
-    ServerConfig, ServerEvent, quiet,
+    DEFAULT_CONTROL_TIMEOUT, DEFAULT_EVENT_LIMIT, DEFAULT_IO_TIMEOUT, DEFAULT_MAX_CLIENTS,
+    DEFAULT_MAX_PRE_AUTH, DEFAULT_MAX_TEST_MEMORY, DEFAULT_MAX_TOTAL_MEMORY, EventLevel,
+    EventLimit, EventSink, ServerConfig, ServerEvent, quiet,
 };
 pub use session::test_buffer_bytes;
 
 use crate::protocol::{Frame, write_frame};
-use crate::sockets::{self, is_timeout};
-use admission::{Admission, Waiting, admit, forget_pre_auth, refuse};
-use session::{SessionEnd, serve_client};
+use crate::sockets;
+use admission::{Admission, Admitted};
+use log::EventLog;
+use session::{SessionEnd, SessionSlot, serve_client};
 use shared::{Shared, thread_error};
 use socket2::{Socket, Type};
-use std::collections::{HashMap, VecDeque};
-use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-/// How often the accept loop looks at its stop flag.
-const ACCEPT_POLL: Duration = Duration::from_millis(100);
+/// Connections the kernel may queue for the accept loop, which takes
+/// them in at a bounded pace (see `admission`): a crowd must hold more
+/// than the places and this many (or `net.core.somaxconn`, when lower)
+/// before a client's connection waits for the kernel's retries.
+const LISTEN_BACKLOG: i32 = 4096;
 
 /// Why a server could not start.
 #[derive(Debug, thiserror::Error)]
@@ -89,6 +99,9 @@ pub enum ServerError {
     /// The accept thread could not be started.
     #[error("cannot start the server thread: {0}")]
     Thread(std::io::Error),
+    /// The accept loop's epoll set could not be made.
+    #[error("cannot set up the accept loop: {0}")]
+    Poll(std::io::Error),
 }
 
 /// A bound server, not yet serving.
@@ -96,6 +109,7 @@ pub struct Server {
     listener: Socket,
     address: SocketAddr,
     shared: Arc<Shared>,
+    admission: Mutex<Admission>,
 }
 
 /// True when a listener on `ip` can be reached from other hosts.
@@ -115,22 +129,23 @@ impl Server {
         let listener = sockets::new_socket(address.ip(), Type::STREAM, None).map_err(listen)?;
         listener.set_reuse_address(true).map_err(listen)?;
         listener.bind(&address.into()).map_err(listen)?;
-        listener.listen(128).map_err(listen)?;
-        listener
-            .set_read_timeout(Some(ACCEPT_POLL))
-            .map_err(listen)?;
+        listener.listen(LISTEN_BACKLOG).map_err(listen)?;
+        listener.set_nonblocking(true).map_err(listen)?;
         let address = sockets::address_of(&listener.local_addr().map_err(listen)?);
+        let admission = rustix::event::epoll::create(rustix::event::epoll::CreateFlags::CLOEXEC)
+            .map_err(std::io::Error::from)
+            .and_then(|epoll| Admission::new(epoll, &listener))
+            .map_err(ServerError::Poll)?;
         Ok(Server {
             listener,
             address,
             shared: Arc::new(Shared {
+                log: EventLog::new(events, config.event_level, config.event_limit),
                 config,
-                events,
                 active: AtomicUsize::new(0),
-                pre_auth: Mutex::new(Vec::new()),
-                next_id: AtomicU64::new(0),
                 memory_in_use: AtomicU64::new(0),
             }),
+            admission: Mutex::new(admission),
         })
     }
 
@@ -141,145 +156,78 @@ impl Server {
 
     /// Serves clients until `stop` is set.
     pub fn serve(&self, stop: &AtomicBool) {
-        (self.shared.events)(&ServerEvent::Listening(self.address));
-        // Connections from an address whose handshake places are taken
-        // wait here, without a thread, until one is free.
-        let mut waiting: VecDeque<Waiting> = VecDeque::new();
+        self.shared.log.emit(&ServerEvent::Listening(self.address));
+        // One accept loop at a time; a lock poisoned by a loop that
+        // panicked is taken over as it is.
+        let mut admission = self
+            .admission
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut events = admission::event_buffer();
         while !stop.load(Ordering::Relaxed) {
-            let accepted = match self.listener.accept() {
-                Ok((socket, peer)) => peer.as_socket().map(|peer| (TcpStream::from(socket), peer)),
-                Err(err) if is_timeout(&err) || err.kind() == std::io::ErrorKind::Interrupted => {
-                    None
-                }
-                Err(_) => {
-                    // Out of descriptors or memory: wait rather than spin.
-                    std::thread::sleep(ACCEPT_POLL);
-                    None
-                }
-            };
-            self.retry_waiting(&mut waiting);
-            if let Some((stream, peer)) = accepted {
-                (self.shared.events)(&ServerEvent::Connected(peer));
-                let entry = Waiting {
-                    stream,
-                    peer,
-                    since: Instant::now(),
-                };
-                if let Some(deferred) = self.start_session(entry) {
-                    self.defer(&mut waiting, deferred);
-                }
+            for admitted in admission.round(&self.listener, &self.shared, &mut events) {
+                self.start_session(admitted);
             }
         }
     }
 
-    /// Starts the sessions of waiting connections whose address has a
-    /// free handshake place; refuses those that waited too long.
-    fn retry_waiting(&self, waiting: &mut VecDeque<Waiting>) {
-        for _ in 0..waiting.len() {
-            let Some(entry) = waiting.pop_front() else {
-                break;
-            };
-            // A connection waits for a place of its address at most four
-            // handshake times (at least 2 s): long enough for clients of
-            // one host started together, short enough to bound a flood.
-            let longest_wait =
-                (self.shared.config.pre_auth_timeout * 4).max(Duration::from_secs(2));
-            if entry.since.elapsed() >= longest_wait {
-                let reason = format!(
-                    "busy: too many connections from {} in their handshake",
-                    entry.peer.ip()
-                );
-                refuse(&self.shared, entry.stream, entry.peer, reason);
-                continue;
-            }
-            if let Some(deferred) = self.start_session(entry) {
-                waiting.push_back(deferred);
-            }
-        }
-    }
-
-    /// Queues a connection to wait; when the queue is full, the oldest
-    /// connection of the address with the most waiting is refused.
-    fn defer(&self, waiting: &mut VecDeque<Waiting>, entry: Waiting) {
-        let capacity = self.shared.config.max_pre_auth.max(1) * 4;
-        waiting.push_back(entry);
-        if waiting.len() > capacity {
-            let mut counts: HashMap<IpAddr, usize> = HashMap::new();
-            for entry in waiting.iter() {
-                *counts.entry(entry.peer.ip()).or_default() += 1;
-            }
-            // The oldest of the address with the most waiting.
-            let victim = waiting
-                .iter()
-                .enumerate()
-                .max_by_key(|(position, entry)| (counts[&entry.peer.ip()], usize::MAX - position))
-                .map(|(position, _)| position);
-            if let Some(position) = victim
-                && let Some(entry) = waiting.remove(position)
-            {
-                let reason = format!(
-                    "busy: too many connections from {} in their handshake",
-                    entry.peer.ip()
-                );
-                refuse(&self.shared, entry.stream, entry.peer, reason);
-            }
-        }
-    }
-
-    /// Starts a session for `entry`, or gives it back when its address
-    /// has no free handshake place.
-    fn start_session(&self, entry: Waiting) -> Option<Waiting> {
-        let shared = Arc::clone(&self.shared);
-        let events = &shared.events;
-        let peer = entry.peer;
-        let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
-        match admit(&shared, id, peer.ip(), &entry.stream) {
-            Admission::Admitted => {}
-            Admission::Wait => return Some(entry),
-            Admission::Refused(reason) => {
-                refuse(&shared, entry.stream, peer, reason);
-                return None;
-            }
-        }
-        let mut stream = entry.stream;
-        let spawned = std::thread::Builder::new()
-            .name(format!("client {peer}"))
-            .spawn({
-                let shared = Arc::clone(&shared);
-                let mut stream = match stream.try_clone() {
-                    Ok(clone) => clone,
-                    Err(err) => {
-                        forget_pre_auth(&shared, id);
-                        events(&ServerEvent::Dropped {
-                            peer,
-                            reason: err.to_string(),
-                        });
-                        return None;
-                    }
-                };
-                move || {
-                    let end = match serve_client(&mut stream, peer, id, &shared) {
-                        Ok(()) => ServerEvent::Closed(peer),
-                        Err(SessionEnd::Refused(reason)) => ServerEvent::Refused { peer, reason },
-                        Err(SessionEnd::Dropped(reason)) => ServerEvent::Dropped { peer, reason },
-                    };
-                    forget_pre_auth(&shared, id);
-                    (shared.events)(&end);
-                }
-            });
-        if let Err(err) = spawned {
-            forget_pre_auth(&shared, id);
-            let reason = thread_error("this client", &err);
-            let _ = stream.set_write_timeout(Some(shared.config.control_timeout));
+    /// Starts the session of a client past its handshake, on a thread of
+    /// its own, or refuses it when the session slots are full.
+    fn start_session(&self, admitted: Admitted) {
+        let Admitted { mut stream, peer } = admitted;
+        let shared = &self.shared;
+        let log = &shared.log;
+        let config = &shared.config;
+        let refuse = |stream: &mut std::net::TcpStream, reason: String| {
+            let _ = stream
+                .set_nonblocking(false)
+                .and_then(|()| stream.set_write_timeout(Some(Duration::from_millis(200))));
             let _ = write_frame(
-                &mut stream,
+                stream,
                 &Frame::Error {
                     message: format!("server {reason}"),
                 },
             );
-            events(&ServerEvent::Dropped { peer, reason });
+        };
+        if shared.active.fetch_add(1, Ordering::SeqCst) >= config.max_clients {
+            shared.active.fetch_sub(1, Ordering::SeqCst);
+            let reason = format!("busy: {} clients already", config.max_clients);
+            refuse(&mut stream, reason.clone());
+            log.emit(&ServerEvent::Refused { peer, reason });
+            return;
         }
-        None
+        let mut session_stream = match stream.try_clone() {
+            Ok(clone) => clone,
+            Err(err) => {
+                shared.active.fetch_sub(1, Ordering::SeqCst);
+                log.emit(&ServerEvent::Dropped {
+                    peer,
+                    reason: err.to_string(),
+                });
+                return;
+            }
+        };
+        let spawned = std::thread::Builder::new()
+            .name(format!("client {peer}"))
+            .spawn({
+                let shared = Arc::clone(shared);
+                move || {
+                    let _slot = SessionSlot(&shared.active);
+                    let end = match serve_client(&mut session_stream, peer, &shared) {
+                        Ok(()) => ServerEvent::Closed(peer),
+                        Err(SessionEnd::Dropped(reason)) => ServerEvent::Dropped { peer, reason },
+                    };
+                    shared.log.emit(&end);
+                }
+            });
+        if let Err(err) = spawned {
+            // The closure, and the slot it would have given back, never
+            // ran.
+            shared.active.fetch_sub(1, Ordering::SeqCst);
+            let reason = thread_error("this client", &err);
+            refuse(&mut stream, reason.clone());
+            log.emit(&ServerEvent::Dropped { peer, reason });
+        }
     }
 
     /// Serves on a thread of its own until the handle is stopped or

@@ -1,16 +1,12 @@
-//! One client's session: the handshake and its token check, then test
-//! after test, each validated, its memory reserved against the caps, and
-//! its data phase run on threads of their own.
+//! One client's session, once its handshake is over (see `admission`):
+//! test after test, each validated, its memory reserved against the
+//! caps, and its data phase run on threads of their own.
 
-use super::admission::forget_pre_auth;
 use super::config::ServerEvent;
 use super::data::{self, ServerPlan};
 use super::shared::{Shared, thread_error};
-use crate::auth::{self, Token};
-use crate::protocol::{
-    Frame, PROTOCOL_NAME, PROTOCOL_VERSION, PortRange, ProtocolError, read_frame_within,
-    write_frame,
-};
+use crate::auth;
+use crate::protocol::{Frame, PortRange, ProtocolError, read_frame_within, write_frame};
 use crate::sockets::{self, is_timeout};
 use run_record::env::HostEnv;
 use run_record::spec::RunSpec;
@@ -18,11 +14,9 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-/// How a session ended other than by the client's goodbye.
+/// How a session ended other than by the client's goodbye: the
+/// connection was lost or broke the protocol.
 pub(super) enum SessionEnd {
-    /// The server refused the client.
-    Refused(String),
-    /// The connection was lost or broke the protocol.
     Dropped(String),
 }
 
@@ -32,8 +26,9 @@ impl From<ProtocolError> for SessionEnd {
     }
 }
 
-/// A slot among the authenticated sessions, given back when dropped.
-struct SessionSlot<'a>(&'a AtomicUsize);
+/// A slot among the authenticated sessions, taken by the accept loop and
+/// given back when dropped.
+pub(super) struct SessionSlot<'a>(pub(super) &'a AtomicUsize);
 
 impl Drop for SessionSlot<'_> {
     fn drop(&mut self) {
@@ -116,64 +111,16 @@ fn send_error(stream: &mut TcpStream, message: String) -> Result<(), SessionEnd>
     Ok(())
 }
 
-/// Serves one client from its hello to its goodbye.
+/// Serves one client from the end of its handshake to its goodbye.
 pub(super) fn serve_client(
     stream: &mut TcpStream,
     peer: SocketAddr,
-    id: u64,
     shared: &Shared,
 ) -> Result<(), SessionEnd> {
-    let config = &shared.config;
-    let timeout = config.control_timeout;
-    // The whole handshake shares one deadline.
-    let handshake_end = Instant::now() + config.pre_auth_timeout;
-    let handshake_left = || handshake_end.saturating_duration_since(Instant::now());
+    let timeout = shared.config.control_timeout;
     stream
-        .set_write_timeout(Some(config.pre_auth_timeout.min(timeout)))
-        .and_then(|()| stream.set_nodelay(true))
-        .map_err(|err| SessionEnd::Dropped(err.to_string()))?;
-    match read_frame_within(stream, handshake_left())? {
-        Frame::Hello { protocol, version }
-            if protocol == PROTOCOL_NAME && version == PROTOCOL_VERSION => {}
-        Frame::Hello { protocol, version } if protocol == PROTOCOL_NAME => {
-            let message = format!(
-                "protocol version mismatch: client speaks {version}, server speaks {PROTOCOL_VERSION}"
-            );
-            send_error(stream, message.clone())?;
-            return Err(SessionEnd::Refused(message));
-        }
-        _ => {
-            let message = format!("expected a {PROTOCOL_NAME} hello");
-            send_error(stream, message.clone())?;
-            return Err(SessionEnd::Refused(message));
-        }
-    }
-    match &config.token {
-        None => write_frame(
-            stream,
-            &Frame::Welcome {
-                version: PROTOCOL_VERSION,
-                challenge: None,
-            },
-        )?,
-        Some(token) => authenticate(stream, token, handshake_left())?,
-    }
-    // Authenticated: out of the handshake table (unless it was closed to
-    // make room meanwhile), into a session slot.
-    if !forget_pre_auth(shared, id) {
-        return Err(SessionEnd::Dropped(
-            "closed in its handshake to make room".to_string(),
-        ));
-    }
-    if shared.active.fetch_add(1, Ordering::SeqCst) >= config.max_clients {
-        shared.active.fetch_sub(1, Ordering::SeqCst);
-        let reason = format!("busy: {} clients already", config.max_clients);
-        send_error(stream, format!("server {reason}"))?;
-        return Err(SessionEnd::Refused(reason));
-    }
-    let _slot = SessionSlot(&shared.active);
-    stream
-        .set_write_timeout(Some(timeout))
+        .set_nonblocking(false)
+        .and_then(|()| stream.set_write_timeout(Some(timeout)))
         .map_err(|err| SessionEnd::Dropped(err.to_string()))?;
     let mut env: Option<Box<HostEnv>> = None;
     loop {
@@ -189,40 +136,6 @@ pub(super) fn serve_client(
             }
             Err(err) => return Err(err.into()),
         }
-    }
-}
-
-fn authenticate(
-    stream: &mut TcpStream,
-    token: &Token,
-    timeout: Duration,
-) -> Result<(), SessionEnd> {
-    let challenge = auth::new_challenge().map_err(|err| SessionEnd::Dropped(err.to_string()))?;
-    write_frame(
-        stream,
-        &Frame::Welcome {
-            version: PROTOCOL_VERSION,
-            challenge: Some(challenge.clone()),
-        },
-    )?;
-    let refused = |reason: &str| SessionEnd::Refused(reason.to_string());
-    match read_frame_within(stream, timeout) {
-        Ok(Frame::Auth { mac }) if token.verify(&challenge, &mac) => {
-            write_frame(stream, &Frame::AuthOk)?;
-            Ok(())
-        }
-        Ok(Frame::Auth { .. }) => {
-            send_error(stream, "authentication failed: wrong token".to_string())?;
-            Err(refused("authentication failed: wrong token"))
-        }
-        Ok(_) => {
-            send_error(
-                stream,
-                "authentication required: this server demands a token".to_string(),
-            )?;
-            Err(refused("authentication failed: no token"))
-        }
-        Err(err) => Err(SessionEnd::Refused(format!("authentication failed: {err}"))),
     }
 }
 
@@ -254,7 +167,7 @@ fn run_one(
 ) -> Result<(), SessionEnd> {
     let config = &shared.config;
     let reject = |stream: &mut TcpStream, message: String| {
-        (shared.events)(&ServerEvent::Rejected {
+        shared.log.emit(&ServerEvent::Rejected {
             peer,
             message: message.clone(),
         });
@@ -340,7 +253,7 @@ fn run_one(
         };
         let control = match write_frame(stream, &ready) {
             Ok(()) => {
-                (shared.events)(&ServerEvent::Started {
+                shared.log.emit(&ServerEvent::Started {
                     peer,
                     test: spec.test.name(),
                 });
@@ -386,7 +299,7 @@ fn run_one(
             env: env.clone(),
         },
     )?;
-    (shared.events)(&ServerEvent::Tested {
+    shared.log.emit(&ServerEvent::Tested {
         peer,
         test: spec.test.name(),
     });

@@ -389,7 +389,7 @@ pub fn run_client(plan: &ClientPlan<'_>) -> Result<ClientSide, DataError> {
     } else {
         None
     };
-    let (coordinated, outcomes) = run_threads(plan, &assignment);
+    let (coordinated, outcomes) = run_threads(plan, &assignment)?;
     let (flows, usage) = collect_outcomes(plan, &assignment, outcomes)?;
     let span = coordinated?;
     let mut side = ClientSide::default();
@@ -429,23 +429,47 @@ type Coordinated = Result<Option<cpu::CpuSpan>, DataError>;
 
 /// Spawns a thread for each set of flows in `assignment` and coordinates
 /// them from this one; returns the coordinator's result and every
-/// thread's outcome, in the order of `assignment`.
+/// thread's outcome, in the order of `assignment`. A thread that cannot
+/// be started (a process or cgroup limit) is the error, naming the
+/// limit; the threads already started are released and joined first.
 fn run_threads(
     plan: &ClientPlan<'_>,
     assignment: &[Vec<usize>],
-) -> (Coordinated, Vec<Result<ThreadOutcome, DataError>>) {
+) -> Result<(Coordinated, Vec<Result<ThreadOutcome, DataError>>), DataError> {
     let n_threads = assignment.len();
     let gate = Gate::new(n_threads + 1);
     let progress: Vec<Progress> = (0..n_threads).map(|_| Progress::default()).collect();
     std::thread::scope(|scope| {
-        let handles: Vec<_> = assignment
-            .iter()
-            .zip(&progress)
-            .map(|(flow_indices, progress)| {
-                let gate = &gate;
-                scope.spawn(move || client_thread(plan, flow_indices, gate, progress))
-            })
-            .collect();
+        let mut handles = Vec::with_capacity(n_threads);
+        let mut spawn_error = None;
+        for (thread_idx, (flow_indices, progress)) in assignment.iter().zip(&progress).enumerate() {
+            let gate = &gate;
+            let spawned = std::thread::Builder::new()
+                .name(format!("flows {thread_idx}"))
+                .spawn_scoped(scope, move || {
+                    client_thread(plan, flow_indices, gate, progress)
+                });
+            match spawned {
+                Ok(handle) => handles.push(handle),
+                Err(err) => {
+                    gate.fail();
+                    let first_flow = flow_indices.first().copied().unwrap_or(0);
+                    spawn_error = Some(DataError::Thread(format!(
+                        "cannot start a thread for flow {} of {}: {err} (the process or \
+                         cgroup thread limit, ulimit -u or pids.max, is reached)",
+                        first_flow + 1,
+                        plan.servers.len()
+                    )));
+                    break;
+                }
+            }
+        }
+        if let Some(err) = spawn_error {
+            for handle in handles {
+                let _ = handle.join();
+            }
+            return Err(err);
+        }
         let coordinated = gated(&gate, || coordinate_client(plan, &gate, &progress));
         let outcomes: Vec<Result<ThreadOutcome, DataError>> = handles
             .into_iter()
@@ -455,7 +479,7 @@ fn run_threads(
                     .unwrap_or_else(|_| Err(DataError::Thread("a client flow panicked".into())))
             })
             .collect();
-        (coordinated, outcomes)
+        Ok((coordinated, outcomes))
     })
 }
 

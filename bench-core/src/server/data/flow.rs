@@ -1,14 +1,25 @@
 //! What a server flow is given and how it starts: its data socket, bound
 //! before `ready` is sent, and the client's data connection, accepted
 //! only from the client's address and with the test's secret.
+//!
+//! Whatever else connects to a data port (a stranger, or a silent
+//! connection from the client's own address) cannot hold the flow up:
+//! the connections are accepted as they come and their secrets read side
+//! by side, each with [`SECRET_WAIT`] to send it, up to
+//! [`PENDING_CONNECTIONS`] at once (beyond, the oldest is closed). The
+//! first whose secret is right is the flow's. A connection whose secret
+//! is there when it is accepted, as a client's always is but for a
+//! scheduling delay, takes no more system calls than before.
 
 use crate::datapath::gate::{Gate, Window, gated};
-use crate::datapath::message::read_message_by;
 use crate::datapath::{DataError, io_error};
 use crate::protocol::PortRange;
 use crate::sockets::{self, is_timeout, new_socket, record_addresses, truth_after_setup};
 use run_record::record::SocketTruth;
 use run_record::spec::RunSpec;
+use rustix::event::{PollFd, PollFlags, Timespec, poll};
+use rustix::io::Errno;
+use rustix::net::RecvFlags;
 use socket2::{SockRef, Socket, Type};
 use std::io;
 use std::net::{IpAddr, TcpStream};
@@ -17,6 +28,11 @@ use std::time::{Duration, Instant};
 
 /// How often a server loop waiting for data looks at its stop flag.
 const POLL_INTERVAL: Duration = Duration::from_millis(20);
+/// Longest time a data connection has, from its accept, to send the
+/// test's secret (at most the I/O timeout).
+pub const SECRET_WAIT: Duration = Duration::from_secs(1);
+/// Most data connections of one port whose secret is awaited at once.
+pub const PENDING_CONNECTIONS: usize = 64;
 
 /// A server data socket, bound before `ready` is sent.
 pub struct Prepared {
@@ -106,46 +122,175 @@ pub(crate) fn hard_deadline(window: &Window, io_timeout: Duration) -> Instant {
     window.deadline + io_timeout
 }
 
+/// A data connection whose secret is still coming.
+struct Pending {
+    stream: TcpStream,
+    secret: Vec<u8>,
+    deadline: Instant,
+}
+
+/// What a read of a data connection's secret found.
+enum Secret {
+    /// The whole secret, and it is the test's.
+    Right,
+    /// Not yet all of it.
+    Partial,
+    /// A wrong secret, an end of file or a failed read: close it.
+    Wrong,
+}
+
+impl Pending {
+    /// Reads what the connection has of its secret, without waiting.
+    fn read(&mut self, expected: &[u8]) -> Secret {
+        while self.secret.len() < expected.len() {
+            let filled = self.secret.len();
+            let mut chunk = [0u8; 128];
+            let room = (expected.len() - filled).min(chunk.len());
+            match rustix::net::recv(&self.stream, &mut chunk[..room], RecvFlags::DONTWAIT) {
+                Ok((0, _)) => return Secret::Wrong,
+                Ok((got, _)) => self.secret.extend_from_slice(&chunk[..got]),
+                Err(Errno::INTR) => {}
+                Err(Errno::AGAIN) => return Secret::Partial,
+                Err(_) => return Secret::Wrong,
+            }
+        }
+        if self.secret == expected {
+            Secret::Right
+        } else {
+            Secret::Wrong
+        }
+    }
+}
+
 /// Waits for a data connection from the client. Connections from other
-/// addresses, or that do not open with the test's secret, are closed and
-/// ignored.
+/// addresses, or that do not open with the test's secret within
+/// [`SECRET_WAIT`], are closed and ignored; those still sending theirs
+/// are read side by side (see the module's documentation).
 pub(crate) fn accept_client(
     plan: &ServerPlan<'_>,
     listener: &Socket,
     wait: Duration,
 ) -> Result<Option<TcpStream>, DataError> {
     let give_up = Instant::now() + wait;
+    let secret_wait = SECRET_WAIT.min(plan.io_timeout);
+    let mut pending: Vec<Pending> = Vec::new();
     loop {
-        match listener.accept() {
-            Ok((socket, peer)) => {
-                if peer.as_socket().map(|addr| addr.ip()) != Some(plan.client_ip) {
-                    continue;
-                }
-                socket
-                    .set_read_timeout(Some(plan.io_timeout))
-                    .map_err(io_error("SO_RCVTIMEO"))?;
-                socket
-                    .set_write_timeout(Some(plan.io_timeout))
-                    .map_err(io_error("SO_SNDTIMEO"))?;
-                let mut stream = TcpStream::from(socket);
-                let mut secret = vec![0u8; plan.data_secret.len()];
-                let deadline = Instant::now() + plan.io_timeout;
-                match read_message_by(&mut stream, &mut secret, deadline) {
-                    Ok(true) if secret == plan.data_secret => return Ok(Some(stream)),
-                    _ => continue,
+        let listener_ready = if pending.is_empty() {
+            // Nothing is waiting: the accept itself waits (up to the
+            // listener's poll interval).
+            true
+        } else {
+            let (listener_ready, ready) = poll_pending(listener, &pending)?;
+            // From the last, so that swap_remove moves only entries seen.
+            for idx in ready.into_iter().rev() {
+                match pending[idx].read(plan.data_secret) {
+                    Secret::Right => return Ok(Some(pending.swap_remove(idx).stream)),
+                    Secret::Wrong => drop(pending.swap_remove(idx)),
+                    Secret::Partial => {}
                 }
             }
-            Err(err) if is_timeout(&err) || err.kind() == io::ErrorKind::Interrupted => {
-                if plan.stop.load(Ordering::Relaxed) {
-                    return Ok(None);
+            listener_ready
+        };
+        if listener_ready {
+            match listener.accept() {
+                Ok((socket, peer)) => {
+                    if let Some(stream) = take_connection(plan, socket, peer, secret_wait)? {
+                        match stream {
+                            Taken::Ready(stream) => return Ok(Some(stream)),
+                            Taken::Waiting(waiting) => {
+                                if pending.len() >= PENDING_CONNECTIONS {
+                                    pending.remove(0);
+                                }
+                                pending.push(waiting);
+                            }
+                        }
+                    }
                 }
-                if Instant::now() >= give_up {
-                    return Err(DataError::NoClient(wait));
-                }
+                Err(err) if is_timeout(&err) || err.kind() == io::ErrorKind::Interrupted => {}
+                Err(err) => return Err(io_error("accept")(err)),
             }
-            Err(err) => return Err(io_error("accept")(err)),
+        }
+        let now = Instant::now();
+        pending.retain(|waiting| waiting.deadline > now);
+        if plan.stop.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        if now >= give_up {
+            return Err(DataError::NoClient(wait));
         }
     }
+}
+
+/// A data connection just accepted: its secret was there, or it waits.
+enum Taken {
+    Ready(TcpStream),
+    Waiting(Pending),
+}
+
+/// Sets up a data connection just accepted and reads its secret if it
+/// has come; `None` for one to close (another address, a wrong secret).
+fn take_connection(
+    plan: &ServerPlan<'_>,
+    socket: Socket,
+    peer: socket2::SockAddr,
+    secret_wait: Duration,
+) -> Result<Option<Taken>, DataError> {
+    if peer.as_socket().map(|addr| addr.ip()) != Some(plan.client_ip) {
+        return Ok(None);
+    }
+    socket
+        .set_read_timeout(Some(plan.io_timeout))
+        .map_err(io_error("SO_RCVTIMEO"))?;
+    socket
+        .set_write_timeout(Some(plan.io_timeout))
+        .map_err(io_error("SO_SNDTIMEO"))?;
+    let mut waiting = Pending {
+        stream: TcpStream::from(socket),
+        secret: Vec::with_capacity(plan.data_secret.len()),
+        deadline: Instant::now() + secret_wait,
+    };
+    Ok(match waiting.read(plan.data_secret) {
+        Secret::Right => Some(Taken::Ready(waiting.stream)),
+        Secret::Partial => Some(Taken::Waiting(waiting)),
+        Secret::Wrong => None,
+    })
+}
+
+/// Waits (at most the poll interval, or until the first pending
+/// connection's time is up) for the listener or a pending connection to
+/// be readable: whether the listener is, and the indices of the
+/// readable pending connections.
+fn poll_pending(listener: &Socket, pending: &[Pending]) -> Result<(bool, Vec<usize>), DataError> {
+    let now = Instant::now();
+    let first_deadline = pending
+        .iter()
+        .map(|waiting| waiting.deadline)
+        .min()
+        .unwrap_or(now);
+    let wait = POLL_INTERVAL.min(first_deadline.saturating_duration_since(now));
+    let mut fds = Vec::with_capacity(pending.len() + 1);
+    fds.push(PollFd::new(listener, PollFlags::IN));
+    fds.extend(
+        pending
+            .iter()
+            .map(|waiting| PollFd::new(&waiting.stream, PollFlags::IN)),
+    );
+    let timeout = Timespec {
+        tv_sec: 0,
+        tv_nsec: i64::from(wait.subsec_nanos()),
+    };
+    match poll(&mut fds, Some(&timeout)) {
+        Ok(0) | Err(Errno::INTR) => return Ok((false, Vec::new())),
+        Ok(_) => {}
+        Err(err) => return Err(io_error("poll")(err.into())),
+    }
+    let ready: Vec<usize> = fds[1..]
+        .iter()
+        .enumerate()
+        .filter(|(_, fd)| !fd.revents().is_empty())
+        .map(|(idx, _)| idx)
+        .collect();
+    Ok((!fds[0].revents().is_empty(), ready))
 }
 
 /// Accepts the flow's connection and waits at the gate with it.
