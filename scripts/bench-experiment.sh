@@ -75,18 +75,18 @@ awk '/: booting /{ prev = "" }
 median() { awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }' "$1"; }
 
 awk -v start="$start" -v end="$end" -v configs="$configs" -v rounds="$ROUNDS" \
-    -v length="$LENGTH" -v iterations="$iterations" -v boots="$boots" \
+    -v test_s="$LENGTH" -v iterations="$iterations" -v boots="$boots" \
     -v boot_med="$(median "$work/boot_s")" -v config_med="$(median "$work/config_s")" \
     -v boot_sum="$(awk '{ s += $1 } END { print s + 0 }' "$work/boot_s")" \
     -v boot_min="$(head -n 1 "$work/boot_s")" -v boot_max="$(tail -n 1 "$work/boot_s")" \
     -v runs="$(wc -l < "$work/records")" '
 BEGIN {
     wall = end - start
-    tests = configs * 2 * rounds * length * iterations
+    tests = configs * 2 * rounds * test_s * iterations
     overhead = wall - tests - boot_sum
     printf "configurations %d x 2 kernels x %d rounds = %d runs (%d archived)\n", configs, rounds, configs * 2 * rounds, runs
     printf "boots          %d (target %d); boot-to-test median %.2f s, min %.2f, max %.2f\n", boots, 2 * rounds, boot_med, boot_min, boot_max
-    printf "tests          %.1f s of tests (%g s x %g iterations each)\n", tests, length, iterations
+    printf "tests          %.1f s of tests (%g s x %g iterations each)\n", tests, test_s, iterations
     printf "per config     median %.2f s from one run to the next in a boot\n", config_med
     printf "wall           %.1f s\n", wall
     printf "overhead       %.1f s beyond tests and boots: %.1f%% (target <= 5%%)\n", overhead, 100 * overhead / (tests + boot_sum)
