@@ -86,6 +86,10 @@ pub enum ProgressArg {
 pub enum Command {
     /// Check run record files: schema, numbers, id and config_key
     Record(RecordArgs),
+    /// In a guest of the VM runner: make a spec's settings on an interface
+    /// of this namespace and leave them made (the far NIC of --vm-net pair)
+    #[command(hide = true)]
+    GuestSettings(GuestSettingsArgs),
     /// Show this host's environment as netbisect records it
     Env(EnvArgs),
     /// List the built-in templates or print one, to start your own
@@ -134,6 +138,17 @@ pub enum RecordAction {
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
     },
+}
+
+/// `netbisect guest-settings`.
+#[derive(Debug, Args)]
+pub struct GuestSettingsArgs {
+    /// The resolved test spec as JSON, whose `system` settings are made
+    #[arg(long, value_name = "FILE")]
+    pub spec_file: PathBuf,
+    /// The interface to make them on
+    #[arg(long, value_name = "IFACE")]
+    pub interface: String,
 }
 
 /// `netbisect env`.

@@ -172,9 +172,8 @@ pub struct GuestJob {
     /// The host's netbisect binary; the guest runs it from its input
     /// directory, which it may only read.
     pub binary: PathBuf,
-    /// Each run's `bench` arguments; the placeholder `{input}` names the
-    /// guest's input directory.
-    pub runs: Vec<Vec<String>>,
+    /// The runs, in order.
+    pub runs: Vec<GuestRun>,
     /// Files to place in the input directory before boot, by name.
     pub files: Vec<(String, Vec<u8>)>,
     /// For [`NetMode::Host`]: the tap link and the port of the server on
@@ -182,6 +181,17 @@ pub struct GuestJob {
     pub host: Option<(TapLink, u16)>,
     /// Use IPv6 between the NICs of the pair.
     pub ipv6: bool,
+}
+
+/// One run of a guest's job.
+#[derive(Clone, Debug, Default)]
+pub struct GuestRun {
+    /// `bench` arguments; the placeholder `{input}` names the guest's
+    /// input directory.
+    pub bench_args: Vec<String>,
+    /// For [`NetMode::Pair`]: a spec file (in the input directory) whose
+    /// settings the far NIC's namespace makes before the run.
+    pub peer_settings: Option<String>,
 }
 
 /// What one run of a guest gave, as it finished.

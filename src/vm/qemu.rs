@@ -208,7 +208,8 @@ pub(super) fn start_runner(
              {{ echo 'netbisect-runner: cannot make a tap for --vm-net pair'; exit 97; }}; done; \
              ip link add nbbridge type bridge && \
              ip link set {PAIR_TAP}1 master nbbridge && ip link set {PAIR_TAP}2 master nbbridge && \
-             ip link set {PAIR_TAP}1 up && ip link set {PAIR_TAP}2 up && ip link set nbbridge up || \
+             ip link set {PAIR_TAP}1 mtu 65521 up && ip link set {PAIR_TAP}2 mtu 65521 up && \
+             ip link set nbbridge up || \
              {{ echo 'netbisect-runner: cannot bridge the taps of --vm-net pair'; exit 97; }}; \
              {WATCHER}"
         );

@@ -6,6 +6,8 @@
 //! that the host takes a record only once its run has ended. `status`
 //! says the script got to its end.
 
+#[cfg(test)]
+use super::GuestRun;
 use super::{GuestJob, NetMode, VmOptions, quote};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -99,7 +101,7 @@ pub(super) fn guest_script(
     }
     let input_text = input.to_string_lossy();
     script.push_str(": > \"$d/started\"\n");
-    for (run_idx, bench_args) in job.runs.iter().enumerate() {
+    for (run_idx, run) in job.runs.iter().enumerate() {
         let mut words = vec![
             bin.clone(),
             "bench".to_string(),
@@ -110,7 +112,7 @@ pub(super) fn guest_script(
             "never".to_string(),
         ];
         words.extend(
-            bench_args
+            run.bench_args
                 .iter()
                 .chain(&extra)
                 .map(|arg| quote(&arg.replace("{input}", &input_text))),
@@ -120,10 +122,22 @@ pub(super) fn guest_script(
             run_file("err", run_idx),
             run_file("status", run_idx),
         );
+        // In the pair, the far NIC's namespace makes the run's settings
+        // first; the run's bench makes them on the near NIC.
+        let settings = match (&run.peer_settings, options.net) {
+            (Some(spec), NetMode::Pair) => format!(
+                "ip netns exec nbpeer {bin} guest-settings --spec-file {} --interface \"$far\" \
+                 2> \"$d/{err}\"",
+                quote(&format!("{input_text}/{spec}"))
+            ),
+            _ => ": > \"$d/{err}\"".replace("{err}", &err),
+        };
         let _ = write!(
             script,
-            "{} > \"$d/{record}\" 2> \"$d/{err}\"\n\
-             echo $? > \"$d/{status}.tmp\" && mv \"$d/{status}.tmp\" \"$d/{status}\"\n",
+            "if {settings}; then\n\
+             {} > \"$d/{record}\" 2>> \"$d/{err}\"; echo $? > \"$d/{status}.tmp\"\n\
+             else echo 97 > \"$d/{status}.tmp\"; fi\n\
+             mv \"$d/{status}.tmp\" \"$d/{status}\"\n",
             words.join(" ")
         );
     }
@@ -146,11 +160,17 @@ mod tests {
         let job = GuestJob {
             binary: PathBuf::from("/opt/net bisect"),
             runs: vec![
-                vec!["--label".to_string(), "it's".to_string()],
-                vec![
-                    "--spec-file".to_string(),
-                    "{input}/spec-001.json".to_string(),
-                ],
+                GuestRun {
+                    bench_args: vec!["--label".to_string(), "it's".to_string()],
+                    peer_settings: None,
+                },
+                GuestRun {
+                    bench_args: vec![
+                        "--spec-file".to_string(),
+                        "{input}/spec-001.json".to_string(),
+                    ],
+                    peer_settings: Some("spec-001.json".to_string()),
+                },
             ],
             files: Vec::new(),
             host: None,
@@ -166,9 +186,16 @@ mod tests {
         // Each run has its files; the status comes last, whole.
         assert!(script.contains("--spec-file /in/spec-001.json"));
         assert!(script.contains(
-            "> \"$d/record-001.json\" 2> \"$d/err-001\"\n\
-             echo $? > \"$d/status-001.tmp\" && mv \"$d/status-001.tmp\" \"$d/status-001\""
+            "> \"$d/record-001.json\" 2>> \"$d/err-001\"; echo $? > \"$d/status-001.tmp\"\n\
+             else echo 97 > \"$d/status-001.tmp\"; fi\n\
+             mv \"$d/status-001.tmp\" \"$d/status-001\""
         ));
+        // The far NIC takes the second run's settings first.
+        assert!(script.contains(
+            "if ip netns exec nbpeer '/opt/net bisect' guest-settings --spec-file \
+             /in/spec-001.json --interface \"$far\""
+        ));
+        assert!(script.contains("if : > \"$d/err-000\"; then"));
         assert!(script.ends_with("mv \"$d/status.tmp\" \"$d/status\"\n"));
     }
 }

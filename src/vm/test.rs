@@ -7,7 +7,7 @@
 //! given the `vm` section and sealed again. [`run_test`] is one run.
 //! Storing the records is the caller's business.
 
-use super::{GuestEvents, GuestJob, KernelImage, NetMode, RunOutput, VmError, VmOptions};
+use super::{GuestEvents, GuestJob, GuestRun, KernelImage, NetMode, RunOutput, VmError, VmOptions};
 use crate::exit::InputError;
 use anyhow::Context;
 use bench_core::run::BenchRequest;
@@ -107,7 +107,14 @@ pub fn run_tests(
         if let Some(label) = &subject.label {
             bench_args.extend(["--label".to_string(), label.clone()]);
         }
-        runs.push(bench_args);
+        let has_settings = spec
+            .system
+            .as_ref()
+            .is_some_and(|system| !system.is_empty());
+        runs.push(GuestRun {
+            bench_args,
+            peer_settings: has_settings.then_some(name),
+        });
     }
     let ipv6 = specs
         .iter()

@@ -1127,4 +1127,32 @@ fn pair_nics_offer_offloads_and_an_offload_axis_sets_them_per_configuration() {
     }
     gso_seen.sort_unstable();
     assert_eq!(gso_seen, [false, true]);
+    // An MTU is made on both NICs (the far one in its namespace first):
+    // the connection's segments grow with it.
+    let (code, stdout, stderr) = run(
+        &archive,
+        &[
+            "--json",
+            "bench",
+            "--kernel",
+            KERNEL_NEW,
+            "--vm-net",
+            "pair",
+            "--vm-accel",
+            "tcg",
+            "--vm-timeout",
+            TIMEOUT,
+            "-l",
+            "0.3",
+            "--set",
+            "mtu=9000",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let record: Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(record["system"]["mtu"]["granted"], 9000, "{record}");
+    let mss = record["iterations"][0]["ends"]["local"]["tcp_info"]["snd_mss"]
+        .as_u64()
+        .unwrap();
+    assert!(mss > 1500, "segments of {mss} bytes: the far NIC kept 1500");
 }

@@ -74,6 +74,17 @@ impl AppliedSettings {
         &self.outcome
     }
 
+    /// Leaves the settings made and returns what was granted: for a
+    /// system that is thrown away after its tests (a guest of the VM
+    /// runner), whose next configuration makes its own settings.
+    pub fn keep(self) -> SystemOutcome {
+        self.undo
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
+        self.outcome.clone()
+    }
+
     /// Puts back every value that was there before; the error names
     /// those that could not be.
     pub fn restore(self) -> Result<(), SettingsError> {
