@@ -182,7 +182,10 @@ pub(super) fn pair_backend() -> PairBackend {
 
 /// The runner's shell: qemu started in the background under a watcher of
 /// this process's pipe on its stdin.
-const WATCHER: &str = "exec 3<&0; \"$@\" & v=$!; { read _ <&3; kill -9 0; } & wait $v";
+/// When qemu ends, the shell ends the watcher and reaps it before it
+/// exits itself, so that no orphan of the group is left for init to reap.
+const WATCHER: &str = "exec 3<&0; \"$@\" & v=$!; { read _ <&3; kill -9 0; } & w=$!; \
+     wait $v; s=$?; kill $w 2>/dev/null; wait $w 2>/dev/null; exit $s";
 
 /// Starts qemu under a shell that also watches a pipe from this process:
 /// when this process dies, however it dies (kill -9 included), the pipe
