@@ -82,6 +82,16 @@ pub fn classify(err: &anyhow::Error) -> Code {
     if is_input { Code::Input } else { Code::Runtime }
 }
 
+/// An error as netbisect prints it: `netbisect: error: ...` and a line
+/// for each cause.
+pub fn error_text(err: &anyhow::Error) -> String {
+    let mut text = format!("netbisect: error: {err}\n");
+    for cause in err.chain().skip(1) {
+        text.push_str(&format!("  caused by: {cause}\n"));
+    }
+    text
+}
+
 /// Archive failures the user can fix: a wrong file, id or query.
 fn is_input_archive_error(err: &archive::ArchiveError) -> bool {
     use archive::ArchiveError;

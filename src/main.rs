@@ -38,11 +38,9 @@ fn main() -> ExitCode {
                 return exit::Code::Ok.into();
             }
             let code = exit::classify(&err);
-            let mut stderr = std::io::stderr().lock();
-            let _ = writeln!(stderr, "netbisect: error: {err}");
-            for cause in err.chain().skip(1) {
-                let _ = writeln!(stderr, "  caused by: {cause}");
-            }
+            let _ = std::io::stderr()
+                .lock()
+                .write_all(exit::error_text(&err).as_bytes());
             code.into()
         }
     }

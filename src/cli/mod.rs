@@ -90,6 +90,10 @@ pub enum Command {
     /// of this namespace and leave them made (the far NIC of --vm-net pair)
     #[command(hide = true)]
     GuestSettings(GuestSettingsArgs),
+    /// In a guest of the VM runner: every run of the guest's plan, in one
+    /// process, each outcome written to the output directory
+    #[command(hide = true)]
+    GuestRuns(GuestRunsArgs),
     /// Show this host's environment as netbisect records it
     Env(EnvArgs),
     /// List the built-in templates or print one, to start your own
@@ -149,6 +153,21 @@ pub struct GuestSettingsArgs {
     /// The interface to make them on
     #[arg(long, value_name = "IFACE")]
     pub interface: String,
+}
+
+/// `netbisect guest-runs`.
+#[derive(Debug, Args)]
+pub struct GuestRunsArgs {
+    /// The plan of the runs (JSON)
+    #[arg(long, value_name = "FILE")]
+    pub plan: PathBuf,
+    /// Where each run's record, error and status go
+    #[arg(long, value_name = "DIR")]
+    pub output: PathBuf,
+    /// The far NIC of the pair, in namespace nbpeer, which takes a run's
+    /// settings first
+    #[arg(long, value_name = "IFACE")]
+    pub peer_interface: Option<String>,
 }
 
 /// `netbisect env`.

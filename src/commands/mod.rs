@@ -10,6 +10,7 @@ mod bench;
 mod bisect;
 mod compare;
 mod env;
+mod guest_runs;
 mod guest_settings;
 mod help;
 mod history;
@@ -29,6 +30,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<Code> {
         Command::Record(args) => record::run(&cli.global, args),
         Command::Env(args) => env::run(&cli.global, args),
         Command::GuestSettings(args) => guest_settings::run(args),
+        Command::GuestRuns(args) => guest_runs::run(args),
         Command::Templates(args) => templates::run(&cli.global, args),
         Command::Archive(args) => archive::run(&cli.global, args),
         Command::Completions(args) => help::completions(args),

@@ -11,7 +11,7 @@
 //! file of the host, a FIFO or an endless file cannot make the host read
 //! what it should not or forever.
 
-use super::script::{guest_script, run_file};
+use super::script::{PLAN_FILE, guest_script, run_file};
 use super::{GUEST_DIR, GuestJob, KernelImage, NetMode, RunOutput, VmError, VmOptions, busybox};
 use super::{initramfs, io};
 use rustix::fs::{FileType, Mode, OFlags};
@@ -86,8 +86,13 @@ impl GuestDir {
             binary: guest_input.join(GUEST_BINARY),
             ..job.clone()
         };
-        let script = guest_script(&guest_input, &guest_output, options, job);
+        let (script, plan) = guest_script(&guest_input, &guest_output, options, job);
         std::fs::write(input.join("guest.sh"), script).map_err(io("write the guest script"))?;
+        let plan = serde_json::to_vec(&plan).map_err(|err| VmError::Io {
+            what: "write the guest's plan".to_string(),
+            source: std::io::Error::other(err),
+        })?;
+        std::fs::write(input.join(PLAN_FILE), plan).map_err(io("write the guest's plan"))?;
         let initrd = work.path().join("initramfs.cpio");
         let busybox = busybox()?;
         let command = format!(

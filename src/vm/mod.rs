@@ -39,6 +39,7 @@ mod vmlinux;
 
 pub use boot::{GuestEvents, run_guest};
 pub use kernel::{KernelImage, check_image};
+pub use script::{GuestPlan, PlannedRun, run_file};
 pub use settings::GuestSettings;
 pub use tap::{TapLink, tap_link};
 pub use test::{GuestSubject, KernelUnderTest, Notes, TestOutcome, run_test, run_tests};
