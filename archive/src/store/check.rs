@@ -2,7 +2,7 @@
 //! stored run against its columns and its history row.
 
 use super::query::{MISSING_SERIES, RunQuery, StoredRun, series_join};
-use super::{Archive, CanonicalRun};
+use super::{CanonicalRun, SqliteArchive};
 use crate::ArchiveError;
 use crate::schema::{self, CURRENT_VERSION};
 use run_record::record::RunRecord;
@@ -41,7 +41,7 @@ impl CheckReport {
     }
 }
 
-impl Archive {
+impl SqliteArchive {
     /// Checks the file (`PRAGMA integrity_check`, foreign keys) and every
     /// stored run: its bytes decode to a valid record whose id and indexed
     /// columns match the row.

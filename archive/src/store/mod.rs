@@ -40,7 +40,7 @@
 
 use crate::ArchiveError;
 use run_record::canonical;
-use run_record::record::{RecordError, RunRecord};
+use run_record::record::{Metric, RecordError, RunRecord};
 use rusqlite::Connection;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -53,6 +53,7 @@ mod write;
 
 pub use check::{CheckReport, DamagedRun};
 pub use open::{BUSY_TIMEOUT, QUICK_CHECK_MAX_BYTES};
+use query::Order;
 pub use query::{MetricValue, RunQuery, StoredRun};
 pub use series::SeriesRun;
 pub use write::{MergeCounts, StoreCounts, StoreOutcome};
@@ -109,8 +110,35 @@ impl CanonicalRun {
     }
 }
 
-/// An open archive file.
+/// An open archive, on whichever backend holds it.
+///
+/// Every public read and write is here; each backend implements the few
+/// primitives these are made of (storing a batch, selecting runs, their
+/// records, a metric, a history's series, the check, the journal), so
+/// that what a caller sees, and the refusals of damaged runs, are the
+/// same on both.
 pub struct Archive {
+    backend: Backend,
+}
+
+/// The backends an archive can live on.
+pub(crate) enum Backend {
+    /// One SQLite file.
+    Sqlite(SqliteArchive),
+}
+
+/// Calls the same method of whichever backend is behind `$archive`.
+macro_rules! dispatch {
+    ($archive:expr, $backend:ident => $call:expr) => {
+        match $archive {
+            Backend::Sqlite($backend) => $call,
+        }
+    };
+}
+pub(crate) use dispatch;
+
+/// An open SQLite archive file.
+pub(crate) struct SqliteArchive {
     pub(crate) connection: Connection,
     path: PathBuf,
     /// Whether `quick_check` is due before the first write.
@@ -118,10 +146,189 @@ pub struct Archive {
 }
 
 impl Archive {
+    /// Opens the archive file at `path`, creating it (not its directory)
+    /// when absent and bringing an older schema up to date. Refuses files
+    /// that are not archives, are damaged or have a newer schema, without
+    /// writing to them.
+    pub fn open(path: &Path) -> Result<Archive, ArchiveError> {
+        Ok(Archive {
+            backend: Backend::Sqlite(SqliteArchive::open(path)?),
+        })
+    }
+
+    /// Opens the archive file at `path` for reading: never creates it (a
+    /// missing file is [`ArchiveError::NoArchive`]) and never leaves
+    /// files beside it that the owner could not use. An archive this user
+    /// may write is opened as by [`Archive::open`].
+    pub fn open_read_only(path: &Path) -> Result<Archive, ArchiveError> {
+        Ok(Archive {
+            backend: Backend::Sqlite(SqliteArchive::open_read_only(path)?),
+        })
+    }
+
     /// The file this archive lives in.
     pub fn path(&self) -> &Path {
-        &self.path
+        match &self.backend {
+            Backend::Sqlite(sqlite) => &sqlite.path,
+        }
     }
+
+    pub(crate) fn backend(&self) -> &Backend {
+        &self.backend
+    }
+
+    pub(crate) fn backend_mut(&mut self) -> &mut Backend {
+        &mut self.backend
+    }
+
+    /// The schema version of the archive.
+    pub fn schema_version(&self) -> Result<u32, ArchiveError> {
+        dispatch!(&self.backend, backend => backend.schema_version())
+    }
+
+    /// Stores one run; a run already present is left as it is.
+    pub fn store(&mut self, run: &CanonicalRun) -> Result<StoreOutcome, ArchiveError> {
+        let counts = self.store_all(std::slice::from_ref(run))?;
+        Ok(if counts.added == 1 {
+            StoreOutcome::Added
+        } else {
+            StoreOutcome::AlreadyPresent
+        })
+    }
+
+    /// Stores every run in one transaction: all of them or, on failure,
+    /// none.
+    pub fn store_all(&mut self, runs: &[CanonicalRun]) -> Result<StoreCounts, ArchiveError> {
+        dispatch!(&mut self.backend, backend => backend.store_all(runs))
+    }
+
+    /// Copies into this archive every run of the archive file at `other`
+    /// that it lacks, in one transaction. Each copied run is verified
+    /// first. Merging the same archive again adds nothing.
+    pub fn merge_from(&mut self, other: &Path) -> Result<MergeCounts, ArchiveError> {
+        dispatch!(&mut self.backend, backend => backend.merge_from(other))
+    }
+
+    /// Number of runs stored.
+    pub fn count(&self) -> Result<u64, ArchiveError> {
+        dispatch!(&self.backend, backend => backend.count())
+    }
+
+    /// The runs `query` selects, oldest first, without their records.
+    pub fn runs(&self, query: &RunQuery) -> Result<Vec<StoredRun>, ArchiveError> {
+        dispatch!(&self.backend, backend => backend.runs_in_order(query, Order::OldestFirst))
+    }
+
+    /// The runs `query` selects, newest first, without their records; its
+    /// limit keeps the newest.
+    pub fn runs_newest_first(&self, query: &RunQuery) -> Result<Vec<StoredRun>, ArchiveError> {
+        dispatch!(&self.backend, backend => backend.runs_in_order(query, Order::NewestFirst))
+    }
+
+    /// Calls `visit` with each selected run and its canonical bytes,
+    /// oldest first, without holding them all in memory.
+    pub fn for_each_record<E, F>(&self, query: &RunQuery, visit: F) -> Result<(), E>
+    where
+        E: From<ArchiveError>,
+        F: FnMut(&StoredRun, &[u8]) -> Result<(), E>,
+    {
+        dispatch!(&self.backend, backend => backend.for_each_record(query, visit))
+    }
+
+    /// Checks stored bytes against the run's id column: they must read as
+    /// a valid record (schema, numbers, id and config_key of its content)
+    /// whose id is that of the row. A tampered or damaged run is
+    /// [`ArchiveError::DamagedRun`].
+    pub fn verify_stored(run: &StoredRun, bytes: &[u8]) -> Result<(), ArchiveError> {
+        let damaged = |detail: String| ArchiveError::DamagedRun {
+            id: run.id.clone(),
+            detail,
+        };
+        let record = RunRecord::from_slice(bytes).map_err(|err| damaged(err.to_string()))?;
+        if record.id != run.id {
+            return Err(damaged(format!("its bytes are those of run {}", record.id)));
+        }
+        Ok(())
+    }
+
+    /// The decoded records of the selected runs, oldest first. Each is
+    /// verified (schema, id, config_key) as it is read.
+    pub fn records(&self, query: &RunQuery) -> Result<Vec<RunRecord>, ArchiveError> {
+        let mut records = Vec::new();
+        self.for_each_record(query, |run, bytes| {
+            records.push(decode_stored(&run.id, bytes)?);
+            Ok::<(), ArchiveError>(())
+        })?;
+        Ok(records)
+    }
+
+    /// The one run whose id starts with `id_prefix`, and its canonical
+    /// bytes.
+    pub fn find(&self, id_prefix: &str) -> Result<(StoredRun, Vec<u8>), ArchiveError> {
+        if id_prefix.is_empty() {
+            return Err(ArchiveError::InvalidQuery("empty run id".to_string()));
+        }
+        let query = RunQuery {
+            id_prefix: Some(id_prefix.to_string()),
+            limit: Some(2),
+            ..RunQuery::default()
+        };
+        let mut found = Vec::new();
+        self.for_each_record(&query, |run, bytes| {
+            found.push((run.clone(), bytes.to_vec()));
+            Ok::<(), ArchiveError>(())
+        })?;
+        if found.len() > 1 {
+            let n_matches = dispatch!(&self.backend, backend => backend.count_matching(&query))?;
+            return Err(ArchiveError::AmbiguousId {
+                prefix: id_prefix.to_string(),
+                n_matches: usize::try_from(n_matches).unwrap_or(usize::MAX),
+            });
+        }
+        found
+            .pop()
+            .ok_or_else(|| ArchiveError::NoSuchRun(id_prefix.to_string()))
+    }
+
+    /// The run-level value of `metric` for each selected run that has it,
+    /// oldest first. Reads indexed columns only.
+    pub fn metric_values(
+        &self,
+        query: &RunQuery,
+        metric: Metric,
+    ) -> Result<Vec<MetricValue>, ArchiveError> {
+        dispatch!(&self.backend, backend => backend.metric_values(query, metric))
+    }
+
+    /// What a history of `metric` needs of each selected run, oldest
+    /// first, from the columns filled when the run was stored: no record
+    /// is decoded or verified (`archive check` does that). `None` when
+    /// the archive is older than those columns (one opened read-only at
+    /// an older schema): read the records then ([`SeriesRun::of`]).
+    pub fn series_runs(
+        &self,
+        query: &RunQuery,
+        metric: Metric,
+    ) -> Result<Option<Vec<SeriesRun>>, ArchiveError> {
+        dispatch!(&self.backend, backend => backend.series_runs(query, metric))
+    }
+
+    /// Checks the archive (the database's own checks, foreign keys) and
+    /// every stored run: its bytes decode to a valid record whose id and
+    /// indexed columns match the row, and its history row matches the
+    /// record.
+    pub fn check(&self) -> Result<CheckReport, ArchiveError> {
+        dispatch!(&self.backend, backend => backend.check())
+    }
+}
+
+/// `bytes` read as the record of run `id`; a record that does not decode
+/// or verify is [`ArchiveError::DamagedRun`].
+pub(crate) fn decode_stored(id: &str, bytes: &[u8]) -> Result<RunRecord, ArchiveError> {
+    RunRecord::from_slice(bytes).map_err(|err| ArchiveError::DamagedRun {
+        id: id.to_string(),
+        detail: err.to_string(),
+    })
 }
 
 #[cfg(test)]
@@ -133,6 +340,12 @@ mod tests {
     use run_record::spec::TestKind;
     use rusqlite::{Connection, params};
     use test_fixtures::record::RecordBuilder;
+
+    fn sqlite_connection(archive: &Archive) -> &Connection {
+        match archive.backend() {
+            Backend::Sqlite(sqlite) => &sqlite.connection,
+        }
+    }
 
     fn cpu_record() -> RunRecord {
         let cpu = CpuFigures {
@@ -260,8 +473,7 @@ mod tests {
         );
         assert!(archive.check().unwrap().is_clean());
         // A history column changed behind the record's back is caught.
-        archive
-            .connection
+        sqlite_connection(&archive)
             .execute(
                 "UPDATE run_series SET series = '{\"throughput_bps\":[1.0]}'",
                 [],
@@ -274,8 +486,7 @@ mod tests {
             "its run_series row disagrees with the record: series"
         );
         // So is a run whose history row is gone.
-        archive
-            .connection
+        sqlite_connection(&archive)
             .execute("DELETE FROM run_series", [])
             .unwrap();
         let report = archive.check().unwrap();

@@ -14,7 +14,7 @@
 //! `-wal` truncated to nothing), so that they stay the owner's, with the
 //! archive's mode, and a reader finds them whenever a writer may come.
 
-use super::Archive;
+use super::SqliteArchive;
 use crate::ArchiveError;
 use crate::schema::{self, APPLICATION_ID, CURRENT_VERSION, MIGRATIONS};
 use rusqlite::{Connection, ErrorCode, FileControl, OpenFlags};
@@ -28,25 +28,25 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
 /// write, whether or not they were closed cleanly.
 pub const QUICK_CHECK_MAX_BYTES: u64 = 256 << 20;
 
-impl Archive {
+impl SqliteArchive {
     /// Opens the archive at `path`, creating it (not its directory) when
     /// absent and bringing an older schema up to date. Refuses files that
     /// are not archives, are damaged or have a newer schema, without
     /// writing to them.
-    pub fn open(path: &Path) -> Result<Archive, ArchiveError> {
+    pub fn open(path: &Path) -> Result<SqliteArchive, ArchiveError> {
         refuse_foreign_side_files(path)?;
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_URI
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        Archive::open_with_flags(path, flags).map_err(|err| full_or(path, err))
+        SqliteArchive::open_with_flags(path, flags).map_err(|err| full_or(path, err))
     }
 
     /// Opens the archive at `path` for reading: never creates it (a
     /// missing file is [`ArchiveError::NoArchive`]) and never leaves files
     /// beside it that the owner could not use. An archive this user may
     /// write is opened as by [`Archive::open`].
-    pub fn open_read_only(path: &Path) -> Result<Archive, ArchiveError> {
+    pub fn open_read_only(path: &Path) -> Result<SqliteArchive, ArchiveError> {
         if !path.exists() {
             return Err(ArchiveError::NoArchive {
                 path: path.to_path_buf(),
@@ -56,10 +56,10 @@ impl Archive {
             let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
                 | OpenFlags::SQLITE_OPEN_URI
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-            return Archive::open_with_flags(path, flags).map_err(|err| full_or(path, err));
+            return SqliteArchive::open_with_flags(path, flags).map_err(|err| full_or(path, err));
         }
         let connection = reading_connection(path)?;
-        let archive = Archive {
+        let archive = SqliteArchive {
             connection,
             path: path.to_path_buf(),
             check_before_write: std::cell::Cell::new(false),
@@ -84,7 +84,7 @@ impl Archive {
         Ok(archive)
     }
 
-    fn open_with_flags(path: &Path, flags: OpenFlags) -> Result<Archive, ArchiveError> {
+    fn open_with_flags(path: &Path, flags: OpenFlags) -> Result<SqliteArchive, ArchiveError> {
         let open_error = |source| ArchiveError::Open {
             path: path.to_path_buf(),
             source,
@@ -93,7 +93,7 @@ impl Archive {
         let connection = Connection::open_with_flags(path, flags).map_err(open_error)?;
         connection.busy_timeout(BUSY_TIMEOUT).map_err(open_error)?;
         let small = std::fs::metadata(path).is_ok_and(|meta| meta.len() <= QUICK_CHECK_MAX_BYTES);
-        let archive = Archive {
+        let archive = SqliteArchive {
             connection,
             path: path.to_path_buf(),
             check_before_write: std::cell::Cell::new(unclean || small),

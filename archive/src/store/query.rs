@@ -3,10 +3,10 @@
 //! needs of each run, and the records themselves, verified as they are
 //! read.
 
-use super::{Archive, SeriesRun};
+use super::{SeriesRun, SqliteArchive};
 use crate::ArchiveError;
 use crate::schema;
-use run_record::record::{Metric, RunRecord};
+use run_record::record::Metric;
 use run_record::spec::TestKind;
 use serde::Serialize;
 use std::str::FromStr;
@@ -110,7 +110,7 @@ pub struct MetricValue {
 pub(super) const RUN_COLUMNS: &str = "id, commit_id, describe, label, config_key, testbed, test, \
                            source_tool, started_at, n_iterations, throughput_bps, transaction_rate";
 
-impl Archive {
+impl SqliteArchive {
     /// Number of runs stored.
     pub fn count(&self) -> Result<u64, ArchiveError> {
         let n_runs: i64 = self
@@ -119,18 +119,7 @@ impl Archive {
         Ok(u64::try_from(n_runs).unwrap_or(0))
     }
 
-    /// The runs `query` selects, oldest first, without their records.
-    pub fn runs(&self, query: &RunQuery) -> Result<Vec<StoredRun>, ArchiveError> {
-        self.runs_in_order(query, Order::OldestFirst)
-    }
-
-    /// The runs `query` selects, newest first, without their records; its
-    /// limit keeps the newest.
-    pub fn runs_newest_first(&self, query: &RunQuery) -> Result<Vec<StoredRun>, ArchiveError> {
-        self.runs_in_order(query, Order::NewestFirst)
-    }
-
-    fn runs_in_order(
+    pub(crate) fn runs_in_order(
         &self,
         query: &RunQuery,
         order: Order,
@@ -166,70 +155,21 @@ impl Archive {
         Ok(())
     }
 
-    /// Checks stored bytes against the run's id column: they must read as
-    /// a valid record (schema, numbers, id and config_key of its content)
-    /// whose id is that of the row. A tampered or damaged run is
-    /// [`ArchiveError::DamagedRun`].
-    pub fn verify_stored(run: &StoredRun, bytes: &[u8]) -> Result<(), ArchiveError> {
-        let damaged = |detail: String| ArchiveError::DamagedRun {
-            id: run.id.clone(),
-            detail,
-        };
-        let record = RunRecord::from_slice(bytes).map_err(|err| damaged(err.to_string()))?;
-        if record.id != run.id {
-            return Err(damaged(format!("its bytes are those of run {}", record.id)));
-        }
-        Ok(())
-    }
-
-    /// The decoded records of the selected runs, oldest first. Each is
-    /// verified (schema, id, config_key) as it is read.
-    pub fn records(&self, query: &RunQuery) -> Result<Vec<RunRecord>, ArchiveError> {
-        let mut records = Vec::new();
-        self.for_each_record(query, |run, bytes| {
-            records.push(decode_stored(&run.id, bytes)?);
-            Ok::<(), ArchiveError>(())
-        })?;
-        Ok(records)
-    }
-
-    /// The one run whose id starts with `id_prefix`, and its canonical
-    /// bytes.
-    pub fn find(&self, id_prefix: &str) -> Result<(StoredRun, Vec<u8>), ArchiveError> {
-        if id_prefix.is_empty() {
-            return Err(ArchiveError::InvalidQuery("empty run id".to_string()));
-        }
-        let query = RunQuery {
-            id_prefix: Some(id_prefix.to_string()),
-            limit: Some(2),
-            ..RunQuery::default()
-        };
-        let mut found = Vec::new();
-        self.for_each_record(&query, |run, bytes| {
-            found.push((run.clone(), bytes.to_vec()));
-            Ok::<(), ArchiveError>(())
-        })?;
-        if found.len() > 1 {
-            let (sql, values) = build_select(
-                "count(*)",
-                &RunQuery {
-                    limit: None,
-                    ..query
-                },
-            )?;
-            let n_matches: i64 = self.connection.query_row(
-                &sql,
-                rusqlite::params_from_iter(values.iter()),
-                |row| row.get(0),
-            )?;
-            return Err(ArchiveError::AmbiguousId {
-                prefix: id_prefix.to_string(),
-                n_matches: usize::try_from(n_matches).unwrap_or(usize::MAX),
-            });
-        }
-        found
-            .pop()
-            .ok_or_else(|| ArchiveError::NoSuchRun(id_prefix.to_string()))
+    /// How many runs `query` selects, its limit aside.
+    pub(crate) fn count_matching(&self, query: &RunQuery) -> Result<u64, ArchiveError> {
+        let (sql, values) = build_select(
+            "count(*)",
+            &RunQuery {
+                limit: None,
+                ..query.clone()
+            },
+        )?;
+        let n_matches: i64 =
+            self.connection
+                .query_row(&sql, rusqlite::params_from_iter(values.iter()), |row| {
+                    row.get(0)
+                })?;
+        Ok(u64::try_from(n_matches).unwrap_or(0))
     }
 
     /// The run-level value of `metric` for each selected run that has it,
@@ -336,6 +276,20 @@ fn glob_prefix(prefix: &str) -> String {
     pattern
 }
 
+/// Escapes `prefix` for a LIKE pattern (backslash the escape character)
+/// that matches strings starting with it.
+fn like_prefix(prefix: &str) -> String {
+    let mut pattern = String::with_capacity(prefix.len() + 1);
+    for character in prefix.chars() {
+        if matches!(character, '%' | '_' | '\\') {
+            pattern.push('\\');
+        }
+        pattern.push(character);
+    }
+    pattern.push('%');
+    pattern
+}
+
 /// `SELECT columns FROM runs WHERE ... ORDER BY runs.started_at, runs.id`,
 /// with its parameters.
 fn build_select(columns: &str, query: &RunQuery) -> Result<(String, Vec<String>), ArchiveError> {
@@ -344,7 +298,7 @@ fn build_select(columns: &str, query: &RunQuery) -> Result<(String, Vec<String>)
 
 /// The order of selected runs, by start time (then id).
 #[derive(Clone, Copy)]
-enum Order {
+pub(crate) enum Order {
     OldestFirst,
     NewestFirst,
 }
@@ -373,20 +327,52 @@ fn build_select_in_order(
     query: &RunQuery,
     order: Order,
 ) -> Result<(String, Vec<String>), ArchiveError> {
+    select_sql(Dialect::Sqlite, columns, from, query, order)
+}
+
+/// The SQL a backend speaks where the two differ: parameters (`?1` or
+/// `$1`) and a case-sensitive prefix match that an index serves (GLOB,
+/// or LIKE on columns of the "C" collation).
+#[derive(Clone, Copy)]
+pub(crate) enum Dialect {
+    Sqlite,
+    #[expect(dead_code, reason = "the PostgreSQL backend speaks it next")]
+    Postgres,
+}
+
+/// `SELECT columns FROM from WHERE (the filters of query) ORDER BY ...
+/// LIMIT ...` in `dialect`, with its parameters in order.
+pub(crate) fn select_sql(
+    dialect: Dialect,
+    columns: &str,
+    from: &str,
+    query: &RunQuery,
+    order: Order,
+) -> Result<(String, Vec<String>), ArchiveError> {
     let mut conditions = Vec::new();
     let mut values = Vec::new();
     let mut add = |condition: &str, value: String| {
         values.push(value);
-        conditions.push(condition.replace('?', &format!("?{}", values.len())));
+        let placeholder = match dialect {
+            Dialect::Sqlite => format!("?{}", values.len()),
+            Dialect::Postgres => format!("${}", values.len()),
+        };
+        conditions.push(condition.replace('?', &placeholder));
+    };
+    let prefix_match = |column: &str, prefix: &str| match dialect {
+        Dialect::Sqlite => (format!("{column} GLOB ?"), glob_prefix(prefix)),
+        Dialect::Postgres => (format!("{column} LIKE ?"), like_prefix(prefix)),
     };
     if let Some(prefix) = &query.commit_prefix {
-        add("runs.commit_id GLOB ?", glob_prefix(prefix));
+        let (condition, value) = prefix_match("runs.commit_id", prefix);
+        add(&condition, value);
     }
     if let Some(label) = &query.label {
         add("runs.label = ?", label.clone());
     }
     if let Some(prefix) = &query.id_prefix {
-        add("runs.id GLOB ?", glob_prefix(prefix));
+        let (condition, value) = prefix_match("runs.id", prefix);
+        add(&condition, value);
     }
     if let Some(prefix) = &query.config_key_prefix {
         // A whole key is an equality, which lets the index on
@@ -394,7 +380,8 @@ fn build_select_in_order(
         if prefix.len() == FULL_HASH_LEN {
             add("runs.config_key = ?", prefix.clone());
         } else {
-            add("runs.config_key GLOB ?", glob_prefix(prefix));
+            let (condition, value) = prefix_match("runs.config_key", prefix);
+            add(&condition, value);
         }
     }
     if let Some(test) = query.test {
@@ -448,13 +435,6 @@ fn stored_run_of(row: &rusqlite::Row<'_>) -> Result<StoredRun, ArchiveError> {
     })
 }
 
-fn decode_stored(id: &str, bytes: &[u8]) -> Result<RunRecord, ArchiveError> {
-    RunRecord::from_slice(bytes).map_err(|err| ArchiveError::DamagedRun {
-        id: id.to_string(),
-        detail: err.to_string(),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -463,5 +443,11 @@ mod tests {
     fn glob_prefix_escapes_wildcards() {
         assert_eq!(glob_prefix("ab"), "ab*");
         assert_eq!(glob_prefix("a*?[b"), "a[*][?][[]b*");
+    }
+
+    #[test]
+    fn like_prefix_escapes_wildcards() {
+        assert_eq!(like_prefix("ab"), "ab%");
+        assert_eq!(like_prefix("a%_\\b"), "a\\%\\_\\\\b%");
     }
 }

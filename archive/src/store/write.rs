@@ -3,7 +3,7 @@
 
 use super::open::{classify_open_error, open_existing, read_header};
 use super::query::RUN_COLUMNS;
-use super::{Archive, CanonicalRun};
+use super::{CanonicalRun, SqliteArchive};
 use crate::ArchiveError;
 use crate::schema::{self, V2_METRICS};
 use rusqlite::{Connection, TransactionBehavior, params};
@@ -40,17 +40,7 @@ pub struct MergeCounts {
     pub already_present: u64,
 }
 
-impl Archive {
-    /// Stores one run; a run already present is left as it is.
-    pub fn store(&mut self, run: &CanonicalRun) -> Result<StoreOutcome, ArchiveError> {
-        let counts = self.store_all(std::slice::from_ref(run))?;
-        Ok(if counts.added == 1 {
-            StoreOutcome::Added
-        } else {
-            StoreOutcome::AlreadyPresent
-        })
-    }
-
+impl SqliteArchive {
     /// Stores every run in one transaction: all of them or, on failure,
     /// none.
     pub fn store_all(&mut self, runs: &[CanonicalRun]) -> Result<StoreCounts, ArchiveError> {

@@ -1,48 +1,10 @@
-//! Bisection sessions and their journals.
-//!
-//! A session is one bisection of one repository: the caller's description
-//! of it (an opaque JSON document, `spec`), the config_key its runs are
-//! compared under once known, and when it started and ended. Its journal
-//! is the ordered list of events the bisection wrote, each an opaque JSON
-//! document. The archive knows nothing of what the documents mean; the
-//! command-line tool writes bisect's journal events there.
-//!
-//! Durability: every append is its own `BEGIN IMMEDIATE` transaction,
-//! committed with `synchronous = FULL`, so that when [`Archive::append_event`]
-//! returns the event survives a crash of the process, of the machine or a
-//! power loss. A repository has at most one active (not ended) session,
-//! which a unique index enforces even against concurrent starts.
+//! The journal on SQLite: every append its own `BEGIN IMMEDIATE`
+//! transaction, committed with `synchronous = FULL`.
 
+use super::BisectSession;
 use crate::ArchiveError;
-use crate::store::Archive;
+use crate::store::SqliteArchive;
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
-use serde::Serialize;
-
-/// One bisection session.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct BisectSession {
-    /// Session id, unique in this archive.
-    pub id: i64,
-    /// The repository bisected (the caller's canonical path).
-    pub repo: String,
-    /// The caller's description of the bisection (JSON).
-    pub spec: String,
-    /// The config_key runs of this session are compared under, once known.
-    pub config_key: Option<String>,
-    /// When the session started, RFC 3339.
-    pub started_at: String,
-    /// When it ended (`reset`), RFC 3339.
-    pub ended_at: Option<String>,
-    /// Events in its journal.
-    pub n_events: u64,
-}
-
-impl BisectSession {
-    /// True until the session is ended.
-    pub fn is_active(&self) -> bool {
-        self.ended_at.is_none()
-    }
-}
 
 const SESSION_COLUMNS: &str = "id, repo, spec, config_key, started_at, ended_at, \
      (SELECT count(*) FROM bisect_events WHERE session_id = bisect_sessions.id)";
@@ -59,7 +21,7 @@ fn session_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<BisectSession> {
     })
 }
 
-impl Archive {
+impl SqliteArchive {
     /// Starts a session bisecting `repo`, described by `spec` (JSON).
     /// Fails with [`ArchiveError::SessionActive`] when `repo` already has
     /// an active session.
@@ -220,6 +182,7 @@ impl Archive {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Archive;
 
     #[test]
     fn sessions_keep_their_events_in_order_and_one_is_active_per_repo() {
