@@ -106,6 +106,7 @@ fn is_input_archive_error(err: &archive::ArchiveError) -> bool {
             | ArchiveError::SessionActive { .. }
             | ArchiveError::NoSuchSession(_)
             | ArchiveError::SessionEnded(_)
+            | ArchiveError::BadAddress { .. }
     )
 }
 

@@ -1,4 +1,5 @@
-//! The archive of the command line: where its file is ([`archive_path`]),
+//! The archive of the command line: where it is ([`archive_location`]: a
+//! file, or a PostgreSQL database named by a `postgres://` address),
 //! opening it to write ([`open_archive`]) or only to read
 //! ([`open_archive_read`]), and where a finished run goes: into the
 //! archive ([`store_run`]), then to stdout as its record or its netperf
@@ -9,17 +10,22 @@ use crate::cli::GlobalArgs;
 use crate::exit::{Code, InputError};
 use crate::output;
 use anyhow::Context;
-use archive::Archive;
+use archive::{Archive, Location};
 use run_record::record::{RunRecord, SystemOutcome};
 use std::path::PathBuf;
 
-/// The archive file: `--archive` / `NETBISECT_ARCHIVE`, else
+/// The archive: `--archive` / `NETBISECT_ARCHIVE` (a file, or a
+/// `postgres://` or `postgresql://` address), else
 /// `$XDG_DATA_HOME/netbisect/archive.db`, else
 /// `$HOME/.local/share/netbisect/archive.db`.
-pub fn archive_path(global: &GlobalArgs) -> anyhow::Result<PathBuf> {
-    if let Some(path) = &global.archive {
-        return Ok(path.clone());
+pub fn archive_location(global: &GlobalArgs) -> anyhow::Result<Location> {
+    if let Some(given) = &global.archive {
+        return Ok(Location::parse(given.as_os_str())?);
     }
+    Ok(Location::File(default_archive_path()?))
+}
+
+fn default_archive_path() -> anyhow::Result<PathBuf> {
     let absolute_env = |name: &str| {
         std::env::var_os(name)
             .map(PathBuf::from)
@@ -40,23 +46,24 @@ pub fn archive_path(global: &GlobalArgs) -> anyhow::Result<PathBuf> {
 /// Opens (creating it and its directory if needed) the archive the
 /// command line names.
 pub fn open_archive(global: &GlobalArgs) -> anyhow::Result<Archive> {
-    let path = archive_path(global)?;
-    if let Some(parent) = path
-        .parent()
+    let location = archive_location(global)?;
+    if let Some(parent) = location
+        .file()
+        .and_then(|path| path.parent())
         .filter(|parent| !parent.as_os_str().is_empty())
     {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("failed to create directory {}", parent.display()))?;
     }
-    Archive::open(&path).context("failed to open the archive")
+    Archive::open_location(&location).context("failed to open the archive")
 }
 
 /// Opens the archive for a command that only reads: a missing file is an
 /// error ("no archive at PATH"), never a new empty archive, and an archive
 /// the user may only read is read without writing beside it.
 pub fn open_archive_read(global: &GlobalArgs) -> anyhow::Result<Archive> {
-    let path = archive_path(global)?;
-    Archive::open_read_only(&path).context("failed to open the archive")
+    let location = archive_location(global)?;
+    Archive::open_location_read_only(&location).context("failed to open the archive")
 }
 
 /// How a finished run is printed and whether it is stored: bench's
@@ -121,19 +128,15 @@ pub fn warn_of_refused_settings(global: &GlobalArgs, record: &RunRecord) {
 /// Stores a finished, sealed record in the archive. Storing the same run
 /// twice is a no-op.
 pub fn store_run(global: &GlobalArgs, record: &RunRecord) -> anyhow::Result<()> {
-    let path = archive_path(global)?;
+    let location = archive_location(global)?;
     let mut archive = open_archive(global)?;
     let run = archive::CanonicalRun::from_record(record.clone())
         .context("failed to prepare the run for the archive")?;
     archive
         .store(&run)
-        .with_context(|| format!("failed to store the run in {}", path.display()))?;
+        .with_context(|| format!("failed to store the run in {location}"))?;
     if global.verbose > 0 {
-        eprintln!(
-            "netbisect: stored run {} in {}",
-            &record.id[..12],
-            path.display()
-        );
+        eprintln!("netbisect: stored run {} in {}", &record.id[..12], location);
     }
     Ok(())
 }

@@ -123,6 +123,28 @@ pub enum ArchiveError {
     /// Any other SQLite failure.
     #[error("sqlite: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    /// A PostgreSQL address that cannot be used as written.
+    #[error("invalid archive address {address}: {detail}")]
+    BadAddress {
+        /// The address, without its password.
+        address: String,
+        /// What is wrong with it.
+        detail: String,
+    },
+    /// A PostgreSQL archive that cannot be used: the server cannot be
+    /// reached or refuses the login, or the database is not a netbisect
+    /// archive or has a newer schema. Nothing was written.
+    #[error("cannot use the archive at {address}: {detail}")]
+    Server {
+        /// The address, without its password.
+        address: String,
+        /// What went wrong.
+        detail: String,
+    },
+    /// Any other PostgreSQL failure (a dropped connection, a statement
+    /// the server refused); the transaction it was in stored nothing.
+    #[error("postgresql: {0}")]
+    Postgres(#[from] postgres::Error),
     /// A repository already has an active bisection session.
     #[error("a bisection of {repo} is already in progress (session {session_id})")]
     SessionActive {

@@ -61,10 +61,12 @@ pub mod figures;
 pub mod history;
 pub mod import;
 pub mod journal;
+pub mod location;
 mod schema;
 pub mod store;
 
 pub use error::ArchiveError;
+pub use location::Location;
 pub use store::{
     Archive, CanonicalRun, CheckReport, MergeCounts, MetricValue, RunQuery, StoreCounts,
     StoreOutcome, StoredRun,

@@ -41,7 +41,7 @@ pub enum ArchiveAction {
     Export(RunFilterArgs),
     /// Copy in every run of another archive that this one lacks
     Merge {
-        /// The other archive file
+        /// The other archive: a file or a postgres:// address
         other: PathBuf,
     },
     /// Check the archive file and every stored run

@@ -44,7 +44,8 @@ pub struct Cli {
 /// Options every command takes.
 #[derive(Debug, Args)]
 pub struct GlobalArgs {
-    /// Archive file [default: $XDG_DATA_HOME/netbisect/archive.db]
+    /// Archive file, or postgres://USER@HOST/DB
+    /// [default: $XDG_DATA_HOME/netbisect/archive.db]
     #[arg(long, global = true, env = "NETBISECT_ARCHIVE", value_name = "PATH")]
     pub archive: Option<PathBuf>,
     /// Print JSON on stdout instead of a table

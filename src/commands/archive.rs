@@ -174,9 +174,13 @@ fn import_file(
         output_labels: args.labels.clone(),
     };
     let imported = import::parse(&bytes, &options).map_err(|err| file_error(err.to_string()))?;
-    let counts = archive
-        .store_all(&imported.runs)
-        .with_context(|| format!("failed to store the runs of {}", file.display()))?;
+    let counts = archive.store_all(&imported.runs).with_context(|| {
+        format!(
+            "failed to store the runs of {}; none of them was stored (the files \
+                 reported above were)",
+            file.display()
+        )
+    })?;
     Ok(FileReport {
         file: file.display().to_string(),
         format: Some(imported.format.name()),
@@ -255,20 +259,18 @@ fn run_export(global: &GlobalArgs, filters: &RunFilterArgs) -> anyhow::Result<Co
 }
 
 fn run_merge(global: &GlobalArgs, other: &Path) -> anyhow::Result<Code> {
+    let other_location = archive::Location::parse(other.as_os_str())?;
     let mut archive = open_archive(global)?;
     let counts = archive
-        .merge_from(other)
-        .with_context(|| format!("failed to merge {}", other.display()))?;
+        .merge(&other_location)
+        .with_context(|| format!("failed to merge {other_location}"))?;
     output::emit(
         global,
         || output::line(&counts, "the counts"),
         || {
             Ok(format!(
                 "{}: {} runs, {} added, {} already present\n",
-                other.display(),
-                counts.examined,
-                counts.added,
-                counts.already_present
+                other_location, counts.examined, counts.added, counts.already_present
             ))
         },
     )?;
@@ -281,7 +283,7 @@ fn run_check(global: &GlobalArgs) -> anyhow::Result<Code> {
     let text = || {
         let mut text = format!(
             "{}\nschema version: {} (this netbisect reads up to {})\n",
-            archive.path().display(),
+            archive.location(),
             report.schema_version,
             report.supported_version
         );

@@ -1,6 +1,7 @@
 //! What the tests of every crate build the same way: run records
 //! ([`record::RecordBuilder`]) and git repositories with a fixed author and
-//! time ([`git::GitRepo`]). A dev-dependency only: no production code
+//! time ([`git::GitRepo`]), and a PostgreSQL server of their own
+//! ([`postgres::Cluster`]). A dev-dependency only: no production code
 //! links it.
 //!
 //! ```
@@ -22,4 +23,5 @@
 #![deny(missing_docs)]
 
 pub mod git;
+pub mod postgres;
 pub mod record;

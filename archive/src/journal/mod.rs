@@ -13,6 +13,7 @@
 //! power loss. A repository has at most one active (not ended) session,
 //! which a unique index enforces even against concurrent starts.
 
+mod postgres;
 mod sqlite;
 
 use crate::ArchiveError;

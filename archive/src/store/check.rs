@@ -119,33 +119,41 @@ impl SqliteArchive {
                 });
                 continue;
             }
-            let Ok(record) = RunRecord::from_slice(&bytes) else {
-                continue;
-            };
-            let mut wrong = Vec::new();
-            if record.compute_spec_key().ok() != spec_key {
-                wrong.push("spec_key");
-            }
-            if schema::series_json(&record).ok() != series {
-                wrong.push("series");
-            }
-            if !wrong.is_empty() {
-                damaged_runs.push(DamagedRun {
-                    problem: format!(
-                        "its run_series row disagrees with the record: {}",
-                        wrong.join(", ")
-                    ),
-                    id,
-                });
+            if let Some(problem) = series_problem(&bytes, spec_key, series) {
+                damaged_runs.push(DamagedRun { problem, id });
             }
         }
         Ok(())
     }
 }
 
+/// What is wrong with a run's history row (`spec_key`, `series`) given
+/// its record's bytes, if anything; nothing is said of bytes that do not
+/// decode (their run is listed already).
+pub(crate) fn series_problem(
+    bytes: &[u8],
+    spec_key: Option<String>,
+    series: Option<String>,
+) -> Option<String> {
+    let record = RunRecord::from_slice(bytes).ok()?;
+    let mut wrong = Vec::new();
+    if record.compute_spec_key().ok() != spec_key {
+        wrong.push("spec_key");
+    }
+    if schema::series_json(&record).ok() != series {
+        wrong.push("series");
+    }
+    (!wrong.is_empty()).then(|| {
+        format!(
+            "its run_series row disagrees with the record: {}",
+            wrong.join(", ")
+        )
+    })
+}
+
 /// Checks that a row's bytes are a valid canonical record agreeing with
 /// the row's columns.
-fn verify_row(run: &StoredRun, bytes: &[u8]) -> Result<(), String> {
+pub(crate) fn verify_row(run: &StoredRun, bytes: &[u8]) -> Result<(), String> {
     let canonical = CanonicalRun::from_json(bytes).map_err(|err| err.to_string())?;
     if canonical.bytes != bytes {
         return Err("stored bytes are not canonical".to_string());

@@ -47,9 +47,13 @@ use std::path::{Path, PathBuf};
 
 mod check;
 mod open;
+mod postgres;
 mod query;
 mod series;
 mod write;
+
+pub(crate) use self::postgres::PgArchive;
+use crate::location::Location;
 
 pub use check::{CheckReport, DamagedRun};
 pub use open::{BUSY_TIMEOUT, QUICK_CHECK_MAX_BYTES};
@@ -125,6 +129,9 @@ pub struct Archive {
 pub(crate) enum Backend {
     /// One SQLite file.
     Sqlite(SqliteArchive),
+    /// A PostgreSQL database (boxed: its client is several times the
+    /// size of a SQLite connection).
+    Postgres(Box<PgArchive>),
 }
 
 /// Calls the same method of whichever backend is behind `$archive`.
@@ -132,6 +139,7 @@ macro_rules! dispatch {
     ($archive:expr, $backend:ident => $call:expr) => {
         match $archive {
             Backend::Sqlite($backend) => $call,
+            Backend::Postgres($backend) => $call,
         }
     };
 }
@@ -166,10 +174,36 @@ impl Archive {
         })
     }
 
-    /// The file this archive lives in.
-    pub fn path(&self) -> &Path {
+    /// Opens the archive at `location`, as [`Archive::open`] does a file;
+    /// a PostgreSQL database without the archive's tables gets them, one
+    /// of another program or with a newer schema is refused before
+    /// anything is written.
+    pub fn open_location(location: &Location) -> Result<Archive, ArchiveError> {
+        let backend = match location {
+            Location::File(path) => Backend::Sqlite(SqliteArchive::open(path)?),
+            Location::Server(address) => Backend::Postgres(Box::new(PgArchive::open(address)?)),
+        };
+        Ok(Archive { backend })
+    }
+
+    /// Opens the archive at `location` for reading, as
+    /// [`Archive::open_read_only`] does a file: nothing is created.
+    pub fn open_location_read_only(location: &Location) -> Result<Archive, ArchiveError> {
+        let backend = match location {
+            Location::File(path) => Backend::Sqlite(SqliteArchive::open_read_only(path)?),
+            Location::Server(address) => {
+                Backend::Postgres(Box::new(PgArchive::open_read_only(address)?))
+            }
+        };
+        Ok(Archive { backend })
+    }
+
+    /// Where this archive lives, as it may be shown (an address without
+    /// its password).
+    pub fn location(&self) -> Location {
         match &self.backend {
-            Backend::Sqlite(sqlite) => &sqlite.path,
+            Backend::Sqlite(sqlite) => Location::File(sqlite.path.clone()),
+            Backend::Postgres(postgres) => Location::Server(Box::new(postgres.address.clone())),
         }
     }
 
@@ -203,10 +237,56 @@ impl Archive {
     }
 
     /// Copies into this archive every run of the archive file at `other`
-    /// that it lacks, in one transaction. Each copied run is verified
-    /// first. Merging the same archive again adds nothing.
+    /// that it lacks. Each copied run is verified first. Merging the same
+    /// archive again adds nothing. Between two files this is one
+    /// transaction; see [`Archive::merge`] otherwise.
     pub fn merge_from(&mut self, other: &Path) -> Result<MergeCounts, ArchiveError> {
-        dispatch!(&mut self.backend, backend => backend.merge_from(other))
+        self.merge(&Location::File(other.to_path_buf()))
+    }
+
+    /// Copies into this archive every run of the archive at `other` that
+    /// it lacks, from either backend into either, verifying each run
+    /// first. Between two SQLite files this is one transaction; otherwise
+    /// the runs are read as a stream and stored [`MERGE_BATCH`] at a
+    /// time, each batch one transaction, so that a merge cut short keeps
+    /// whole batches and a second merge completes it. Merging the same
+    /// archive again adds nothing.
+    pub fn merge(&mut self, other: &Location) -> Result<MergeCounts, ArchiveError> {
+        if let (Backend::Sqlite(sqlite), Location::File(path)) = (&mut self.backend, other) {
+            return sqlite.merge_from(path);
+        }
+        let source = Archive::open_location_read_only(other)?;
+        let mut counts = MergeCounts::default();
+        let mut batch = Vec::with_capacity(MERGE_BATCH);
+        let mut store_batch = |archive: &mut Archive, batch: &mut Vec<CanonicalRun>| {
+            let stored = archive.store_all(batch)?;
+            counts.added += stored.added;
+            counts.already_present += stored.already_present;
+            batch.clear();
+            Ok::<(), ArchiveError>(())
+        };
+        source.for_each_record(&RunQuery::default(), |run, bytes| {
+            let damaged = |detail: String| ArchiveError::DamagedRun {
+                id: run.id.clone(),
+                detail: format!("in {other}: {detail}"),
+            };
+            let canonical =
+                CanonicalRun::from_json(bytes).map_err(|err| damaged(err.to_string()))?;
+            if canonical.record.id != run.id {
+                return Err(damaged(format!(
+                    "the record's id is {}",
+                    canonical.record.id
+                )));
+            }
+            batch.push(canonical);
+            if batch.len() == MERGE_BATCH {
+                store_batch(self, &mut batch)?;
+            }
+            Ok(())
+        })?;
+        store_batch(self, &mut batch)?;
+        counts.examined = counts.added + counts.already_present;
+        Ok(counts)
     }
 
     /// Number of runs stored.
@@ -322,6 +402,9 @@ impl Archive {
     }
 }
 
+/// Runs per transaction of a merge that is not between two files.
+pub const MERGE_BATCH: usize = 1000;
+
 /// `bytes` read as the record of run `id`; a record that does not decode
 /// or verify is [`ArchiveError::DamagedRun`].
 pub(crate) fn decode_stored(id: &str, bytes: &[u8]) -> Result<RunRecord, ArchiveError> {
@@ -344,6 +427,7 @@ mod tests {
     fn sqlite_connection(archive: &Archive) -> &Connection {
         match archive.backend() {
             Backend::Sqlite(sqlite) => &sqlite.connection,
+            Backend::Postgres(_) => unreachable!("a file was opened"),
         }
     }
 

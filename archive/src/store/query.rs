@@ -16,7 +16,7 @@ const FULL_HASH_LEN: usize = 64;
 
 /// `runs` with each run's history row, if any, on the whole key of
 /// `run_series` ([`schema`] version 6).
-const SERIES_JOIN: &str = "runs LEFT JOIN run_series ON run_series.config_key = runs.config_key \
+pub(crate) const SERIES_JOIN: &str = "runs LEFT JOIN run_series ON run_series.config_key = runs.config_key \
                            AND run_series.started_at = runs.started_at \
                            AND run_series.run_id = runs.id";
 
@@ -34,7 +34,7 @@ pub(super) fn series_join(version: u32) -> &'static str {
 }
 
 /// What `archive check` and a history say of a run without a history row.
-pub(super) const MISSING_SERIES: &str = "missing from run_series";
+pub(crate) const MISSING_SERIES: &str = "missing from run_series";
 
 /// Which runs a query selects; every filter that is set must match.
 ///
@@ -107,7 +107,7 @@ pub struct MetricValue {
     pub value: f64,
 }
 
-pub(super) const RUN_COLUMNS: &str = "id, commit_id, describe, label, config_key, testbed, test, \
+pub(crate) const RUN_COLUMNS: &str = "id, commit_id, describe, label, config_key, testbed, test, \
                            source_tool, started_at, n_iterations, throughput_bps, transaction_rate";
 
 impl SqliteArchive {
@@ -336,7 +336,6 @@ fn build_select_in_order(
 #[derive(Clone, Copy)]
 pub(crate) enum Dialect {
     Sqlite,
-    #[expect(dead_code, reason = "the PostgreSQL backend speaks it next")]
     Postgres,
 }
 

@@ -1,0 +1,351 @@
+//! Where an archive lives: a SQLite file, or a PostgreSQL database named
+//! by a `postgres://` or `postgresql://` address.
+//!
+//! An address is parsed whole before anything connects, so a malformed
+//! one is an error of its own ([`ArchiveError::BadAddress`]). Its
+//! password comes from the address, else `PGPASSWORD`, else the password
+//! file (`PGPASSFILE` or `~/.pgpass`, ignored when others may read it, as
+//! libpq does); it is kept in the connection's settings only and never
+//! shown: an address is displayed as user, host, port and database.
+//!
+//! No TLS connector is built in: `sslmode=require` is refused, and
+//! `prefer` (the default) connects without TLS.
+
+use crate::ArchiveError;
+use std::ffi::OsStr;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The Unix socket directory of Debian's PostgreSQL, used when an
+/// address names no host, as libpq does there.
+const DEFAULT_SOCKET_DIR: &str = "/var/run/postgresql";
+
+/// How long connecting may take before the server counts as unreachable,
+/// unless the address says otherwise (`connect_timeout`).
+const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Where an archive lives.
+#[derive(Clone, Debug)]
+pub enum Location {
+    /// A SQLite file.
+    File(PathBuf),
+    /// A PostgreSQL database.
+    Server(Box<ServerAddress>),
+}
+
+impl Location {
+    /// A `postgres://` or `postgresql://` address is a server; anything
+    /// else is the path of a SQLite file.
+    pub fn parse(text: &OsStr) -> Result<Location, ArchiveError> {
+        match text.to_str() {
+            Some(address) if is_server_address(address) => {
+                Ok(Location::Server(Box::new(ServerAddress::parse(address)?)))
+            }
+            _ => Ok(Location::File(PathBuf::from(text))),
+        }
+    }
+
+    /// The file, for a SQLite archive.
+    pub fn file(&self) -> Option<&Path> {
+        match self {
+            Location::File(path) => Some(path),
+            Location::Server(_) => None,
+        }
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Location::File(path) => write!(formatter, "{}", path.display()),
+            Location::Server(address) => write!(formatter, "{address}"),
+        }
+    }
+}
+
+/// True when `text` names a PostgreSQL server.
+pub fn is_server_address(text: &str) -> bool {
+    text.starts_with("postgres://") || text.starts_with("postgresql://")
+}
+
+/// A PostgreSQL database: the client's settings (with the password, if
+/// any) and the address as it may be shown (without).
+#[derive(Clone)]
+pub struct ServerAddress {
+    config: postgres::Config,
+    shown: String,
+}
+
+impl fmt::Debug for ServerAddress {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter
+            .debug_tuple("ServerAddress")
+            .field(&self.shown)
+            .finish()
+    }
+}
+
+impl fmt::Display for ServerAddress {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(&self.shown)
+    }
+}
+
+impl ServerAddress {
+    /// Parses a `postgres://` address and completes it as libpq would:
+    /// the user from `PGUSER` or the login name, the host the local Unix
+    /// socket, the password from `PGPASSWORD` or the password file.
+    pub fn parse(text: &str) -> Result<ServerAddress, ArchiveError> {
+        let scheme = if text.starts_with("postgresql://") {
+            "postgresql"
+        } else {
+            "postgres"
+        };
+        let bad = |detail: String| ArchiveError::BadAddress {
+            address: redact(text),
+            detail,
+        };
+        if !is_server_address(text) {
+            return Err(bad("not a postgres:// address".to_string()));
+        }
+        let mut config: postgres::Config = text.parse().map_err(|err| bad(format!("{err}")))?;
+        if config.get_ssl_mode() == postgres::config::SslMode::Require {
+            return Err(bad(
+                "sslmode=require: this netbisect is built without TLS; \
+                 use a Unix socket, a trusted network or an SSH tunnel, with sslmode=disable \
+                 or prefer"
+                    .to_string(),
+            ));
+        }
+        if config.get_user().is_none() {
+            let user = ["PGUSER", "USER", "LOGNAME"]
+                .iter()
+                .find_map(|name| std::env::var(name).ok().filter(|user| !user.is_empty()))
+                .ok_or_else(|| bad("no user: give one in the address (user@host)".to_string()))?;
+            config.user(&user);
+        }
+        if config.get_hosts().is_empty() {
+            config.host_path(DEFAULT_SOCKET_DIR);
+        }
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(DEFAULT_CONNECT_TIMEOUT);
+        }
+        let shown = shown_address(scheme, text, &config);
+        if config.get_password().is_none() {
+            let password = std::env::var("PGPASSWORD")
+                .ok()
+                .filter(|password| !password.is_empty())
+                .or_else(|| password_from_file(&config));
+            if let Some(password) = password {
+                config.password(password);
+            }
+        }
+        Ok(ServerAddress { config, shown })
+    }
+
+    /// The client's settings, password included.
+    pub(crate) fn config(&self) -> &postgres::Config {
+        &self.config
+    }
+}
+
+/// `text` without anything that may be a password: the user's part of
+/// the authority stops at `:`, and a `password=` parameter is cut.
+fn redact(text: &str) -> String {
+    let (scheme, rest) = text.split_once("://").unwrap_or(("", text));
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    let authority = match authority.rsplit_once('@') {
+        Some((user_info, hosts)) => {
+            let user = user_info.split(':').next().unwrap_or_default();
+            format!("{user}@{hosts}")
+        }
+        None => authority.to_string(),
+    };
+    let tail = match tail.split_once('?') {
+        Some((path, query)) => {
+            let kept: Vec<&str> = query
+                .split('&')
+                .filter(|pair| !pair.starts_with("password="))
+                .collect();
+            if kept.is_empty() {
+                path.to_string()
+            } else {
+                format!("{path}?{}", kept.join("&"))
+            }
+        }
+        None => tail.to_string(),
+    };
+    format!("{scheme}://{authority}{tail}")
+}
+
+/// The address as shown: the scheme, user, hosts, ports and database of
+/// `config`, which holds nothing of a password in these.
+fn shown_address(scheme: &str, text: &str, config: &postgres::Config) -> String {
+    let user = config.get_user().unwrap_or_default();
+    let mut tcp_hosts = Vec::new();
+    let mut socket_dirs = Vec::new();
+    for (host_idx, host) in config.get_hosts().iter().enumerate() {
+        let port = config
+            .get_ports()
+            .get(host_idx)
+            .or(config.get_ports().first())
+            .filter(|_| !config.get_ports().is_empty());
+        match host {
+            postgres::config::Host::Tcp(name) => {
+                let name = if name.contains(':') {
+                    format!("[{name}]")
+                } else {
+                    name.clone()
+                };
+                tcp_hosts.push(match port {
+                    Some(port) => format!("{name}:{port}"),
+                    None => name,
+                });
+            }
+            postgres::config::Host::Unix(dir) => {
+                socket_dirs.push(dir.display().to_string());
+            }
+        }
+    }
+    let mut shown = format!("{scheme}://{user}@{}", tcp_hosts.join(","));
+    if let Some(dbname) = config.get_dbname() {
+        shown.push('/');
+        shown.push_str(dbname);
+    }
+    let mut parameters: Vec<String> = socket_dirs
+        .iter()
+        .map(|dir| format!("host={dir}"))
+        .collect();
+    if tcp_hosts.is_empty()
+        && let Some(port) = config.get_ports().first()
+        && text.contains("port")
+    {
+        parameters.push(format!("port={port}"));
+    }
+    if !parameters.is_empty() {
+        shown.push('?');
+        shown.push_str(&parameters.join("&"));
+    }
+    shown
+}
+
+/// The password the password file gives for `config`'s first host, port,
+/// database and user, if any: `hostname:port:database:username:password`
+/// lines, `*` matching anything, `\` escaping `:` and `\`; a socket host
+/// is `localhost`. A file others may read is ignored, as libpq does.
+fn password_from_file(config: &postgres::Config) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PGPASSFILE")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".pgpass")))?;
+    let meta = std::fs::metadata(&path).ok()?;
+    if !meta.is_file() || meta.permissions().mode() & 0o077 != 0 {
+        return None;
+    }
+    let text = std::fs::read_to_string(&path).ok()?;
+    let host = match config.get_hosts().first()? {
+        postgres::config::Host::Tcp(name) => name.clone(),
+        postgres::config::Host::Unix(_) => "localhost".to_string(),
+    };
+    let port = config
+        .get_ports()
+        .first()
+        .copied()
+        .unwrap_or(5432)
+        .to_string();
+    let user = config.get_user()?;
+    let database = config.get_dbname().unwrap_or(user);
+    let wanted = [host.as_str(), port.as_str(), database, user];
+    text.lines()
+        .filter(|line| !line.starts_with('#'))
+        .find_map(|line| {
+            let fields = split_pgpass_line(line);
+            let [host, port, database, user, password] = fields.as_slice() else {
+                return None;
+            };
+            [host, port, database, user]
+                .iter()
+                .zip(wanted)
+                .all(|(field, wanted)| field.as_str() == "*" || field.as_str() == wanted)
+                .then(|| password.clone())
+        })
+}
+
+/// The fields of one password file line, unescaped.
+fn split_pgpass_line(line: &str) -> Vec<String> {
+    let mut fields = vec![String::new()];
+    let mut characters = line.chars();
+    while let Some(character) = characters.next() {
+        match character {
+            '\\' => {
+                if let (Some(escaped), Some(field)) = (characters.next(), fields.last_mut()) {
+                    field.push(escaped);
+                }
+            }
+            ':' => fields.push(String::new()),
+            other => {
+                if let Some(field) = fields.last_mut() {
+                    field.push(other);
+                }
+            }
+        }
+    }
+    fields
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_and_servers_are_told_by_the_scheme() {
+        assert!(matches!(
+            Location::parse(OsStr::new("runs.db")).unwrap(),
+            Location::File(_)
+        ));
+        assert!(matches!(
+            Location::parse(OsStr::new("postgres:runs.db")).unwrap(),
+            Location::File(_)
+        ));
+        let server = Location::parse(OsStr::new("postgresql://lab@db.example:5433/runs")).unwrap();
+        assert_eq!(server.to_string(), "postgresql://lab@db.example:5433/runs");
+    }
+
+    #[test]
+    fn a_password_is_never_shown() {
+        let address = ServerAddress::parse("postgres://lab:s3cret@127.0.0.1/runs").unwrap();
+        assert_eq!(address.to_string(), "postgres://lab@127.0.0.1/runs");
+        assert!(!format!("{address:?}").contains("s3cret"));
+        assert_eq!(address.config().get_password(), Some(&b"s3cret"[..]));
+        let err = ServerAddress::parse("postgres://lab:s3cret@127.0.0.1:notaport/runs")
+            .unwrap_err()
+            .to_string();
+        assert!(!err.contains("s3cret"), "{err}");
+        assert!(
+            err.contains("postgres://lab@127.0.0.1:notaport/runs"),
+            "{err}"
+        );
+        assert_eq!(
+            redact("postgres://h/db?password=x&sslmode=disable"),
+            "postgres://h/db?sslmode=disable"
+        );
+    }
+
+    #[test]
+    fn tls_is_refused_plainly() {
+        let err = ServerAddress::parse("postgres://lab@127.0.0.1/runs?sslmode=require")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("without TLS"), "{err}");
+    }
+
+    #[test]
+    fn password_file_lines_are_unescaped() {
+        assert_eq!(
+            split_pgpass_line(r"host:*:db:us\:er:pa\\ss"),
+            ["host", "*", "db", "us:er", r"pa\ss"]
+        );
+    }
+}

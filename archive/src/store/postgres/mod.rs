@@ -1,0 +1,275 @@
+//! The archive on PostgreSQL: the same tables as the SQLite file (runs
+//! with their canonical bytes and indexed columns, `run_series`, the
+//! bisection journal), reached with the sync `postgres` client.
+//!
+//! Opening connects and reads the schema version from
+//! `netbisect_archive` before anything is written: a server that cannot
+//! be reached or refuses the login, a database of another program (tables
+//! but no `netbisect_archive`) and a newer schema are refused
+//! ([`ArchiveError::Server`]). Migrations run in one transaction under an
+//! advisory lock, so that any number of netbisect processes may open a
+//! new database at once and one of them creates the tables.
+//!
+//! Every write is one transaction. Runs are inserted in id order with
+//! `ON CONFLICT (id) DO NOTHING`: writers storing overlapping runs at
+//! once take their row locks in the same order, wait for each other
+//! instead of deadlocking, and each run is stored once. A connection
+//! that drops mid-transaction stores nothing of it.
+//!
+//! The parts: opening and the schema here; `write` (storing), `query`
+//! (the selections), `check` (`archive check`).
+
+use crate::ArchiveError;
+use crate::location::ServerAddress;
+use std::cell::RefCell;
+
+mod check;
+mod query;
+mod write;
+
+/// The newest schema version of a PostgreSQL archive this build writes
+/// and reads (numbered apart from the SQLite file's).
+pub const CURRENT_VERSION: u32 = 1;
+
+/// The key of the advisory lock migrations take ("nbis").
+const MIGRATION_LOCK: i64 = 0x6e62_6973;
+
+/// Migrations in order: index 0 makes version 1.
+///
+/// Version history:
+///
+/// 1. The SQLite file's schema at its version 6, in PostgreSQL's types:
+///    `runs` (text columns that are matched by prefix or ordered in the
+///    "C" collation, so that ordering is bytewise as in SQLite and LIKE
+///    prefixes use the indexes), `run_series`, `bisect_sessions`,
+///    `bisect_events`, and `netbisect_archive`, the schema version.
+const MIGRATIONS: &[&str] = &["
+    CREATE TABLE netbisect_archive (
+        application text PRIMARY KEY CHECK (application = 'netbisect'),
+        schema_version integer NOT NULL
+    );
+    CREATE TABLE runs (
+        id text COLLATE \"C\" PRIMARY KEY,
+        commit_id text COLLATE \"C\",
+        describe text,
+        label text COLLATE \"C\",
+        config_key text COLLATE \"C\" NOT NULL,
+        testbed text COLLATE \"C\" NOT NULL,
+        test text COLLATE \"C\" NOT NULL,
+        source_tool text COLLATE \"C\" NOT NULL,
+        started_at text COLLATE \"C\" NOT NULL,
+        n_iterations bigint NOT NULL,
+        throughput_bps double precision NOT NULL,
+        transaction_rate double precision,
+        record bytea NOT NULL,
+        latency_mean_us double precision,
+        latency_p50_us double precision,
+        latency_p90_us double precision,
+        latency_p99_us double precision,
+        latency_p999_us double precision,
+        local_cpu_pct double precision,
+        remote_cpu_pct double precision,
+        local_service_demand double precision,
+        remote_service_demand double precision,
+        imported_at text
+    );
+    CREATE INDEX runs_by_commit ON runs (commit_id, config_key);
+    CREATE INDEX runs_by_config ON runs (config_key, commit_id);
+    CREATE INDEX runs_by_label ON runs (label, config_key);
+    CREATE INDEX runs_by_time ON runs (started_at, id);
+    CREATE INDEX runs_history ON runs (config_key, label, started_at, id);
+    CREATE TABLE run_series (
+        config_key text COLLATE \"C\" NOT NULL,
+        started_at text COLLATE \"C\" NOT NULL,
+        run_id text COLLATE \"C\" NOT NULL REFERENCES runs (id),
+        spec_key text NOT NULL,
+        series text NOT NULL CHECK (series::jsonb IS NOT NULL),
+        PRIMARY KEY (config_key, started_at, run_id)
+    );
+    CREATE TABLE bisect_sessions (
+        id bigserial PRIMARY KEY,
+        repo text NOT NULL,
+        spec text NOT NULL CHECK (spec::jsonb IS NOT NULL),
+        config_key text,
+        started_at text NOT NULL,
+        ended_at text
+    );
+    CREATE UNIQUE INDEX bisect_sessions_active ON bisect_sessions (repo)
+        WHERE ended_at IS NULL;
+    CREATE TABLE bisect_events (
+        session_id bigint NOT NULL REFERENCES bisect_sessions (id),
+        seq bigint NOT NULL,
+        event text NOT NULL CHECK (event::jsonb IS NOT NULL),
+        written_at text NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    );
+"];
+
+/// An open PostgreSQL archive: one connection.
+pub(crate) struct PgArchive {
+    /// Reads borrow it mutably too: the client needs `&mut` for any
+    /// statement, and the archive's reads take `&self`.
+    pub(crate) client: RefCell<postgres::Client>,
+    pub(crate) address: ServerAddress,
+}
+
+impl PgArchive {
+    /// Connects to the database at `address`, creating the archive's
+    /// tables in an empty database and bringing an older schema up to
+    /// date; refuses another program's database and a newer schema
+    /// before writing anything.
+    pub(crate) fn open(address: &ServerAddress) -> Result<PgArchive, ArchiveError> {
+        let archive = PgArchive::connect(address)?;
+        let found = archive.read_version()?;
+        if found != Some(CURRENT_VERSION) {
+            archive.migrate()?;
+        }
+        Ok(archive)
+    }
+
+    /// Connects to the archive at `address` to read it: a database
+    /// without the archive's tables is refused, never created.
+    pub(crate) fn open_read_only(address: &ServerAddress) -> Result<PgArchive, ArchiveError> {
+        let archive = PgArchive::connect(address)?;
+        match archive.read_version()? {
+            Some(_) => Ok(archive),
+            None if archive.has_tables()? => Err(archive.foreign_database()),
+            None => Err(archive.refused("the database holds no netbisect archive".to_string())),
+        }
+    }
+
+    fn connect(address: &ServerAddress) -> Result<PgArchive, ArchiveError> {
+        let client =
+            address
+                .config()
+                .connect(postgres::NoTls)
+                .map_err(|err| ArchiveError::Server {
+                    address: address.to_string(),
+                    detail: connect_detail(&err),
+                })?;
+        Ok(PgArchive {
+            client: RefCell::new(client),
+            address: address.clone(),
+        })
+    }
+
+    /// The schema version, checked to be one this build reads.
+    pub(crate) fn schema_version(&self) -> Result<u32, ArchiveError> {
+        self.read_version()?
+            .ok_or_else(|| self.refused("the database holds no netbisect archive".to_string()))
+    }
+
+    /// The version in `netbisect_archive`, `None` when there is no such
+    /// table; a version newer than this build's is refused.
+    fn read_version(&self) -> Result<Option<u32>, ArchiveError> {
+        read_version_with(&mut *self.client.borrow_mut(), &self.address)
+    }
+
+    fn has_tables(&self) -> Result<bool, ArchiveError> {
+        has_tables_with(&mut *self.client.borrow_mut())
+    }
+
+    fn foreign_database(&self) -> ArchiveError {
+        self.refused(
+            "not a netbisect archive: the database has tables of another program".to_string(),
+        )
+    }
+
+    /// An [`ArchiveError::Server`] naming this archive.
+    pub(crate) fn refused(&self, detail: String) -> ArchiveError {
+        ArchiveError::Server {
+            address: self.address.to_string(),
+            detail,
+        }
+    }
+
+    /// Applies every pending migration in one transaction, under the
+    /// advisory lock; the version is read again inside it, since another
+    /// process may have migrated the database meanwhile.
+    fn migrate(&self) -> Result<(), ArchiveError> {
+        let mut client = self.client.borrow_mut();
+        let mut transaction = client.transaction()?;
+        transaction.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])?;
+        let found = read_version_with(&mut transaction, &self.address)?;
+        if found.is_none() && has_tables_with(&mut transaction)? {
+            return Err(self.foreign_database());
+        }
+        let from = found.unwrap_or(0);
+        for (migration_idx, sql) in MIGRATIONS.iter().enumerate() {
+            let target = migration_idx as u32 + 1;
+            if target > from {
+                transaction.batch_execute(sql)?;
+            }
+        }
+        let version = i32::try_from(CURRENT_VERSION).unwrap_or(i32::MAX);
+        transaction.execute(
+            "INSERT INTO netbisect_archive (application, schema_version) \
+             VALUES ('netbisect', $1) \
+             ON CONFLICT (application) DO UPDATE SET schema_version = $1",
+            &[&version],
+        )?;
+        transaction.commit()?;
+        Ok(())
+    }
+}
+
+/// `netbisect_archive`'s version through `client` (a connection or a
+/// transaction).
+fn read_version_with(
+    client: &mut impl postgres::GenericClient,
+    address: &ServerAddress,
+) -> Result<Option<u32>, ArchiveError> {
+    let refused = |detail: String| ArchiveError::Server {
+        address: address.to_string(),
+        detail,
+    };
+    let exists: bool = client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_tables \
+             WHERE schemaname = current_schema() AND tablename = 'netbisect_archive')",
+            &[],
+        )?
+        .try_get(0)?;
+    if !exists {
+        return Ok(None);
+    }
+    let row = client.query_opt(
+        "SELECT schema_version FROM netbisect_archive WHERE application = 'netbisect'",
+        &[],
+    )?;
+    let Some(row) = row else {
+        return Err(refused(
+            "not a netbisect archive: netbisect_archive names no version".to_string(),
+        ));
+    };
+    let version: i32 = row.try_get(0)?;
+    let version = u32::try_from(version)
+        .map_err(|_| refused(format!("schema version {version} is not valid")))?;
+    if version > CURRENT_VERSION {
+        return Err(refused(format!(
+            "archive schema version {version} is newer than version {CURRENT_VERSION} \
+             that this netbisect reads; use a newer netbisect"
+        )));
+    }
+    Ok(Some(version))
+}
+
+/// True when the current schema of the database has any table.
+fn has_tables_with(client: &mut impl postgres::GenericClient) -> Result<bool, ArchiveError> {
+    Ok(client
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_tables \
+             WHERE schemaname = current_schema())",
+            &[],
+        )?
+        .try_get(0)?)
+}
+
+/// What a failed connection says: the server's own words for a refused
+/// login or a missing database, else the client's.
+fn connect_detail(err: &postgres::Error) -> String {
+    match err.as_db_error() {
+        Some(db_error) => format!("the server refused: {}", db_error.message()),
+        None => format!("cannot connect: {err}"),
+    }
+}

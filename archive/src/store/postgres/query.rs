@@ -1,0 +1,207 @@
+//! The selections on PostgreSQL: the SQL of the SQLite file's reads in
+//! PostgreSQL's dialect ([`Dialect::Postgres`]), each row read with
+//! checked types, so that a column of an unexpected type is an error,
+//! never a panic.
+
+use super::PgArchive;
+use crate::ArchiveError;
+use crate::store::query::{
+    Dialect, MISSING_SERIES, Order, RUN_COLUMNS, RunQuery, SERIES_JOIN, select_sql,
+};
+use crate::store::{MetricValue, SeriesRun, StoredRun};
+use postgres::types::ToSql;
+use run_record::record::Metric;
+use run_record::spec::TestKind;
+use std::str::FromStr;
+
+/// The parameters of a selection as the client takes them.
+fn parameters(values: &[String]) -> Vec<&(dyn ToSql + Sync)> {
+    values
+        .iter()
+        .map(|value| value as &(dyn ToSql + Sync))
+        .collect()
+}
+
+impl PgArchive {
+    /// Number of runs stored.
+    pub(crate) fn count(&self) -> Result<u64, ArchiveError> {
+        let n_runs: i64 = self
+            .client
+            .borrow_mut()
+            .query_one("SELECT count(*) FROM runs", &[])?
+            .try_get(0)?;
+        Ok(u64::try_from(n_runs).unwrap_or(0))
+    }
+
+    /// How many runs `query` selects, its limit aside.
+    pub(crate) fn count_matching(&self, query: &RunQuery) -> Result<u64, ArchiveError> {
+        let query = RunQuery {
+            limit: None,
+            ..query.clone()
+        };
+        let (sql, values) = select_sql(
+            Dialect::Postgres,
+            "count(*)",
+            "runs",
+            &query,
+            Order::OldestFirst,
+        )?;
+        let n_matches: i64 = self
+            .client
+            .borrow_mut()
+            .query_one(&sql, &parameters(&values))?
+            .try_get(0)?;
+        Ok(u64::try_from(n_matches).unwrap_or(0))
+    }
+
+    pub(crate) fn runs_in_order(
+        &self,
+        query: &RunQuery,
+        order: Order,
+    ) -> Result<Vec<StoredRun>, ArchiveError> {
+        let (sql, values) = select_sql(Dialect::Postgres, RUN_COLUMNS, "runs", query, order)?;
+        let rows = self.client.borrow_mut().query(&sql, &parameters(&values))?;
+        rows.iter().map(stored_run_of).collect()
+    }
+
+    /// Calls `visit` with each selected run and its canonical bytes,
+    /// oldest first, as the rows arrive.
+    pub(crate) fn for_each_record<E, F>(&self, query: &RunQuery, mut visit: F) -> Result<(), E>
+    where
+        E: From<ArchiveError>,
+        F: FnMut(&StoredRun, &[u8]) -> Result<(), E>,
+    {
+        use postgres::fallible_iterator::FallibleIterator;
+        let columns = format!("{RUN_COLUMNS}, record");
+        let (sql, values) = select_sql(
+            Dialect::Postgres,
+            &columns,
+            "runs",
+            query,
+            Order::OldestFirst,
+        )?;
+        let mut client = self.client.borrow_mut();
+        let mut rows = client
+            .query_raw(&sql, parameters(&values))
+            .map_err(ArchiveError::from)?;
+        while let Some(row) = rows.next().map_err(ArchiveError::from)? {
+            let run = stored_run_of(&row)?;
+            let bytes: &[u8] = row.try_get(12).map_err(ArchiveError::from)?;
+            visit(&run, bytes)?;
+        }
+        Ok(())
+    }
+
+    /// The run-level value of `metric` for each selected run that has it,
+    /// oldest first.
+    pub(crate) fn metric_values(
+        &self,
+        query: &RunQuery,
+        metric: Metric,
+    ) -> Result<Vec<MetricValue>, ArchiveError> {
+        // Metric names are plain identifiers, the names of the columns.
+        let columns = format!(
+            "id, commit_id, label, config_key, started_at, {}",
+            metric.name()
+        );
+        let (sql, values) = select_sql(
+            Dialect::Postgres,
+            &columns,
+            "runs",
+            query,
+            Order::OldestFirst,
+        )?;
+        let rows = self.client.borrow_mut().query(&sql, &parameters(&values))?;
+        let mut found = Vec::new();
+        for row in &rows {
+            let Some(value) = row.try_get::<_, Option<f64>>(5)? else {
+                continue;
+            };
+            found.push(MetricValue {
+                run_id: row.try_get(0)?,
+                commit: row.try_get(1)?,
+                label: row.try_get(2)?,
+                config_key: row.try_get(3)?,
+                started_at: row.try_get(4)?,
+                value,
+            });
+        }
+        Ok(found)
+    }
+
+    /// What a history of `metric` needs of each selected run, from
+    /// `run_series`; a run missing there is an error.
+    pub(crate) fn series_runs(
+        &self,
+        query: &RunQuery,
+        metric: Metric,
+    ) -> Result<Option<Vec<SeriesRun>>, ArchiveError> {
+        // Metric names are plain identifiers, safe inside the literal.
+        let columns = format!(
+            "runs.id, runs.commit_id, runs.started_at, runs.test, run_series.spec_key, \
+             (run_series.series::jsonb -> '{}')::text",
+            metric.name()
+        );
+        let (sql, values) = select_sql(
+            Dialect::Postgres,
+            &columns,
+            SERIES_JOIN,
+            query,
+            Order::OldestFirst,
+        )?;
+        let rows = self.client.borrow_mut().query(&sql, &parameters(&values))?;
+        let mut found = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let id: String = row.try_get(0)?;
+            let damaged = |detail: String| ArchiveError::DamagedRun {
+                id: id.clone(),
+                detail,
+            };
+            let test_name: String = row.try_get(3)?;
+            let test = TestKind::from_str(&test_name).map_err(|err| damaged(err.to_string()))?;
+            let spec_key: Option<String> = row.try_get(4)?;
+            let spec_key = spec_key.ok_or_else(|| damaged(MISSING_SERIES.to_string()))?;
+            let samples = match row.try_get::<_, Option<String>>(5)? {
+                Some(text) => serde_json::from_str::<Vec<f64>>(&text)
+                    .map_err(|err| damaged(format!("its stored {metric} values: {err}")))?,
+                None => Vec::new(),
+            };
+            found.push(SeriesRun {
+                commit: row.try_get(1)?,
+                started_at: row.try_get(2)?,
+                test,
+                spec_key,
+                samples,
+                id,
+            });
+        }
+        Ok(Some(found))
+    }
+}
+
+fn stored_run_of(row: &postgres::Row) -> Result<StoredRun, ArchiveError> {
+    let id: String = row.try_get(0)?;
+    let test_name: String = row.try_get(6)?;
+    let damaged = |detail: String| ArchiveError::DamagedRun {
+        id: id.clone(),
+        detail,
+    };
+    let test = TestKind::from_str(&test_name).map_err(|err| damaged(err.to_string()))?;
+    let n_iterations: i64 = row.try_get(9)?;
+    let n_iterations =
+        u32::try_from(n_iterations).map_err(|_| damaged(format!("{n_iterations} iterations")))?;
+    Ok(StoredRun {
+        commit: row.try_get(1)?,
+        describe: row.try_get(2)?,
+        label: row.try_get(3)?,
+        config_key: row.try_get(4)?,
+        testbed: row.try_get(5)?,
+        test,
+        source_tool: row.try_get(7)?,
+        started_at: row.try_get(8)?,
+        n_iterations,
+        throughput_bps: row.try_get(10)?,
+        transaction_rate: row.try_get(11)?,
+        id,
+    })
+}

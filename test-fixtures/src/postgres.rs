@@ -1,0 +1,250 @@
+//! A PostgreSQL server of the tests' own: a cluster made with the
+//! installed binaries (`/usr/lib/postgresql/VERSION/bin`) in a temporary
+//! directory, listening on 127.0.0.1 on a free port, with password
+//! logins (SCRAM) only.
+//!
+//! PostgreSQL refuses to run as root: as root the cluster belongs to the
+//! `postgres` user, in a directory under the system's temporary
+//! directory that user can reach. One cluster serves a whole test binary
+//! ([`Cluster::shared`]); every test takes a database of its own
+//! ([`Cluster::database`]). A watcher started beside the server stops it
+//! by its process id, and removes the directory, once the test process
+//! is gone.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+/// The cluster's superuser.
+pub const USER: &str = "netbisect";
+
+/// Its password.
+pub const PASSWORD: &str = "lab-password";
+
+/// A running server.
+pub struct Cluster {
+    port: u16,
+    dir: PathBuf,
+    bin_dir: PathBuf,
+    next_database: AtomicU32,
+}
+
+impl Cluster {
+    /// The cluster of this test process, started on first use; `Err`
+    /// says why there is none (no PostgreSQL binaries installed, or they
+    /// failed), for the test to say it skips or to fail.
+    pub fn shared() -> Result<&'static Cluster, String> {
+        static CLUSTER: OnceLock<Result<Cluster, String>> = OnceLock::new();
+        CLUSTER
+            .get_or_init(Cluster::start)
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// True when PostgreSQL's server binaries are installed, so that a
+    /// test without a cluster is a failure rather than a skip.
+    pub fn installed() -> bool {
+        bin_dir().is_some()
+    }
+
+    fn start() -> Result<Cluster, String> {
+        let bin_dir = bin_dir().ok_or_else(|| {
+            "no PostgreSQL server installed (/usr/lib/postgresql/*/bin/postgres); \
+             install the postgresql package"
+                .to_string()
+        })?;
+        let owner = server_owner()?;
+        let dir = tempfile::Builder::new()
+            .prefix("netbisect-pg-")
+            .tempdir()
+            .map_err(|err| format!("cannot make a temporary directory: {err}"))?
+            .keep();
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755))
+                .map_err(|err| err.to_string())?;
+            std::fs::write(dir.join("password"), PASSWORD).map_err(|err| err.to_string())?;
+            if let Some((uid, gid)) = owner {
+                std::os::unix::fs::chown(&dir, Some(uid), Some(gid))
+                    .map_err(|err| format!("cannot give {} to postgres: {err}", dir.display()))?;
+            }
+        }
+        let port = free_port()?;
+        let initdb = as_owner(Command::new(bin_dir.join("initdb")), owner, &dir)
+            .arg("-D")
+            .arg(dir.join("data"))
+            .args([
+                "-U",
+                USER,
+                "--auth=scram-sha-256",
+                "--no-sync",
+                "-E",
+                "UTF8",
+            ])
+            .args(["--locale=C", "--pwfile"])
+            .arg(dir.join("password"))
+            .output()
+            .map_err(|err| format!("cannot run initdb: {err}"))?;
+        if !initdb.status.success() {
+            return Err(format!(
+                "initdb failed: {}",
+                String::from_utf8_lossy(&initdb.stderr)
+            ));
+        }
+        // The server, and a watcher that stops it by its id and removes
+        // the directory once this process is gone.
+        let script = r#"
+            "$1/postgres" -D "$2/data" -p "$3" -k "$2" -c listen_addresses=127.0.0.1 \
+                -c fsync=off -c max_connections=60 >"$2/server.log" 2>&1 &
+            server=$!
+            while [ -d "/proc/$4" ] && kill -0 "$server" 2>/dev/null; do sleep 1; done
+            kill -INT "$server" 2>/dev/null
+            wait "$server"
+            rm -rf "$2"
+        "#;
+        as_owner(Command::new("sh"), owner, &dir)
+            .args(["-c", script, "postgres-for-tests"])
+            .arg(&bin_dir)
+            .arg(&dir)
+            .arg(port.to_string())
+            .arg(std::process::id().to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|err| format!("cannot start postgres: {err}"))?;
+        let cluster = Cluster {
+            port,
+            dir,
+            bin_dir,
+            next_database: AtomicU32::new(0),
+        };
+        cluster.wait_until_ready()?;
+        Ok(cluster)
+    }
+
+    fn wait_until_ready(&self) -> Result<(), String> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            match postgres::Client::connect(&self.url("postgres"), postgres::NoTls) {
+                Ok(_) => return Ok(()),
+                Err(err) if Instant::now() > deadline => {
+                    let log =
+                        std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default();
+                    return Err(format!("postgres did not start: {err}\n{log}"));
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(100)),
+            }
+        }
+    }
+
+    /// The address of database `name` with the password in it.
+    pub fn url(&self, name: &str) -> String {
+        format!(
+            "postgres://{USER}:{PASSWORD}@127.0.0.1:{}/{name}",
+            self.port
+        )
+    }
+
+    /// The address of database `name` without a password.
+    pub fn url_without_password(&self, name: &str) -> String {
+        format!("postgres://{USER}@127.0.0.1:{}/{name}", self.port)
+    }
+
+    /// The server's port on 127.0.0.1.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The server's binaries (`psql` is among them).
+    pub fn bin_dir(&self) -> &Path {
+        &self.bin_dir
+    }
+
+    /// A new, empty database; returns its name.
+    pub fn database(&self) -> String {
+        let name = format!(
+            "test_{}_{}",
+            std::process::id(),
+            self.next_database.fetch_add(1, Ordering::Relaxed)
+        );
+        self.admin(&format!("CREATE DATABASE {name}"));
+        name
+    }
+
+    /// Runs `sql` in database `postgres` as the superuser; panics on a
+    /// failure, which is the test's.
+    pub fn admin(&self, sql: &str) {
+        self.run_in("postgres", sql);
+    }
+
+    /// Runs `sql` in database `name` as the superuser; panics on a
+    /// failure, which is the test's.
+    pub fn run_in(&self, name: &str, sql: &str) {
+        let mut client = postgres::Client::connect(&self.url(name), postgres::NoTls)
+            .unwrap_or_else(|err| panic!("cannot connect to {name}: {err}"));
+        client
+            .batch_execute(sql)
+            .unwrap_or_else(|err| panic!("{sql}: {err}"));
+    }
+}
+
+/// The newest installed PostgreSQL's server binaries.
+fn bin_dir() -> Option<PathBuf> {
+    let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let version = entry.file_name().to_str()?.parse().ok()?;
+            let bin = entry.path().join("bin");
+            (bin.join("postgres").is_file() && bin.join("initdb").is_file())
+                .then_some((version, bin))
+        })
+        .collect();
+    versions.sort();
+    versions.pop().map(|(_, bin)| bin)
+}
+
+/// As root, the `postgres` user's uid and gid (the server will not run
+/// as root); otherwise none, and the server runs as this user.
+fn server_owner() -> Result<Option<(u32, u32)>, String> {
+    use std::os::unix::fs::MetadataExt;
+    // The owner of /proc/self is this process's user.
+    let uid = std::fs::metadata("/proc/self")
+        .map_err(|err| err.to_string())?
+        .uid();
+    if uid != 0 {
+        return Ok(None);
+    }
+    let passwd = std::fs::read_to_string("/etc/passwd").map_err(|err| err.to_string())?;
+    passwd
+        .lines()
+        .find_map(|line| {
+            let fields: Vec<&str> = line.split(':').collect();
+            (fields.first() == Some(&"postgres") && fields.len() > 3)
+                .then(|| Some((fields[2].parse().ok()?, fields[3].parse().ok()?)))
+                .flatten()
+        })
+        .map(Some)
+        .ok_or_else(|| "running as root and there is no postgres user".to_string())
+}
+
+fn as_owner(mut command: Command, owner: Option<(u32, u32)>, dir: &Path) -> Command {
+    use std::os::unix::process::CommandExt;
+    if let Some((uid, gid)) = owner {
+        command.uid(uid).gid(gid);
+    }
+    command.current_dir(dir);
+    command
+}
+
+fn free_port() -> Result<u16, String> {
+    let listener =
+        std::net::TcpListener::bind("127.0.0.1:0").map_err(|err| format!("no free port: {err}"))?;
+    listener
+        .local_addr()
+        .map(|address| address.port())
+        .map_err(|err| err.to_string())
+}
