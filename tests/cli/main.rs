@@ -1,6 +1,7 @@
 //! End-to-end tests of the `netbisect` binary, one module per area.
 
 mod archive;
+mod archive_postgres;
 mod archive_safety;
 mod archive_shared;
 mod bench;

@@ -1,0 +1,236 @@
+//! `netbisect` on a PostgreSQL archive: eight processes importing at once,
+//! the reads of the command line, merge to and from a file, and the
+//! addresses it refuses. The server is the tests' own cluster
+//! (`test_fixtures::postgres`); where PostgreSQL is not installed these
+//! tests say so and pass.
+
+use run_record::record::RunRecord;
+use run_record::spec::TestKind;
+use std::path::Path;
+use test_fixtures::postgres::Cluster;
+use test_fixtures::record::{RecordBuilder, json_lines};
+
+fn cluster() -> Option<&'static Cluster> {
+    match Cluster::shared() {
+        Ok(cluster) => Some(cluster),
+        Err(why) if !Cluster::installed() => {
+            eprintln!("skipping: {why}");
+            None
+        }
+        Err(why) => panic!("PostgreSQL is installed but its cluster failed: {why}"),
+    }
+}
+
+/// The binary pointed at the archive `address`.
+fn netbisect_at(address: &str) -> assert_cmd::Command {
+    let mut command = assert_cmd::Command::new(env!("CARGO_BIN_EXE_netbisect"));
+    command
+        .env("NETBISECT_ARCHIVE", address)
+        .env_remove("NETBISECT_TEMPLATE_DIR")
+        .env_remove("PGPASSWORD")
+        .env_remove("PGPASSFILE");
+    command
+}
+
+fn record(idx: u32) -> RunRecord {
+    RecordBuilder::new(TestKind::TcpStream)
+        .started_at(&format!(
+            "2026-12-01T{:02}:{:02}:00.000000Z",
+            idx / 60,
+            idx % 60
+        ))
+        .finished_at("2026-12-01T23:00:00.000000Z")
+        .commit(if idx % 2 == 0 { "aaaa0000" } else { "bbbb1111" })
+        .label("lab")
+        .testbed(&format!("bed{}", idx % 8))
+        .samples(&[9e9 + f64::from(idx) * 1e6, 9.1e9 + f64::from(idx) * 1e6])
+        .build()
+}
+
+fn check_text(address: &str) -> String {
+    let output = netbisect_at(address)
+        .args(["archive", "check"])
+        .assert()
+        .success();
+    String::from_utf8(output.get_output().stdout.clone()).unwrap()
+}
+
+#[test]
+fn eight_processes_import_overlapping_runs_and_each_is_stored_once() {
+    let Some(cluster) = cluster() else {
+        return;
+    };
+    let address = cluster.url(&cluster.database());
+    let records: Vec<RunRecord> = (0..120).map(record).collect();
+    let dir = tempfile::tempdir().unwrap();
+    // Writer k imports runs 10k .. 10k + 50: each run but the first ten
+    // and last thirty is imported by several writers at once.
+    let files: Vec<std::path::PathBuf> = (0..8)
+        .map(|writer| {
+            let path = dir.path().join(format!("runs-{writer}.jsonl"));
+            let start = writer * 10;
+            std::fs::write(&path, json_lines(&records[start..start + 50])).unwrap();
+            path
+        })
+        .collect();
+    let children: Vec<std::process::Child> = files
+        .iter()
+        .map(|file| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_netbisect"))
+                .env("NETBISECT_ARCHIVE", &address)
+                .args(["archive", "import"])
+                .arg(file)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut n_added = 0;
+    for child in children {
+        let output = child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "{stdout}{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let added: u64 = stdout
+            .split(", ")
+            .find_map(|part| part.strip_suffix(" added"))
+            .and_then(|count| count.parse().ok())
+            .unwrap_or_else(|| panic!("no count in {stdout}"));
+        n_added += added;
+    }
+    let distinct = 7 * 10 + 50;
+    assert_eq!(n_added, distinct as u64);
+    let text = check_text(&address);
+    assert!(
+        text.contains(&format!("runs: {distinct}, damaged: 0")),
+        "{text}"
+    );
+    // The password is not shown where the archive is named.
+    assert!(!text.contains(test_fixtures::postgres::PASSWORD), "{text}");
+}
+
+#[test]
+fn the_reads_and_merge_give_what_a_file_gives() {
+    let Some(cluster) = cluster() else {
+        return;
+    };
+    let address = cluster.url(&cluster.database());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("runs.jsonl");
+    let records: Vec<RunRecord> = (0..20).map(record).collect();
+    std::fs::write(&file, json_lines(&records)).unwrap();
+    netbisect_at(&address)
+        .args(["archive", "import"])
+        .arg(&file)
+        .assert()
+        .success();
+    // Into a file, and from that file into a second database.
+    let copy = dir.path().join("copy.db");
+    for _ in 0..2 {
+        crate::netbisect_with(&copy)
+            .args(["archive", "merge", &address])
+            .assert()
+            .success();
+    }
+    let second = cluster.url(&cluster.database());
+    netbisect_at(&second)
+        .args(["archive", "merge"])
+        .arg(&copy)
+        .assert()
+        .success();
+    let output_of = |command: &mut assert_cmd::Command, args: &[&str]| {
+        let output = command.args(args).assert().success();
+        output.get_output().stdout.clone()
+    };
+    for args in [
+        &["archive", "export"][..],
+        &["archive", "list"],
+        &["compare", "aaaa0000", "bbbb1111"],
+        &["history", "--metric", "throughput_bps", "--testbed", "bed3"],
+    ] {
+        let from_file = output_of(&mut crate::netbisect_with(&copy), args);
+        assert_eq!(
+            output_of(&mut netbisect_at(&address), args),
+            from_file,
+            "{args:?}"
+        );
+        assert_eq!(
+            output_of(&mut netbisect_at(&second), args),
+            from_file,
+            "{args:?}"
+        );
+    }
+    assert!(copy_has_runs(&copy, 20));
+}
+
+fn copy_has_runs(copy: &Path, n_runs: usize) -> bool {
+    let output = crate::netbisect_with(copy)
+        .args(["archive", "check"])
+        .assert()
+        .success();
+    String::from_utf8_lossy(&output.get_output().stdout)
+        .contains(&format!("runs: {n_runs}, damaged: 0"))
+}
+
+#[test]
+fn addresses_that_cannot_be_used_are_refused_with_their_exit_codes() {
+    // A malformed address needs no server.
+    let output = netbisect_at("postgres://lab:s3cret@127.0.0.1:notaport/runs")
+        .args(["archive", "list"])
+        .assert()
+        .code(2);
+    let stderr = String::from_utf8_lossy(&output.get_output().stderr).to_string();
+    assert!(
+        stderr.contains("postgres://lab@127.0.0.1:notaport/runs"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("s3cret"), "{stderr}");
+    netbisect_at("postgres://lab@127.0.0.1/runs?sslmode=require")
+        .args(["archive", "list"])
+        .assert()
+        .code(2);
+
+    let Some(cluster) = cluster() else {
+        return;
+    };
+    let name = cluster.database();
+    let wrong = format!(
+        "postgres://{}:s3cret@127.0.0.1:{}/{name}",
+        test_fixtures::postgres::USER,
+        cluster.port()
+    );
+    let output = netbisect_at(&wrong)
+        .args(["archive", "import", "-"])
+        .write_stdin(json_lines(&[record(1)]))
+        .assert()
+        .code(3);
+    let stderr = String::from_utf8_lossy(&output.get_output().stderr).to_string();
+    assert!(
+        stderr.contains(&cluster.url_without_password(&name)),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("s3cret"), "{stderr}");
+
+    // The password from PGPASSWORD.
+    netbisect_at(&cluster.url_without_password(&name))
+        .env("PGPASSWORD", test_fixtures::postgres::PASSWORD)
+        .args(["archive", "import", "-"])
+        .write_stdin(json_lines(&[record(1)]))
+        .assert()
+        .success();
+
+    // Another program's database: exit 3, nothing written.
+    let foreign = cluster.database();
+    cluster.run_in(&foreign, "CREATE TABLE accounts (id integer)");
+    let output = netbisect_at(&cluster.url(&foreign))
+        .args(["archive", "import", "-"])
+        .write_stdin(json_lines(&[record(1)]))
+        .assert()
+        .code(3);
+    let stderr = String::from_utf8_lossy(&output.get_output().stderr).to_string();
+    assert!(stderr.contains("another program"), "{stderr}");
+}
