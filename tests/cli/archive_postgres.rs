@@ -40,7 +40,11 @@ fn record(idx: u32) -> RunRecord {
             idx % 60
         ))
         .finished_at("2026-12-01T23:00:00.000000Z")
-        .commit(if idx % 2 == 0 { "aaaa0000" } else { "bbbb1111" })
+        .commit(if idx.is_multiple_of(2) {
+            "aaaa0000"
+        } else {
+            "bbbb1111"
+        })
         .label("lab")
         .testbed(&format!("bed{}", idx % 8))
         .samples(&[9e9 + f64::from(idx) * 1e6, 9.1e9 + f64::from(idx) * 1e6])
