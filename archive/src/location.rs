@@ -316,7 +316,7 @@ mod tests {
     #[test]
     fn a_password_is_never_shown() {
         let address = ServerAddress::parse("postgres://lab:s3cret@127.0.0.1/runs").unwrap();
-        assert_eq!(address.to_string(), "postgres://lab@127.0.0.1/runs");
+        assert_eq!(address.to_string(), "postgres://lab@127.0.0.1:5432/runs");
         assert!(!format!("{address:?}").contains("s3cret"));
         assert_eq!(address.config().get_password(), Some(&b"s3cret"[..]));
         let err = ServerAddress::parse("postgres://lab:s3cret@127.0.0.1:notaport/runs")
