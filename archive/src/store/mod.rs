@@ -4,7 +4,7 @@
 //! beside indexed columns for the queries `list`, `compare` and `history`
 //! make: commit, describe, label, config_key, testbed, test, source tool,
 //! start time and one column per
-//! [`Metric`](run_record::record::Metric). Storing a run whose id is
+//! [`Metric`]. Storing a run whose id is
 //! already present changes nothing, which makes imports and merges
 //! idempotent.
 //!
