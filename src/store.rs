@@ -1,6 +1,6 @@
 //! The archive of the command line: where its file is ([`archive_path`]),
-//! opening it to write ([`open_archive`]) or only to read
-//! ([`open_archive_read`]), and where a finished run goes: into the
+//! opening it to write ([`open_archive`]), to write only when it exists
+//! ([`open_existing_archive`]) or only to read ([`open_archive_read`]), and where a finished run goes: into the
 //! archive ([`store_run`]), then to stdout as its record or its netperf
 //! table ([`store_and_print`]), after a warning of the settings the
 //! kernel did not grant ([`warn_of_refused_settings`]).
@@ -47,6 +47,21 @@ pub fn open_archive(global: &GlobalArgs) -> anyhow::Result<Archive> {
     {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("failed to create directory {}", parent.display()))?;
+    }
+    Archive::open(&path).context("failed to open the archive")
+}
+
+/// Opens the archive the command line names to read and write, for a
+/// command that has nothing to do without one (a bisection's session,
+/// verdict's baselines): a missing file is an error ("no archive at
+/// PATH"), never a new empty archive.
+pub fn open_existing_archive(global: &GlobalArgs) -> anyhow::Result<Archive> {
+    let path = archive_path(global)?;
+    if std::fs::symlink_metadata(&path).is_err() {
+        return Err(
+            anyhow::Error::new(archive::ArchiveError::NoArchive { path })
+                .context("failed to open the archive"),
+        );
     }
     Archive::open(&path).context("failed to open the archive")
 }
