@@ -15,7 +15,7 @@ seconds=${1:-60}
 shift || true
 targets=("$@")
 if ((${#targets[@]} == 0)); then
-    targets=(control_frame netperf_import iperf3_import import_any record_reader)
+    targets=(control_frame netperf_import iperf3_import import_any mail_import record_reader)
 fi
 
 export RUSTC_BOOTSTRAP=1
@@ -33,7 +33,7 @@ seed() {
     case $target in
         netperf_import) cp ../tests/data/peer-outputs/netperf* "$dir"/ 2>/dev/null || true ;;
         iperf3_import) cp ../tests/data/peer-outputs/iperf3* "$dir"/ 2>/dev/null || true ;;
-        import_any) cp ../tests/data/peer-outputs/* "$dir"/ 2>/dev/null || true ;;
+        import_any | mail_import) cp ../tests/data/peer-outputs/* "$dir"/ 2>/dev/null || true ;;
         record_reader) cp ../run-record/tests/data/record-fixture.json "$dir"/ ;;
     esac
 }

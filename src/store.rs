@@ -1,7 +1,8 @@
 //! The archive of the command line: where it is ([`archive_location`]: a
 //! file, or a PostgreSQL database named by a `postgres://` address),
-//! opening it to write ([`open_archive`]) or only to read
-//! ([`open_archive_read`]), and where a finished run goes: into the
+//! opening it to write ([`open_archive`]), to write only when it exists
+//! ([`open_existing_archive`]) or only to read ([`open_archive_read`]),
+//! and where a finished run goes: into the
 //! archive ([`store_run`]), then to stdout as its record or its netperf
 //! table ([`store_and_print`]), after a warning of the settings the
 //! kernel did not grant ([`warn_of_refused_settings`]).
@@ -56,6 +57,27 @@ pub fn open_archive(global: &GlobalArgs) -> anyhow::Result<Archive> {
             .with_context(|| format!("failed to create directory {}", parent.display()))?;
     }
     Archive::open_location(&location).context("failed to open the archive")
+}
+
+/// Opens the archive the command line names to read and write, for a
+/// command that has nothing to do without one (a bisection's session,
+/// verdict's baselines): a missing file is an error ("no archive at
+/// PATH"), never a new empty archive.
+pub fn open_existing_archive(global: &GlobalArgs) -> anyhow::Result<Archive> {
+    if let Some(path) = missing_archive(global)? {
+        return Err(anyhow::Error::new(archive::ArchiveError::NoArchive { path })
+            .context("failed to open the archive"));
+    }
+    Archive::open_location(&archive_location(global)?).context("failed to open the archive")
+}
+
+/// The archive's file when the command line names a file that does not
+/// exist (a database server's address is never missing: the server says).
+pub fn missing_archive(global: &GlobalArgs) -> anyhow::Result<Option<PathBuf>> {
+    Ok(archive_location(global)?
+        .file()
+        .filter(|path| std::fs::symlink_metadata(path).is_err())
+        .map(|path| path.to_path_buf()))
 }
 
 /// Opens the archive for a command that only reads: a missing file is an

@@ -75,9 +75,19 @@ pub fn run_measure(
             )));
         }
         CommandOutcome::Exited {
+            stdout_cut: true, ..
+        } => {
+            return Ok(CommandMeasurement::Skip(format!(
+                "measure printed over {} MiB on stdout, where one run record is expected; \
+                 the rest was not kept",
+                runner::MAX_STDOUT_BYTES >> 20
+            )));
+        }
+        CommandOutcome::Exited {
             code,
             stdout,
             stderr_tail,
+            ..
         } => (code, stdout, stderr_tail),
     };
     Ok(match code {

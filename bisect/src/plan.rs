@@ -173,10 +173,21 @@ pub fn from_ends(good: &[f64], bad: &[f64]) -> Option<(f64, f64)> {
     usable.then_some((step_pct, cv_pct))
 }
 
+/// The longest range a plan simulates, commits: each trial holds a
+/// history and a graph of the range and walks its posterior at every
+/// step, so memory and time grow with it; a release cycle of Linux is
+/// about 15,000 commits.
+pub const MAX_COMMITS: usize = 100_000;
+
 fn check(input: &PlanInput) -> Result<(), PlanError> {
     let invalid = |text: &str| Err(PlanError::Invalid(text.to_string()));
     if input.n_commits == 0 {
         return invalid("a range has at least one commit");
+    }
+    if input.n_commits > MAX_COMMITS {
+        return Err(PlanError::Invalid(format!(
+            "a plan simulates at most {MAX_COMMITS} commits"
+        )));
     }
     if !(input.step_pct.is_finite() && input.step_pct > 0.0 && input.step_pct < 100.0) {
         return invalid("the effect is a percent above 0 and below 100");

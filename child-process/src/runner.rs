@@ -28,6 +28,11 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
 const STALE_GRACE: Duration = Duration::from_secs(10);
 /// How much of stderr is kept for messages.
 const STDERR_TAIL_BYTES: usize = 2000;
+/// The most of a command's stdout kept: what a command prints there is
+/// one run record (a few KiB to a few MiB); past this the rest is read
+/// and dropped, so that the command is never blocked, and the outcome
+/// says so.
+pub const MAX_STDOUT_BYTES: usize = 64 << 20;
 
 /// Why a command could not be run at all.
 #[derive(Debug, thiserror::Error)]
@@ -91,8 +96,10 @@ pub enum CommandOutcome {
     Exited {
         /// Exit code.
         code: Option<i32>,
-        /// Everything it wrote to stdout.
+        /// What it wrote to stdout, up to [`MAX_STDOUT_BYTES`].
         stdout: Vec<u8>,
+        /// It wrote more than [`MAX_STDOUT_BYTES`] to stdout.
+        stdout_cut: bool,
         /// The end of what it wrote to stderr.
         stderr_tail: String,
     },
@@ -163,8 +170,8 @@ fn supervise(
             source,
         });
     }
-    let stdout = drain(child.child().stdout.take());
-    let stderr = drain(child.child().stderr.take());
+    let stdout = drain(child.child().stdout.take(), Keep::Head(MAX_STDOUT_BYTES));
+    let stderr = drain(child.child().stderr.take(), Keep::Tail(STDERR_TAIL_BYTES));
     let started = Instant::now();
     let status = loop {
         if let Err(interrupted) = interrupt::check() {
@@ -188,12 +195,13 @@ fn supervise(
     child.release();
     // A child that left the group may hold the pipes open; do not wait for
     // it, and keep what the command printed before it ended.
-    let stdout = stdout.collect();
-    let stderr = stderr.collect();
+    let (stdout, stdout_cut) = stdout.collect();
+    let (stderr, _) = stderr.collect();
     let tail_start = stderr.len().saturating_sub(STDERR_TAIL_BYTES);
     Ok(CommandOutcome::Exited {
         code: status.code(),
         stdout,
+        stdout_cut,
         stderr_tail: String::from_utf8_lossy(&stderr[tail_start..]).into_owned(),
     })
 }
@@ -231,7 +239,7 @@ fn check_marker(marker: &Path) -> Result<(), RunnerError> {
 /// A pipe read by a thread of its own while the command runs, so that a
 /// command printing more than the pipe holds is never blocked.
 struct Drained {
-    bytes: Arc<Mutex<Vec<u8>>>,
+    bytes: Arc<Mutex<Kept>>,
     /// Set once the command ended: the thread then takes what is in the
     /// pipe and stops.
     ended: Arc<AtomicBool>,
@@ -244,15 +252,18 @@ impl Drained {
     /// or, when a process the command left behind holds it open, until
     /// the pipe is empty: no wait for the daemon, and nothing lost however
     /// late a loaded machine runs the thread.
-    fn collect(mut self) -> Vec<u8> {
+    /// Returns the bytes kept and whether any were dropped; they are
+    /// moved out, never copied, so a large output is held once.
+    fn collect(mut self) -> (Vec<u8>, bool) {
         self.ended.store(true, Ordering::Release);
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
-        match self.bytes.lock() {
-            Ok(guard) => guard.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+        let mut guard = match self.bytes.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        (std::mem::take(&mut guard.bytes), guard.dropped)
     }
 }
 
@@ -264,8 +275,49 @@ impl Drop for Drained {
     }
 }
 
-fn drain<R: Read + AsFd + Send + 'static>(pipe: Option<R>) -> Drained {
-    let bytes = Arc::new(Mutex::new(Vec::new()));
+/// What of a pipe is kept.
+#[derive(Clone, Copy)]
+enum Keep {
+    /// Its first bytes, up to this many.
+    Head(usize),
+    /// Its last bytes, at least this many (at most twice as many).
+    Tail(usize),
+}
+
+/// The bytes kept of a pipe.
+struct Kept {
+    keep: Keep,
+    bytes: Vec<u8>,
+    /// Some were dropped.
+    dropped: bool,
+}
+
+impl Kept {
+    fn add(&mut self, read: &[u8]) {
+        match self.keep {
+            Keep::Head(cap) => {
+                let room = cap.saturating_sub(self.bytes.len());
+                self.dropped |= read.len() > room;
+                self.bytes.extend_from_slice(&read[..read.len().min(room)]);
+            }
+            Keep::Tail(n_bytes) => {
+                self.bytes.extend_from_slice(read);
+                if self.bytes.len() > 2 * n_bytes {
+                    let cut = self.bytes.len() - n_bytes;
+                    self.bytes.drain(..cut);
+                    self.dropped = true;
+                }
+            }
+        }
+    }
+}
+
+fn drain<R: Read + AsFd + Send + 'static>(pipe: Option<R>, keep: Keep) -> Drained {
+    let bytes = Arc::new(Mutex::new(Kept {
+        keep,
+        bytes: Vec::new(),
+        dropped: false,
+    }));
     let ended = Arc::new(AtomicBool::new(false));
     let thread = pipe.map(|pipe| {
         let (bytes, ended) = (Arc::clone(&bytes), Arc::clone(&ended));
@@ -281,7 +333,7 @@ fn drain<R: Read + AsFd + Send + 'static>(pipe: Option<R>) -> Drained {
 /// Reads `pipe` into `bytes` to its end, or once `ended` is set until it
 /// is empty (or [`DRAIN_TIMEOUT`] has passed with a writer that never
 /// pauses).
-fn read_pipe(mut pipe: impl Read + AsFd, bytes: &Mutex<Vec<u8>>, ended: &AtomicBool) {
+fn read_pipe(mut pipe: impl Read + AsFd, bytes: &Mutex<Kept>, ended: &AtomicBool) {
     let poll_timeout = Timespec::try_from(POLL_INTERVAL).unwrap_or(Timespec {
         tv_sec: 0,
         tv_nsec: 20_000_000,
@@ -316,7 +368,7 @@ fn read_pipe(mut pipe: impl Read + AsFd, bytes: &Mutex<Vec<u8>>, ended: &AtomicB
         match pipe.read(&mut buffer) {
             Ok(0) => return,
             Ok(n_read) => match bytes.lock() {
-                Ok(mut guard) => guard.extend_from_slice(&buffer[..n_read]),
+                Ok(mut guard) => guard.add(&buffer[..n_read]),
                 Err(_) => return,
             },
             Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
@@ -382,6 +434,7 @@ mod tests {
             code,
             stdout,
             stderr_tail,
+            ..
         } = outcome
         else {
             panic!("timed out");
@@ -423,6 +476,7 @@ mod tests {
             code,
             stdout,
             stderr_tail,
+            ..
         } = outcome
         else {
             panic!("timed out");
@@ -441,10 +495,14 @@ mod tests {
         let (reader, mut writer) = std::io::pipe().unwrap();
         let printed: Vec<u8> = (0..40_000u32).map(|idx| (idx % 251) as u8).collect();
         std::io::Write::write_all(&mut writer, &printed).unwrap();
-        let bytes = Mutex::new(Vec::new());
+        let bytes = Mutex::new(Kept {
+            keep: Keep::Head(MAX_STDOUT_BYTES),
+            bytes: Vec::new(),
+            dropped: false,
+        });
         let ended = AtomicBool::new(true);
         read_pipe(reader, &bytes, &ended);
-        assert_eq!(bytes.into_inner().unwrap(), printed);
+        assert_eq!(bytes.into_inner().unwrap().bytes, printed);
         drop(writer);
     }
 
@@ -503,5 +561,29 @@ mod tests {
         assert!(check_command("./build.sh", dir.path()).is_err());
         std::fs::write(dir.path().join("build.sh"), "true").unwrap();
         assert!(check_command("./build.sh", dir.path()).is_ok());
+    }
+
+    #[test]
+    fn stdout_past_its_cap_is_read_dropped_and_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let command = format!(
+            "head -c {} /dev/zero; echo done >&2",
+            MAX_STDOUT_BYTES + 5000
+        );
+        let outcome =
+            run_command(&command, dir.path(), &[], Some(Duration::from_secs(120))).unwrap();
+        let CommandOutcome::Exited {
+            code,
+            stdout,
+            stdout_cut,
+            stderr_tail,
+        } = outcome
+        else {
+            panic!("timed out");
+        };
+        assert_eq!(code, Some(0));
+        assert_eq!(stdout.len(), MAX_STDOUT_BYTES);
+        assert!(stdout_cut);
+        assert_eq!(stderr_tail, "done\n");
     }
 }

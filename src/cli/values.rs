@@ -186,10 +186,15 @@ pub fn plan_seconds(text: &str) -> Result<f64, String> {
     }
 }
 
-/// `--commits N` of `plan`: at least one.
+/// `--commits N` of `plan`: at least one, at most
+/// [`bisect::plan::MAX_COMMITS`].
 pub fn plan_commits(text: &str) -> Result<usize, String> {
     match number(text)? {
         0 => Err("--commits must be at least 1".to_string()),
+        n_commits if n_commits > bisect::plan::MAX_COMMITS => Err(format!(
+            "--commits is at most {} (a plan simulates the range in memory)",
+            bisect::plan::MAX_COMMITS
+        )),
         n_commits => Ok(n_commits),
     }
 }

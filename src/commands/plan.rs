@@ -9,7 +9,7 @@ use crate::cli::{GlobalArgs, PlanArgs};
 use crate::exit::{Code, InputError};
 use crate::output;
 use crate::request::parse_bench_spec;
-use crate::store::open_archive;
+use crate::store::{missing_archive, open_archive_read};
 use anyhow::Context;
 use archive::RunQuery;
 use bisect::decision::DecisionConfig;
@@ -51,8 +51,12 @@ pub fn run(global: &GlobalArgs, args: &PlanArgs) -> anyhow::Result<Code> {
     let mut values = Vec::new();
     let mut lengths = Vec::new();
     let mut config_key = None;
-    if args.cv.is_none() || args.seconds.is_none() {
-        let archive = open_archive(global)?;
+    // Without an archive there are no runs to learn from: the plan goes
+    // on with what the command line gives, and none is created.
+    if (args.cv.is_none() || args.seconds.is_none())
+        && missing_archive(global)?.is_none()
+    {
+        let archive = open_archive_read(global)?;
         let query = RunQuery {
             test: Some(request.spec.test),
             testbed: Some(request.testbed.clone()),

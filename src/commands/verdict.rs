@@ -30,7 +30,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::request::parse_bench_spec;
-use crate::store::open_archive;
+use crate::store::open_existing_archive;
 
 /// A figure of `metric` in the units the rest of the tool prints (the
 /// run table, `compare`, the bisection's report): throughput in
@@ -293,7 +293,7 @@ fn measure_once(
 }
 
 fn decide(global: &GlobalArgs, args: &VerdictArgs) -> anyhow::Result<Code> {
-    let mut archive = open_archive(global)?;
+    let mut archive = open_existing_archive(global)?;
     let good = baseline(&archive, &args.good_run).context("the good baseline")?;
     let bad = baseline(&archive, &args.bad_run).context("the bad baseline")?;
     let dir = std::env::current_dir().context("failed to read the current directory")?;

@@ -95,9 +95,7 @@ pub fn run_guest(
 /// be had (see [`vmlinux`]), else the image.
 fn boot_kernel(image: &KernelImage, notify: &mut dyn FnMut(&str)) -> PathBuf {
     static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    let unpacked = std::fs::read(&image.path)
-        .map_err(|err| err.to_string())
-        .and_then(|bytes| vmlinux::uncompressed(&bytes, image.release.as_deref()));
+    let unpacked = vmlinux::uncompressed(&image.path, image.release.as_deref());
     match unpacked {
         Ok(path) => path,
         Err(reason) => {

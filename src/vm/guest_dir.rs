@@ -26,8 +26,20 @@ pub(super) const MAX_RECORD_BYTES: u64 = 64 << 20;
 /// Largest message (stderr, a status, a setup error) read back, bytes.
 pub(super) const MAX_MESSAGE_BYTES: u64 = 64 << 10;
 
+/// The prefix of a boot's temporary directory.
+const WORK_PREFIX: &str = "netbisect-vm-";
+/// The file in a boot's directory that its owner holds locked while it
+/// lives: a directory whose lock can be taken belongs to a run that died
+/// without removing it (kill -9), and the next run removes it.
+const LOCK_FILE: &str = "owner.lock";
+/// How old a boot's directory without a lock file must be to be taken for
+/// one whose run died before it made the lock.
+const UNLOCKED_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// The directories and files of one boot, removed when dropped.
 pub(super) struct GuestDir {
+    /// Held locked while this run lives; see [`LOCK_FILE`].
+    _lock: std::fs::File,
     /// Removed with everything in it when dropped.
     _work: tempfile::TempDir,
     /// What the guest reads: shared read-only.
@@ -54,10 +66,19 @@ impl GuestDir {
         options: &VmOptions,
         job: &GuestJob,
     ) -> Result<GuestDir, VmError> {
+        remove_abandoned(&std::env::temp_dir());
         let work = tempfile::Builder::new()
-            .prefix("netbisect-vm-")
+            .prefix(WORK_PREFIX)
             .tempdir()
             .map_err(io("create the directories shared with the guest"))?;
+        let lock = std::fs::File::create(work.path().join(LOCK_FILE))
+            .map_err(io("create the lock of the guest's directories"))?;
+        rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive).map_err(
+            |err| VmError::Io {
+                what: "lock the guest's directories".to_string(),
+                source: err.into(),
+            },
+        )?;
         // The guest sees `input` and `output` only; the initramfs and the
         // console stay beside them.
         let input = work.path().join("input");
@@ -112,6 +133,7 @@ impl GuestDir {
         )?;
         let console = work.path().join("console.log");
         Ok(GuestDir {
+            _lock: lock,
             _work: work,
             input,
             output,
@@ -158,6 +180,51 @@ impl GuestDir {
         Ok(Some(RunOutput::Failed(format!(
             "netbisect bench exited with {status}: {message}"
         ))))
+    }
+}
+
+/// Removes the boot directories in `temp` that runs of this user left
+/// when they died: those whose lock nobody holds, and those without a
+/// lock made over a minute ago. A link is never followed.
+fn remove_abandoned(temp: &Path) {
+    use std::os::unix::fs::MetadataExt as _;
+    let Ok(entries) = std::fs::read_dir(temp) else {
+        return;
+    };
+    let me = rustix::process::geteuid().as_raw();
+    for entry in entries.flatten() {
+        if !entry.file_name().to_string_lossy().starts_with(WORK_PREFIX) {
+            continue;
+        }
+        let path = entry.path();
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if !meta.file_type().is_dir() || meta.uid() != me {
+            continue;
+        }
+        let abandoned = match rustix::fs::open(
+            path.join(LOCK_FILE),
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            // Taken: its owner is gone (the lock goes with the process).
+            // The lock is held until the directory is removed, so that
+            // two runs cleaning at once do not step on each other.
+            Ok(fd) => rustix::fs::flock(&fd, rustix::fs::FlockOperation::NonBlockingLockExclusive)
+                .is_ok()
+                .then_some(Some(fd)),
+            Err(rustix::io::Errno::NOENT) => meta
+                .modified()
+                .ok()
+                .and_then(|modified| modified.elapsed().ok())
+                .is_some_and(|age| age > UNLOCKED_GRACE)
+                .then_some(None),
+            Err(_) => None,
+        };
+        if let Some(_held) = abandoned {
+            let _ = std::fs::remove_dir_all(&path);
+        }
     }
 }
 
@@ -248,5 +315,42 @@ mod tests {
         assert!(err.contains("not a regular file"), "{err}");
         std::fs::create_dir(path.join("dir")).unwrap();
         assert!(read_guest_file(path, "dir", 16).is_err());
+    }
+
+    #[test]
+    fn directories_of_dead_runs_are_removed_and_no_other() {
+        let temp = tempfile::tempdir().unwrap();
+        let dir = |name: &str| {
+            let path = temp.path().join(name);
+            std::fs::create_dir(&path).unwrap();
+            std::fs::write(path.join("kept"), b"x").unwrap();
+            path
+        };
+        let living = dir("netbisect-vm-living");
+        let lock = std::fs::File::create(living.join(LOCK_FILE)).unwrap();
+        rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive).unwrap();
+        let dead = dir("netbisect-vm-dead");
+        std::fs::File::create(dead.join(LOCK_FILE)).unwrap();
+        let starting = dir("netbisect-vm-starting");
+        let other = dir("something-else");
+        std::fs::File::create(other.join(LOCK_FILE)).unwrap();
+        let target = dir("target");
+        std::fs::File::create(target.join(LOCK_FILE)).unwrap();
+        std::os::unix::fs::symlink(&target, temp.path().join("netbisect-vm-link")).unwrap();
+
+        remove_abandoned(temp.path());
+        assert!(!dead.exists());
+        for kept in [&living, &starting, &other, &target] {
+            assert!(kept.join("kept").exists(), "{}", kept.display());
+        }
+        assert!(
+            std::fs::symlink_metadata(temp.path().join("netbisect-vm-link"))
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        drop(lock);
+        remove_abandoned(temp.path());
+        assert!(!living.exists());
     }
 }

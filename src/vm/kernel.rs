@@ -12,6 +12,23 @@ const HEADER_MAGIC_OFFSET: usize = 0x202;
 /// Offset of the pointer to the kernel version string (boot protocol
 /// 2.00+), relative to 0x200.
 const VERSION_POINTER_OFFSET: usize = 0x20e;
+/// Offset of the count of 512-byte setup sectors (0 means 4).
+const SETUP_SECTS_OFFSET: usize = 0x1f1;
+/// Offset of the size of the protected-mode code, in 16-byte units.
+const SYSSIZE_OFFSET: usize = 0x1f4;
+/// Offset of the boot protocol version.
+const PROTOCOL_OFFSET: usize = 0x206;
+/// Offset of the longest command line the kernel takes (protocol 2.06+).
+const CMDLINE_SIZE_OFFSET: usize = 0x238;
+/// The longest command line assumed where the header does not say.
+const DEFAULT_CMDLINE_MAX: usize = 2048;
+/// What is read of an image before its sizes are checked: the setup
+/// sectors (at most 255 and the boot sector), which hold the header and
+/// the version string it points to.
+const HEADER_BYTES: u64 = 128 << 10;
+/// The largest image read: a bzImage holds a compressed kernel, and the
+/// largest distribution and debug builds are tens of MiB.
+pub const MAX_IMAGE_BYTES: u64 = 256 << 20;
 
 /// A kernel image checked before boot.
 #[derive(Clone, Debug)]
@@ -22,6 +39,9 @@ pub struct KernelImage {
     pub release: Option<String>,
     /// How its features were known: `modules`, `config` or `unknown`.
     pub features_from: &'static str,
+    /// The longest kernel command line it takes, bytes without the
+    /// final zero (its setup header's `cmdline_size`).
+    pub cmdline_max: usize,
 }
 
 #[cfg(test)]
@@ -32,6 +52,7 @@ impl KernelImage {
             path: PathBuf::from(format!("/boot/vmlinuz-{name}")),
             release: Some(name.to_string()),
             features_from: "unknown",
+            cmdline_max: DEFAULT_CMDLINE_MAX,
         }
     }
 }
@@ -58,22 +79,22 @@ const VIRTIO_NET: Feature = Feature {
     configs: &["CONFIG_VIRTIO_NET"],
 };
 
-/// Checks `path` is a kernel image and has what `net` needs.
+/// Checks `path` is a kernel image and has what `net` needs. The path
+/// is made absolute (qemu runs in another directory), and only the
+/// setup header is read: the sizes it states are checked before the
+/// image is read whole, at boot.
 pub fn check_image(path: &Path, net: NetMode) -> Result<KernelImage, VmError> {
-    let bytes = std::fs::read(path).map_err(|source| {
-        if source.kind() == std::io::ErrorKind::NotFound {
-            VmError::NoImage(path.to_path_buf())
-        } else {
-            VmError::Io {
-                what: format!("read {}", path.display()),
-                source,
-            }
-        }
+    let path = std::path::absolute(path).map_err(|source| VmError::Io {
+        what: format!("find {}", path.display()),
+        source,
     })?;
+    let path = path.as_path();
+    let header = read_header(path)?;
+    let bytes = header.as_slice();
     if bytes.get(HEADER_MAGIC_OFFSET..HEADER_MAGIC_OFFSET + 4) != Some(b"HdrS".as_slice()) {
         return Err(VmError::NotAKernel(path.to_path_buf()));
     }
-    let release = release_of(&bytes);
+    let release = release_of(bytes);
     let mut needed = vec![&NINE_P];
     if net != NetMode::Loopback {
         needed.push(&VIRTIO_NET);
@@ -86,7 +107,103 @@ pub fn check_image(path: &Path, net: NetMode) -> Result<KernelImage, VmError> {
         path: path.to_path_buf(),
         release,
         features_from,
+        cmdline_max: cmdline_max(bytes),
     })
+}
+
+/// The first [`HEADER_BYTES`] of the image at `path`, after checking
+/// that it is a regular file no larger than [`MAX_IMAGE_BYTES`] and than
+/// its header says, give or take a signature.
+fn read_header(path: &Path) -> Result<Vec<u8>, VmError> {
+    use rustix::fs::{FileType, Mode, OFlags};
+    let bad = |why: String| VmError::BadImage {
+        path: path.to_path_buf(),
+        why,
+    };
+    // O_NONBLOCK: a FIFO opens at once, to be refused below.
+    let fd = match rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::NOENT) => return Err(VmError::NoImage(path.to_path_buf())),
+        Err(rustix::io::Errno::LOOP) => {
+            return Err(bad("a loop of symbolic links".to_string()));
+        }
+        Err(rustix::io::Errno::NOTDIR) => {
+            return Err(bad("under something that is not a directory".to_string()));
+        }
+        Err(err) => {
+            return Err(VmError::Io {
+                what: format!("read {}", path.display()),
+                source: err.into(),
+            });
+        }
+    };
+    let stat = rustix::fs::fstat(&fd).map_err(|err| VmError::Io {
+        what: format!("read {}", path.display()),
+        source: err.into(),
+    })?;
+    match FileType::from_raw_mode(stat.st_mode) {
+        FileType::RegularFile => {}
+        FileType::Directory => return Err(bad("a directory".to_string())),
+        other => return Err(bad(format!("a {other:?}, not a regular file"))),
+    }
+    let size = u64::try_from(stat.st_size).unwrap_or(0);
+    if size > MAX_IMAGE_BYTES {
+        return Err(bad(format!(
+            "{size} bytes, over the {} MiB an image may have",
+            MAX_IMAGE_BYTES >> 20
+        )));
+    }
+    let mut header = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(std::fs::File::from(fd), HEADER_BYTES),
+        &mut header,
+    )
+    .map_err(|source| VmError::Io {
+        what: format!("read {}", path.display()),
+        source,
+    })?;
+    if header.get(HEADER_MAGIC_OFFSET..HEADER_MAGIC_OFFSET + 4) == Some(b"HdrS".as_slice())
+        && let Some(stated) = stated_size(&header)
+        && size < stated
+    {
+        return Err(bad(format!(
+            "cut short: {size} bytes where its header says {stated}"
+        )));
+    }
+    Ok(header)
+}
+
+/// The size of a bzImage as its setup header states it: the setup
+/// sectors and the boot sector, then the protected-mode code.
+fn stated_size(header: &[u8]) -> Option<u64> {
+    let sectors = match *header.get(SETUP_SECTS_OFFSET)? {
+        0 => 4,
+        n => u64::from(n),
+    };
+    let syssize = header.get(SYSSIZE_OFFSET..SYSSIZE_OFFSET + 4)?;
+    let syssize = u32::from_le_bytes([syssize[0], syssize[1], syssize[2], syssize[3]]);
+    Some((sectors + 1) * 512 + u64::from(syssize) * 16)
+}
+
+/// The longest command line the image takes: `cmdline_size` of its
+/// setup header from boot protocol 2.06, else [`DEFAULT_CMDLINE_MAX`].
+fn cmdline_max(header: &[u8]) -> usize {
+    let protocol = header
+        .get(PROTOCOL_OFFSET..PROTOCOL_OFFSET + 2)
+        .map_or(0, |b| u16::from_le_bytes([b[0], b[1]]));
+    let size = header
+        .get(CMDLINE_SIZE_OFFSET..CMDLINE_SIZE_OFFSET + 4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+    match size {
+        Some(size) if protocol >= 0x206 && size > 0 => {
+            usize::try_from(size).unwrap_or(DEFAULT_CMDLINE_MAX)
+        }
+        _ => DEFAULT_CMDLINE_MAX,
+    }
 }
 
 /// The release in the image's version string ("6.1.0-57-amd64 (...) #1").

@@ -214,6 +214,28 @@ pub enum VmError {
     /// The file is not a kernel.
     #[error("{0} is not a kernel image (no x86 boot header; give a bzImage)")]
     NotAKernel(PathBuf),
+    /// The image path names something that cannot be a kernel image.
+    #[error("kernel image {} is {why}", path.display())]
+    BadImage {
+        /// The path given.
+        path: PathBuf,
+        /// What it is instead.
+        why: String,
+    },
+    /// The kernel command line is longer than the image takes.
+    #[error(
+        "the kernel command line is {length} bytes, over the {max} that {} takes \
+         (its setup header's cmdline_size); shorten --vm-append",
+        image.display()
+    )]
+    CommandLineTooLong {
+        /// The image.
+        image: PathBuf,
+        /// The command line's length, bytes.
+        length: usize,
+        /// The longest the image takes.
+        max: usize,
+    },
     /// A program the runner needs is missing.
     #[error("{program} not found on PATH: {install}")]
     MissingTool {
@@ -300,11 +322,39 @@ impl VmError {
             self,
             VmError::NoImage(_)
                 | VmError::NotAKernel(_)
+                | VmError::BadImage { .. }
+                | VmError::CommandLineTooLong { .. }
                 | VmError::MissingTool { .. }
                 | VmError::KernelLacks { .. }
                 | VmError::BadOption(_)
         )
     }
+}
+
+/// The kernel command line of a guest made with `options`: the runner's
+/// base, then the user's `--vm-append` arguments.
+fn kernel_command_line(options: &VmOptions) -> String {
+    let mut append = BASE_APPEND.to_string();
+    for extra in &options.append {
+        append.push(' ');
+        append.push_str(extra);
+    }
+    append
+}
+
+/// Checks that the command line of `options` fits what `image` takes: a
+/// longer one is cut or refused by the kernel, whose guest then never
+/// reaches the test.
+pub fn check_command_line(image: &KernelImage, options: &VmOptions) -> Result<(), VmError> {
+    let length = kernel_command_line(options).len();
+    if length > image.cmdline_max {
+        return Err(VmError::CommandLineTooLong {
+            image: image.path.clone(),
+            length,
+            max: image.cmdline_max,
+        });
+    }
+    Ok(())
 }
 
 /// Checks a sysctl given as `KEY=VALUE`.

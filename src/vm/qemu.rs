@@ -5,7 +5,7 @@
 //! what the record's `vm` section says of it.
 
 use super::guest_dir::GuestDir;
-use super::{BASE_APPEND, NetMode, QEMU, RUNNER, VmError, VmOptions, initramfs, io};
+use super::{NetMode, QEMU, RUNNER, VmError, VmOptions, initramfs, io};
 use child_process::group::GroupChild;
 use run_record::env::VmEnv;
 use std::path::Path;
@@ -29,11 +29,7 @@ pub(super) fn qemu_arguments(
     guest_dir: &GuestDir,
     accel: &'static str,
 ) -> Vec<String> {
-    let mut append = BASE_APPEND.to_string();
-    for extra in &options.append {
-        append.push(' ');
-        append.push_str(extra);
-    }
+    let append = super::kernel_command_line(options);
     let mut qemu: Vec<String> = vec![
         QEMU.to_string(),
         "-nodefaults".to_string(),

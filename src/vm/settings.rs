@@ -4,7 +4,13 @@
 //! leave it.
 
 use crate::exit::InputError;
+use std::io::Read as _;
 use std::path::Path;
+
+/// The largest settings file read, bytes: a few sysctls and appends fit
+/// in far less, and a file that is not one (a FIFO, a device, a file a
+/// build left growing) is not read past it.
+pub const MAX_SETTINGS_BYTES: u64 = 64 << 10;
 
 /// Guest settings from a `--vm-settings` file.
 #[derive(Debug, Default, PartialEq)]
@@ -19,8 +25,7 @@ impl GuestSettings {
     /// Reads a settings file; a line it does not take is an input error
     /// naming the file and the line.
     pub fn read(path: &Path) -> anyhow::Result<GuestSettings> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|err| InputError(format!("cannot read {}: {err}", path.display())))?;
+        let text = read_capped(path)?;
         let mut settings = GuestSettings::default();
         for (line_idx, line) in text.lines().enumerate() {
             let line = line.trim();
@@ -50,6 +55,34 @@ impl GuestSettings {
     }
 }
 
+/// The text of the settings file at `path`: a regular file (opened
+/// without waiting for a FIFO's writer) of at most
+/// [`MAX_SETTINGS_BYTES`].
+fn read_capped(path: &Path) -> Result<String, InputError> {
+    use rustix::fs::{FileType, Mode, OFlags};
+    let cannot = |why: String| InputError(format!("cannot read {}: {why}", path.display()));
+    let fd = rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|err| cannot(std::io::Error::from(err).to_string()))?;
+    let stat =
+        rustix::fs::fstat(&fd).map_err(|err| cannot(std::io::Error::from(err).to_string()))?;
+    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+        return Err(cannot("not a regular file".to_string()));
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::from(fd)
+        .take(MAX_SETTINGS_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|err| cannot(err.to_string()))?;
+    if bytes.len() as u64 > MAX_SETTINGS_BYTES {
+        return Err(cannot(format!("over {MAX_SETTINGS_BYTES} bytes")));
+    }
+    String::from_utf8(bytes).map_err(|_| cannot("not UTF-8 text".to_string()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -75,5 +108,27 @@ mod tests {
         std::fs::write(&path, "reboot now\n").unwrap();
         let err = GuestSettings::read(&path).unwrap_err();
         assert!(err.to_string().contains(":1: expected"), "{err}");
+    }
+
+    #[test]
+    fn devices_fifos_and_long_files_are_not_read_as_settings() {
+        let err = GuestSettings::read(Path::new("/dev/zero")).unwrap_err();
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let err = GuestSettings::read(&fifo).unwrap_err();
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+        let long = dir.path().join("long.conf");
+        std::fs::write(&long, "#".repeat(MAX_SETTINGS_BYTES as usize + 1)).unwrap();
+        let err = GuestSettings::read(&long).unwrap_err();
+        assert!(err.to_string().contains("over 65536 bytes"), "{err}");
     }
 }

@@ -33,6 +33,7 @@ impl KernelUnderTest {
     pub fn prepare(image: &Path, options: VmOptions) -> anyhow::Result<KernelUnderTest> {
         super::check_nic_options(&options)?;
         let image = super::check_image(image, options.net)?;
+        super::check_command_line(&image, &options)?;
         super::check_tools()?;
         if let Some(tap) = &options.tap {
             super::tap_link(tap)?;

@@ -309,3 +309,65 @@ fn verdict_speaks_in_the_units_of_the_tool_and_says_why() {
         assert!(line.len() <= 80, "{line:?}");
     }
 }
+
+#[test]
+fn commands_that_read_never_create_the_default_archive() {
+    let home = tempfile::tempdir().unwrap();
+    let default = home.path().join(".local/share/netbisect/archive.db");
+    let repo_dir = home.path().join("repo");
+    let repo = GitRepo::init(&repo_dir);
+    repo.commit_files(&[("a", "1")], &[], "first");
+    let run = |args: &[&str]| {
+        let output = assert_cmd::Command::new(env!("CARGO_BIN_EXE_netbisect"))
+            .args(args)
+            .current_dir(&repo_dir)
+            .env("HOME", home.path())
+            .env_remove("XDG_DATA_HOME")
+            .env_remove("NETBISECT_ARCHIVE")
+            .env_remove("NETBISECT_TEMPLATE_DIR")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        (output.status.code(), stderr)
+    };
+    let missing = format!("no archive at {}", default.display());
+    for args in [
+        &["bisect", "status"][..],
+        &["bisect", "log"],
+        &["bisect", "report"],
+        &[
+            "verdict",
+            "--good-run",
+            "cccc1111",
+            "--bad-run",
+            "dddd2222",
+            "--measure",
+            "true",
+        ],
+    ] {
+        let (code, stderr) = run(args);
+        // verdict, made for `git bisect run`, aborts it on a usage error.
+        let usage = if args[0] == "verdict" { 128 } else { 2 };
+        assert_eq!(code, Some(usage), "{args:?}: {stderr}");
+        assert!(stderr.contains(&missing), "{args:?}: {stderr}");
+        assert!(!default.exists(), "{args:?} created {}", default.display());
+    }
+    // plan learns nothing from an archive that is not there and goes on
+    // with the figures it is given.
+    let (code, stderr) = run(&[
+        "plan",
+        "--test",
+        "-t TCP_RR",
+        "--effect",
+        "5",
+        "--cv",
+        "2",
+        "--seconds",
+        "10",
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let (code, stderr) = run(&["plan", "--test", "-t TCP_RR", "--effect", "5"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--cv"), "{stderr}");
+    assert!(!home.path().join(".local").exists());
+}

@@ -161,6 +161,136 @@ fn vm_options_need_a_kernel_and_bad_images_are_refused_before_boot() {
     assert!(stderr.contains("does not exist"), "{stderr}");
 }
 
+#[test]
+fn directories_link_loops_huge_files_and_long_command_lines_exit_2_before_boot() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive.db");
+    let loop_path = dir.path().join("loop");
+    std::os::unix::fs::symlink(&loop_path, &loop_path).unwrap();
+    // A file with a bzImage's header, 1.5 GB long (sparse): refused from
+    // its size, before it is read.
+    let huge = dir.path().join("huge-bzImage");
+    fake_kernel(&huge);
+    std::fs::File::options()
+        .write(true)
+        .open(&huge)
+        .unwrap()
+        .set_len(1536 << 20)
+        .unwrap();
+    for (path, expected) in [
+        (dir.path().to_path_buf(), "is a directory"),
+        (loop_path.clone(), "loop of symbolic links"),
+        (huge.clone(), "over the 256 MiB"),
+    ] {
+        let (code, _, stderr) = run(&archive, &["bench", "--kernel", path.to_str().unwrap()]);
+        assert_eq!(code, 2, "{}: {stderr}", path.display());
+        assert!(stderr.contains(expected), "{}: {stderr}", path.display());
+    }
+
+    // The fake image's header names no limit: 2048 bytes is assumed.
+    let image = dir.path().join("bzImage");
+    fake_kernel(&image);
+    let long = format!("nb.pad={}", "x".repeat(2048));
+    let (code, _, stderr) = run(
+        &archive,
+        &[
+            "bench",
+            "--kernel",
+            image.to_str().unwrap(),
+            "--vm-append",
+            &long,
+        ],
+    );
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("over the 2048"), "{stderr}");
+    assert!(!archive.exists());
+    // Debian's kernels say 2047 in their setup header.
+    if Path::new(KERNEL_OLD).exists() {
+        let fits = format!("nb.pad={}", "x".repeat(2047 - 7 - 1 - BASE_APPEND_LEN));
+        let over = format!("{fits}x");
+        let (code, _, stderr) = run(
+            &archive,
+            &["bench", "--kernel", KERNEL_OLD, "--vm-append", &over],
+        );
+        assert_eq!(code, 2, "{stderr}");
+        assert!(stderr.contains("2048 bytes, over the 2047"), "{stderr}");
+    }
+}
+
+/// The boot directories (`netbisect-vm-*`) in `dir`.
+fn boot_dirs(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| {
+            path.file_name()
+                .is_some_and(|name| name.to_string_lossy().starts_with("netbisect-vm-"))
+        })
+        .collect()
+}
+
+#[test]
+fn a_relative_image_boots_compressed_and_cleans_what_a_killed_run_left() {
+    if !slow("a_relative_image_boots_compressed") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive.db");
+    let mut killed = std::process::Command::new(BINARY)
+        .args([
+            "bench",
+            "--kernel",
+            KERNEL_OLD,
+            "--vm-accel",
+            "tcg",
+            "-l",
+            "0.5",
+        ])
+        .env("NETBISECT_ARCHIVE", &archive)
+        .env("TMPDIR", dir.path())
+        .env("XDG_CACHE_HOME", dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while boot_dirs(dir.path()).is_empty() {
+        assert!(Instant::now() < deadline, "no boot directory appeared");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    nothing_left_running(&format!("{}/netbisect-vm-", dir.path().display()));
+    assert_eq!(
+        boot_dirs(dir.path()).len(),
+        1,
+        "kill -9 left no directory to clean"
+    );
+
+    // Without a cache directory the image boots compressed, by the path
+    // given relative to where netbisect runs, not to where qemu does.
+    let image = Path::new(KERNEL_OLD);
+    let output = crate::netbisect_with(&archive)
+        .args(["bench", "--kernel"])
+        .arg(image.file_name().unwrap())
+        .args(["--vm-accel", "tcg", "--vm-timeout", TIMEOUT, "-l", "0.5"])
+        .current_dir(image.parent().unwrap())
+        .env("TMPDIR", dir.path())
+        .env_remove("XDG_CACHE_HOME")
+        .env_remove("HOME")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("booting the compressed image"), "{stderr}");
+    assert_eq!(boot_dirs(dir.path()), Vec::<PathBuf>::new());
+}
+
+/// The length of the runner's own part of the kernel command line
+/// ("console=ttyS0 panic=-1").
+const BASE_APPEND_LEN: usize = 22;
+
 /// The record's guest-side facts.
 fn guest_facts(record: &Value) -> (String, String, Value) {
     (

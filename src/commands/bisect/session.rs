@@ -96,7 +96,15 @@ pub(super) struct Loaded {
 /// no path, that of the repository of the current directory, else the
 /// one bisection in progress, wherever its repository is.
 pub(super) fn load(global: &GlobalArgs, path: Option<&Path>) -> anyhow::Result<Loaded> {
-    let archive = crate::store::open_archive(global)?;
+    // No archive holds no session: said so, and none is created.
+    if let Some(archive_path) = crate::store::missing_archive(global)? {
+        return Err(input(format!(
+            "{} (no archive at {})",
+            no_session(None),
+            archive_path.display()
+        )));
+    }
+    let archive = crate::store::open_existing_archive(global)?;
     let (repo, session) = find_session(&archive, path)?;
     let spec: SessionSpec = serde_json::from_str(&session.spec)
         .with_context(|| format!("bisection session {} is not readable", session.id))?;

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Peak memory (maximum resident set size, from GNU time's %M) of netbisect
+# reading each kind of input at or past its documented ceiling, one row
+# per reader:
+#
+#   measure stdout   verdict whose --measure prints 500 MB (kept: 64 MiB)
+#   bzImage header   bench --kernel of a 1.5 GB file with a bzImage header
+#                    (refused from its size, before it is read)
+#   vm-settings      bench --kernel --vm-settings /dev/zero (refused: not a
+#                    regular file) and a file of 64 KiB + 1 (refused)
+#   plan --commits   plan at its limit, 100000 commits (PLAN_COMMITS), and
+#                    2^64-1 (refused before anything is allocated)
+#
+# Each row says the exit code too: 2 is a refusal of the input, 125 is
+# verdict's "cannot tell". Runs on loopback in a temporary directory.
+# Needs GNU time (/usr/bin/time).
+# Usage: scripts/bench-memory.sh   (env: NETBISECT, PLAN_COMMITS)
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")/.." && pwd)
+NETBISECT=${NETBISECT:-$HERE/target/release/netbisect}
+PLAN_COMMITS=${PLAN_COMMITS:-100000}
+[ -x "$NETBISECT" ] || { echo "no $NETBISECT: cargo build --release, or set NETBISECT" >&2; exit 2; }
+[ -x /usr/bin/time ] || { echo "needs GNU time (/usr/bin/time)" >&2; exit 2; }
+
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+ARCHIVE=$WORK/archive.db
+NB=("$NETBISECT" --archive "$ARCHIVE")
+
+# A file with an x86 boot header ("HdrS" at 0x202) and nothing else.
+fake_kernel() {
+    head -c 4096 /dev/zero > "$1"
+    printf 'HdrS' | dd of="$1" bs=1 seek=514 conv=notrunc status=none
+}
+
+# row NAME COMMAND...: the command's peak RSS in MiB and its exit code.
+row() {
+    local name=$1
+    shift
+    local code=0
+    /usr/bin/time -f '%M' -o "$WORK/rss" "$@" > /dev/null 2> "$WORK/err" || code=$?
+    local kib
+    kib=$(tail -n 1 "$WORK/rss")
+    printf '%-34s %9.1f %5s\n' "$name" "$(echo "$kib / 1024" | bc -l)" "$code"
+}
+
+"${NB[@]}" bench -t TCP_STREAM -l 0.2 --commit cccc1111 > /dev/null 2>&1
+"${NB[@]}" bench -t TCP_STREAM -l 0.2 --commit dddd2222 > /dev/null 2>&1
+fake_kernel "$WORK/huge-bzImage"
+truncate -s 1536M "$WORK/huge-bzImage"
+fake_kernel "$WORK/bzImage"
+head -c 65537 /dev/zero | tr '\0' '#' > "$WORK/long.conf"
+
+printf '%-34s %9s %5s\n' "reader" "peak MiB" "exit"
+row "measure stdout, 500 MB" "${NB[@]}" verdict --good-run cccc1111 --bad-run dddd2222 \
+    --measure "head -c 500000000 /dev/zero"
+row "bzImage header, 1.5 GB file" "${NB[@]}" bench --kernel "$WORK/huge-bzImage"
+row "vm-settings /dev/zero" "${NB[@]}" bench --kernel "$WORK/bzImage" --vm-settings /dev/zero
+row "vm-settings 64 KiB + 1" "${NB[@]}" bench --kernel "$WORK/bzImage" --vm-settings "$WORK/long.conf"
+row "plan --commits $PLAN_COMMITS" "${NB[@]}" plan --test "-t TCP_RR" --effect 5 --cv 2 \
+    --seconds 10 --commits "$PLAN_COMMITS"
+row "plan --commits 2^64-1" "${NB[@]}" plan --test "-t TCP_RR" --effect 5 --cv 2 \
+    --seconds 10 --commits 18446744073709551615
