@@ -573,6 +573,10 @@ fn report_interim(interim: Interim<'_>, test: TestKind, window: &Window, progres
                 .then(|| transactions.saturating_sub(last_transactions) as f64 / interval_s),
         });
         (last_at, last_bytes, last_transactions) = (now, bytes, transactions);
-        next += every;
+        // A coordinator woken late (a loaded host) does not make up the
+        // reports it missed: back to back, they would cover microseconds
+        // and read as a stalled test. The next one covers half a period
+        // at least.
+        next = (next + every).max(now + every / 2);
     }
 }
