@@ -148,12 +148,15 @@ pub fn series_svg(chart: &SeriesChart) -> Result<String, ChartError> {
                 CHANGE.stroke_width(2),
             ))
             .map_err(draw_error)?;
-            plot.draw_series(std::iter::once(Text::new(
-                marker.text.clone(),
-                (x, y_high),
-                ("sans-serif", 13).into_font().color(&CHANGE),
-            )))
-            .map_err(draw_error)?;
+            // The text a few pixels right of the line and below the top.
+            let label = EmptyElement::at((x, y_high))
+                + Text::new(
+                    marker.text.clone(),
+                    (5, 4),
+                    ("sans-serif", 13).into_font().color(&CHANGE),
+                );
+            plot.draw_series(std::iter::once(label))
+                .map_err(draw_error)?;
         }
         plot.draw_series(points.iter().enumerate().map(|(idx, point)| {
             ErrorBar::new_vertical(
