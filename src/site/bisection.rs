@@ -9,7 +9,7 @@
 
 use super::chart::{ChartMarker, ChartPoint, SeriesChart, format_value, series_svg};
 use super::html::{Cell, escape, page, table};
-use super::series::LEVEL;
+use super::series::{LEVEL, Scale, scale_of};
 use anyhow::Context;
 use archive::Archive;
 use archive::journal::BisectSession;
@@ -18,6 +18,8 @@ use bisect::config::BisectConfig;
 use bisect::decision::Verdict;
 use bisect::graph::CommitGraph;
 use bisect::report::{BisectResult, Outcome};
+use run_record::record::Metric;
+use run_record::spec::TestKind;
 use run_record::stats;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -154,6 +156,7 @@ pub fn bisection_page(
         ));
     };
     let graph = graph.or_else(|| graph_of(&session.repo, &good, &bad, first_parent));
+    let scale = scale_of_metric(&config.metric);
 
     // Commits in git order (the good end first) when the graph is known,
     // else in the order the bisection first came to them.
@@ -222,7 +225,7 @@ pub fn bisection_page(
              the order the bisection measured them, without their subjects.</p>\n",
         );
     }
-    body.push_str(&outcome_html(outcome.as_ref()));
+    body.push_str(&outcome_html(outcome.as_ref(), &scale));
 
     let culprit = match (&outcome, &finished) {
         (Some(Outcome::Finished(report)), _) => match &report.result {
@@ -255,7 +258,12 @@ pub fn bisection_page(
             (None, None) => role.to_string(),
         };
         let subject = subjects.get(commit.as_str()).copied().unwrap_or("");
-        let mean_interval = figures(&log.samples)?;
+        let scaled: Vec<f64> = log
+            .samples
+            .iter()
+            .map(|value| value / scale.divisor)
+            .collect();
+        let mean_interval = figures(&scaled)?;
         if let Some((mean, low, high)) = mean_interval {
             if culprit.as_deref() == Some(commit.as_str()) {
                 markers.push(ChartMarker {
@@ -269,9 +277,10 @@ pub fn bisection_page(
                 low,
                 high,
                 detail: format!(
-                    "{} {subject}\nmean {}, 95% interval {} to {}\n{} samples\n{decision}",
+                    "{} {subject}\nmean {} {}, 95% interval {} to {}\n{} samples\n{decision}",
                     short(commit),
                     format_value(mean),
+                    scale.unit,
                     format_value(low),
                     format_value(high),
                     log.samples.len()
@@ -307,7 +316,7 @@ pub fn bisection_page(
             } else {
                 "commit, in the order measured".to_string()
             },
-            y_name: format!("{} (95% interval)", config.metric),
+            y_name: format!("{}, {} (95% interval)", config.metric, scale.unit),
             points,
             markers,
         };
@@ -316,12 +325,13 @@ pub fn bisection_page(
     if let Some(svg) = &svg {
         let _ = writeln!(body, "<figure class=\"chart\">\n{svg}</figure>");
     }
+    let mean_header = format!("mean, {}", scale.unit);
     body.push_str(&table(
         &[
             "commit",
             "subject",
             "samples",
-            "mean",
+            &mean_header,
             "95% interval",
             "decision",
         ],
@@ -334,6 +344,24 @@ pub fn bisection_page(
         state,
         svg,
     })
+}
+
+/// How the values of the bisected metric are shown: throughput in
+/// 10^6bits/s as the rest of netbisect prints it, others in their unit.
+fn scale_of_metric(name: &str) -> Scale {
+    match name.parse::<Metric>() {
+        // Service demand's unit depends on the test, which a journal
+        // does not say; the metric's name stands for it.
+        Ok(metric @ (Metric::LocalServiceDemand | Metric::RemoteServiceDemand)) => Scale {
+            divisor: 1.0,
+            unit: metric.name().to_string(),
+        },
+        Ok(metric) => scale_of(metric.unit(TestKind::TcpStream), "m"),
+        Err(_) => Scale {
+            divisor: 1.0,
+            unit: name.to_string(),
+        },
+    }
 }
 
 /// Mean and 95% interval of `samples` (the mean twice with one sample).
@@ -349,7 +377,7 @@ fn figures(samples: &[f64]) -> anyhow::Result<Option<(f64, f64, f64)>> {
     }
 }
 
-fn outcome_html(outcome: Option<&Outcome>) -> String {
+fn outcome_html(outcome: Option<&Outcome>, scale: &Scale) -> String {
     let mut out = String::new();
     match outcome {
         Some(Outcome::Finished(report)) => match &report.result {
@@ -398,10 +426,11 @@ fn outcome_html(outcome: Option<&Outcome>) -> String {
             let _ = writeln!(
                 out,
                 "<p>Refused: the ends do not differ by more than {}% and the noise \
-                 (good mean {}, bad mean {}).</p>",
+                 (good mean {} {unit}, bad mean {} {unit}).</p>",
                 refusal.min_effect_pct,
-                format_value(refusal.good.mean),
-                format_value(refusal.bad.mean)
+                format_value(refusal.good.mean / scale.divisor),
+                format_value(refusal.bad.mean / scale.divisor),
+                unit = scale.unit
             );
         }
         None => {}

@@ -295,6 +295,33 @@ fn a_bisection_has_a_page_and_its_report_a_chart() {
         .unwrap()
         .1;
     assert!(index.contains(&format!("first bad {}", &ids[5].to_string()[..12])));
+    assert!(page.contains("mean, 10^6bits/s"));
+
+    // Without its repository, the journal alone gives the page: the same
+    // commits and decisions, in the order they were measured.
+    let parent = fixture.repo.parent().unwrap();
+    let moved = parent.join("moved");
+    std::fs::rename(&fixture.repo, &moved).unwrap();
+    let site = parent.join("site-without-repo");
+    crate::netbisect_with(&fixture.archive)
+        .current_dir(parent)
+        .arg("publish")
+        .arg(&site)
+        .assert()
+        .success();
+    let pages_without = self::pages(&site);
+    let (_, without) = pages_without
+        .iter()
+        .find(|(name, _)| name.starts_with("bisect-"))
+        .expect("a bisection page");
+    assert!(without.contains("could not be opened"));
+    assert!(without.contains("commit, in the order measured"));
+    assert_eq!(
+        without.matches("class=\"point\"").count(),
+        page.matches("class=\"point\"").count()
+    );
+    assert!(without.contains("new (like bad) after"));
+    std::fs::rename(&moved, &fixture.repo).unwrap();
 }
 
 /// Where chromium is, when it is installed.
