@@ -42,7 +42,9 @@ pub struct BisectionPage {
 #[derive(Default)]
 struct CommitLog {
     samples: Vec<f64>,
-    verdict: Option<(Verdict, u32, f64)>,
+    /// The verdict, the step it was given at (from 1), its samples and
+    /// log-likelihood ratio.
+    verdict: Option<(Verdict, u32, u32, f64)>,
     skip: Option<String>,
     first_seen: usize,
 }
@@ -112,6 +114,7 @@ pub fn bisection_page(
     let mut commits: BTreeMap<String, CommitLog> = BTreeMap::new();
     let mut finished: Option<(String, Option<String>)> = None;
     let mut n_seen = 0;
+    let mut n_steps = 0;
     for event in &events {
         match event {
             JournalEvent::Start {
@@ -140,8 +143,9 @@ pub fn bisection_page(
                 n_samples,
                 llr,
             } => {
+                n_steps += 1;
                 log_of(&mut commits, commit, &mut n_seen).verdict =
-                    Some((*verdict, *n_samples, *llr));
+                    Some((*verdict, n_steps, *n_samples, *llr));
             }
             JournalEvent::Finished { result, commit } => {
                 finished = Some((result.clone(), commit.clone()));
@@ -179,10 +183,16 @@ pub fn bisection_page(
             seen.into_iter().map(|(commit, _)| commit.clone()).collect()
         }
     };
-    let outcome = graph
+    let status = graph
         .as_ref()
-        .and_then(|graph| bisect::engine::status(graph, &config, &events).ok())
-        .and_then(|status| status.outcome);
+        .and_then(|graph| bisect::engine::status(graph, &config, &events).ok());
+    // What was left to search after each step, as the replay tells.
+    let candidates_after: BTreeMap<String, u32> = status
+        .iter()
+        .flat_map(|status| &status.steps)
+        .map(|step| (step.commit.id.clone(), step.candidates_after))
+        .collect();
+    let outcome = status.and_then(|status| status.outcome);
 
     let title = format!(
         "Bisection {} of {}: {} (good {}, bad {})",
@@ -250,12 +260,19 @@ pub fn bisection_page(
             ""
         };
         let decision = match (&log.verdict, &log.skip) {
-            (Some((verdict, n_samples, llr)), _) => format!(
-                "{} after {n_samples} samples (log-likelihood ratio {llr:.2})",
+            (Some((verdict, step, n_samples, llr)), _) => format!(
+                "step {step}: {} after {n_samples} samples (log-likelihood ratio {llr:.2})",
                 verdict_word(*verdict)
             ),
             (None, Some(reason)) => format!("skipped: {reason}"),
             (None, None) => role.to_string(),
+        };
+        let decision = match candidates_after.get(commit) {
+            Some(n_left) if log.verdict.is_some() => format!(
+                "{decision}; {n_left} candidate{} left",
+                if *n_left == 1 { "" } else { "s" }
+            ),
+            _ => decision,
         };
         let subject = subjects.get(commit.as_str()).copied().unwrap_or("");
         let scaled: Vec<f64> = log
@@ -293,7 +310,7 @@ pub fn bisection_page(
             vec![
                 Cell::Text(format!("<code>{}</code>", escape(short(commit)))),
                 Cell::Text(escape(subject)),
-                Cell::Num(log.samples.len().to_string()),
+                Cell::Text(samples_cell(&scaled)),
                 Cell::Num(mean_interval.map_or("-".to_string(), |(mean, _, _)| format_value(mean))),
                 Cell::Num(mean_interval.map_or("-".to_string(), |(_, low, high)| {
                     format!("{} to {}", format_value(low), format_value(high))
@@ -362,6 +379,20 @@ fn scale_of_metric(name: &str) -> Scale {
             unit: name.to_string(),
         },
     }
+}
+
+/// Every sample of a commit, in the order taken, behind its count: a
+/// `<details>` element opens without a script.
+fn samples_cell(samples: &[f64]) -> String {
+    if samples.is_empty() {
+        return "0".to_string();
+    }
+    let values: Vec<String> = samples.iter().map(|value| format_value(*value)).collect();
+    format!(
+        "<details><summary>{}</summary>{}</details>",
+        samples.len(),
+        values.join(" ")
+    )
 }
 
 /// Mean and 95% interval of `samples` (the mean twice with one sample).

@@ -17,8 +17,11 @@ use std::fmt::Write as _;
 /// Width and height of a chart, pixels.
 const WIDTH: u32 = 960;
 const HEIGHT: u32 = 420;
-/// Most x labels drawn; the rest are in the points' titles.
-const MAX_X_LABELS: usize = 12;
+/// Most x labels drawn (a time label is about 100 pixels wide); the
+/// rest are in the points' titles.
+const MAX_X_LABELS: usize = 8;
+/// Above this many points, marks are drawn smaller so the line shows.
+const DENSE: usize = 100;
 /// Colours: the series, the intervals, the change markers.
 const SERIES: RGBColor = RGBColor(31, 92, 153);
 const INTERVAL: RGBColor = RGBColor(120, 150, 190);
@@ -99,7 +102,7 @@ pub fn series_svg(chart: &SeriesChart) -> Result<String, ChartError> {
     let (y_low, y_high) = y_range(&chart.points);
     let n_points = chart.points.len();
     let x_range = -0.5..(n_points as f64 - 0.5);
-    let label_every = n_points.div_ceil(MAX_X_LABELS).max(1);
+    let dense = n_points > DENSE;
 
     let mut svg = String::new();
     let mut overlay = String::new();
@@ -120,9 +123,6 @@ pub fn series_svg(chart: &SeriesChart) -> Result<String, ChartError> {
                 return String::new();
             }
             let idx = idx as usize;
-            if !idx.is_multiple_of(label_every) {
-                return String::new();
-            }
             points
                 .get(idx)
                 .map(|point| point.label.clone())
@@ -131,7 +131,9 @@ pub fn series_svg(chart: &SeriesChart) -> Result<String, ChartError> {
         plot.configure_mesh()
             .x_desc(&chart.x_name)
             .y_desc(&chart.y_name)
-            .x_labels(n_points.min(MAX_X_LABELS * label_every) + 1)
+            // plotters puts its ticks at round numbers; those that fall
+            // on a point are labelled with it.
+            .x_labels(n_points.clamp(2, MAX_X_LABELS))
             .x_label_formatter(&x_label)
             .y_label_formatter(&|y: &f64| format_value(*y))
             .disable_x_mesh()
@@ -164,8 +166,8 @@ pub fn series_svg(chart: &SeriesChart) -> Result<String, ChartError> {
                 point.low,
                 point.center,
                 point.high,
-                INTERVAL.stroke_width(2),
-                8,
+                INTERVAL.stroke_width(if dense { 1 } else { 2 }),
+                if dense { 0 } else { 8 },
             )
         }))
         .map_err(draw_error)?;
@@ -177,12 +179,13 @@ pub fn series_svg(chart: &SeriesChart) -> Result<String, ChartError> {
             SERIES.stroke_width(2),
         ))
         .map_err(draw_error)?;
-        plot.draw_series(
-            points
-                .iter()
-                .enumerate()
-                .map(|(idx, point)| Circle::new((idx as f64, point.center), 4, SERIES.filled())),
-        )
+        plot.draw_series(points.iter().enumerate().map(|(idx, point)| {
+            Circle::new(
+                (idx as f64, point.center),
+                if dense { 2 } else { 4 },
+                SERIES.filled(),
+            )
+        }))
         .map_err(draw_error)?;
 
         // Hover targets over what plotters drew, at the same pixels.

@@ -287,7 +287,7 @@ fn a_bisection_has_a_page_and_its_report_a_chart() {
     assert_self_contained("the bisection page", page);
     assert!(page.contains("commit, in git order"));
     assert!(page.contains("; the culprit"));
-    assert!(page.contains("new (like bad) after"));
+    assert!(page.contains(": new (like bad) after"));
     assert!(page.contains("commit 5"), "subjects from the repository");
     let index = &pages
         .iter()
@@ -320,7 +320,7 @@ fn a_bisection_has_a_page_and_its_report_a_chart() {
         without.matches("class=\"point\"").count(),
         page.matches("class=\"point\"").count()
     );
-    assert!(without.contains("new (like bad) after"));
+    assert!(without.contains(": new (like bad) after"));
     std::fs::rename(&moved, &fixture.repo).unwrap();
 }
 
