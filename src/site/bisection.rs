@@ -102,20 +102,26 @@ fn verdict_word(verdict: Verdict) -> &'static str {
     }
 }
 
-/// The page of `session`, with `graph` when the caller has loaded it
-/// (else this tries the session's repository).
-pub fn bisection_page(
-    archive: &Archive,
-    session: &BisectSession,
-    graph: Option<CommitGraph>,
-) -> anyhow::Result<BisectionPage> {
-    let events = session_events(archive, session)?;
-    let mut start: Option<(String, String, bool, BisectConfig)> = None;
-    let mut commits: BTreeMap<String, CommitLog> = BTreeMap::new();
-    let mut finished: Option<(String, Option<String>)> = None;
+/// What the journal says: how the bisection started, each commit's log,
+/// and how it finished.
+struct JournalSummary {
+    /// Good end, bad end, first parents only, the options.
+    start: Option<(String, String, bool, BisectConfig)>,
+    commits: BTreeMap<String, CommitLog>,
+    /// The result and the commit of the `finished` event.
+    finished: Option<(String, Option<String>)>,
+}
+
+fn summarize(events: &[JournalEvent]) -> JournalSummary {
+    let mut summary = JournalSummary {
+        start: None,
+        commits: BTreeMap::new(),
+        finished: None,
+    };
+    let commits = &mut summary.commits;
     let mut n_seen = 0;
     let mut n_steps = 0;
-    for event in &events {
+    for event in events {
         match event {
             JournalEvent::Start {
                 good,
@@ -123,19 +129,21 @@ pub fn bisection_page(
                 first_parent,
                 config,
                 ..
-            } => start = Some((good.clone(), bad.clone(), *first_parent, config.clone())),
+            } => {
+                summary.start = Some((good.clone(), bad.clone(), *first_parent, config.clone()));
+            }
             JournalEvent::Archived { commit, samples } => {
-                log_of(&mut commits, commit, &mut n_seen)
+                log_of(commits, commit, &mut n_seen)
                     .samples
                     .extend(samples.iter().map(|sample| sample.value));
             }
             JournalEvent::Sample { commit, sample } => {
-                log_of(&mut commits, commit, &mut n_seen)
+                log_of(commits, commit, &mut n_seen)
                     .samples
                     .push(sample.value);
             }
             JournalEvent::Skip { commit, reason } => {
-                log_of(&mut commits, commit, &mut n_seen).skip = Some(reason.clone());
+                log_of(commits, commit, &mut n_seen).skip = Some(reason.clone());
             }
             JournalEvent::Verdict {
                 commit,
@@ -144,20 +152,45 @@ pub fn bisection_page(
                 llr,
             } => {
                 n_steps += 1;
-                log_of(&mut commits, commit, &mut n_seen).verdict =
+                log_of(commits, commit, &mut n_seen).verdict =
                     Some((*verdict, n_steps, *n_samples, *llr));
             }
             JournalEvent::Finished { result, commit } => {
-                finished = Some((result.clone(), commit.clone()));
+                summary.finished = Some((result.clone(), commit.clone()));
             }
             JournalEvent::Estimate { .. } | JournalEvent::Interrupted { .. } => {}
         }
     }
+    summary
+}
+
+/// The page of `session`, with `graph` when the caller has loaded it
+/// (else this tries the session's repository).
+pub fn bisection_page(
+    archive: &Archive,
+    session: &BisectSession,
+    graph: Option<CommitGraph>,
+) -> anyhow::Result<BisectionPage> {
+    let events = session_events(archive, session)?;
+    let JournalSummary {
+        start,
+        commits,
+        finished,
+    } = summarize(&events);
     let Some((good, bad, first_parent, config)) = start else {
-        return Err(anyhow::anyhow!(
-            "the journal of bisection session {} has no start",
-            session.id
-        ));
+        // A session whose start was never journaled has nothing to show.
+        let title = format!("Bisection {} of {}", session.id, session.repo);
+        let body = format!(
+            "<h1>{}</h1>\n<p>Its journal is empty: the bisection has not started.</p>\n",
+            escape(&title)
+        );
+        return Ok(BisectionPage {
+            file: format!("bisect-{}.html", session.id),
+            html: page(&title, &body),
+            title,
+            state: "not started".to_string(),
+            svg: None,
+        });
     };
     let graph = graph.or_else(|| graph_of(&session.repo, &good, &bad, first_parent));
     let scale = scale_of_metric(&config.metric);

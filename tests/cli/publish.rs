@@ -230,6 +230,21 @@ fn bad_input_is_refused_with_the_documented_codes() {
         stderr_of_failure(netbisect(&db).arg("publish").arg(&locked), 3);
     }
 
+    // A bisection whose journal is empty (its start never written) has a
+    // page that says so, and breaks nothing else.
+    let session = archive::Archive::open(&db)
+        .unwrap()
+        .start_session("/no/such/repository", "{}")
+        .unwrap();
+    let started = dir.path().join("with-session");
+    netbisect(&db)
+        .arg("publish")
+        .arg(&started)
+        .assert()
+        .success();
+    let page = read(&started.join(format!("bisect-{}.html", session.id)));
+    assert!(page.contains("has not started"), "{page}");
+
     let stderr = stderr_of_failure(
         netbisect(&db)
             .args(["publish", "--compare", "only-one-side"])
