@@ -182,6 +182,20 @@ fn the_archive_is_published_with_charts_in_git_order_and_the_step_marked() {
     let svg = read(&svg);
     assert!(svg.starts_with("<svg"));
     assert_eq!(svg.matches("class=\"point\"").count(), 10);
+    let stderr = stderr_of_failure(
+        netbisect(&db)
+            .args([
+                "history",
+                "--metric",
+                "throughput_bps",
+                "--test",
+                "TCP_STREAM",
+            ])
+            .arg("--svg")
+            .arg(dir.path()),
+        2,
+    );
+    assert!(stderr.contains("is a directory"), "{stderr}");
     assert_eq!(svg.matches("class=\"change\"").count(), 1);
 
     // Without a repository, runs come in time order.
