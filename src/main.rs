@@ -4,6 +4,7 @@
 
 mod cli;
 mod commands;
+mod commits;
 mod comparison;
 mod exit;
 mod experiment;
@@ -12,6 +13,7 @@ mod progress;
 mod render;
 mod request;
 mod selector;
+mod site;
 mod store;
 mod vm;
 

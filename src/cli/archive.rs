@@ -236,6 +236,32 @@ pub struct HistoryArgs {
     pub min_change: f64,
     #[command(flatten)]
     pub units: UnitsArg,
+    /// Also write the history's chart to FILE (SVG), as `publish` draws it
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+}
+
+/// `netbisect publish`.
+#[derive(Debug, Args)]
+pub struct PublishArgs {
+    /// Directory of the site (created if missing; pages in it are replaced)
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Git repository giving the commit order of the charts [default: time
+    /// order]
+    #[arg(long, value_name = "PATH")]
+    pub repo: Option<PathBuf>,
+    /// Commits of the charts: A..B or one revision and its ancestors
+    /// [default: HEAD]
+    #[arg(long, value_name = "A..B", requires = "repo")]
+    pub range: Option<String>,
+    /// Follow first parents only (the mainline of merges)
+    #[arg(long, requires = "repo")]
+    pub first_parent: bool,
+    /// A compare page of two sides, as `compare A B` takes them (commit,
+    /// label or run id); repeat for more pages
+    #[arg(long, value_name = "A..B")]
+    pub compare: Vec<String>,
 }
 
 // ---- Kernels under test (the VM runner) ----------------------------------

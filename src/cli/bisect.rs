@@ -38,7 +38,7 @@ pub enum BisectAction {
     /// them)
     Log(BisectRepoArgs),
     /// The report of a finished bisection, ready for a mailing list
-    Report(BisectRepoArgs),
+    Report(BisectReportArgs),
     /// Remove the bisect worktree and end the session; runs stay archived
     Reset(BisectRepoArgs),
 }
@@ -50,6 +50,18 @@ pub struct BisectRepoArgs {
     /// else the one bisection in progress]
     #[arg(long, value_name = "PATH")]
     pub repo: Option<PathBuf>,
+}
+
+/// `bisect report`.
+#[derive(Debug, Args)]
+pub struct BisectReportArgs {
+    /// The repository.
+    #[command(flatten)]
+    pub repo: BisectRepoArgs,
+    /// Also write the chart of every commit's measurements to FILE (SVG),
+    /// as `publish` draws it
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
 }
 
 /// How each repeat is measured: a bench test or a command.

@@ -124,6 +124,9 @@ pub enum Command {
     History(HistoryArgs),
     /// Estimate how many measurements and how long a bisection will take
     Plan(PlanArgs),
+    /// Write the archive as a static site: charts of every configuration
+    /// across commits, comparisons and bisections
+    Publish(PublishArgs),
 }
 
 /// `netbisect record`.

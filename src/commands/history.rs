@@ -16,8 +16,10 @@
 //! record by record.
 
 use crate::cli::{GlobalArgs, HistoryArgs};
+use crate::commits::commits_of;
 use crate::exit::{Code, InputError};
 use crate::output;
+use crate::site;
 use crate::store::open_archive_read;
 use anyhow::Context;
 use archive::compare::SpecSummary;
@@ -100,6 +102,9 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<Code> {
         ))
         .into());
     }
+    if let Some(path) = &args.svg {
+        write_svg(path, &history, &points, &args.units.units)?;
+    }
     output::emit(
         global,
         || output::pretty(&history, "the history"),
@@ -114,6 +119,22 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<Code> {
         },
     )?;
     Ok(Code::Ok)
+}
+
+/// Writes the history's chart, as `publish` draws it, to `path`.
+fn write_svg(
+    path: &std::path::Path,
+    history: &archive::history::History,
+    points: &[PointRuns<'_>],
+    units: &str,
+) -> anyhow::Result<()> {
+    let scale = site::series::scale_of(&history.unit, units);
+    let figures = site::series::point_figures(history, points, &scale)
+        .context("failed to compute the intervals of the history")?;
+    let caption = format!("{}, {}", history.metric, history.tests.join(", "));
+    let chart = site::series::history_chart(&caption, history.order, &scale, &figures);
+    let svg = site::chart::series_svg(&chart).context("failed to draw the history")?;
+    site::write_file(path, &svg)
 }
 
 /// The history template's data: the history and `units`, the `-f`
@@ -167,38 +188,6 @@ fn with_spec_key(runs: Vec<SeriesRun>, prefix: Option<&str>) -> anyhow::Result<V
         .into());
     }
     Ok(kept)
-}
-
-/// The commits of `range` in `path`, oldest first. A path that is not a
-/// repository and a revision that does not resolve are input errors.
-fn commits_of(
-    path: &std::path::Path,
-    range: &str,
-    first_parent: bool,
-) -> anyhow::Result<Vec<String>> {
-    use bisect::range::{RangeError, commits_in_order, discover};
-    let classify = |err: RangeError| -> anyhow::Error {
-        let is_input = matches!(
-            err,
-            RangeError::Open { .. } | RangeError::Resolve { .. } | RangeError::UnsupportedRange(_)
-        );
-        let message = format!("cannot list the commits of {range} in {}", path.display());
-        if is_input {
-            // The exit code follows the error's type, so the causes are
-            // folded into the message of an input error.
-            let mut text = format!("{message}: {err}");
-            let mut source = std::error::Error::source(&err);
-            while let Some(cause) = source {
-                text.push_str(&format!(": {cause}"));
-                source = cause.source();
-            }
-            InputError(text).into()
-        } else {
-            anyhow::Error::new(err).context(message)
-        }
-    };
-    let repo = discover(path).map_err(classify)?;
-    commits_in_order(&repo, range, first_parent).map_err(classify)
 }
 
 /// Fails, listing them, when the points hold runs of several spec keys;

@@ -2,7 +2,7 @@
 //! module turns its arguments into the options of what it calls and
 //! never imports another subcommand's module: what several share lives
 //! beside this directory (`request`, `store`, `selector`, `comparison`,
-//! `output`, `vm`).
+//! `output`, `vm`, `site`).
 
 mod ab;
 mod archive;
@@ -15,6 +15,7 @@ mod guest_settings;
 mod help;
 mod history;
 mod plan;
+mod publish;
 mod record;
 mod serve;
 mod templates;
@@ -43,6 +44,7 @@ pub fn run(cli: &Cli) -> anyhow::Result<Code> {
         Command::History(args) => history::run(&cli.global, args),
         Command::Ab(args) => ab::run(&cli.global, args),
         Command::Plan(args) => plan::run(&cli.global, args),
+        Command::Publish(args) => publish::run(&cli.global, args),
     }
 }
 

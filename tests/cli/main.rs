@@ -17,6 +17,7 @@ mod netns;
 mod netperf_layout;
 mod parity;
 mod plan;
+mod publish;
 mod record;
 mod serve_crowd;
 mod serve_limits;

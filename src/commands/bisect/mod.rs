@@ -54,7 +54,7 @@ pub fn run(global: &GlobalArgs, args: &BisectArgs) -> anyhow::Result<Code> {
         BisectAction::Run(repo_args) => run_session(global, repo_args),
         BisectAction::Status(repo_args) => status::status(global, repo_args),
         BisectAction::Log(repo_args) => status::log(global, repo_args),
-        BisectAction::Report(repo_args) => report::report(global, repo_args),
+        BisectAction::Report(report_args) => report::report(global, report_args),
         BisectAction::Reset(repo_args) => reset(global, repo_args),
     }
 }

@@ -6,7 +6,7 @@
 use super::input;
 use super::session::{Loaded, SessionSpec, load, status_of};
 use super::wiring;
-use crate::cli::{BisectRepoArgs, GlobalArgs};
+use crate::cli::{BisectReportArgs, GlobalArgs};
 use crate::exit::Code;
 use crate::output;
 use archive::{Archive, RunQuery};
@@ -15,9 +15,24 @@ use bisect::report::Outcome;
 use run_record::record::RunRecord;
 use serde::Serialize;
 
-pub(super) fn report(global: &GlobalArgs, args: &BisectRepoArgs) -> anyhow::Result<Code> {
-    let loaded = load(global, args.repo.as_deref())?;
+pub(super) fn report(global: &GlobalArgs, args: &BisectReportArgs) -> anyhow::Result<Code> {
+    let loaded = load(global, args.repo.repo.as_deref())?;
     let status = status_of(&loaded)?;
+    if status.outcome.is_some()
+        && let Some(path) = &args.svg
+    {
+        let page = crate::site::bisection::bisection_page(
+            &loaded.archive,
+            &loaded.session,
+            Some(loaded.graph.clone()),
+        )?;
+        match &page.svg {
+            Some(svg) => crate::site::write_file(path, svg)?,
+            None => {
+                return Err(input("the bisection has no measurement to draw"));
+            }
+        }
+    }
     match &status.outcome {
         Some(outcome) => print_outcome(
             global,

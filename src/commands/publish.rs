@@ -1,0 +1,95 @@
+//! `netbisect publish DIR`: the archive as a static site (see
+//! [`crate::site`]): an index of testbeds and configurations, a page per
+//! configuration with the chart of its primary metric across commits
+//! (`--repo`) or time, a page per `--compare A..B`, and a page per
+//! bisection in the archive's session store.
+//!
+//! An empty archive and a DIR that is a file are input errors (2); a DIR
+//! that cannot be written is a runtime failure (3).
+
+use crate::cli::{GlobalArgs, PublishArgs};
+use crate::commits::commits_of;
+use crate::exit::{Code, InputError};
+use crate::site::{self, IndexLinks, Site};
+use crate::store::open_archive_read;
+use anyhow::Context;
+use archive::RunQuery;
+
+pub fn run(global: &GlobalArgs, args: &PublishArgs) -> anyhow::Result<Code> {
+    // Every --compare is read before the archive is.
+    for given in &args.compare {
+        site::compare::parse_sides(given)?;
+    }
+    if args.dir.exists() && !args.dir.is_dir() {
+        return Err(InputError(format!(
+            "{} exists and is not a directory: publish writes a directory of pages",
+            args.dir.display()
+        ))
+        .into());
+    }
+    let archive = open_archive_read(global)?;
+    let runs = archive
+        .runs(&RunQuery::default())
+        .context("failed to read the archive")?;
+    if runs.is_empty() {
+        return Err(InputError(format!(
+            "the archive {} holds no run: there is nothing to publish",
+            archive.path().display()
+        ))
+        .into());
+    }
+    let commits = match &args.repo {
+        Some(path) => {
+            let range = args.range.as_deref().unwrap_or("HEAD");
+            Some(commits_of(path, range, args.first_parent)?)
+        }
+        None => None,
+    };
+    let configs = site::configs::config_pages(&archive, &runs, commits.as_deref())?;
+    let mut compares = Vec::new();
+    for (idx, given) in args.compare.iter().enumerate() {
+        compares.push(site::compare::compare_page(&archive, given, idx + 1)?);
+    }
+    let mut bisections = Vec::new();
+    for session in archive.sessions().context("failed to read the archive")? {
+        bisections.push(site::bisection::bisection_page(&archive, &session, None)?);
+    }
+
+    let mut site = Site::default();
+    let index = site::index_page(&IndexLinks {
+        configs: &configs,
+        compares: compares
+            .iter()
+            .map(|page| (page.file.as_str(), page.title.as_str()))
+            .collect(),
+        bisections: bisections
+            .iter()
+            .map(|page| (page.file.as_str(), page.title.as_str(), page.state.as_str()))
+            .collect(),
+        order: if commits.is_some() {
+            "commits in git order".to_string()
+        } else {
+            "runs in time order".to_string()
+        },
+    });
+    for config in configs {
+        site.pages.insert(config.file, config.html);
+    }
+    for page in compares {
+        site.pages.insert(page.file, page.html);
+    }
+    for page in bisections {
+        site.pages.insert(page.file, page.html);
+    }
+    site.pages.insert(site::INDEX.to_string(), index);
+    let n_pages = site.pages.len();
+    site::write_site(&site, &args.dir)?;
+    if !global.quiet {
+        eprintln!(
+            "netbisect: wrote {n_pages} pages to {} (open {})",
+            args.dir.display(),
+            args.dir.join(site::INDEX).display()
+        );
+    }
+    Ok(Code::Ok)
+}

@@ -1,0 +1,448 @@
+//! `netbisect publish`, `history --svg` and `bisect report --svg` end to
+//! end: an archive of runs made with RecordBuilder, commit order from a
+//! git repository built with git2, a real bisection over loopback, and
+//! the pages loaded in a real browser (Debian's chromium, headless).
+
+use crate::compare::{RunOf, around, import, netbisect, stderr_of_failure};
+use git2::Oid;
+use run_record::spec::TestKind;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use test_fixtures::git::GitRepo;
+
+/// Ten commits, one run of three iterations each, 10% less throughput
+/// from commit 6 on; six TCP_RR runs labelled `old` and `<i>new</i>`.
+/// Returns the archive, the repository and the commit ids.
+fn site_fixture(dir: &Path) -> (PathBuf, PathBuf, Vec<String>) {
+    let repo_dir = dir.join("repo");
+    std::fs::create_dir(&repo_dir).unwrap();
+    let repo = GitRepo::init(&repo_dir);
+    let ids = repo.line(
+        None,
+        10,
+        |idx| vec![("counter", format!("{idx}\n"))],
+        |idx| format!("commit {idx}"),
+    );
+    repo.set_main(ids[9]);
+    let commits: Vec<String> = ids.iter().map(Oid::to_string).collect();
+
+    let db = dir.join("archive.db");
+    // Start times in an order that is not git order.
+    let hours = [9, 4, 7, 0, 8, 2, 5, 1, 6, 3];
+    let times: Vec<String> = hours
+        .iter()
+        .map(|hour| format!("2026-04-01T{hour:02}:00:00Z"))
+        .collect();
+    let samples: Vec<Vec<f64>> = (0..10)
+        .map(|idx| {
+            let level = if idx < 6 { 9.4e9 } else { 9.4e9 * 0.9 };
+            around(level, 0.003, 3, 100 + idx as u64)
+        })
+        .collect();
+    let mut records: Vec<_> = (0..10)
+        .map(|idx| RunOf::stream(&commits[idx], &times[idx], &samples[idx]).record())
+        .collect();
+    let rr_samples: Vec<Vec<f64>> = (0..6)
+        .map(|idx| around(if idx < 3 { 40_000.0 } else { 36_000.0 }, 0.01, 3, idx))
+        .collect();
+    for (idx, samples) in rr_samples.iter().enumerate() {
+        let time = format!("2026-04-02T0{idx}:00:00Z");
+        let run = RunOf {
+            test: TestKind::TcpRr,
+            label: Some(if idx < 3 { "old" } else { "<i>new</i>" }),
+            ..RunOf::stream(&commits[9], &time, samples)
+        };
+        records.push(run.record());
+    }
+    import(&db, &records);
+    (db, repo_dir, commits)
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|err| panic!("{}: {err}", path.display()))
+}
+
+/// The pages of `dir`, by name.
+fn pages(dir: &Path) -> Vec<(String, String)> {
+    let mut pages: Vec<(String, String)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_str().unwrap().to_string();
+            (name, read(&path))
+        })
+        .collect();
+    pages.sort();
+    pages
+}
+
+/// Every page names no network address: its only URL is the SVG
+/// namespace, and it loads nothing (no src, no stylesheet link).
+fn assert_self_contained(name: &str, html: &str) {
+    let without_namespace = html.replace("http://www.w3.org/2000/svg", "");
+    assert!(
+        !without_namespace.contains("http://") && !without_namespace.contains("https://"),
+        "{name} names a network address"
+    );
+    assert!(!html.contains(" src="), "{name} loads something");
+    assert!(!html.contains("<link"), "{name} links a resource");
+    assert!(html.is_ascii(), "{name} is not ASCII");
+}
+
+/// The page of the configuration whose title starts with `test`.
+fn config_page<'a>(pages: &'a [(String, String)], test: &str) -> &'a (String, String) {
+    pages
+        .iter()
+        .find(|(name, html)| name.starts_with("config-") && html.contains(&format!("<h1>{test} ")))
+        .unwrap_or_else(|| panic!("no page of {test}"))
+}
+
+#[test]
+fn the_archive_is_published_with_charts_in_git_order_and_the_step_marked() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, repo, commits) = site_fixture(dir.path());
+    let site = dir.path().join("site");
+    let publish = |site: &Path| {
+        netbisect_at(&db)
+            .arg("publish")
+            .arg(site)
+            .arg("--repo")
+            .arg(&repo)
+            .args(["--compare", "old..<i>new</i>"])
+            .assert()
+            .success();
+    };
+    publish(&site);
+    let pages = pages(&site);
+    let names: Vec<&str> = pages.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(names.len(), 4, "{names:?}");
+    assert!(names.contains(&"index.html") && names.contains(&"compare-1.html"));
+    for (name, html) in &pages {
+        assert_self_contained(name, html);
+    }
+
+    let index = &pages
+        .iter()
+        .find(|(name, _)| name == "index.html")
+        .unwrap()
+        .1;
+    assert!(index.contains("16 runs in 2 test configurations on 1 testbed"));
+    assert!(index.contains("commits in git order"));
+    let (stream_name, stream) = config_page(&pages, "TCP_STREAM");
+    assert!(index.contains(&format!("<a href=\"{stream_name}\">TCP_STREAM")));
+
+    // One point per commit, in git order, each with its interval and
+    // details; the step at commit 6 marked with its change and p value.
+    assert_eq!(stream.matches("class=\"point\"").count(), 10);
+    let positions: Vec<usize> = commits
+        .iter()
+        .map(|id| stream.find(&format!("<title>{}", &id[..12])).unwrap())
+        .collect();
+    assert!(positions.windows(2).all(|pair| pair[0] < pair[1]));
+    assert!(stream.contains("95% interval"));
+    assert_eq!(
+        stream.matches("class=\"change\"").count(),
+        2,
+        "marker and row"
+    );
+    assert!(stream.contains("change -9.9% (p&lt;0.0001)"), "{stream}");
+
+    // Free text is escaped: the label of a side never becomes a tag.
+    let compare = &pages
+        .iter()
+        .find(|(name, _)| name == "compare-1.html")
+        .unwrap()
+        .1;
+    assert!(compare.contains("&lt;i&gt;new&lt;/i&gt;"));
+    assert!(!compare.contains("<i>new</i>"));
+    assert_eq!(compare.matches("class=\"point\"").count(), 2);
+    assert!(compare.contains("worse"), "{compare}");
+
+    // The same archive gives the same bytes.
+    let again = dir.path().join("again");
+    publish(&again);
+    assert_eq!(self::pages(&again), pages);
+
+    // history --svg draws the same chart.
+    let svg = dir.path().join("history.svg");
+    netbisect_at(&db)
+        .args([
+            "history",
+            "--metric",
+            "throughput_bps",
+            "--test",
+            "TCP_STREAM",
+        ])
+        .arg("--repo")
+        .arg(&repo)
+        .arg("--svg")
+        .arg(&svg)
+        .assert()
+        .success();
+    let svg = read(&svg);
+    assert!(svg.starts_with("<svg"));
+    assert_eq!(svg.matches("class=\"point\"").count(), 10);
+    let stderr = stderr_of_failure(
+        netbisect(&db)
+            .args([
+                "history",
+                "--metric",
+                "throughput_bps",
+                "--test",
+                "TCP_STREAM",
+            ])
+            .arg("--svg")
+            .arg(dir.path()),
+        2,
+    );
+    assert!(stderr.contains("is a directory"), "{stderr}");
+    assert_eq!(svg.matches("class=\"change\"").count(), 1);
+
+    // Without a repository, runs come in time order.
+    let timed = dir.path().join("timed");
+    netbisect_at(&db)
+        .arg("publish")
+        .arg(&timed)
+        .assert()
+        .success();
+    let (_, stream) = config_page(&self::pages(&timed), "TCP_STREAM").clone();
+    assert!(stream.contains("runs in time order"));
+    assert_eq!(stream.matches("class=\"point\"").count(), 10);
+}
+
+fn netbisect_at(db: &Path) -> assert_cmd::Command {
+    netbisect(db)
+}
+
+#[test]
+fn bad_input_is_refused_with_the_documented_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.db");
+    drop(archive::Archive::open(&empty).unwrap());
+    let site = dir.path().join("site");
+    let stderr = stderr_of_failure(netbisect(&empty).arg("publish").arg(&site), 2);
+    assert!(stderr.contains("holds no run"), "{stderr}");
+    assert!(!site.exists(), "nothing is written for an empty archive");
+
+    let (db, _, _) = site_fixture(dir.path());
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "not a directory").unwrap();
+    let stderr = stderr_of_failure(netbisect(&db).arg("publish").arg(&file), 2);
+    assert!(stderr.contains("is not a directory"), "{stderr}");
+    assert_eq!(read(&file), "not a directory");
+
+    // A directory that cannot be made (below a file) or written.
+    let stderr = stderr_of_failure(netbisect(&db).arg("publish").arg(file.join("site")), 3);
+    assert!(stderr.contains("failed to create directory"), "{stderr}");
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        let locked = dir.path().join("locked");
+        std::fs::create_dir(&locked).unwrap();
+        let mut permissions = std::fs::metadata(&locked).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o555);
+        std::fs::set_permissions(&locked, permissions).unwrap();
+        stderr_of_failure(netbisect(&db).arg("publish").arg(&locked), 3);
+    }
+
+    // A bisection whose journal is empty (its start never written) has a
+    // page that says so, and breaks nothing else.
+    let session = archive::Archive::open(&db)
+        .unwrap()
+        .start_session("/no/such/repository", "{}")
+        .unwrap();
+    let started = dir.path().join("with-session");
+    netbisect(&db)
+        .arg("publish")
+        .arg(&started)
+        .assert()
+        .success();
+    let page = read(&started.join(format!("bisect-{}.html", session.id)));
+    assert!(page.contains("has not started"), "{page}");
+
+    let stderr = stderr_of_failure(
+        netbisect(&db)
+            .args(["publish", "--compare", "only-one-side"])
+            .arg(&site),
+        2,
+    );
+    assert!(stderr.contains("A..B"), "{stderr}");
+    assert!(!site.exists());
+}
+
+/// A finished bisection over loopback, published: its page has every
+/// commit it measured, its decisions and the culprit; `bisect report
+/// --svg` writes the page's chart.
+#[test]
+fn a_bisection_has_a_page_and_its_report_a_chart() {
+    let fixture = crate::bisect::fixture();
+    let repo = GitRepo::open(&fixture.repo);
+    let ids = crate::bisect::linear(&repo, 8, 5, &|_| Vec::new());
+    let (good, bad) = (ids[0].to_string(), ids[7].to_string());
+    let command = crate::bisect::measure_command("");
+    let (code, _, stderr) = fixture.run(&[
+        "bisect",
+        "start",
+        "--good",
+        &good,
+        "--bad",
+        &bad,
+        "--build",
+        "sh build.sh",
+        "--measure",
+        &command,
+        "--max-repeats",
+        "20",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let (code, _, stderr) = fixture.run(&["bisect", "run"]);
+    assert_eq!(code, 0, "{stderr}");
+
+    let svg = fixture.repo.join("bisect.svg");
+    let (code, _, stderr) = fixture.run(&["bisect", "report", "--svg", svg.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    let svg = read(&svg);
+    assert!(svg.starts_with("<svg"));
+    assert!(svg.matches("class=\"point\"").count() >= 3);
+    assert!(svg.contains(&format!("first bad {}", &ids[5].to_string()[..12])));
+
+    let site = fixture.repo.join("site");
+    let (code, _, stderr) = fixture.run(&["publish", site.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    let pages = pages(&site);
+    let (_, page) = pages
+        .iter()
+        .find(|(name, _)| name.starts_with("bisect-"))
+        .expect("a bisection page");
+    assert_self_contained("the bisection page", page);
+    assert!(page.contains("commit, in git order"));
+    assert!(page.contains("; the culprit"));
+    assert!(page.contains(": new (like bad) after"));
+    assert!(page.contains("commit 5"), "subjects from the repository");
+    let index = &pages
+        .iter()
+        .find(|(name, _)| name == "index.html")
+        .unwrap()
+        .1;
+    assert!(index.contains(&format!("first bad {}", &ids[5].to_string()[..12])));
+    assert!(page.contains("mean, 10^6bits/s"));
+
+    // Without its repository, the journal alone gives the page: the same
+    // commits and decisions, in the order they were measured.
+    let parent = fixture.repo.parent().unwrap();
+    let moved = parent.join("moved");
+    std::fs::rename(&fixture.repo, &moved).unwrap();
+    let site = parent.join("site-without-repo");
+    crate::netbisect_with(&fixture.archive)
+        .current_dir(parent)
+        .arg("publish")
+        .arg(&site)
+        .assert()
+        .success();
+    let pages_without = self::pages(&site);
+    let (_, without) = pages_without
+        .iter()
+        .find(|(name, _)| name.starts_with("bisect-"))
+        .expect("a bisection page");
+    assert!(without.contains("could not be opened"));
+    assert!(without.contains("commit, in the order measured"));
+    assert_eq!(
+        without.matches("class=\"point\"").count(),
+        page.matches("class=\"point\"").count()
+    );
+    assert!(without.contains(": new (like bad) after"));
+    std::fs::rename(&moved, &fixture.repo).unwrap();
+}
+
+/// Where chromium is, when it is installed.
+fn chromium() -> Option<PathBuf> {
+    ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|path| path.exists())
+}
+
+/// Runs headless chromium on `url` with `extra` arguments, in a profile
+/// of its own, with no network service it would reach out to; returns
+/// stdout and stderr.
+fn run_chromium(browser: &Path, profile: &Path, extra: &[&str], url: &str) -> (String, String) {
+    let output = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(extra)
+        .arg(url)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "chromium failed: {stderr}");
+    (String::from_utf8_lossy(&output.stdout).into_owned(), stderr)
+}
+
+/// The index and a history page in a real browser: the charts and their
+/// points are in the DOM it built, no script error is logged, and a
+/// screenshot of the history page is left in target/ to look at.
+#[test]
+fn the_pages_load_in_a_real_browser() {
+    let Some(browser) = chromium() else {
+        eprintln!("skipped: chromium is not installed (apt-get install chromium)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (db, repo, _) = site_fixture(dir.path());
+    let site = dir.path().join("site");
+    netbisect_at(&db)
+        .arg("publish")
+        .arg(&site)
+        .arg("--repo")
+        .arg(&repo)
+        .assert()
+        .success();
+    let pages = pages(&site);
+    let (stream_name, _) = config_page(&pages, "TCP_STREAM");
+    let url = |name: &str| format!("file://{}", site.join(name).display());
+
+    let profile = tempfile::tempdir().unwrap();
+    let (dom, stderr) = run_chromium(
+        &browser,
+        profile.path(),
+        &["--dump-dom"],
+        &url("index.html"),
+    );
+    assert!(!stderr.contains("Uncaught"), "{stderr}");
+    assert!(dom.contains(&format!("href=\"{stream_name}\"")), "{dom}");
+
+    let (dom, stderr) = run_chromium(&browser, profile.path(), &["--dump-dom"], &url(stream_name));
+    assert!(!stderr.contains("Uncaught"), "{stderr}");
+    assert_eq!(dom.matches("<svg").count(), 1, "{dom}");
+    assert_eq!(dom.matches("class=\"point\"").count(), 10);
+    assert_eq!(
+        dom.matches("<title>").count(),
+        1 + 10 + 1,
+        "page, points, change"
+    );
+
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).parent().unwrap();
+    let screenshot = target.join("site-screenshot.png");
+    let _ = std::fs::remove_file(&screenshot);
+    let (_, stderr) = run_chromium(
+        &browser,
+        profile.path(),
+        &[
+            "--window-size=1100,1000",
+            &format!("--screenshot={}", screenshot.display()),
+        ],
+        &url(stream_name),
+    );
+    assert!(!stderr.contains("Uncaught"), "{stderr}");
+    let png = std::fs::read(&screenshot).unwrap();
+    assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000);
+}
