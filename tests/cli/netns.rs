@@ -230,12 +230,15 @@ fn tcp_crr_goes_round_a_narrow_port_range_without_failing() {
     ]);
     let dir = tempfile::tempdir().unwrap();
     let archive = dir.path().join("a.db");
-    let record = namespace.bench_record(&archive, &["-t", "TCP_CRR", "-l", "0.5"]);
+    let record = namespace.bench_record(&archive, &["-t", "TCP_CRR", "-l", "1"]);
     let iteration = &record["iterations"][0];
     let transactions = iteration["transactions"].as_u64().unwrap();
     let n_ports = u64::from(high - low) + 1;
+    // Twice as many connections as the range has ports, within a second:
+    // far more than the kernel alone would give before TIME_WAIT ends
+    // (unloaded, thousands).
     assert!(
-        transactions > 8 * n_ports,
+        transactions > 2 * n_ports,
         "{transactions} transactions over {n_ports} ports"
     );
     let local = iteration["ends"]["local"]["socket"]["local_address"]
