@@ -34,7 +34,7 @@ pub fn run(global: &GlobalArgs, args: &PublishArgs) -> anyhow::Result<Code> {
     if runs.is_empty() {
         return Err(InputError(format!(
             "the archive {} holds no run: there is nothing to publish",
-            archive.path().display()
+            archive.location()
         ))
         .into());
     }
