@@ -15,6 +15,7 @@ mod layout;
 mod netns;
 mod netperf_layout;
 mod parity;
+mod paste;
 mod plan;
 mod record;
 mod serve_crowd;
