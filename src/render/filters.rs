@@ -1,6 +1,9 @@
 //! Filters every table needs: fixed-width alignment, consistent
 //! decimals, signed percentages, unit scaling as netperf's `-f` does it,
-//! and wrapping long labels.
+//! and wrapping long labels; and [`plain`], the one way text from a
+//! record (a label, a testbed, a commit subject, a host name) reaches a
+//! terminal or a mail: control characters and non-ASCII letters escaped,
+//! so that output is ASCII and each character one column.
 
 use minijinja::value::Value;
 use minijinja::{Environment, Error, ErrorKind};
@@ -15,6 +18,43 @@ pub fn register(environment: &mut Environment<'static>) {
     environment.add_filter("wrap_words", wrap_words);
     environment.add_filter("wrap_command", wrap_command);
     environment.add_filter("row", row);
+    environment.add_filter("length", length);
+}
+
+/// `text` as it is printed: every control character escaped (`\n`,
+/// `\t`, `\r`, else `\x1b`) and every character beyond ASCII as
+/// `\u{e9}`. Printable ASCII is kept, the backslash too, so that plain
+/// text of plain text is the same text.
+pub fn plain(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.bytes().all(|byte| (0x20..0x7f).contains(&byte)) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            ' '..='~' => out.push(c),
+            c if c.is_ascii() => out.push_str(&format!("\\x{:02x}", u32::from(c))),
+            c => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// The columns a value takes when printed: its [`plain`] characters
+/// for text, the number of items of a list or map.
+pub fn length(value: Value) -> Result<usize, Error> {
+    if let Some(text) = value.as_str() {
+        return Ok(plain(text).chars().count());
+    }
+    value.len().ok_or_else(|| {
+        Error::new(
+            ErrorKind::InvalidOperation,
+            format!("cannot take the length of {value}"),
+        )
+    })
 }
 
 /// One line of a table: each text padded to the width of its column
@@ -58,7 +98,7 @@ pub fn row(texts: Value, widths: Value) -> Result<String, Error> {
 
 fn text_of(value: &Value) -> String {
     match value.as_str() {
-        Some(text) => text.to_string(),
+        Some(text) => plain(text).into_owned(),
         None if value.is_none() || value.is_undefined() => String::new(),
         None => value.to_string(),
     }
@@ -126,8 +166,10 @@ pub fn netperf_units(value: Value, letter: &str) -> Result<f64, Error> {
 }
 
 /// Splits text into lines of at most `width` columns at spaces; a word
-/// longer than `width` stands alone on its line.
+/// longer than `width` (a label of 150 characters) is cut into pieces of
+/// `width`, so that no line is wider.
 pub fn wrap_words(value: Value, width: usize) -> Vec<String> {
+    let width = width.max(1);
     let mut lines = Vec::new();
     let mut line = String::new();
     for word in text_of(&value).split_whitespace() {
@@ -138,6 +180,11 @@ pub fn wrap_words(value: Value, width: usize) -> Vec<String> {
             line.push(' ');
         }
         line.push_str(word);
+        // Text of `text_of` is ASCII: a byte is a column.
+        while line.len() > width {
+            let rest = line.split_off(width);
+            lines.push(std::mem::replace(&mut line, rest));
+        }
     }
     if !line.is_empty() {
         lines.push(line);
@@ -148,22 +195,37 @@ pub fn wrap_words(value: Value, width: usize) -> Vec<String> {
 /// Splits a shell command into lines of at most `width` columns, only
 /// between words: every line but the last ends with ` \`, and the lines
 /// after the first are indented by four spaces, so that the lines pasted
-/// together are the command again. A quoted word with spaces is kept
-/// whole.
+/// together are the command again. A quoted word with spaces, in single
+/// or double quotes (`'a b'`, `CC="ccache gcc"`), is kept whole.
 pub fn wrap_command(value: Value, width: usize) -> Vec<String> {
     let text = text_of(&value);
     let mut words: Vec<String> = Vec::new();
-    let mut quoted = false;
+    // The quote that is open at the end of the last word, if any.
+    let mut open: Option<char> = None;
     for part in text.split(' ') {
         match words.last_mut() {
-            Some(last) if quoted => {
+            Some(last) if open.is_some() => {
                 last.push(' ');
                 last.push_str(part);
             }
             _ => words.push(part.to_string()),
         }
-        if part.matches('\'').count() % 2 == 1 {
-            quoted = !quoted;
+        let mut escaped = false;
+        for c in part.chars() {
+            match (open, c) {
+                (Some('"'), '\\') if !escaped => {
+                    escaped = true;
+                    continue;
+                }
+                (None, '\\') if !escaped => {
+                    escaped = true;
+                    continue;
+                }
+                (None, '\'' | '"') if !escaped => open = Some(c),
+                (Some(quote), c) if c == quote && !escaped => open = None,
+                _ => {}
+            }
+            escaped = false;
         }
     }
     let mut lines: Vec<String> = Vec::new();
@@ -248,10 +310,45 @@ mod tests {
     }
 
     #[test]
+    fn double_quoted_words_stay_whole() {
+        let command = "netbisect bisect start --build 'make CC=\"ccache gcc\" -j8' \
+                       --bench \"-t TCP_RR -l 5\" CC=\"ccache gcc\" --repo .";
+        for width in 20..60 {
+            let lines = wrap_command(Value::from(command), width);
+            let joined: String = lines
+                .iter()
+                .map(|line| line.trim_end_matches('\\').trim())
+                .collect::<Vec<_>>()
+                .join(" ");
+            assert_eq!(joined, command, "{lines:?}");
+            for line in &lines {
+                assert!(!line.contains("CC=\"ccache \\"), "{lines:?}");
+                assert!(!line.ends_with("\"-t \\"), "{lines:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn text_from_records_is_plain() {
+        assert_eq!(plain("current"), "current");
+        assert_eq!(plain("org\u{1b}[31mred\nx\ty"), "org\\x1b[31mred\\nx\\ty");
+        assert_eq!(plain("caf\u{e9}"), "caf\\u{e9}");
+        assert_eq!(plain(&plain("caf\u{e9}\n")), plain("caf\u{e9}\n"));
+        assert_eq!(length(Value::from("a\u{1b}b")).unwrap(), 6);
+        assert_eq!(length(Value::from(vec![1, 2])).unwrap(), 2);
+    }
+
+    #[test]
     fn wraps_at_spaces() {
         assert_eq!(
             wrap_words(Value::from("aa bb cc dddddd"), 5),
-            vec!["aa bb", "cc", "dddddd"]
+            vec!["aa bb", "cc", "ddddd", "d"]
+        );
+        let long = "x".repeat(150);
+        assert!(
+            wrap_words(Value::from(long.as_str()), 72)
+                .iter()
+                .all(|line| line.len() <= 72)
         );
     }
 }

@@ -67,9 +67,11 @@ fn quote(text: &str) -> String {
 const SHELL_WIDTH: usize = 70;
 
 /// Lays `items` (options with their quoted values) out as shell lines of
-/// at most `SHELL_WIDTH` columns, continued with a backslash. A single-quoted
-/// value too long for a line is cut into pieces that the shell joins
-/// again: `'abc'\` then `'def'` at the start of the next line is `abcdef`.
+/// at most `SHELL_WIDTH` columns where the words allow, continued with a
+/// backslash. A single-quoted value too long for a line is cut only
+/// between its own words, never inside a double-quoted part of it (`CC="ccache
+/// gcc"` stays whole), into pieces that the shell joins again: `'make -j8 '\`
+/// then `'bzImage'` at the start of the next line is `make -j8 bzImage`.
 fn shell_lines(items: &[String]) -> Vec<String> {
     let mut lines = Vec::new();
     let mut line = String::new();
@@ -93,22 +95,59 @@ fn shell_lines(items: &[String]) -> Vec<String> {
             && let Some(body) = quoted.strip_suffix('\'')
             && !body.contains('\'')
         {
-            let chars: Vec<char> = body.chars().collect();
-            let first_room = SHELL_WIDTH.saturating_sub(head.len() + 5).max(8);
-            let (first, mut rest) = chars.split_at(first_room.min(chars.len()));
-            lines.push(format!("{head} '{}'\\", first.iter().collect::<String>()));
-            while rest.len() > SHELL_WIDTH - 4 {
-                let (piece, after) = rest.split_at(SHELL_WIDTH - 4);
-                lines.push(format!("'{}'\\", piece.iter().collect::<String>()));
-                rest = after;
+            let head = head.to_string();
+            let mut pieces = inner_words(body).into_iter();
+            let mut piece = pieces.next().unwrap_or_default();
+            let mut prefix = format!("{head} ");
+            for word in pieces {
+                // Room for the prefix, both quotes and the backslash.
+                if prefix.len() + piece.len() + word.len() + 3 > SHELL_WIDTH {
+                    lines.push(format!("{prefix}'{piece}'\\"));
+                    prefix = String::new();
+                    piece = word;
+                } else {
+                    piece.push_str(&word);
+                }
             }
-            line = format!("'{}'", rest.iter().collect::<String>());
+            line = format!("{prefix}'{piece}'");
         }
     }
     if !line.is_empty() {
         lines.push(line);
     }
     lines
+}
+
+/// The words of a shell command, each with the spaces after it, a
+/// double-quoted part kept within its word: joined, they are the command.
+fn inner_words(command: &str) -> Vec<String> {
+    let mut words: Vec<String> = Vec::new();
+    let mut word = String::new();
+    let mut in_quotes = false;
+    let mut chars = command.chars().peekable();
+    while let Some(c) = chars.next() {
+        word.push(c);
+        match c {
+            '"' => in_quotes = !in_quotes,
+            '\\' if in_quotes => {
+                if let Some(next) = chars.next() {
+                    word.push(next);
+                }
+            }
+            ' ' if !in_quotes => {
+                while chars.peek() == Some(&' ') {
+                    word.push(' ');
+                    chars.next();
+                }
+                words.push(std::mem::take(&mut word));
+            }
+            _ => {}
+        }
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    words
 }
 
 fn reproduce(spec: &SessionSpec) -> Vec<String> {
@@ -312,12 +351,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn long_quoted_values_are_cut_where_the_shell_joins_them() {
-        let measure = format!("--measure '{}'", "x".repeat(150));
+    fn long_quoted_values_are_cut_between_their_words_where_the_shell_joins_them() {
+        let build = "make olddefconfig && make -j8 CC=\"ccache gcc\" KCFLAGS=\"-O2 -g\" \
+                     bzImage modules && cp arch/x86/boot/bzImage /srv/kernels/under-test";
         let items = vec![
             "netbisect bisect start".to_string(),
             "--good v1".to_string(),
-            measure,
+            format!("--build {}", quote(build)),
             "--bad v2".to_string(),
         ];
         let lines = shell_lines(&items);
@@ -325,10 +365,16 @@ mod tests {
             lines.iter().all(|line| line.len() <= SHELL_WIDTH),
             "{lines:#?}"
         );
+        for line in &lines {
+            assert!(
+                !line.contains("\"ccache'") && !line.contains("\"-O2'"),
+                "{lines:#?}"
+            );
+        }
         // What sh reads: continuations removed, then words split.
         let joined = lines.join("\n").replace("\\\n", "");
         let words = shlex::split(&joined).unwrap();
-        assert_eq!(words[6], "x".repeat(150));
+        assert_eq!(words[6], build);
         assert_eq!(words.last().unwrap(), "v2");
     }
 }
