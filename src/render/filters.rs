@@ -19,6 +19,241 @@ pub fn register(environment: &mut Environment<'static>) {
     environment.add_filter("wrap_command", wrap_command);
     environment.add_filter("row", row);
     environment.add_filter("length", length);
+    environment.add_filter("table", table);
+    environment.add_filter("short_names", short_names);
+}
+
+/// The cells of each row of a [`table`] and the set of widths it takes.
+fn table_rows(rows: &Value) -> Result<Vec<(usize, Vec<String>)>, Error> {
+    let mut parsed = Vec::new();
+    for row in rows.try_iter()? {
+        let (set, cells) = match row.get_attr("cells") {
+            Ok(cells) if !cells.is_undefined() => {
+                let set = row
+                    .get_attr("set")
+                    .ok()
+                    .and_then(|set| usize::try_from(set).ok());
+                (set.unwrap_or(0), cells)
+            }
+            _ => (0, row),
+        };
+        let cells: Vec<String> = cells.try_iter()?.map(|cell| text_of(&cell)).collect();
+        parsed.push((set, cells));
+    }
+    Ok(parsed)
+}
+
+fn widths_of(value: &Value) -> Result<Vec<i64>, Error> {
+    value
+        .try_iter()?
+        .map(|width| {
+            i64::try_from(width).map_err(|_| {
+                Error::new(
+                    ErrorKind::InvalidOperation,
+                    "column widths are integers".to_string(),
+                )
+            })
+        })
+        .collect()
+}
+
+/// A whole table, laid out so that it never lies about a column: each
+/// row a list of cells (or `{"set": N, "cells": [...]}` for a row of the
+/// N-th set of widths, such as a side's CPU line under its figures; an
+/// empty row is a blank line). Widths are as [`row`]'s, the least each
+/// column takes: a column is widened to its widest cell, so a figure
+/// never pushes its row out of line. The first column, when
+/// left-aligned, names the rows and is shared by every set; when the
+/// table would be wider than `limit` it is narrowed, its names shortened
+/// each to a different name ([`unique_short_names`]), and a legend after
+/// the table gives each shortened name in full.
+pub fn table(rows: Value, widths: Value, limit: usize) -> Result<Vec<String>, Error> {
+    let sets: Vec<Vec<i64>> = if widths
+        .try_iter()?
+        .next()
+        .is_some_and(|first| first.try_iter().is_ok() && first.as_str().is_none())
+    {
+        widths
+            .try_iter()?
+            .map(|set| widths_of(&set))
+            .collect::<Result<_, _>>()?
+    } else {
+        vec![widths_of(&widths)?]
+    };
+    let rows = table_rows(&rows)?;
+    // The columns each set shows (a width of 0 hides its column).
+    let mut column_widths: Vec<Vec<usize>> = sets
+        .iter()
+        .map(|set| {
+            set.iter()
+                .map(|width| width.unsigned_abs() as usize)
+                .collect()
+        })
+        .collect();
+    for (set, cells) in &rows {
+        let Some(widths) = column_widths.get_mut(*set) else {
+            return Err(Error::new(
+                ErrorKind::InvalidOperation,
+                format!("a row of width set {set}, of {} sets", sets.len()),
+            ));
+        };
+        for (column, cell) in cells.iter().enumerate() {
+            if let Some(width) = widths.get_mut(column)
+                && *width > 0
+            {
+                *width = (*width).max(cell.len());
+            }
+        }
+    }
+    let names_left = sets.iter().all(|set| set.first().is_some_and(|w| *w < 0));
+    let line_width = |widths: &[usize], name_width: usize| -> usize {
+        let shown: Vec<usize> = widths
+            .iter()
+            .enumerate()
+            .map(|(column, width)| if column == 0 { name_width } else { *width })
+            .filter(|width| *width > 0)
+            .collect();
+        shown.iter().sum::<usize>() + shown.len().saturating_sub(1)
+    };
+    let mut name_width = column_widths
+        .iter()
+        .filter_map(|widths| widths.first().copied())
+        .max()
+        .unwrap_or(0);
+    let widest = column_widths
+        .iter()
+        .map(|widths| line_width(widths, name_width))
+        .max()
+        .unwrap_or(0);
+    let mut legend: Vec<(String, String)> = Vec::new();
+    let mut renamed: std::collections::BTreeMap<String, String> = Default::default();
+    if names_left && widest > limit {
+        let room = name_width.saturating_sub(widest - limit).max(3);
+        let names: Vec<String> = rows
+            .iter()
+            .filter_map(|(_, cells)| cells.first())
+            .filter(|name| !name.is_empty())
+            .fold(Vec::new(), |mut names, name| {
+                if !names.contains(name) {
+                    names.push(name.clone());
+                }
+                names
+            });
+        let short = unique_short_names(&names, room);
+        for (name, short) in names.iter().zip(short) {
+            if *name != short {
+                legend.push((short.clone(), name.clone()));
+            }
+            renamed.insert(name.clone(), short);
+        }
+        name_width = room;
+    }
+    let mut lines = Vec::new();
+    for (set, cells) in &rows {
+        let widths = &column_widths[*set];
+        let mut line = String::new();
+        let mut first = true;
+        for (column, cell) in cells.iter().enumerate() {
+            let Some(&width) = widths.get(column) else {
+                break;
+            };
+            let width = if column == 0 { name_width } else { width };
+            if width == 0 || sets[*set][column] == 0 {
+                continue;
+            }
+            let cell = if column == 0 {
+                renamed.get(cell).unwrap_or(cell)
+            } else {
+                cell
+            };
+            if !first {
+                line.push(' ');
+            }
+            first = false;
+            let pad = " ".repeat(width.saturating_sub(cell.len()));
+            if sets[*set][column] < 0 {
+                line.push_str(cell);
+                line.push_str(&pad);
+            } else {
+                line.push_str(&pad);
+                line.push_str(cell);
+            }
+        }
+        lines.push(line.trim_end().to_string());
+    }
+    if !legend.is_empty() {
+        lines.push(String::new());
+        for (short, name) in legend {
+            let text = format!("{short}: {name}");
+            for (idx, piece) in wrap_words(Value::from(text), limit.saturating_sub(2))
+                .into_iter()
+                .enumerate()
+            {
+                lines.push(if idx == 0 {
+                    piece
+                } else {
+                    format!("  {piece}")
+                });
+            }
+        }
+    }
+    Ok(lines)
+}
+
+/// `names` each in at most `width` columns, each different from the
+/// others where the names differ: a name that fits is kept; a longer one
+/// keeps its start and, after a `~`, as much of its end as tells it from
+/// the others (`nosg-gs~on`, `nosg-g~off`); where no such cut tells them
+/// apart, a number does (`nosg~1`).
+pub fn unique_short_names(names: &[String], width: usize) -> Vec<String> {
+    let width = width.max(3);
+    let fits = |name: &String| name.len() <= width;
+    let cut = |name: &str, suffix: usize| -> String {
+        let prefix = width - 1 - suffix;
+        format!("{}~{}", &name[..prefix], &name[name.len() - suffix..])
+    };
+    let all_apart = |short: &[String]| {
+        short.iter().enumerate().all(|(idx, name)| {
+            short
+                .iter()
+                .enumerate()
+                .all(|(other_idx, other)| idx == other_idx || name != other)
+        })
+    };
+    for suffix in 0..width - 1 {
+        let short: Vec<String> = names
+            .iter()
+            .map(|name| {
+                if fits(name) {
+                    name.clone()
+                } else {
+                    cut(name, suffix.min(name.len() - (width - 1 - suffix)))
+                }
+            })
+            .collect();
+        if all_apart(&short) {
+            return short;
+        }
+    }
+    let digits = names.len().to_string().len();
+    names
+        .iter()
+        .enumerate()
+        .map(|(idx, name)| {
+            if fits(name) {
+                name.clone()
+            } else {
+                let prefix = width.saturating_sub(1 + digits).max(1).min(name.len());
+                format!("{}~{}", &name[..prefix], idx + 1)
+            }
+        })
+        .collect()
+}
+
+/// The filter of [`unique_short_names`], for names that head columns.
+pub fn short_names(names: Value, width: usize) -> Result<Vec<String>, Error> {
+    let names: Vec<String> = names.try_iter()?.map(|name| text_of(&name)).collect();
+    Ok(unique_short_names(&names, width))
 }
 
 /// `text` as it is printed: every control character escaped (`\n`,
@@ -336,6 +571,61 @@ mod tests {
         assert_eq!(plain(&plain("caf\u{e9}\n")), plain("caf\u{e9}\n"));
         assert_eq!(length(Value::from("a\u{1b}b")).unwrap(), 6);
         assert_eq!(length(Value::from(vec![1, 2])).unwrap(), 2);
+    }
+
+    #[test]
+    fn short_names_stay_apart() {
+        let names = |list: &[&str]| list.iter().map(|name| name.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            unique_short_names(&names(&["current", "patched"]), 10),
+            ["current", "patched"]
+        );
+        assert_eq!(
+            unique_short_names(&names(&["nosg-gso-on", "nosg-gso-off"]), 10),
+            ["nosg-gso~n", "nosg-gso~f"]
+        );
+        let long = names(&[
+            "baseline-gro-on-tso-on-mtu9000",
+            "baseline-gro-on-tso-on-mtu1500",
+        ]);
+        assert_eq!(unique_short_names(&long, 7), ["bas~000", "bas~500"]);
+        assert_eq!(
+            unique_short_names(&names(&["aaaaaaaaaaaaaaaax", "aaaaaaaaaaaaaaaax", "b"]), 4),
+            ["aa~1", "aa~2", "b"]
+        );
+    }
+
+    #[test]
+    fn tables_widen_to_their_figures_and_narrow_their_names() {
+        let rows = Value::from(minijinja::value::Serde(serde_json::json!([
+            ["", "Size", "Rate"],
+            [],
+            ["nosg-gso-on", "268435456", "1.5"],
+            ["nosg-gso-off", "1", "2.5"],
+        ])));
+        let lines = table(rows.clone(), Value::from(vec![-10, 7, 6]), 80).unwrap();
+        assert_eq!(
+            lines,
+            [
+                "                  Size   Rate",
+                "",
+                "nosg-gso-on  268435456    1.5",
+                "nosg-gso-off         1    2.5",
+            ]
+        );
+        let lines = table(rows, Value::from(vec![-10, 7, 6]), 25).unwrap();
+        assert_eq!(
+            lines,
+            [
+                "              Size   Rate",
+                "",
+                "nosg-g~n 268435456    1.5",
+                "nosg-g~f         1    2.5",
+                "",
+                "nosg-g~n: nosg-gso-on",
+                "nosg-g~f: nosg-gso-off",
+            ]
+        );
     }
 
     #[test]
