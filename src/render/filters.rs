@@ -13,6 +13,7 @@ pub fn register(environment: &mut Environment<'static>) {
     environment.add_filter("rjust", rjust);
     environment.add_filter("ljust", ljust);
     environment.add_filter("fixed", fixed);
+    environment.add_filter("figure", figure);
     environment.add_filter("signed_pct", signed_pct);
     environment.add_filter("netperf_units", netperf_units);
     environment.add_filter("wrap_words", wrap_words);
@@ -367,6 +368,29 @@ pub fn fixed(value: Value, decimals: Option<usize>) -> Result<String, Error> {
     Ok(format!("{number:.*}", decimals.unwrap_or(2)))
 }
 
+/// A measured figure (a rate, a throughput, a utilisation, a service
+/// demand) with `decimals` decimals, or more where it needs them to keep
+/// two significant digits (at most 12): a throughput of 0.0064 is
+/// `0.0064`, not `0.01`, and a figure that is not zero never prints as
+/// zero. A figure printed exactly (`0.05`) keeps its decimals; `-` for
+/// none.
+pub fn figure(value: Value, decimals: Option<usize>) -> Result<String, Error> {
+    let text = fixed(value.clone(), decimals)?;
+    if value.is_none() || value.is_undefined() {
+        return Ok(text);
+    }
+    let number = number_of(&value)?;
+    let exact = text.parse::<f64>().is_ok_and(|printed| printed == number);
+    if number == 0.0 || !number.is_finite() || exact {
+        return Ok(text);
+    }
+    let needed = (-number.abs().log10()).ceil() + 1.0;
+    if needed > decimals.unwrap_or(2) as f64 {
+        return Ok(format!("{number:.*}", needed.min(12.0) as usize));
+    }
+    Ok(text)
+}
+
 /// A percentage with its sign: `+1.2%`, `-8.1%`, `+0.0%`.
 pub fn signed_pct(value: Value, decimals: Option<usize>) -> Result<String, Error> {
     if value.is_none() || value.is_undefined() {
@@ -501,6 +525,14 @@ mod tests {
         assert_eq!(ljust(Value::from("ab"), 4), "ab  ");
         assert_eq!(fixed(Value::from(2.0 / 3.0), Some(3)).unwrap(), "0.667");
         assert_eq!(fixed(Value::from(()), None).unwrap(), "-");
+        assert_eq!(fixed(Value::from(0.0064), Some(2)).unwrap(), "0.01");
+        assert_eq!(figure(Value::from(0.0064), Some(2)).unwrap(), "0.0064");
+        assert_eq!(figure(Value::from(0.05), Some(2)).unwrap(), "0.05");
+        assert_eq!(figure(Value::from(0.051), Some(2)).unwrap(), "0.051");
+        assert_eq!(figure(Value::from(0.5), Some(2)).unwrap(), "0.50");
+        assert_eq!(figure(Value::from(0.0004), Some(3)).unwrap(), "0.00040");
+        assert_eq!(figure(Value::from(0.0), Some(2)).unwrap(), "0.00");
+        assert_eq!(figure(Value::from(()), None).unwrap(), "-");
         assert_eq!(signed_pct(Value::from(-8.14), None).unwrap(), "-8.1%");
         let texts = Value::from(vec!["current", "1432", ""]);
         let widths = Value::from(vec![-10, 7, -6]);
