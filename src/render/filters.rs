@@ -14,6 +14,7 @@ pub fn register(environment: &mut Environment<'static>) {
     environment.add_filter("ljust", ljust);
     environment.add_filter("fixed", fixed);
     environment.add_filter("figure", figure);
+    environment.add_filter("for_people", for_people);
     environment.add_filter("signed_pct", signed_pct);
     environment.add_filter("netperf_units", netperf_units);
     environment.add_filter("wrap_words", wrap_words);
@@ -389,6 +390,12 @@ pub fn figure(value: Value, decimals: Option<usize>) -> Result<String, Error> {
         return Ok(format!("{number:.*}", needed.min(12.0) as usize));
     }
     Ok(text)
+}
+
+/// A record's time (RFC 3339, UTC) as text for people prints dates:
+/// git's short ISO form, `2026-12-01 14:24:33 +0000`. JSON keeps RFC 3339.
+pub fn for_people(value: Value) -> String {
+    run_record::time::for_people(&text_of(&value))
 }
 
 /// A percentage with its sign: `+1.2%`, `-8.1%`, `+0.0%`.
