@@ -227,11 +227,13 @@ fn words(line: &str, gap: usize) -> Vec<Word> {
     words
 }
 
-/// A figure: a number, a percentage or `-`.
+/// A figure: a number, a percentage or `-` (not a time zone, `+0000`).
 fn is_figure(text: &str) -> bool {
     let body = text.trim_start_matches(['+', '-']).trim_end_matches('%');
+    let signed = text.starts_with(['+', '-']);
     text == "-"
         || (!body.is_empty()
+            && (!signed || text.contains(['.', '%']))
             && body.chars().all(|c| c.is_ascii_digit() || c == '.')
             && body.chars().any(|c| c.is_ascii_digit()))
 }
