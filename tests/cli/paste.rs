@@ -243,14 +243,16 @@ fn is_mark(text: &str) -> bool {
 }
 
 /// A row of a table: two figures or more, at least as many figures as
-/// other words (a title or a command has fewer), and no word of prose (a
-/// word ending with a colon).
+/// other words (a title or a command has fewer), no word of prose (a word
+/// ending with a colon) and no option of a command (`--end-repeats 3`).
 fn is_row(line: &str) -> bool {
     let words = words(line, 1);
     let n_figures = words.iter().filter(|word| is_figure(&word.text)).count();
     n_figures >= 2
         && n_figures * 2 >= words.len()
-        && !words.iter().any(|word| word.text.ends_with(':'))
+        && !words
+            .iter()
+            .any(|word| word.text.ends_with(':') || word.text.starts_with("--"))
 }
 
 /// The figures of a row, each with the column it ends in with the mark
@@ -521,4 +523,110 @@ fn every_layout_keeps_its_width_and_its_columns() {
         found.len(),
         found.join("\n")
     );
+}
+
+/// `bench --sweep`'s table with a 30-character label and the options
+/// off netperf's defaults that its title must name: -c -C, a burst and
+/// nodelay.
+#[test]
+fn a_bench_sweep_keeps_its_width_and_names_its_options() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive.db");
+    let args = [
+        "bench",
+        "-t",
+        "TCP_RR",
+        "-l",
+        "0.05",
+        "--sweep",
+        "r=1,64,65507",
+        "--label",
+        "baseline-gro-on-tso-on-mtu9000",
+        "--no-archive",
+        "-c",
+        "-C",
+        "--",
+        "-b",
+        "4",
+        "-D",
+    ];
+    let text = output(&archive, &args);
+    let mut found = Vec::new();
+    check(&mut found, &args, &text, 80, Alignment::Right);
+    assert!(found.is_empty(), "{}", found.join("\n"));
+    let title: String = text
+        .split("\n\n")
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(title.contains(" -c -C -b 4 nodelay"), "{text}");
+    assert!(!title.contains("-m "), "{text}");
+}
+
+/// A bisection's report: its lines within 80 columns, its steps' figures
+/// in their columns, its date as git prints dates, and its reproduce
+/// command continued with a backslash between words only, a double-quoted
+/// word of the build command (`CC="ccache gcc"`) whole.
+#[test]
+fn a_bisect_report_keeps_its_width_and_its_commands_whole() {
+    use test_fixtures::git::GitRepo;
+    let fixture = crate::bisect::fixture();
+    let repo = GitRepo::open(&fixture.repo);
+    let ids = crate::bisect::linear(&repo, 4, 2, &|_| Vec::new());
+    let (good, bad) = (ids[0].to_string(), ids[3].to_string());
+    let build = "CC=\"ccache gcc\" KCFLAGS=\"-O2 -g -fno-omit-frame-pointer\" sh build.sh \
+                 && test -f out/socket_size";
+    let measure = crate::bisect::measure_command("");
+    let (code, _, stderr) = fixture.run(&[
+        "bisect",
+        "start",
+        "--good",
+        &good,
+        "--bad",
+        &bad,
+        "--build",
+        build,
+        "--measure",
+        &measure,
+        "--end-repeats",
+        "3",
+        "--confirm-repeats",
+        "2",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let (code, _, stderr) = fixture.run(&["bisect", "run"]);
+    assert_eq!(code, 0, "{stderr}");
+    let (code, text, stderr) = fixture.run(&["bisect", "report"]);
+    assert_eq!(code, 0, "{stderr}");
+    let mut found = Vec::new();
+    check(
+        &mut found,
+        &["bisect", "report"],
+        &text,
+        80,
+        Alignment::Right,
+    );
+    assert!(found.is_empty(), "{}\n{text}", found.join("\n"));
+    let date = text
+        .lines()
+        .find_map(|line| line.strip_prefix("  Date:   "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(date.ends_with(" +0000") && !date.contains('T'), "{date}");
+    // The reproduce lines, as sh reads them.
+    let reproduce: Vec<&str> = text
+        .split("Reproduce:\n\n")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .take_while(|line| !line.is_empty())
+        .collect();
+    for line in &reproduce {
+        assert!(!line.contains("\"ccache'"), "{reproduce:#?}");
+    }
+    let joined = reproduce.join("\n").replace("\\\n", "");
+    let words = shlex::split(joined.lines().next().unwrap()).unwrap();
+    let at = words.iter().position(|word| word == "--build").unwrap();
+    assert_eq!(words[at + 1], build, "{reproduce:#?}");
 }

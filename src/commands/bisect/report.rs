@@ -68,10 +68,11 @@ const SHELL_WIDTH: usize = 70;
 
 /// Lays `items` (options with their quoted values) out as shell lines of
 /// at most `SHELL_WIDTH` columns where the words allow, continued with a
-/// backslash. A single-quoted value too long for a line is cut only
-/// between its own words, never inside a double-quoted part of it (`CC="ccache
-/// gcc"` stays whole), into pieces that the shell joins again: `'make -j8 '\`
-/// then `'bzImage'` at the start of the next line is `make -j8 bzImage`.
+/// backslash. A quoted value too long for a line is cut only between its
+/// own words ([`value_words`]), never inside a quoted part of it
+/// (`CC="ccache gcc"` stays whole), into pieces in the same quotes that
+/// the shell joins again: `'make -j8 '\` then `'bzImage'` at the start
+/// of the next line is `make -j8 bzImage`.
 fn shell_lines(items: &[String]) -> Vec<String> {
     let mut lines = Vec::new();
     let mut line = String::new();
@@ -91,25 +92,29 @@ fn shell_lines(items: &[String]) -> Vec<String> {
         }
         line = format!("{indent}{item}");
         if line.len() + 2 > SHELL_WIDTH
-            && let Some((head, quoted)) = line.split_once(" '")
-            && let Some(body) = quoted.strip_suffix('\'')
-            && !body.contains('\'')
+            && let Some(at) = [line.find(" '"), line.find(" \"")]
+                .into_iter()
+                .flatten()
+                .min()
         {
-            let head = head.to_string();
-            let mut pieces = inner_words(body).into_iter();
-            let mut piece = pieces.next().unwrap_or_default();
+            let head = line[..at].to_string();
+            let value = line[at + 1..].to_string();
+            let mut words = value_words(&value).into_iter();
+            let (mut piece, mut quote) = words.next().unwrap_or_default();
             let mut prefix = format!("{head} ");
-            for word in pieces {
-                // Room for the prefix, both quotes and the backslash.
-                if prefix.len() + piece.len() + word.len() + 3 > SHELL_WIDTH {
-                    lines.push(format!("{prefix}'{piece}'\\"));
+            for (word, word_quote) in words {
+                // Room for the prefix, the closing quote and the backslash.
+                if prefix.len() + piece.len() + word.len() + 2 > SHELL_WIDTH {
+                    let close = quote.map_or(String::new(), String::from);
+                    lines.push(format!("{prefix}{piece}{close}\\"));
                     prefix = String::new();
-                    piece = word;
+                    piece = quote.map_or(word.clone(), |quote| format!("{quote}{word}"));
                 } else {
                     piece.push_str(&word);
                 }
+                quote = word_quote;
             }
-            line = format!("{prefix}'{piece}'");
+            line = format!("{prefix}{piece}");
         }
     }
     if !line.is_empty() {
@@ -118,34 +123,57 @@ fn shell_lines(items: &[String]) -> Vec<String> {
     lines
 }
 
-/// The words of a shell command, each with the spaces after it, a
-/// double-quoted part kept within its word: joined, they are the command.
-fn inner_words(command: &str) -> Vec<String> {
-    let mut words: Vec<String> = Vec::new();
+/// The words of a quoted shell value (as shlex quotes it: `'make -j8'`,
+/// `"'/bin/x' -S \"$(cat size)\""'$x'`), each with the spaces after it and
+/// the quote the shell is in at its end, where the value may be closed and
+/// opened again. A word ends only at a space inside the value's quotes: a
+/// part of the command in quotes of its own (`"ccache gcc"` in single
+/// quotes, `\"$(cat size)\"` or `'a b'` in double quotes, or a part the
+/// quoting left the quotes for) is kept within its word, an escape with
+/// the character it escapes. Joined, the words are the value.
+fn value_words(value: &str) -> Vec<(String, Option<char>)> {
+    let mut state: Option<char> = None;
+    // A quote of the command's own, inside the value's quotes.
+    let mut own: Option<char> = None;
+    let mut words: Vec<(String, Option<char>)> = Vec::new();
     let mut word = String::new();
-    let mut in_quotes = false;
-    let mut chars = command.chars().peekable();
+    let mut chars = value.chars().peekable();
     while let Some(c) = chars.next() {
         word.push(c);
-        match c {
-            '"' => in_quotes = !in_quotes,
-            '\\' if in_quotes => {
+        match (state, c) {
+            (Some('"') | None, '\\') => {
                 if let Some(next) = chars.next() {
                     word.push(next);
+                    if state == Some('"') && next == '"' {
+                        own = if own == Some('"') {
+                            None
+                        } else {
+                            own.or(Some('"'))
+                        };
+                    }
                 }
             }
-            ' ' if !in_quotes => {
+            (Some(quote), c) if c == quote => state = None,
+            (None, '\'' | '"') => state = Some(c),
+            (Some(_), '\'' | '"') => {
+                own = if own == Some(c) {
+                    None
+                } else {
+                    own.or(Some(c))
+                };
+            }
+            (Some(_), ' ') if own.is_none() => {
                 while chars.peek() == Some(&' ') {
                     word.push(' ');
                     chars.next();
                 }
-                words.push(std::mem::take(&mut word));
+                words.push((std::mem::take(&mut word), state));
             }
             _ => {}
         }
     }
     if !word.is_empty() {
-        words.push(word);
+        words.push((word, state));
     }
     words
 }
@@ -376,5 +404,23 @@ mod tests {
         let words = shlex::split(&joined).unwrap();
         assert_eq!(words[6], build);
         assert_eq!(words.last().unwrap(), "v2");
+
+        // A value with single quotes of its own is double-quoted, and its
+        // `$` kept from the shell in single quotes again.
+        let measure = "'/usr/local/lib/netbisect/bin/netbisect' bench -t TCP_STREAM -l 0.1 \
+                       -S \"$(cat out/socket_size)\" --json --no-archive \
+                       --commit \"$NETBISECT_COMMIT\"";
+        let items = vec![
+            "netbisect bisect start".to_string(),
+            format!("--measure {}", quote(measure)),
+        ];
+        let lines = shell_lines(&items);
+        assert!(
+            lines.iter().all(|line| line.len() <= SHELL_WIDTH),
+            "{lines:#?}"
+        );
+        let joined = lines.join("\n").replace("\\\n", "");
+        let words = shlex::split(&joined).unwrap();
+        assert_eq!(words[4], measure, "{lines:#?}");
     }
 }
