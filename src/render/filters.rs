@@ -15,6 +15,7 @@ pub fn register(environment: &mut Environment<'static>) {
     environment.add_filter("fixed", fixed);
     environment.add_filter("figure", figure);
     environment.add_filter("for_people", for_people);
+    environment.add_filter("cut", cut);
     environment.add_filter("signed_pct", signed_pct);
     environment.add_filter("netperf_units", netperf_units);
     environment.add_filter("wrap_words", wrap_words);
@@ -398,6 +399,17 @@ pub fn for_people(value: Value) -> String {
     run_record::time::for_people(&text_of(&value))
 }
 
+/// Text in at most `width` columns as printed ([`plain`]): whole when
+/// it fits, else its first `width - 1` columns and a visible `~`.
+pub fn cut(value: Value, width: usize) -> String {
+    let text = text_of(&value);
+    if text.len() <= width {
+        text
+    } else {
+        format!("{}~", &text[..width.saturating_sub(1)])
+    }
+}
+
 /// A percentage with its sign: `+1.2%`, `-8.1%`, `+0.0%`.
 pub fn signed_pct(value: Value, decimals: Option<usize>) -> Result<String, Error> {
     if value.is_none() || value.is_undefined() {
@@ -610,6 +622,8 @@ mod tests {
         assert_eq!(plain(&plain("caf\u{e9}\n")), plain("caf\u{e9}\n"));
         assert_eq!(length(Value::from("a\u{1b}b")).unwrap(), 6);
         assert_eq!(length(Value::from(vec![1, 2])).unwrap(), 2);
+        assert_eq!(cut(Value::from("\u{1b}[31mred"), 6), "\\x1b[~");
+        assert_eq!(cut(Value::from("base"), 6), "base");
     }
 
     #[test]
