@@ -663,3 +663,45 @@ fn a_150_character_label_keeps_the_email_within_72_columns() {
     check(&mut found, &args, &text, 80, Alignment::Free);
     assert!(found.is_empty(), "{}", found.join("\n"));
 }
+
+/// A matrix of runs with the CPU figures of both ends (-c -C) gives,
+/// under each row, both sides' utilisation and service demand, local and
+/// remote, within the width, in their columns.
+#[test]
+fn a_matrix_shows_the_cpu_of_both_ends_of_both_sides() {
+    let mut found = Vec::new();
+    for (first, second) in name_pairs().into_iter().take(3) {
+        let records: Vec<RunRecord> = runs(&first, &second)
+            .into_iter()
+            .filter(|record| record.spec.local_cpu)
+            .collect();
+        let archive = archive_of(&records);
+        let (a, b) = (format!("label:{first}"), format!("label:{second}"));
+        for email in [false, true] {
+            let mut args = vec!["compare", a.as_str(), b.as_str(), "--layout", "matrix"];
+            if email {
+                args.push("--email");
+            }
+            let text = output(&archive.path, &args);
+            check(
+                &mut found,
+                &args,
+                &text,
+                if email { 72 } else { 80 },
+                Alignment::Right,
+            );
+            found.extend(names_apart(&text, &first, &second, "matrix"));
+            // Every row is followed by its CPU line: 37.25 is the remote
+            // utilisation of every run, 41.500 or 1.125 the remote S.dem.
+            let cpu_lines = text
+                .lines()
+                .filter(|line| line.contains("41.500") || line.contains("1.125"))
+                .count();
+            assert_eq!(cpu_lines, records.len() / 2, "{text}");
+            if !email {
+                assert!(text.contains("37.25"), "{text}");
+            }
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
