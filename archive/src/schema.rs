@@ -35,6 +35,11 @@
 //!    row beside the one before it. A history still selects from `runs`
 //!    and joins `run_series` on all three columns, so a series row that
 //!    disagrees with its run's key is missing, not trusted.
+//! 7. `started_at` of `runs` and `run_series` written with exactly six
+//!    fraction digits ([`run_record::time::sortable_utc`]), so that runs
+//!    order by time whatever fraction their records' times have (a
+//!    record's `...23.5Z` sorted before `...23Z` as a string). The record
+//!    keeps its own time as it was.
 
 use crate::ArchiveError;
 use run_record::record::{Metric, RunRecord};
@@ -45,7 +50,7 @@ use std::collections::BTreeMap;
 pub const APPLICATION_ID: i32 = 0x6e62_6973;
 
 /// The newest schema version this build writes and reads.
-pub const CURRENT_VERSION: u32 = 6;
+pub const CURRENT_VERSION: u32 = 7;
 
 /// The oldest schema an archive opened read-only (not migrated) may
 /// have: every read but a history's works on it, and a history falls
@@ -168,6 +173,22 @@ pub const MIGRATIONS: &[Migration] = &[
             ALTER TABLE run_series_by_config RENAME TO run_series;
             CREATE INDEX runs_history
                 ON runs (config_key, label, started_at, id, commit_id, test);
+        ",
+        backfill: None,
+    },
+    // Times of another fraction length than six digits (none that
+    // netbisect wrote): the whole seconds, then the fraction padded with
+    // zeros or cut to six digits.
+    Migration {
+        sql: "
+            UPDATE runs SET started_at = substr(started_at, 1, 19) || '.'
+                || substr(substr(started_at, 21, max(length(started_at) - 21, 0))
+                          || '000000', 1, 6) || 'Z'
+            WHERE length(started_at) != 27 AND substr(started_at, -1) = 'Z';
+            UPDATE run_series SET started_at = substr(started_at, 1, 19) || '.'
+                || substr(substr(started_at, 21, max(length(started_at) - 21, 0))
+                          || '000000', 1, 6) || 'Z'
+            WHERE length(started_at) != 27 AND substr(started_at, -1) = 'Z';
         ",
         backfill: None,
     },

@@ -80,7 +80,7 @@ fn marks_a_step_at_the_right_commit() {
 fn flat_series_has_no_change_point() {
     let runs = series(&[9.4e9; 20], 9);
     let points = points_in_time_order(&runs);
-    assert_eq!(points[0].label, "2024-01-01T00:00:00Z");
+    assert_eq!(points[0].label, "2024-01-01T00:00:00.000000Z");
     let history = history(
         &points,
         &HistoryOptions::new(Metric::ThroughputBps, SeriesOrder::Time),

@@ -45,7 +45,7 @@ fn round_trip_is_byte_identical_and_duplicates_are_no_ops() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("archive.db");
     let mut archive = Archive::open(&path).unwrap();
-    assert_eq!(archive.schema_version().unwrap(), 6);
+    assert_eq!(archive.schema_version().unwrap(), 7);
     let run = canonical(record("aaaa1111", "base", 1e9, TestKind::TcpStream));
     assert_eq!(archive.store(&run).unwrap(), StoreOutcome::Added);
     assert_eq!(archive.store(&run).unwrap(), StoreOutcome::AlreadyPresent);
@@ -244,7 +244,7 @@ fn foreign_corrupt_and_newer_files_are_refused_untouched() {
     assert_eq!(
         err.to_string(),
         format!(
-            "{} has archive schema version 99, newer than version 6 that this netbisect reads; \
+            "{} has archive schema version 99, newer than version 7 that this netbisect reads; \
              use a newer netbisect",
             newer.display()
         )
@@ -293,7 +293,7 @@ fn concurrent_creation_of_one_file() {
             scope.spawn(move || Archive::open(path).unwrap());
         }
     });
-    assert_eq!(Archive::open(&path).unwrap().schema_version().unwrap(), 6);
+    assert_eq!(Archive::open(&path).unwrap().schema_version().unwrap(), 7);
 }
 
 #[test]

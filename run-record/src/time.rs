@@ -47,6 +47,34 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
     (year, month, day)
 }
 
+/// A record's time (`YYYY-MM-DDTHH:MM:SS[.frac]Z`) with exactly six
+/// fraction digits, as netbisect writes it: padded with zeros, or cut to
+/// microseconds. Strings of this form order as the times they are
+/// (`...23.5Z` after `...23Z`), which strings of other fraction lengths
+/// do not; an archive orders its runs by them. Text of any other shape
+/// is returned as it is.
+pub fn sortable_utc(text: &str) -> String {
+    if !is_rfc3339_utc(text) {
+        return text.to_string();
+    }
+    let fraction = text[19..text.len() - 1].trim_start_matches('.');
+    let mut digits: String = fraction.chars().take(6).collect();
+    while digits.len() < 6 {
+        digits.push('0');
+    }
+    format!("{}.{digits}Z", &text[..19])
+}
+
+/// `time` (a record's, see [`sortable_utc`]) as people read dates in
+/// text, in git's short ISO form: `2026-12-01 14:24:33 +0000`. Text of
+/// any other shape is returned as it is.
+pub fn for_people(time: &str) -> String {
+    if !is_rfc3339_utc(time) {
+        return time.to_string();
+    }
+    format!("{} {} +0000", &time[..10], &time[11..19])
+}
+
 /// True when `text` has the shape of an RFC 3339 date-time
 /// (`YYYY-MM-DDTHH:MM:SS[.frac](Z|+HH:MM|-HH:MM)`).
 pub fn is_rfc3339(text: &str) -> bool {
@@ -125,6 +153,36 @@ mod tests {
         assert_eq!(rfc3339_utc(UNIX_EPOCH), "1970-01-01T00:00:00.000000Z");
         let leap_day = UNIX_EPOCH + Duration::from_micros(1_709_210_096_123_456);
         assert_eq!(rfc3339_utc(leap_day), "2024-02-29T12:34:56.123456Z");
+    }
+
+    #[test]
+    fn times_of_any_fraction_sort_as_times() {
+        let times = [
+            "2026-11-30T07:04:23Z",
+            "2026-11-30T07:04:23.000001Z",
+            "2026-11-30T07:04:23.1Z",
+            "2026-11-30T07:04:23.5Z",
+            "2026-11-30T07:04:23.512345678Z",
+            "2026-11-30T07:04:24Z",
+        ];
+        // As strings, `23.5Z` sorts before `23Z` ('.' < 'Z').
+        assert!(times[3] < times[0]);
+        let sortable: Vec<String> = times.iter().map(|time| sortable_utc(time)).collect();
+        assert!(
+            sortable.windows(2).all(|pair| pair[0] < pair[1]),
+            "{sortable:?}"
+        );
+        assert_eq!(sortable[0], "2026-11-30T07:04:23.000000Z");
+        assert_eq!(sortable[4], "2026-11-30T07:04:23.512345Z");
+        assert_eq!(
+            sortable_utc("2026-11-30T07:04:23.123456Z"),
+            "2026-11-30T07:04:23.123456Z"
+        );
+        assert_eq!(sortable_utc("yesterday"), "yesterday");
+        assert_eq!(
+            for_people("2026-12-01T14:24:33.5Z"),
+            "2026-12-01 14:24:33 +0000"
+        );
     }
 
     #[test]

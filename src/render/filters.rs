@@ -1,6 +1,9 @@
 //! Filters every table needs: fixed-width alignment, consistent
 //! decimals, signed percentages, unit scaling as netperf's `-f` does it,
-//! and wrapping long labels.
+//! and wrapping long labels; and [`plain`], the one way text from a
+//! record (a label, a testbed, a commit subject, a host name) reaches a
+//! terminal or a mail: control characters and non-ASCII letters escaped,
+//! so that output is ASCII and each character one column.
 
 use minijinja::value::Value;
 use minijinja::{Environment, Error, ErrorKind};
@@ -10,11 +13,286 @@ pub fn register(environment: &mut Environment<'static>) {
     environment.add_filter("rjust", rjust);
     environment.add_filter("ljust", ljust);
     environment.add_filter("fixed", fixed);
+    environment.add_filter("figure", figure);
+    environment.add_filter("for_people", for_people);
+    environment.add_filter("cut", cut);
     environment.add_filter("signed_pct", signed_pct);
     environment.add_filter("netperf_units", netperf_units);
     environment.add_filter("wrap_words", wrap_words);
     environment.add_filter("wrap_command", wrap_command);
     environment.add_filter("row", row);
+    environment.add_filter("length", length);
+    environment.add_filter("table", table);
+    environment.add_filter("short_names", short_names);
+}
+
+/// The cells of each row of a [`table`] and the set of widths it takes.
+fn table_rows(rows: &Value) -> Result<Vec<(usize, Vec<String>)>, Error> {
+    let mut parsed = Vec::new();
+    for row in rows.try_iter()? {
+        let (set, cells) = match row.get_attr("cells") {
+            Ok(cells) if !cells.is_undefined() => {
+                let set = row
+                    .get_attr("set")
+                    .ok()
+                    .and_then(|set| usize::try_from(set).ok());
+                (set.unwrap_or(0), cells)
+            }
+            _ => (0, row),
+        };
+        let cells: Vec<String> = cells.try_iter()?.map(|cell| text_of(&cell)).collect();
+        parsed.push((set, cells));
+    }
+    Ok(parsed)
+}
+
+fn widths_of(value: &Value) -> Result<Vec<i64>, Error> {
+    value
+        .try_iter()?
+        .map(|width| {
+            i64::try_from(width).map_err(|_| {
+                Error::new(
+                    ErrorKind::InvalidOperation,
+                    "column widths are integers".to_string(),
+                )
+            })
+        })
+        .collect()
+}
+
+/// A whole table, laid out so that it never lies about a column: each
+/// row a list of cells (or `{"set": N, "cells": [...]}` for a row of the
+/// N-th set of widths, such as a side's CPU line under its figures; an
+/// empty row is a blank line). Widths are as [`row`]'s, the least each
+/// column takes: a column is widened to its widest cell, so a figure
+/// never pushes its row out of line. The first column, when
+/// left-aligned, names the rows and is shared by every set; when the
+/// table would be wider than `limit` it is narrowed, its names shortened
+/// each to a different name ([`unique_short_names`]), and a legend after
+/// the table gives each shortened name in full.
+pub fn table(rows: Value, widths: Value, limit: usize) -> Result<Vec<String>, Error> {
+    let sets: Vec<Vec<i64>> = if widths
+        .try_iter()?
+        .next()
+        .is_some_and(|first| first.try_iter().is_ok() && first.as_str().is_none())
+    {
+        widths
+            .try_iter()?
+            .map(|set| widths_of(&set))
+            .collect::<Result<_, _>>()?
+    } else {
+        vec![widths_of(&widths)?]
+    };
+    let rows = table_rows(&rows)?;
+    // The columns each set shows (a width of 0 hides its column).
+    let mut column_widths: Vec<Vec<usize>> = sets
+        .iter()
+        .map(|set| {
+            set.iter()
+                .map(|width| width.unsigned_abs() as usize)
+                .collect()
+        })
+        .collect();
+    for (set, cells) in &rows {
+        let Some(widths) = column_widths.get_mut(*set) else {
+            return Err(Error::new(
+                ErrorKind::InvalidOperation,
+                format!("a row of width set {set}, of {} sets", sets.len()),
+            ));
+        };
+        for (column, cell) in cells.iter().enumerate() {
+            if let Some(width) = widths.get_mut(column)
+                && *width > 0
+            {
+                *width = (*width).max(cell.len());
+            }
+        }
+    }
+    let names_left = sets.iter().all(|set| set.first().is_some_and(|w| *w < 0));
+    let line_width = |widths: &[usize], name_width: usize| -> usize {
+        let shown: Vec<usize> = widths
+            .iter()
+            .enumerate()
+            .map(|(column, width)| if column == 0 { name_width } else { *width })
+            .filter(|width| *width > 0)
+            .collect();
+        shown.iter().sum::<usize>() + shown.len().saturating_sub(1)
+    };
+    let mut name_width = column_widths
+        .iter()
+        .filter_map(|widths| widths.first().copied())
+        .max()
+        .unwrap_or(0);
+    let widest = column_widths
+        .iter()
+        .map(|widths| line_width(widths, name_width))
+        .max()
+        .unwrap_or(0);
+    let mut legend: Vec<(String, String)> = Vec::new();
+    let mut renamed: std::collections::BTreeMap<String, String> = Default::default();
+    if names_left && widest > limit {
+        let room = name_width.saturating_sub(widest - limit).max(3);
+        let names: Vec<String> = rows
+            .iter()
+            .filter_map(|(_, cells)| cells.first())
+            .filter(|name| !name.is_empty())
+            .fold(Vec::new(), |mut names, name| {
+                if !names.contains(name) {
+                    names.push(name.clone());
+                }
+                names
+            });
+        let short = unique_short_names(&names, room);
+        for (name, short) in names.iter().zip(short) {
+            if *name != short {
+                legend.push((short.clone(), name.clone()));
+            }
+            renamed.insert(name.clone(), short);
+        }
+        name_width = room;
+    }
+    let mut lines = Vec::new();
+    for (set, cells) in &rows {
+        let widths = &column_widths[*set];
+        let mut line = String::new();
+        let mut first = true;
+        for (column, cell) in cells.iter().enumerate() {
+            let Some(&width) = widths.get(column) else {
+                break;
+            };
+            let width = if column == 0 { name_width } else { width };
+            if width == 0 || sets[*set][column] == 0 {
+                continue;
+            }
+            let cell = if column == 0 {
+                renamed.get(cell).unwrap_or(cell)
+            } else {
+                cell
+            };
+            if !first {
+                line.push(' ');
+            }
+            first = false;
+            let pad = " ".repeat(width.saturating_sub(cell.len()));
+            if sets[*set][column] < 0 {
+                line.push_str(cell);
+                line.push_str(&pad);
+            } else {
+                line.push_str(&pad);
+                line.push_str(cell);
+            }
+        }
+        lines.push(line.trim_end().to_string());
+    }
+    if !legend.is_empty() {
+        lines.push(String::new());
+        for (short, name) in legend {
+            let text = format!("{short}: {name}");
+            for (idx, piece) in wrap_words(Value::from(text), limit.saturating_sub(2))
+                .into_iter()
+                .enumerate()
+            {
+                lines.push(if idx == 0 {
+                    piece
+                } else {
+                    format!("  {piece}")
+                });
+            }
+        }
+    }
+    Ok(lines)
+}
+
+/// `names` each in at most `width` columns, each different from the
+/// others where the names differ: a name that fits is kept; a longer one
+/// keeps its start and, after a `~`, as much of its end as tells it from
+/// the others (`nosg-gs~on`, `nosg-g~off`); where no such cut tells them
+/// apart, a number does (`nosg~1`).
+pub fn unique_short_names(names: &[String], width: usize) -> Vec<String> {
+    let width = width.max(3);
+    let fits = |name: &String| name.len() <= width;
+    let cut = |name: &str, suffix: usize| -> String {
+        let prefix = width - 1 - suffix;
+        format!("{}~{}", &name[..prefix], &name[name.len() - suffix..])
+    };
+    let all_apart = |short: &[String]| {
+        short.iter().enumerate().all(|(idx, name)| {
+            short
+                .iter()
+                .enumerate()
+                .all(|(other_idx, other)| idx == other_idx || name != other)
+        })
+    };
+    for suffix in 0..width - 1 {
+        let short: Vec<String> = names
+            .iter()
+            .map(|name| {
+                if fits(name) {
+                    name.clone()
+                } else {
+                    cut(name, suffix.min(name.len() - (width - 1 - suffix)))
+                }
+            })
+            .collect();
+        if all_apart(&short) {
+            return short;
+        }
+    }
+    let digits = names.len().to_string().len();
+    names
+        .iter()
+        .enumerate()
+        .map(|(idx, name)| {
+            if fits(name) {
+                name.clone()
+            } else {
+                let prefix = width.saturating_sub(1 + digits).max(1).min(name.len());
+                format!("{}~{}", &name[..prefix], idx + 1)
+            }
+        })
+        .collect()
+}
+
+/// The filter of [`unique_short_names`], for names that head columns.
+pub fn short_names(names: Value, width: usize) -> Result<Vec<String>, Error> {
+    let names: Vec<String> = names.try_iter()?.map(|name| text_of(&name)).collect();
+    Ok(unique_short_names(&names, width))
+}
+
+/// `text` as it is printed: every control character escaped (`\n`,
+/// `\t`, `\r`, else `\x1b`) and every character beyond ASCII as
+/// `\u{e9}`. Printable ASCII is kept, the backslash too, so that plain
+/// text of plain text is the same text.
+pub fn plain(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.bytes().all(|byte| (0x20..0x7f).contains(&byte)) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            ' '..='~' => out.push(c),
+            c if c.is_ascii() => out.push_str(&format!("\\x{:02x}", u32::from(c))),
+            c => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// The columns a value takes when printed: its [`plain`] characters
+/// for text, the number of items of a list or map.
+pub fn length(value: Value) -> Result<usize, Error> {
+    if let Some(text) = value.as_str() {
+        return Ok(plain(text).chars().count());
+    }
+    value.len().ok_or_else(|| {
+        Error::new(
+            ErrorKind::InvalidOperation,
+            format!("cannot take the length of {value}"),
+        )
+    })
 }
 
 /// One line of a table: each text padded to the width of its column
@@ -58,7 +336,7 @@ pub fn row(texts: Value, widths: Value) -> Result<String, Error> {
 
 fn text_of(value: &Value) -> String {
     match value.as_str() {
-        Some(text) => text.to_string(),
+        Some(text) => plain(text).into_owned(),
         None if value.is_none() || value.is_undefined() => String::new(),
         None => value.to_string(),
     }
@@ -90,6 +368,46 @@ pub fn fixed(value: Value, decimals: Option<usize>) -> Result<String, Error> {
     }
     let number = number_of(&value)?;
     Ok(format!("{number:.*}", decimals.unwrap_or(2)))
+}
+
+/// A measured figure (a rate, a throughput, a utilisation, a service
+/// demand) with `decimals` decimals, or more where it needs them to keep
+/// two significant digits (at most 12): a throughput of 0.0064 is
+/// `0.0064`, not `0.01`, and a figure that is not zero never prints as
+/// zero. A figure printed exactly (`0.05`) keeps its decimals; `-` for
+/// none.
+pub fn figure(value: Value, decimals: Option<usize>) -> Result<String, Error> {
+    let text = fixed(value.clone(), decimals)?;
+    if value.is_none() || value.is_undefined() {
+        return Ok(text);
+    }
+    let number = number_of(&value)?;
+    let exact = text.parse::<f64>().is_ok_and(|printed| printed == number);
+    if number == 0.0 || !number.is_finite() || exact {
+        return Ok(text);
+    }
+    let needed = (-number.abs().log10()).ceil() + 1.0;
+    if needed > decimals.unwrap_or(2) as f64 {
+        return Ok(format!("{number:.*}", needed.min(12.0) as usize));
+    }
+    Ok(text)
+}
+
+/// A record's time (RFC 3339, UTC) as text for people prints dates:
+/// git's short ISO form, `2026-12-01 14:24:33 +0000`. JSON keeps RFC 3339.
+pub fn for_people(value: Value) -> String {
+    run_record::time::for_people(&text_of(&value))
+}
+
+/// Text in at most `width` columns as printed ([`plain`]): whole when
+/// it fits, else its first `width - 1` columns and a visible `~`.
+pub fn cut(value: Value, width: usize) -> String {
+    let text = text_of(&value);
+    if text.len() <= width {
+        text
+    } else {
+        format!("{}~", &text[..width.saturating_sub(1)])
+    }
 }
 
 /// A percentage with its sign: `+1.2%`, `-8.1%`, `+0.0%`.
@@ -126,8 +444,10 @@ pub fn netperf_units(value: Value, letter: &str) -> Result<f64, Error> {
 }
 
 /// Splits text into lines of at most `width` columns at spaces; a word
-/// longer than `width` stands alone on its line.
+/// longer than `width` (a label of 150 characters) is cut into pieces of
+/// `width`, so that no line is wider.
 pub fn wrap_words(value: Value, width: usize) -> Vec<String> {
+    let width = width.max(1);
     let mut lines = Vec::new();
     let mut line = String::new();
     for word in text_of(&value).split_whitespace() {
@@ -138,6 +458,11 @@ pub fn wrap_words(value: Value, width: usize) -> Vec<String> {
             line.push(' ');
         }
         line.push_str(word);
+        // Text of `text_of` is ASCII: a byte is a column.
+        while line.len() > width {
+            let rest = line.split_off(width);
+            lines.push(std::mem::replace(&mut line, rest));
+        }
     }
     if !line.is_empty() {
         lines.push(line);
@@ -148,22 +473,37 @@ pub fn wrap_words(value: Value, width: usize) -> Vec<String> {
 /// Splits a shell command into lines of at most `width` columns, only
 /// between words: every line but the last ends with ` \`, and the lines
 /// after the first are indented by four spaces, so that the lines pasted
-/// together are the command again. A quoted word with spaces is kept
-/// whole.
+/// together are the command again. A quoted word with spaces, in single
+/// or double quotes (`'a b'`, `CC="ccache gcc"`), is kept whole.
 pub fn wrap_command(value: Value, width: usize) -> Vec<String> {
     let text = text_of(&value);
     let mut words: Vec<String> = Vec::new();
-    let mut quoted = false;
+    // The quote that is open at the end of the last word, if any.
+    let mut open: Option<char> = None;
     for part in text.split(' ') {
         match words.last_mut() {
-            Some(last) if quoted => {
+            Some(last) if open.is_some() => {
                 last.push(' ');
                 last.push_str(part);
             }
             _ => words.push(part.to_string()),
         }
-        if part.matches('\'').count() % 2 == 1 {
-            quoted = !quoted;
+        let mut escaped = false;
+        for c in part.chars() {
+            match (open, c) {
+                (Some('"'), '\\') if !escaped => {
+                    escaped = true;
+                    continue;
+                }
+                (None, '\\') if !escaped => {
+                    escaped = true;
+                    continue;
+                }
+                (None, '\'' | '"') if !escaped => open = Some(c),
+                (Some(quote), c) if c == quote && !escaped => open = None,
+                _ => {}
+            }
+            escaped = false;
         }
     }
     let mut lines: Vec<String> = Vec::new();
@@ -195,63 +535,4 @@ pub fn wrap_command(value: Value, width: usize) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn aligns_and_formats() {
-        assert_eq!(rjust(Value::from(12), 5), "   12");
-        assert_eq!(ljust(Value::from("ab"), 4), "ab  ");
-        assert_eq!(fixed(Value::from(2.0 / 3.0), Some(3)).unwrap(), "0.667");
-        assert_eq!(fixed(Value::from(()), None).unwrap(), "-");
-        assert_eq!(signed_pct(Value::from(-8.14), None).unwrap(), "-8.1%");
-        let texts = Value::from(vec!["current", "1432", ""]);
-        let widths = Value::from(vec![-10, 7, -6]);
-        assert_eq!(row(texts, widths).unwrap(), "current       1432");
-        let texts = Value::from(vec!["a", "hidden", "b"]);
-        let widths = Value::from(vec![2, 0, 2]);
-        assert_eq!(row(texts, widths).unwrap(), " a  b");
-        assert_eq!(signed_pct(Value::from(1.25), Some(2)).unwrap(), "+1.25%");
-        assert_eq!(signed_pct(Value::from(-0.01), None).unwrap(), "+0.0%");
-    }
-
-    #[test]
-    fn scales_like_netperf() {
-        assert_eq!(
-            netperf_units(Value::from(11_831.79e6), "m").unwrap(),
-            11_831.79
-        );
-        assert_eq!(netperf_units(Value::from(8192.0), "K").unwrap(), 1.0);
-        assert!(netperf_units(Value::from(1.0), "x").is_err());
-    }
-
-    #[test]
-    fn commands_wrap_between_words_with_a_backslash() {
-        let command =
-            "netbisect ab --kernel-a vmlinuz-6.1.0-55-amd64 --vm-append 'a b c' -t TCP_RR";
-        let lines = wrap_command(Value::from(command), 40);
-        assert_eq!(
-            lines,
-            [
-                "netbisect ab --kernel-a \\",
-                "    vmlinuz-6.1.0-55-amd64 --vm-append \\",
-                "    'a b c' -t TCP_RR",
-            ]
-        );
-        let joined: String = lines
-            .iter()
-            .map(|line| line.trim_end_matches('\\').trim())
-            .collect::<Vec<_>>()
-            .join(" ");
-        assert_eq!(joined, command);
-        assert!(lines.iter().all(|line| line.len() <= 40));
-    }
-
-    #[test]
-    fn wraps_at_spaces() {
-        assert_eq!(
-            wrap_words(Value::from("aa bb cc dddddd"), 5),
-            vec!["aa bb", "cc", "dddddd"]
-        );
-    }
-}
+mod tests;

@@ -11,7 +11,7 @@ pub mod filters;
 #[cfg(test)]
 mod rules;
 
-use minijinja::{Environment, UndefinedBehavior};
+use minijinja::{AutoEscape, Environment, UndefinedBehavior};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -88,6 +88,22 @@ impl Renderer {
             environment.set_syntax(syntax);
         }
         environment.set_undefined_behavior(UndefinedBehavior::Strict);
+        // Every text a template prints goes through `plain`: what came
+        // from a record can neither move the cursor nor make a line wider
+        // than its characters. A macro's output is the template's own
+        // (the custom escape mode marks it safe) and is kept as it is.
+        environment.set_auto_escape_callback(|_| AutoEscape::Custom("plain".into()));
+        environment.set_formatter(|out, _state, value| {
+            let text = value.to_string();
+            let text = if value.is_safe() {
+                std::borrow::Cow::Borrowed(text.as_str())
+            } else {
+                filters::plain(&text)
+            };
+            out.write_str(&text).map_err(|err| {
+                minijinja::Error::new(minijinja::ErrorKind::WriteFailure, err.to_string())
+            })
+        });
         filters::register(&mut environment);
         Renderer {
             environment,

@@ -244,12 +244,12 @@ fn a_corrupt_or_newer_archive_is_a_clear_error() {
 
     let db = dir.path().join("newer.db");
     drop(archive::Archive::open(&db).unwrap());
-    set_user_version(&db, 7);
+    set_user_version(&db, 8);
     let output = netbisect(&db).args(["archive", "check"]).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8(output.stderr).unwrap();
     assert!(
-        stderr.contains("has archive schema version 7, newer than version 6"),
+        stderr.contains("has archive schema version 8, newer than version 7"),
         "{stderr}"
     );
 }
@@ -340,4 +340,68 @@ fn a_killed_import_leaves_a_clean_archive_and_whole_files() {
         runs_per_commit.values().all(|&n| n == RUNS_PER_FILE),
         "{runs_per_commit:?}"
     );
+}
+
+/// Runs whose times have fractions of other lengths (a record from
+/// another tool, `...23.5Z`) are listed newest first and followed in time
+/// order as the times they are, not as strings (`23.5Z` before `23Z`).
+#[test]
+fn runs_are_ordered_by_their_times_not_by_strings() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("archive.db");
+    let times = [
+        "2026-11-30T07:04:22.9Z",
+        "2026-11-30T07:04:23Z",
+        "2026-11-30T07:04:23.25Z",
+        "2026-11-30T07:04:23.5Z",
+        "2026-11-30T07:04:24Z",
+    ];
+    let records: Vec<RunRecord> = times
+        .iter()
+        .enumerate()
+        .map(|(idx, time)| {
+            RecordBuilder::new(TestKind::TcpStream)
+                .started_at(time)
+                .finished_at("2026-11-30T07:05:00Z")
+                .throughput(10.0, 1e9 * (idx + 1) as f64)
+                .build()
+        })
+        .collect();
+    let file = dir.path().join("runs.jsonl");
+    let mut shuffled = records.clone();
+    shuffled.reverse();
+    shuffled.swap(0, 2);
+    std::fs::write(&file, json_lines(&shuffled)).unwrap();
+    stdout_of(netbisect(&db).args(["archive", "import"]).arg(&file));
+
+    let list: serde_json::Value = serde_json::from_str(&stdout_of(
+        netbisect(&db).args(["archive", "list", "--json"]),
+    ))
+    .unwrap();
+    let listed: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|run| run["id"].as_str().unwrap())
+        .collect();
+    let newest_first: Vec<&str> = records.iter().rev().map(|run| run.id.as_str()).collect();
+    assert_eq!(listed, newest_first);
+
+    let history: serde_json::Value = serde_json::from_str(&stdout_of(netbisect(&db).args([
+        "history",
+        "--json",
+        "--metric",
+        "throughput_bps",
+    ])))
+    .unwrap();
+    let means: Vec<f64> = history["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|point| point["mean"].as_f64().unwrap())
+        .collect();
+    assert_eq!(means, [1e9, 2e9, 3e9, 4e9, 5e9]);
+    // Text for people gives the times as git prints dates.
+    let text = stdout_of(netbisect(&db).args(["history", "--metric", "throughput_bps"]));
+    assert!(text.contains("\n2026-11-30 07:04:23 +0000 "), "{text}");
 }

@@ -419,7 +419,7 @@ fn history_reads_an_older_archive_it_may_not_upgrade() {
     set_mode(dir.path(), 0o755);
     set_mode(&db, 0o644);
     assert_eq!(ok(&db, &args, None), from_columns);
-    assert_eq!(user_version(&db), 6);
+    assert_eq!(user_version(&db), 7);
 }
 
 #[test]
@@ -450,7 +450,7 @@ fn history_reads_a_version_5_archive_it_may_not_upgrade() {
     set_mode(dir.path(), 0o755);
     set_mode(&db, 0o644);
     assert_eq!(ok(&db, &args, None), current);
-    assert_eq!(user_version(&db), 6);
+    assert_eq!(user_version(&db), 7);
     let report = archive::Archive::open(&db).unwrap().check().unwrap();
     assert!(report.is_clean(), "{report:?}");
 }

@@ -144,7 +144,7 @@ fn without_a_repository_runs_come_in_time_order() {
     assert_eq!(history.order, "time");
     let labels: Vec<&str> = history.points.iter().map(|p| p.label.as_str()).collect();
     let expected: Vec<String> = (0..10)
-        .map(|hour| format!("2026-04-01T{hour:02}:00:00Z"))
+        .map(|hour| format!("2026-04-01T{hour:02}:00:00.000000Z"))
         .collect();
     assert_eq!(labels, expected);
     // In time order the levels are mixed, so no step is found.

@@ -16,6 +16,7 @@ mod layout;
 mod netns;
 mod netperf_layout;
 mod parity;
+mod paste;
 mod plan;
 mod publish;
 mod record;

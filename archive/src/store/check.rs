@@ -168,7 +168,10 @@ pub(crate) fn verify_row(run: &StoredRun, bytes: &[u8]) -> Result<(), String> {
         ("testbed", record.testbed != run.testbed),
         ("test", record.spec.test != run.test),
         ("source_tool", record.source.tool != run.source_tool),
-        ("started_at", record.started_at != run.started_at),
+        (
+            "started_at",
+            run_record::time::sortable_utc(&record.started_at) != run.started_at,
+        ),
     ];
     let wrong: Vec<&str> = mismatches
         .iter()

@@ -525,6 +525,80 @@ mod tests {
         assert_eq!(report.n_runs, 1);
     }
 
+    /// Records started at `times`, in that order, each of its own
+    /// throughput.
+    fn records_at(times: &[&str]) -> Vec<RunRecord> {
+        times
+            .iter()
+            .enumerate()
+            .map(|(idx, time)| {
+                RecordBuilder::new(TestKind::TcpStream)
+                    .started_at(time)
+                    .finished_at("2026-01-02T00:00:00Z")
+                    .throughput(10.0, 1e9 + idx as f64)
+                    .build()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn runs_order_by_time_whatever_the_fraction_of_their_times() {
+        // In time order; as strings, `23.5Z` sorts before `23Z`.
+        let times = [
+            "2026-01-01T00:00:22.9Z",
+            "2026-01-01T00:00:23Z",
+            "2026-01-01T00:00:23.25Z",
+            "2026-01-01T00:00:23.5Z",
+            "2026-01-01T00:00:24Z",
+        ];
+        let records = records_at(&times);
+        let ids: Vec<&str> = records.iter().map(|record| record.id.as_str()).collect();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.db");
+        {
+            let mut archive = Archive::open(&path).unwrap();
+            for record in records.iter().rev() {
+                archive
+                    .store(&CanonicalRun::from_record(record.clone()).unwrap())
+                    .unwrap();
+            }
+            let stored = archive.records(&RunQuery::default()).unwrap();
+            let order: Vec<&str> = stored.iter().map(|record| record.id.as_str()).collect();
+            assert_eq!(order, ids);
+            let series = archive
+                .series_runs(&RunQuery::default(), Metric::ThroughputBps)
+                .unwrap()
+                .unwrap();
+            let order: Vec<&str> = series.iter().map(|run| run.id.as_str()).collect();
+            assert_eq!(order, ids);
+            assert!(archive.check().unwrap().is_clean());
+        }
+        // An archive of version 6 kept each record's time as it was; the
+        // migration writes them all with six fraction digits.
+        {
+            let connection = Connection::open(&path).unwrap();
+            for (record, time) in records.iter().zip(times) {
+                for table in ["runs", "run_series"] {
+                    let column = if table == "runs" { "id" } else { "run_id" };
+                    connection
+                        .execute(
+                            &format!("UPDATE {table} SET started_at = ?1 WHERE {column} = ?2"),
+                            params![time, record.id],
+                        )
+                        .unwrap();
+                }
+            }
+            connection.pragma_update(None, "user_version", 6).unwrap();
+        }
+        let archive = Archive::open(&path).unwrap();
+        assert_eq!(archive.schema_version().unwrap(), CURRENT_VERSION);
+        let stored = archive.records(&RunQuery::default()).unwrap();
+        let order: Vec<&str> = stored.iter().map(|record| record.id.as_str()).collect();
+        assert_eq!(order, ids);
+        let report = archive.check().unwrap();
+        assert!(report.is_clean(), "{report:?}");
+    }
+
     #[test]
     fn a_stored_run_gives_history_what_its_record_does() {
         let dir = tempfile::tempdir().unwrap();

@@ -15,7 +15,8 @@ pub struct SeriesRun {
     pub id: String,
     /// Commit under test.
     pub commit: Option<String>,
-    /// Start of the run, RFC 3339.
+    /// Start of the run, RFC 3339 with six fraction digits
+    /// ([`run_record::time::sortable_utc`]), so that runs order by it.
     pub started_at: String,
     /// Test kind.
     pub test: TestKind,
@@ -31,7 +32,7 @@ impl SeriesRun {
         Ok(SeriesRun {
             id: record.id.clone(),
             commit: record.subject.commit.clone(),
-            started_at: record.started_at.clone(),
+            started_at: run_record::time::sortable_utc(&record.started_at),
             test: record.spec.test,
             spec_key: record.compute_spec_key()?,
             samples: record.samples(metric),

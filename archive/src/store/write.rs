@@ -182,7 +182,7 @@ fn insert_run(insert: &mut Insert<'_>, run: &CanonicalRun) -> Result<bool, Archi
         record.testbed,
         record.spec.test.name(),
         record.source.tool,
-        record.started_at,
+        run_record::time::sortable_utc(&record.started_at),
         record.summary.n_iterations,
         record.summary.throughput_bps.mean,
         record.summary.transaction_rate.as_ref().map(|s| s.mean),
@@ -203,7 +203,7 @@ fn insert_run(insert: &mut Insert<'_>, run: &CanonicalRun) -> Result<bool, Archi
     }
     insert.series.execute(params![
         record.config_key,
-        record.started_at,
+        run_record::time::sortable_utc(&record.started_at),
         record.id,
         spec_key,
         series

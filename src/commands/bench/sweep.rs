@@ -41,6 +41,11 @@ pub struct SweepTable {
     pub remote_socket_buffer_bytes: Option<u32>,
     /// Bytes per receive of stream tests.
     pub recv_size_bytes: u32,
+    /// The other options off netperf's defaults that every run shares, as
+    /// a title names them (`-c`, `-C`, `-b 4`, `nodelay`, `flows 2`): all
+    /// but the length, the sizes swept and the socket buffers, which the
+    /// table says itself.
+    pub options: Vec<String>,
     /// Commit under test.
     pub commit: Option<String>,
     /// Label of the runs.
@@ -217,6 +222,14 @@ pub fn sweep_table(
         local_socket_buffer_bytes: base.local_socket_buffer_bytes,
         remote_socket_buffer_bytes: base.remote_socket_buffer_bytes,
         recv_size_bytes: base.recv_size_bytes,
+        options: archive::figures::spec_options(base)
+            .into_iter()
+            .map(|option| option.title)
+            .filter(|title| {
+                let flag = title.split(' ').next().unwrap_or_default();
+                !matches!(flag, "-l" | "-m" | "-M" | "-r" | "-s" | "-S" | "granted")
+            })
+            .collect(),
         commit: first.and_then(|record| record.subject.commit.clone()),
         label: first.and_then(|record| record.subject.label.clone()),
         testbed: first.map_or_else(String::new, |record| record.testbed.clone()),

@@ -82,9 +82,12 @@ fn quote(text: &str) -> String {
 const SHELL_WIDTH: usize = 70;
 
 /// Lays `items` (options with their quoted values) out as shell lines of
-/// at most `SHELL_WIDTH` columns, continued with a backslash. A single-quoted
-/// value too long for a line is cut into pieces that the shell joins
-/// again: `'abc'\` then `'def'` at the start of the next line is `abcdef`.
+/// at most `SHELL_WIDTH` columns where the words allow, continued with a
+/// backslash. A quoted value too long for a line is cut only between its
+/// own words ([`value_words`]), never inside a quoted part of it
+/// (`CC="ccache gcc"` stays whole), into pieces in the same quotes that
+/// the shell joins again: `'make -j8 '\` then `'bzImage'` at the start
+/// of the next line is `make -j8 bzImage`.
 fn shell_lines(items: &[String]) -> Vec<String> {
     let mut lines = Vec::new();
     let mut line = String::new();
@@ -104,26 +107,90 @@ fn shell_lines(items: &[String]) -> Vec<String> {
         }
         line = format!("{indent}{item}");
         if line.len() + 2 > SHELL_WIDTH
-            && let Some((head, quoted)) = line.split_once(" '")
-            && let Some(body) = quoted.strip_suffix('\'')
-            && !body.contains('\'')
+            && let Some(at) = [line.find(" '"), line.find(" \"")]
+                .into_iter()
+                .flatten()
+                .min()
         {
-            let chars: Vec<char> = body.chars().collect();
-            let first_room = SHELL_WIDTH.saturating_sub(head.len() + 5).max(8);
-            let (first, mut rest) = chars.split_at(first_room.min(chars.len()));
-            lines.push(format!("{head} '{}'\\", first.iter().collect::<String>()));
-            while rest.len() > SHELL_WIDTH - 4 {
-                let (piece, after) = rest.split_at(SHELL_WIDTH - 4);
-                lines.push(format!("'{}'\\", piece.iter().collect::<String>()));
-                rest = after;
+            let head = line[..at].to_string();
+            let value = line[at + 1..].to_string();
+            let mut words = value_words(&value).into_iter();
+            let (mut piece, mut quote) = words.next().unwrap_or_default();
+            let mut prefix = format!("{head} ");
+            for (word, word_quote) in words {
+                // Room for the prefix, the closing quote and the backslash.
+                if prefix.len() + piece.len() + word.len() + 2 > SHELL_WIDTH {
+                    let close = quote.map_or(String::new(), String::from);
+                    lines.push(format!("{prefix}{piece}{close}\\"));
+                    prefix = String::new();
+                    piece = quote.map_or(word.clone(), |quote| format!("{quote}{word}"));
+                } else {
+                    piece.push_str(&word);
+                }
+                quote = word_quote;
             }
-            line = format!("'{}'", rest.iter().collect::<String>());
+            line = format!("{prefix}{piece}");
         }
     }
     if !line.is_empty() {
         lines.push(line);
     }
     lines
+}
+
+/// The words of a quoted shell value (as shlex quotes it: `'make -j8'`,
+/// `"'/bin/x' -S \"$(cat size)\""'$x'`), each with the spaces after it and
+/// the quote the shell is in at its end, where the value may be closed and
+/// opened again. A word ends only at a space inside the value's quotes: a
+/// part of the command in quotes of its own (`"ccache gcc"` in single
+/// quotes, `\"$(cat size)\"` or `'a b'` in double quotes, or a part the
+/// quoting left the quotes for) is kept within its word, an escape with
+/// the character it escapes. Joined, the words are the value.
+fn value_words(value: &str) -> Vec<(String, Option<char>)> {
+    let mut state: Option<char> = None;
+    // A quote of the command's own, inside the value's quotes.
+    let mut own: Option<char> = None;
+    let mut words: Vec<(String, Option<char>)> = Vec::new();
+    let mut word = String::new();
+    let mut chars = value.chars().peekable();
+    while let Some(c) = chars.next() {
+        word.push(c);
+        match (state, c) {
+            (Some('"') | None, '\\') => {
+                if let Some(next) = chars.next() {
+                    word.push(next);
+                    if state == Some('"') && next == '"' {
+                        own = if own == Some('"') {
+                            None
+                        } else {
+                            own.or(Some('"'))
+                        };
+                    }
+                }
+            }
+            (Some(quote), c) if c == quote => state = None,
+            (None, '\'' | '"') => state = Some(c),
+            (Some(_), '\'' | '"') => {
+                own = if own == Some(c) {
+                    None
+                } else {
+                    own.or(Some(c))
+                };
+            }
+            (Some(_), ' ') if own.is_none() => {
+                while chars.peek() == Some(&' ') {
+                    word.push(' ');
+                    chars.next();
+                }
+                words.push((std::mem::take(&mut word), state));
+            }
+            _ => {}
+        }
+    }
+    if !word.is_empty() {
+        words.push((word, state));
+    }
+    words
 }
 
 fn reproduce(spec: &SessionSpec) -> Vec<String> {
@@ -327,12 +394,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn long_quoted_values_are_cut_where_the_shell_joins_them() {
-        let measure = format!("--measure '{}'", "x".repeat(150));
+    fn long_quoted_values_are_cut_between_their_words_where_the_shell_joins_them() {
+        let build = "make olddefconfig && make -j8 CC=\"ccache gcc\" KCFLAGS=\"-O2 -g\" \
+                     bzImage modules && cp arch/x86/boot/bzImage /srv/kernels/under-test";
         let items = vec![
             "netbisect bisect start".to_string(),
             "--good v1".to_string(),
-            measure,
+            format!("--build {}", quote(build)),
             "--bad v2".to_string(),
         ];
         let lines = shell_lines(&items);
@@ -340,10 +408,34 @@ mod tests {
             lines.iter().all(|line| line.len() <= SHELL_WIDTH),
             "{lines:#?}"
         );
+        for line in &lines {
+            assert!(
+                !line.contains("\"ccache'") && !line.contains("\"-O2'"),
+                "{lines:#?}"
+            );
+        }
         // What sh reads: continuations removed, then words split.
         let joined = lines.join("\n").replace("\\\n", "");
         let words = shlex::split(&joined).unwrap();
-        assert_eq!(words[6], "x".repeat(150));
+        assert_eq!(words[6], build);
         assert_eq!(words.last().unwrap(), "v2");
+
+        // A value with single quotes of its own is double-quoted, and its
+        // `$` kept from the shell in single quotes again.
+        let measure = "'/usr/local/lib/netbisect/bin/netbisect' bench -t TCP_STREAM -l 0.1 \
+                       -S \"$(cat out/socket_size)\" --json --no-archive \
+                       --commit \"$NETBISECT_COMMIT\"";
+        let items = vec![
+            "netbisect bisect start".to_string(),
+            format!("--measure {}", quote(measure)),
+        ];
+        let lines = shell_lines(&items);
+        assert!(
+            lines.iter().all(|line| line.len() <= SHELL_WIDTH),
+            "{lines:#?}"
+        );
+        let joined = lines.join("\n").replace("\\\n", "");
+        let words = shlex::split(&joined).unwrap();
+        assert_eq!(words[4], measure, "{lines:#?}");
     }
 }
