@@ -53,7 +53,8 @@ fn values_of(run: &CanonicalRun) -> Result<RunValues<'_>, ArchiveError> {
         Box::new(&record.testbed),
         Box::new(record.spec.test.name()),
         Box::new(&record.source.tool),
-        Box::new(&record.started_at),
+        // Six fraction digits, so that the column orders as the times.
+        Box::new(run_record::time::sortable_utc(&record.started_at)),
         Box::new(i64::from(record.summary.n_iterations)),
         Box::new(record.summary.throughput_bps.mean),
         Box::new(record.summary.transaction_rate.as_ref().map(|s| s.mean)),
@@ -70,7 +71,7 @@ fn values_of(run: &CanonicalRun) -> Result<RunValues<'_>, ArchiveError> {
         run: values,
         series: [
             record.config_key.clone(),
-            record.started_at.clone(),
+            run_record::time::sortable_utc(&record.started_at),
             record.id.clone(),
             spec_key,
             series,
