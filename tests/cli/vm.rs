@@ -351,15 +351,17 @@ fn a_kernel_is_booted_and_its_record_comes_back_to_the_archive() {
     assert_eq!(shown.trim(), stdout.trim());
     let (code, checked, stderr) = run(&archive, &["archive", "check"]);
     assert_eq!(code, 0, "{checked}{stderr}");
-    // The kernel was unpacked once, natively, into the cache, and is
-    // booted from there.
-    let cached: Vec<_> = std::fs::read_dir(dir.path().join("netbisect/vmlinux"))
+    // The kernel was unpacked once, natively, into the cache, beside the
+    // hash it is checked by before each boot, and is booted from there.
+    let mut cached: Vec<_> = std::fs::read_dir(dir.path().join("netbisect/vmlinux"))
         .unwrap()
         .flatten()
         .map(|entry| entry.file_name().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(cached.len(), 1, "{cached:?}");
+    cached.sort();
+    assert_eq!(cached.len(), 2, "{cached:?}");
     assert!(cached[0].starts_with(RELEASE_OLD), "{cached:?}");
+    assert_eq!(cached[1], format!("{}.blake3", cached[0]), "{cached:?}");
 }
 
 #[test]
