@@ -44,7 +44,7 @@ pub fn run(
     progress: &mut dyn FnMut(&Progress<'_>),
 ) -> Result<Outcome, EngineError> {
     let estimate_rest = |(good, bad): (&[f64], &[f64]), seconds_per_sample: f64| {
-        estimate_rest(graph, config, good, bad, seconds_per_sample)
+        estimate_rest(graph, config, 1, good, bad, seconds_per_sample)
     };
     driver::drive(
         graph,
@@ -73,7 +73,7 @@ pub fn run_jobs(
     progress: &mut dyn FnMut(&Progress<'_>),
 ) -> Result<Outcome, EngineError> {
     let estimate_rest = |(good, bad): (&[f64], &[f64]), seconds_per_sample: f64| {
-        estimate_rest(graph, config, good, bad, seconds_per_sample)
+        estimate_rest(graph, config, jobs, good, bad, seconds_per_sample)
     };
     match parallel::drive(
         graph,
@@ -172,6 +172,7 @@ pub fn status(
 fn estimate_rest(
     graph: &CommitGraph,
     config: &BisectConfig,
+    jobs: usize,
     good: &[f64],
     bad: &[f64],
     seconds_per_sample: f64,
@@ -181,6 +182,7 @@ fn estimate_rest(
     };
     let input = PlanInput {
         decision: config.decision.clone(),
+        jobs,
         ..PlanInput::new(graph.nodes.len(), step_pct, cv_pct, seconds_per_sample)
     };
     match plan::estimate(&input) {

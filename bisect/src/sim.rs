@@ -256,6 +256,8 @@ pub struct TrialResult {
     /// measurement, the confirmation excluded: `n_measurements` with one
     /// job.
     pub rounds: f64,
+    /// Wall-clock to the end, the confirmation included.
+    pub rounds_to_end: f64,
 }
 
 /// Bisects `history` with the engine: its loop, fed by a [`SimMeasurer`],
@@ -304,6 +306,7 @@ pub fn engine_bisect(
                 refused: false,
                 n_end_repeats: n_ends.div_ceil(2),
                 rounds: f64::from(n_total.saturating_sub(n_confirm)),
+                rounds_to_end: f64::from(n_total),
             }
         }
         Outcome::Refused(_) => TrialResult {
@@ -315,6 +318,7 @@ pub fn engine_bisect(
             refused: true,
             n_end_repeats: n_ends.div_ceil(2),
             rounds: f64::from(n_total),
+            rounds_to_end: f64::from(n_total),
         },
     })
 }
@@ -446,6 +450,7 @@ pub fn engine_bisect_jobs(
             refused,
             n_end_repeats: n_ends.div_ceil(2),
             rounds,
+            rounds_to_end: slots.clock,
         },
         started,
     ))
@@ -487,6 +492,7 @@ pub fn naive_bisect(history: &History, repeats: u32, rng: &mut Rng) -> TrialResu
         refused: false,
         n_end_repeats: repeats,
         rounds: f64::from(n_measurements),
+        rounds_to_end: f64::from(n_measurements),
     }
 }
 

@@ -223,4 +223,8 @@ pub struct PlanArgs {
     /// less often than a bisection aims for
     #[arg(long)]
     pub strict: bool,
+    /// Measurements run at once, as `bisect run --jobs K`: the time is
+    /// then the rounds' (wall-clock), and the rounds are printed
+    #[arg(long, value_name = "K", default_value_t = 1, value_parser = values::jobs)]
+    pub jobs: u32,
 }
