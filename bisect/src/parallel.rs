@@ -444,7 +444,13 @@ fn wait_one(
         });
     }
     let (slot, result) = finished.map_err(|source| EngineError::Measure {
-        commit: String::new(),
+        commit: slots
+            .target
+            .iter()
+            .flatten()
+            .map(|target| machine.info(*target).id.clone())
+            .collect::<Vec<_>>()
+            .join(", "),
         source,
     })?;
     let target = slot_target(slots, slot)?;

@@ -272,8 +272,17 @@ fn run_session(global: &GlobalArgs, run_args: &BisectRunArgs) -> anyhow::Result<
             slot_worktrees.push(worktree);
         }
     }
+    // The first run of the good end, before the slots, runs as slot 0.
+    let slot_env = if jobs > 1 {
+        vec![
+            ("NETBISECT_SLOT".to_string(), "0".to_string()),
+            ("NETBISECT_JOBS".to_string(), jobs.to_string()),
+        ]
+    } else {
+        Vec::new()
+    };
     let mut measurer = SessionMeasurer::new(
-        CommandMeasurer::new(&worktree, step.clone()),
+        CommandMeasurer::new(&worktree, step.clone()).with_env(slot_env),
         method,
         metric,
         crate::store::open_archive(global)?,
