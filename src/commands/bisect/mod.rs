@@ -264,6 +264,13 @@ fn run_session(global: &GlobalArgs, run_args: &BisectRunArgs) -> anyhow::Result<
         metric,
     };
     let mut slot_worktrees = Vec::new();
+    let mut cpu_sets = Vec::new();
+    if jobs > 1
+        && let Some(kernel) = &spec.kernel
+    {
+        cpu_sets = slots::cpu_sets(jobs, kernel.options.cpus as usize).map_err(input)?;
+        runner::check_command("taskset -V", &dir).map_err(input)?;
+    }
     if jobs > 1 {
         for slot in 0..jobs {
             let name = slots::slot_worktree_name(WORKTREE_NAME, slot);
@@ -310,8 +317,14 @@ fn run_session(global: &GlobalArgs, run_args: &BisectRunArgs) -> anyhow::Result<
     let outcome = if jobs > 1 {
         let build_jobs = run_args.build_jobs.map_or(jobs, |n| n as usize);
         std::thread::scope(|scope| {
-            let mut slots =
-                slots::Slots::new(scope, &mut measurer, slot_worktrees, &step, build_jobs);
+            let mut slots = slots::Slots::new(
+                scope,
+                &mut measurer,
+                slot_worktrees,
+                &step,
+                build_jobs,
+                &cpu_sets,
+            );
             engine::run_jobs(
                 &loaded.graph,
                 &spec.config,

@@ -8,6 +8,10 @@
 //! it, stores it in the archive and only then hands the sample to the
 //! engine, as one at a time does ([`SessionMeasurer::accept`]).
 //!
+//! With `--kernel`, each slot's VM is pinned to CPUs of its own
+//! ([`cpu_sets`], `taskset` of the qemu process), which its record's `vm`
+//! section names (`host_cpus`).
+//!
 //! A signal kills every slot's process group (the watcher tracks each),
 //! so every thread ends soon after it; the engine journals the repeats
 //! in flight as interrupted.
@@ -30,6 +34,38 @@ pub(super) fn slot_worktree_name(base: &str, slot: usize) -> String {
     } else {
         format!("{base}-slot{slot}")
     }
+}
+
+/// Disjoint sets of this process's CPUs, `per_slot` each, one per slot
+/// of `jobs`, as CPU lists for `taskset -c`: each slot's VM on CPUs of its
+/// own. An error says how many CPUs it would take.
+pub(super) fn cpu_sets(jobs: usize, per_slot: usize) -> Result<Vec<String>, String> {
+    let allowed = rustix::thread::sched_getaffinity(None)
+        .map_err(|err| format!("cannot read the CPUs this process may use: {err}"))?;
+    let cpus: Vec<usize> = (0..rustix::thread::CpuSet::MAX_CPU)
+        .filter(|&cpu| allowed.is_set(cpu))
+        .collect();
+    let needed = jobs * per_slot.max(1);
+    if cpus.len() < needed {
+        return Err(format!(
+            "--jobs {jobs} with --kernel gives each slot's VM {} CPU(s) of its own: that takes \
+             {needed} CPUs, and this host lets netbisect use {}; give fewer --jobs or \
+             --vm-cpus",
+            per_slot.max(1),
+            cpus.len()
+        ));
+    }
+    Ok(cpus
+        .chunks(per_slot.max(1))
+        .take(jobs)
+        .map(|chunk| {
+            chunk
+                .iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .collect())
 }
 
 /// Counts the builds running on this host, at most `limit`.
@@ -108,13 +144,15 @@ where
     'w: 'scope,
 {
     /// Slots measuring with `step`, one in each of `worktrees`, storing
-    /// through `session`, at most `build_jobs` builds at once.
+    /// through `session`, at most `build_jobs` builds at once; with
+    /// `--kernel`, each slot's VM pinned to its set of `cpu_sets`.
     pub(super) fn new(
         scope: &'scope Scope<'scope, 'env>,
         session: &'env mut SessionMeasurer<'w>,
         worktrees: Vec<BisectWorktree>,
         step: &CommandStep,
         build_jobs: usize,
+        cpu_sets: &[String],
     ) -> Slots<'scope, 'env, 'w> {
         let n_jobs = worktrees.len();
         let kernel = match session.method() {
@@ -125,9 +163,12 @@ where
             .into_iter()
             .enumerate()
             .map(|(slot, worktree)| {
-                let kernel = kernel.clone().map(|kernel| KernelStep {
-                    worktree: worktree.path().to_path_buf(),
-                    ..kernel
+                let kernel = kernel.clone().map(|mut kernel| {
+                    kernel.session.options.host_cpus = cpu_sets.get(slot).cloned();
+                    KernelStep {
+                        worktree: worktree.path().to_path_buf(),
+                        ..kernel
+                    }
                 });
                 Some(SlotState {
                     worktree,
