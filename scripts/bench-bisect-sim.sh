@@ -5,10 +5,13 @@
 # of each (the ends included, the confirmation excluded), and for the two
 # methods how often the ends were refused and the median repeats of each
 # end before the steps or the refusal. STEP_PCT 0 simulates ends that do
-# not differ.
+# not differ. With --jobs K,... it runs the posterior method alone with K
+# measurements at once for each K (bisect run --jobs K), and prints the
+# rounds (wall-clock in units of one measurement, each taking one unit)
+# beside the measurements, both as a share of one job's measurements.
 #
-# Usage: scripts/bench-bisect-sim.sh N_COMMITS STEP_PCT CV_PCT SHAPE TRIALS SEED \
-#            [NAIVE_REPEATS] [MAX_REPEATS]
+# Usage: scripts/bench-bisect-sim.sh [--jobs K,...] N_COMMITS STEP_PCT CV_PCT \
+#            SHAPE TRIALS SEED [NAIVE_REPEATS] [MAX_REPEATS]
 #   SHAPE          normal, heavy (Student t, 3 degrees of freedom),
 #                  outliers (2% of repeats lose 10-40%), bimodal (two
 #                  levels one noise scale either side, as CPU placement
@@ -16,10 +19,15 @@
 #   NAIVE_REPEATS  comma-separated fixed repeat counts (default 3,10)
 #   MAX_REPEATS    both methods' cap per commit (default 100)
 #
-# Example: scripts/bench-bisect-sim.sh 1024 5 2 normal 1000 1
+# Examples: scripts/bench-bisect-sim.sh 1024 5 2 normal 1000 1
+#           scripts/bench-bisect-sim.sh --jobs 1,2,4,8 1024 5 5 normal 1000 1
 set -eu
-if [ "$#" -lt 6 ]; then
-    sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
+n_args="$#"
+if [ "${1:-}" = "--jobs" ]; then
+    n_args=$((n_args - 2))
+fi
+if [ "$n_args" -lt 6 ]; then
+    sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
 fi
 cd "$(dirname "$0")/.."

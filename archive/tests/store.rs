@@ -73,7 +73,7 @@ fn pretty_json_is_stored_canonically_with_unknown_members_kept() {
     // A member from a newer minor revision survives, and the id still
     // verifies after storing.
     let mut tree: serde_json::Value = serde_json::from_slice(&pretty).unwrap();
-    tree["schema"] = serde_json::json!("netbisect.run/1.3");
+    tree["schema"] = serde_json::json!("netbisect.run/1.4");
     tree["future_field"] = serde_json::json!({"b": 1, "a": 2});
     tree.as_object_mut().unwrap().remove("id");
     let id =

@@ -5,10 +5,13 @@
 //! median repeats of each end before the steps or the refusal (a step
 //! of 0 simulates ends that do not differ).
 //!
-//! Usage: simulate N_COMMITS STEP_PCT CV_PCT SHAPE TRIALS SEED [REPEATS,...]
-//! [MAX_REPEATS]. SHAPE is normal, heavy, outliers, bimodal or drift; REPEATS are the
-//! naive method's fixed repeat counts (default 3,10); MAX_REPEATS is the
-//! both methods' cap per commit. Run it through
+//! Usage: simulate [--jobs K,...] N_COMMITS STEP_PCT CV_PCT SHAPE TRIALS
+//! SEED [REPEATS,...] [MAX_REPEATS]. SHAPE is normal, heavy, outliers,
+//! bimodal or drift; REPEATS are the naive method's fixed repeat counts
+//! (default 3,10); MAX_REPEATS is the both methods' cap per commit. With
+//! `--jobs`, the posterior method alone is run with each K measurements
+//! at once, and the rounds (wall-clock in units of one measurement) are
+//! printed beside the measurements. Run it through
 //! scripts/bench-bisect-sim.sh.
 
 use bisect::decision::{DecisionConfig, Method};
@@ -24,10 +27,23 @@ struct Args {
     seed: u64,
     naive_repeats: Vec<u32>,
     max_repeats: Option<u32>,
+    jobs: Option<Vec<usize>>,
 }
 
 fn parse() -> Result<Args, String> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let jobs = if args.first().map(String::as_str) == Some("--jobs") {
+        let list = args.get(1).cloned().unwrap_or_default();
+        args.drain(..2.min(args.len()));
+        let jobs = list
+            .split(',')
+            .map(|k| k.parse::<usize>().ok().filter(|&k| k >= 1))
+            .collect::<Option<Vec<_>>>()
+            .ok_or("bad --jobs list")?;
+        Some(jobs)
+    } else {
+        None
+    };
     if args.len() < 6 {
         return Err(
             "usage: simulate N_COMMITS STEP_PCT CV_PCT SHAPE TRIALS SEED [REPEATS,...]".into(),
@@ -59,6 +75,7 @@ fn parse() -> Result<Args, String> {
             Some(cap) => Some(cap.parse().map_err(|_| bad("max repeats"))?),
             None => None,
         },
+        jobs,
     })
 }
 
@@ -73,6 +90,9 @@ fn main() -> ExitCode {
     let mut decision = DecisionConfig::default();
     if let Some(max_repeats) = args.max_repeats {
         decision.max_repeats = max_repeats;
+    }
+    if let Some(jobs) = &args.jobs {
+        return simulate_jobs(&args, &decision, jobs);
     }
     let methods = [Method::Sequential, Method::Posterior];
     let mut method_tallies = [Tally::default(); 2];
@@ -149,6 +169,81 @@ fn main() -> ExitCode {
             format!("naive r={repeats}"),
             tally.accuracy_pct(),
             tally.mean_measurements()
+        );
+    }
+    ExitCode::SUCCESS
+}
+
+/// The posterior method with each K of `jobs` measurements at once, over
+/// the same histories and noise.
+fn simulate_jobs(args: &Args, decision: &DecisionConfig, jobs: &[usize]) -> ExitCode {
+    let mut tallies = vec![Tally::default(); jobs.len()];
+    let mut history_rng = Rng::new(args.seed);
+    for trial_idx in 0..args.n_trials {
+        let history = History::random(
+            args.n_commits,
+            args.step_pct,
+            args.cv_pct,
+            args.shape,
+            &mut history_rng,
+        );
+        for (tally, &n_jobs) in tallies.iter_mut().zip(jobs) {
+            let mut rng = Rng::new(args.seed ^ (u64::from(trial_idx) << 32) ^ 0x5eed);
+            match sim::engine_bisect_jobs(&history, decision, n_jobs, &mut rng) {
+                Ok((trial, _)) => tally.add(trial),
+                Err(err) => {
+                    eprintln!("simulate: trial {trial_idx}, {n_jobs} jobs: {err}");
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
+    }
+    println!(
+        "commits={} step={}% cv={}% shape={:?} trials={} seed={} max_repeats={} method=posterior",
+        args.n_commits,
+        args.step_pct,
+        args.cv_pct,
+        args.shape,
+        args.n_trials,
+        args.seed,
+        decision.max_repeats
+    );
+    println!(
+        "{:>4} {:>9} {:>9} {:>9} {:>12} {:>6} {:>8} {:>11} {:>8}",
+        "jobs",
+        "correct_%",
+        "of_bisect",
+        "refused_%",
+        "measurements",
+        "ends",
+        "rounds",
+        "rounds/m1_%",
+        "meas/m1"
+    );
+    let one = tallies
+        .iter()
+        .zip(jobs)
+        .find(|(_, n_jobs)| **n_jobs == 1)
+        .map(|(tally, _)| tally.mean_measurements());
+    for (tally, n_jobs) in tallies.iter().zip(jobs) {
+        let (of_rounds, of_measurements) = match one {
+            Some(m1) if m1 > 0.0 => (
+                format!("{:.1}", 100.0 * tally.mean_rounds() / m1),
+                format!("{:.2}", tally.mean_measurements() / m1),
+            ),
+            _ => ("-".to_string(), "-".to_string()),
+        };
+        println!(
+            "{:>4} {:>9.1} {:>9.1} {:>9.1} {:>12.1} {:>6.1} {:>8.1} {:>11} {:>8}",
+            n_jobs,
+            tally.accuracy_pct(),
+            tally.accuracy_of_bisected_pct(),
+            tally.refused_pct(),
+            tally.mean_measurements(),
+            tally.mean_ends(),
+            tally.mean_rounds(),
+            of_rounds,
+            of_measurements
         );
     }
     ExitCode::SUCCESS

@@ -41,6 +41,12 @@ pub(crate) fn drive(
     graph.validate()?;
     let events = journal.load().map_err(EngineError::Journal)?;
     let mut replay = Replay::from_events(&events, graph, config)?;
+    if let Some(journaled) = replay.jobs.filter(|&jobs| jobs != 1) {
+        return Err(EngineError::Jobs {
+            journaled,
+            asked: 1,
+        });
+    }
     if events.is_empty() {
         journal
             .append(&JournalEvent::Start {
@@ -49,6 +55,7 @@ pub(crate) fn drive(
                 bad: graph.nodes[graph.bad_idx()].info.id.clone(),
                 first_parent: graph.first_parent,
                 config: config.clone(),
+                jobs: 1,
             })
             .map_err(EngineError::Journal)?;
     }
@@ -82,6 +89,7 @@ pub(crate) fn drive(
                 return Ok(outcome);
             }
             Action::Measure(target) => target,
+            Action::Wait => return Err(nothing_in_flight()),
         };
         let info = machine.info(target);
         if let Some(measurement) = replay.next_measurement(&info.id) {
@@ -133,10 +141,12 @@ pub(crate) fn drive(
             Measurement::Sample(sample) => JournalEvent::Sample {
                 commit: info.id.clone(),
                 sample: journal_sample(sample),
+                slot: None,
             },
             Measurement::Skip(reason) => JournalEvent::Skip {
                 commit: info.id.clone(),
                 reason: reason.clone(),
+                slot: None,
             },
         };
         journal.append(&event).map_err(EngineError::Journal)?;
@@ -144,14 +154,20 @@ pub(crate) fn drive(
     }
 }
 
-fn journal_sample(sample: &Sample) -> JournalSample {
+/// The machine waits only for measurements in flight; one at a time
+/// there are none when it is asked.
+pub(crate) fn nothing_in_flight() -> EngineError {
+    EngineError::JournalMismatch("the walk waits with nothing in flight".to_string())
+}
+
+pub(crate) fn journal_sample(sample: &Sample) -> JournalSample {
     JournalSample {
         value: sample.value,
         run_id: sample.run_id.clone(),
     }
 }
 
-fn finished_event(outcome: &Outcome) -> JournalEvent {
+pub(crate) fn finished_event(outcome: &Outcome) -> JournalEvent {
     match outcome {
         Outcome::Refused(_) => JournalEvent::Finished {
             result: "refused".to_string(),

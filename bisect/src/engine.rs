@@ -24,7 +24,8 @@ use crate::estimate::Estimate;
 use crate::graph::{self, CommitGraph};
 use crate::journal::{Journal, JournalEvent};
 use crate::machine::{Action, Machine};
-use crate::measurement::Measurer;
+use crate::measurement::{Measurer, SlotMeasurer};
+use crate::parallel::{self, Ended};
 use crate::plan::{self, PlanInput};
 use crate::progress::{Progress, Status};
 use crate::replay::Replay;
@@ -43,7 +44,7 @@ pub fn run(
     progress: &mut dyn FnMut(&Progress<'_>),
 ) -> Result<Outcome, EngineError> {
     let estimate_rest = |(good, bad): (&[f64], &[f64]), seconds_per_sample: f64| {
-        estimate_rest(graph, config, good, bad, seconds_per_sample)
+        estimate_rest(graph, config, 1, good, bad, seconds_per_sample)
     };
     driver::drive(
         graph,
@@ -55,6 +56,51 @@ pub fn run(
     )
 }
 
+/// Runs (or resumes) the bisection of `graph` with up to `jobs`
+/// measurements in flight on the slots of `measurer` (see
+/// [`crate::schedule`] for where each goes). The journal records what
+/// each slot started and what came back, so a resumed bisection walks
+/// the same path, starts again what was in flight, and measures nothing
+/// that finished. A journal started with another number of jobs, or more
+/// than one job asked of a journal of an older netbisect, is refused
+/// ([`EngineError::Jobs`], [`EngineError::JobsUnrecorded`]).
+pub fn run_jobs(
+    graph: &CommitGraph,
+    config: &BisectConfig,
+    jobs: usize,
+    measurer: &mut dyn SlotMeasurer,
+    journal: &mut dyn Journal,
+    progress: &mut dyn FnMut(&Progress<'_>),
+) -> Result<Outcome, EngineError> {
+    let estimate_rest = |(good, bad): (&[f64], &[f64]), seconds_per_sample: f64| {
+        estimate_rest(graph, config, jobs, good, bad, seconds_per_sample)
+    };
+    match parallel::drive(
+        graph,
+        config,
+        jobs,
+        Some(measurer),
+        journal,
+        progress,
+        Some(&estimate_rest),
+        None,
+    )? {
+        Ended::Outcome(outcome) => Ok(outcome),
+        Ended::Status(_) => Err(driver::nothing_in_flight()),
+    }
+}
+
+/// The number of jobs the journal `events` was started with: `None`
+/// before it starts, 1 for a journal of one measurement at a time.
+pub fn journaled_jobs(
+    graph: &CommitGraph,
+    config: &BisectConfig,
+    events: &[JournalEvent],
+) -> Result<Option<(u32, bool)>, EngineError> {
+    let replay = Replay::from_events(events, graph, config)?;
+    Ok(replay.jobs.map(|jobs| (jobs, replay.has_jobs)))
+}
+
 /// Where the bisection recorded in `events` stands, measuring nothing.
 pub fn status(
     graph: &CommitGraph,
@@ -63,6 +109,22 @@ pub fn status(
 ) -> Result<Status, EngineError> {
     graph.validate()?;
     let mut replay = Replay::from_events(events, graph, config)?;
+    if let Some(jobs) = replay.jobs.filter(|&jobs| jobs > 1) {
+        let ended = parallel::drive(
+            graph,
+            config,
+            jobs as usize,
+            None,
+            &mut crate::journal::NullJournal,
+            &mut |_| {},
+            None,
+            Some(events.to_vec()),
+        )?;
+        return match ended {
+            Ended::Status(status) => Ok(*status),
+            Ended::Outcome(_) => Err(driver::nothing_in_flight()),
+        };
+    }
     let mut machine = Machine::new(graph, config);
     loop {
         let action = machine.next()?;
@@ -81,6 +143,7 @@ pub fn status(
                     outcome: Some(outcome),
                 });
             }
+            Action::Wait => return Err(driver::nothing_in_flight()),
             Action::Measure(target) => {
                 let info = machine.info(target);
                 match replay.next_measurement(&info.id) {
@@ -109,6 +172,7 @@ pub fn status(
 fn estimate_rest(
     graph: &CommitGraph,
     config: &BisectConfig,
+    jobs: usize,
     good: &[f64],
     bad: &[f64],
     seconds_per_sample: f64,
@@ -118,6 +182,7 @@ fn estimate_rest(
     };
     let input = PlanInput {
         decision: config.decision.clone(),
+        jobs,
         ..PlanInput::new(graph.nodes.len(), step_pct, cv_pct, seconds_per_sample)
     };
     match plan::estimate(&input) {

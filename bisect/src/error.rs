@@ -42,6 +42,24 @@ pub enum EngineError {
     /// Reading or writing the journal failed.
     #[error("journal failed")]
     Journal(#[source] BoxError),
+    /// The bisection was started with another number of jobs than asked.
+    #[error(
+        "this bisection was started with --jobs {journaled}: resume it with \
+         --jobs {journaled}, or without --jobs"
+    )]
+    Jobs {
+        /// The jobs of the journal.
+        journaled: u32,
+        /// The jobs asked.
+        asked: u32,
+    },
+    /// More than one job asked of a journal written by a netbisect that
+    /// records one measurement at a time.
+    #[error(
+        "this bisection was started by an older netbisect, whose journal records one \
+         measurement at a time: resume it without --jobs, or start it again"
+    )]
+    JobsUnrecorded,
     /// The journal belongs to another bisection or was written by an
     /// incompatible version.
     #[error("the journal does not match this bisection: {0}")]

@@ -34,13 +34,30 @@ pub struct Estimate {
     /// journaled before it was kept).
     #[serde(default)]
     pub max_measurements: u32,
-    /// `mean_measurements` times `seconds_per_run`.
+    /// `mean_rounds` times `seconds_per_run`: the wall-clock (with one
+    /// job, the measurements').
     pub mean_seconds: f64,
-    /// `p95_measurements` times `seconds_per_run`.
+    /// `p95_rounds` times `seconds_per_run`.
     pub p95_seconds: f64,
     /// Mean measurements after the ends (steps and confirmation): what
     /// is left once the ends are measured.
     pub mean_after_ends: f64,
     /// 95th percentile of those (nearest rank).
     pub p95_after_ends: u32,
+    /// Measurements run at once (absent from estimates of one at a time
+    /// journaled before they were counted).
+    #[serde(default = "one_job")]
+    pub jobs: u32,
+    /// Mean rounds: the wall-clock in units of one measurement, ends and
+    /// confirmation included; the measurements, with one job (absent
+    /// from estimates journaled before they were counted).
+    #[serde(default)]
+    pub mean_rounds: f64,
+    /// 95th percentile of the rounds (nearest rank).
+    #[serde(default)]
+    pub p95_rounds: u32,
+}
+
+fn one_job() -> u32 {
+    1
 }

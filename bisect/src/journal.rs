@@ -10,9 +10,13 @@
 //! event of a journal is a `start` naming the schema, [`JOURNAL_SCHEMA`].
 //! Version 1.1 added `estimate`; version 1.2 the `ends_test` of the
 //! decision's options in `start` (journals without it refuse only on the
-//! interval and the cap, as they were written). Journals of versions 1
-//! and 1.1 are read too; a netbisect that reads only those refuses a 1.2
-//! journal, whose ends it would judge otherwise.
+//! interval and the cap, as they were written); version 1.3 the `jobs`
+//! of `start` (how many measurements run at once, 1 when absent), the
+//! `started` event and the `slot` of `sample` and `skip`, which a
+//! bisection of more than one job writes so that its replay knows what
+//! was in flight at every choice. Journals of versions 1 to 1.2 are read
+//! too; a netbisect that reads only those refuses a 1.3 journal, whose
+//! measurements in flight it would not know.
 
 use crate::config::BisectConfig;
 use crate::decision::Verdict;
@@ -20,15 +24,22 @@ use crate::estimate::Estimate;
 use serde::{Deserialize, Serialize};
 
 /// The schema of journal events this crate writes and reads.
-pub const JOURNAL_SCHEMA: &str = "netbisect.bisect-journal/1.2";
+pub const JOURNAL_SCHEMA: &str = "netbisect.bisect-journal/1.3";
 
 /// Every schema of journal this crate reads: its own, and the older ones
 /// of its major version (which lack only events added since).
-pub const JOURNAL_SCHEMAS_READ: [&str; 3] = [
+pub const JOURNAL_SCHEMAS_READ: [&str; 4] = [
     "netbisect.bisect-journal/1",
     "netbisect.bisect-journal/1.1",
+    "netbisect.bisect-journal/1.2",
     JOURNAL_SCHEMA,
 ];
+
+/// Whether a journal of `schema` can record measurements in flight on
+/// several slots (version 1.3 and later).
+pub fn schema_has_jobs(schema: &str) -> bool {
+    JOURNAL_SCHEMAS_READ[3..].contains(&schema)
+}
 
 /// An error from a trait implementation supplied by the caller.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -59,6 +70,10 @@ pub enum JournalEvent {
         first_parent: bool,
         /// The options of the bisection.
         config: BisectConfig,
+        /// Measurements run at once (`bisect run --jobs`); 1, one at a
+        /// time, when absent.
+        #[serde(default = "one_job", skip_serializing_if = "is_one_job")]
+        jobs: u32,
     },
     /// Samples of `commit` found already measured (in the archive) when
     /// the bisection first came to it. Written even when empty, so that a
@@ -69,12 +84,24 @@ pub enum JournalEvent {
         /// The samples found.
         samples: Vec<JournalSample>,
     },
+    /// A repeat of `commit` started on `slot` (bisections of more than
+    /// one job): it is in flight until its `sample` or `skip` of the same
+    /// slot.
+    Started {
+        /// Commit id.
+        commit: String,
+        /// The slot, from 0.
+        slot: u32,
+    },
     /// One fresh repeat of `commit`.
     Sample {
         /// Commit id.
         commit: String,
         /// The measured sample.
         sample: JournalSample,
+        /// The slot it ran on (bisections of more than one job).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        slot: Option<u32>,
     },
     /// `commit` could not be built or measured.
     Skip {
@@ -82,6 +109,9 @@ pub enum JournalEvent {
         commit: String,
         /// Why, in a few words.
         reason: String,
+        /// The slot it ran on (bisections of more than one job).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        slot: Option<u32>,
     },
     /// A commit of the range was classified.
     Verdict {
@@ -118,6 +148,14 @@ pub enum JournalEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         commit: Option<String>,
     },
+}
+
+fn one_job() -> u32 {
+    1
+}
+
+fn is_one_job(jobs: &u32) -> bool {
+    *jobs == 1
 }
 
 /// Where a bisection keeps its journal.

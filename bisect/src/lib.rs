@@ -24,6 +24,8 @@
 //!   [`engine::status`]; inside, a deterministic state machine, the
 //!   journal's replay and the loop that feeds the machine, so the same
 //!   engine runs against real commits and against simulated histories.
+//!   [`engine::run_jobs`] keeps K measurements in flight on the slots of
+//!   a [`measurement::SlotMeasurer`]; [`schedule`] says where each goes.
 //! - [`sim`]: simulated noisy histories, the engine run over them, and a
 //!   naive bisection to compare.
 //! - [`plan`]: how many measurements and how much time a bisection will
@@ -106,6 +108,7 @@ pub mod journal;
 mod machine;
 pub mod measure;
 pub mod measurement;
+mod parallel;
 pub mod plan;
 pub mod posterior;
 pub mod progress;
@@ -113,6 +116,7 @@ pub mod range;
 mod replay;
 pub mod report;
 pub mod robust;
+pub mod schedule;
 pub mod sim;
 pub mod worktree;
 

@@ -10,19 +10,22 @@
 //! follow walk the same path (the driver feeds it, the journal's replay
 //! checks its verdicts).
 
+mod in_flight;
 mod probabilistic;
+mod view;
 
 use crate::config::BisectConfig;
 use crate::decision::{self, Method, Model, StepDecision, Verdict};
 use crate::ends::{self, Difference, EndsDecision, EndsWait, RefusalReason};
 use crate::error::EngineError;
 use crate::estimate::Estimate;
-use crate::graph::{self, CommitGraph, CommitInfo};
+use crate::graph::{CommitGraph, CommitInfo};
 use crate::journal::JournalEvent;
 use crate::measurement::Measurement;
-use crate::progress::{EndsProgress, Phase, Progress};
+use crate::progress::Phase;
 use crate::report::{self, BisectReport, BisectResult, EndSummary, Outcome, Refusal, StepReport};
 use crate::robust::mean_var;
+pub(crate) use in_flight::InFlight;
 use probabilistic::PosteriorState;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -41,8 +44,18 @@ pub(crate) enum Target {
 pub(crate) enum Action {
     /// A measurement of this commit.
     Measure(Target),
+    /// Nothing to start until a measurement in flight is fed.
+    Wait,
     /// Nothing: the bisection ended.
     Done(Outcome),
+}
+
+/// How a bisection ends, decided before the measurements still in
+/// flight are fed: the outcome is built once they are.
+#[derive(Clone, Copy, Debug)]
+enum Ending {
+    Refused(RefusalReason),
+    Finished(Option<usize>),
 }
 
 struct StepState {
@@ -84,6 +97,11 @@ pub(crate) struct Machine<'g> {
     pub(crate) estimate: Option<Estimate>,
     /// Why the ends are being measured, while they are.
     ends_wait: EndsWait,
+    /// The measurements asked for and not fed yet, as of the last
+    /// [`Machine::next_with`].
+    in_flight: InFlight,
+    /// The end decided while measurements were in flight.
+    ending: Option<Ending>,
 }
 
 impl<'g> Machine<'g> {
@@ -109,6 +127,8 @@ impl<'g> Machine<'g> {
                 .then(|| PosteriorState::new(graph)),
             estimate: None,
             ends_wait: EndsWait::FirstRepeats,
+            in_flight: InFlight::default(),
+            ending: None,
         }
     }
 
@@ -231,7 +251,41 @@ impl<'g> Machine<'g> {
         });
     }
 
+    /// The next action with nothing in flight: one measurement at a time.
     pub(crate) fn next(&mut self) -> Result<Action, EngineError> {
+        self.next_with(&InFlight::default())
+    }
+
+    /// The next action while the measurements of `in_flight` run: they
+    /// count as samples already taken where the machine counts samples,
+    /// and the posterior places the next one beside them. With nothing in
+    /// flight this is the walk of one measurement at a time, choice for
+    /// choice. An end decided while some are in flight waits for them.
+    pub(crate) fn next_with(&mut self, in_flight: &InFlight) -> Result<Action, EngineError> {
+        self.in_flight = in_flight.clone();
+        if let Some(ending) = self.ending {
+            if !in_flight.is_empty() {
+                return Ok(Action::Wait);
+            }
+            self.ending = None;
+            return Ok(self.end(ending));
+        }
+        self.next_action()
+    }
+
+    /// Ends the bisection, or waits for what is in flight first.
+    fn end(&mut self, ending: Ending) -> Action {
+        if !self.in_flight.is_empty() {
+            self.ending = Some(ending);
+            return Action::Wait;
+        }
+        Action::Done(match ending {
+            Ending::Refused(reason) => Outcome::Refused(self.refusal(reason)),
+            Ending::Finished(culprit) => self.finish(culprit),
+        })
+    }
+
+    fn next_action(&mut self) -> Result<Action, EngineError> {
         if let Some((target, reason)) = self.end_failure.take() {
             return Err(EngineError::EndUnmeasurable {
                 end: if target == Target::Good {
@@ -255,15 +309,14 @@ impl<'g> Machine<'g> {
                     match decision {
                         EndsDecision::NeedMore(wait) => {
                             self.ends_wait = wait;
-                            let target = if self.good_samples.len() <= self.samples(bad).len() {
-                                Target::Good
-                            } else {
-                                bad
-                            };
+                            let n_good =
+                                self.good_samples.len() + self.in_flight.count(Target::Good);
+                            let n_bad = self.samples(bad).len() + self.in_flight.count(bad);
+                            let target = if n_good <= n_bad { Target::Good } else { bad };
                             return Ok(Action::Measure(target));
                         }
                         EndsDecision::Refuse(reason) => {
-                            return Ok(Action::Done(Outcome::Refused(self.refusal(reason))));
+                            return Ok(self.end(Ending::Refused(reason)));
                         }
                         EndsDecision::Differ => self.phase = Phase::Steps,
                     }
@@ -280,10 +333,12 @@ impl<'g> Machine<'g> {
                 }
                 Phase::Confirm => {
                     let Some(confirm) = &self.confirm else {
-                        return Ok(Action::Done(self.finish(None)));
+                        return Ok(self.end(Ending::Finished(None)));
                     };
-                    let n_parent = self.samples(confirm.parent).len();
-                    let n_culprit = self.node_samples[confirm.culprit].len();
+                    let n_parent =
+                        self.samples(confirm.parent).len() + self.in_flight.count(confirm.parent);
+                    let n_culprit = self.node_samples[confirm.culprit].len()
+                        + self.in_flight.count(Target::Node(confirm.culprit));
                     let parent_left =
                         !confirm.parent_unmeasurable && n_parent < confirm.parent_goal;
                     let culprit_left = n_culprit < confirm.culprit_goal;
@@ -298,7 +353,7 @@ impl<'g> Machine<'g> {
                         return Ok(Action::Measure(Target::Node(confirm.culprit)));
                     }
                     let culprit = confirm.culprit;
-                    return Ok(Action::Done(self.finish(Some(culprit))));
+                    return Ok(self.end(Ending::Finished(Some(culprit))));
                 }
             }
         }
@@ -307,6 +362,10 @@ impl<'g> Machine<'g> {
     /// One round of the step phase: `Some` to ask for a measurement or to
     /// end, `None` to go round again.
     fn step(&mut self) -> Result<Option<Action>, EngineError> {
+        // The sequential method classifies one commit at a time.
+        if !self.in_flight.is_empty() {
+            return Ok(Some(Action::Wait));
+        }
         if let Some(node_idx) = self
             .skip_reasons
             .keys()
@@ -333,10 +392,10 @@ impl<'g> Machine<'g> {
                 }
                 let Some(node_idx) = self.graph.next_commit(&candidates, self.bad, &self.skipped)
                 else {
-                    return Ok(Some(Action::Done(self.finish(None))));
+                    return Ok(Some(self.end(Ending::Finished(None))));
                 };
                 let Some(model) = self.model() else {
-                    return Ok(Some(Action::Done(self.finish(None))));
+                    return Ok(Some(self.end(Ending::Finished(None))));
                 };
                 self.current = Some((node_idx, model, candidates.len() as u32));
                 (node_idx, model)
@@ -375,12 +434,16 @@ impl<'g> Machine<'g> {
             Some(&parent_idx) => Target::Node(parent_idx),
             None => Target::Good,
         };
+        // The confirmation's repeats come after those in flight.
         let extra = self.config.decision.confirm_repeats as usize;
+        let culprit_before =
+            self.node_samples[culprit].len() + self.in_flight.count(Target::Node(culprit));
+        let parent_before = self.samples(parent).len() + self.in_flight.count(parent);
         self.confirm = Some(Confirm {
             culprit,
             parent,
-            culprit_goal: self.node_samples[culprit].len() + extra,
-            parent_goal: self.samples(parent).len() + extra,
+            culprit_goal: culprit_before + extra,
+            parent_goal: parent_before + extra,
             parent_unmeasurable: false,
         });
         self.phase = Phase::Confirm;
@@ -521,50 +584,5 @@ impl<'g> Machine<'g> {
         };
         bisect_report.log = report::bisect_log(&bisect_report);
         Outcome::Finished(bisect_report)
-    }
-
-    pub(crate) fn progress(&self, target: Target) -> Progress<'_> {
-        let left = graph::steps_left(self.candidates_left as usize);
-        let (step, est_steps_total, est_samples_left) = match (&self.posterior, self.phase) {
-            (_, Phase::Ends) => (0, left, None),
-            // The probabilistic method has no steps of its own: count the
-            // commits it has visited, and estimate the samples left from
-            // the posterior's entropy.
-            (Some(state), Phase::Steps) => {
-                let visited = state.visited.len() as u32 + 1;
-                (visited, visited + left, Some(state.est_samples_left))
-            }
-            (Some(state), Phase::Confirm) => {
-                let visited = state.visited.len() as u32;
-                (visited, visited, Some(0))
-            }
-            (None, Phase::Steps) => (
-                self.steps.len() as u32 + 1,
-                self.steps.len() as u32 + left,
-                None,
-            ),
-            (None, Phase::Confirm) => (self.steps.len() as u32, self.steps.len() as u32, None),
-        };
-        let ends = (self.phase == Phase::Ends).then(|| {
-            let (good, bad) = self.ends_samples();
-            EndsProgress {
-                wait: self.ends_wait,
-                n_each: good.len().min(bad.len()) as u32,
-                max_each: ends::end_cap(&self.config.decision),
-                difference: Difference::yuen(good, bad, ends::END_CONFIDENCE),
-            }
-        });
-        Progress {
-            phase: self.phase,
-            ends,
-            step,
-            est_steps_total,
-            est_samples_left,
-            commit: self.info(target),
-            n_samples: self.samples(target).len() as u32,
-            n_measurements: self.n_measurements(),
-            candidates_left: self.candidates_left,
-            estimate: self.estimate.as_ref(),
-        }
     }
 }

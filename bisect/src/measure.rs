@@ -121,12 +121,17 @@ pub fn measure_once(
     })
 }
 
+/// The commit built last in a worktree, and why it cannot be measured
+/// when its build failed.
+pub type Prepared = Option<(String, Option<String>)>;
+
 /// Measures commits with [`CommandStep`] in a [`BisectWorktree`].
 #[derive(Debug)]
 pub struct CommandMeasurer<'a> {
     worktree: &'a BisectWorktree,
     step: CommandStep,
-    prepared: Option<(String, Option<String>)>,
+    prepared: Prepared,
+    extra_env: Vec<(String, String)>,
 }
 
 impl<'a> CommandMeasurer<'a> {
@@ -136,17 +141,39 @@ impl<'a> CommandMeasurer<'a> {
             worktree,
             step,
             prepared: None,
+            extra_env: Vec::new(),
         }
     }
 
+    /// The same, with `env` added to the commands' environment (the slot
+    /// of a bisection that measures several commits at once).
+    pub fn with_env(mut self, env: Vec<(String, String)>) -> CommandMeasurer<'a> {
+        self.extra_env = env;
+        self
+    }
+
+    /// The same, knowing that the worktree holds the build of
+    /// `prepared` (a measurer made again for the same worktree).
+    pub fn with_prepared(mut self, prepared: Prepared) -> CommandMeasurer<'a> {
+        self.prepared = prepared;
+        self
+    }
+
+    /// What the worktree holds the build of.
+    pub fn prepared(&self) -> Prepared {
+        self.prepared.clone()
+    }
+
     fn env(&self, commit: &CommitInfo) -> Vec<(String, String)> {
-        vec![
+        let mut env = vec![
             ("NETBISECT_COMMIT".to_string(), commit.id.clone()),
             (
                 "NETBISECT_WORKTREE".to_string(),
                 self.worktree.path().display().to_string(),
             ),
-        ]
+        ];
+        env.extend(self.extra_env.iter().cloned());
+        env
     }
 
     /// The file that records the running command's process group, beside

@@ -46,3 +46,29 @@ pub trait Measurer {
         None
     }
 }
+
+/// Takes up to K measurements at once, each on a numbered slot (0 to
+/// K - 1): K testbeds, K VMs, K worktrees.
+pub trait SlotMeasurer {
+    /// As [`Measurer::archived`].
+    fn archived(&mut self, commit: &CommitInfo) -> Result<Vec<Sample>, BoxError> {
+        let _ = commit;
+        Ok(Vec::new())
+    }
+
+    /// Starts one repeat of `commit` on `slot`, which is free, and
+    /// returns at once.
+    fn start(&mut self, slot: usize, commit: &CommitInfo) -> Result<(), BoxError>;
+
+    /// Waits until a repeat started ends, and returns its slot and what
+    /// it gave: a measurement, or the error that broke the measuring
+    /// (not a skip). `Err` when no slot can tell (nothing runs, or the
+    /// measurer itself failed).
+    fn finished(&mut self) -> Result<(usize, Result<Measurement, BoxError>), BoxError>;
+
+    /// As [`Measurer::seconds_per_sample`]: the wall time of one repeat
+    /// on one slot.
+    fn seconds_per_sample(&self) -> Option<f64> {
+        None
+    }
+}

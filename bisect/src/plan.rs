@@ -7,7 +7,9 @@
 //! the very engine and decision settings the real bisection uses. It
 //! reports the mean, the 95th percentile and the most of the
 //! measurements taken (confirmation included) over the same simulated
-//! bisections, and the same times the observed seconds per measurement,
+//! bisections, the rounds when several run at once (the wall-clock in
+//! units of one measurement), and the rounds times the observed seconds
+//! per measurement,
 //! with how many named the right commit and how many were refused at
 //! their ends. The figures are what this engine needs on such a range,
 //! not a bound: heavier tails or drift than normal noise cost more. A
@@ -29,7 +31,7 @@ use crate::decision::DecisionConfig;
 use crate::error::EngineError;
 use crate::estimate::Estimate;
 use crate::robust::mean_var;
-use crate::sim::{History, NoiseShape, Rng, engine_bisect};
+use crate::sim::{History, NoiseShape, Rng, engine_bisect, engine_bisect_jobs};
 use std::time::{Duration, Instant};
 
 /// Simulated bisections of an estimate when it is not cut short by a
@@ -75,6 +77,8 @@ pub struct PlanInput {
     /// Seed of the simulation; the same seed gives the same figures
     /// when the trials are not cut by `time_budget`.
     pub seed: u64,
+    /// Measurements run at once (`bisect run --jobs`).
+    pub jobs: usize,
 }
 
 impl PlanInput {
@@ -90,6 +94,7 @@ impl PlanInput {
             min_trials: 10,
             time_budget: Duration::from_secs(2),
             seed: 0x706c_616e,
+            jobs: 1,
         }
     }
 }
@@ -101,6 +106,7 @@ pub fn estimate(input: &PlanInput) -> Result<Estimate, PlanError> {
     let mut rng = Rng::new(input.seed);
     let mut counts: Vec<u32> = Vec::with_capacity(input.max_trials as usize);
     let mut after_ends: Vec<u32> = Vec::with_capacity(input.max_trials as usize);
+    let mut rounds: Vec<u32> = Vec::with_capacity(input.max_trials as usize);
     let mut n_correct = 0u32;
     let mut n_refused = 0u32;
     while counts.len() < input.max_trials as usize {
@@ -114,7 +120,13 @@ pub fn estimate(input: &PlanInput) -> Result<Estimate, PlanError> {
             NoiseShape::Normal,
             &mut rng,
         );
-        let trial = engine_bisect(&history, &input.decision, &mut rng)?;
+        let trial = if input.jobs > 1 {
+            engine_bisect_jobs(&history, &input.decision, input.jobs, &mut rng)?.0
+        } else {
+            engine_bisect(&history, &input.decision, &mut rng)?
+        };
+        // Every simulated repeat takes one unit: the rounds are whole.
+        rounds.push(trial.rounds_to_end.round() as u32);
         n_correct += u32::from(trial.correct);
         n_refused += u32::from(trial.refused);
         counts.push(trial.n_measurements + trial.n_confirm);
@@ -124,6 +136,7 @@ pub fn estimate(input: &PlanInput) -> Result<Estimate, PlanError> {
     let (mean, p95) = mean_and_p95(&mut counts);
     let max = counts.iter().copied().max().unwrap_or(0);
     let (mean_after_ends, p95_after_ends) = mean_and_p95(&mut after_ends);
+    let (mean_rounds, p95_rounds) = mean_and_p95(&mut rounds);
     Ok(Estimate {
         n_commits: input.n_commits,
         step_pct: input.step_pct,
@@ -135,10 +148,13 @@ pub fn estimate(input: &PlanInput) -> Result<Estimate, PlanError> {
         mean_measurements: mean,
         p95_measurements: p95,
         max_measurements: max,
-        mean_seconds: mean * input.seconds_per_run,
-        p95_seconds: f64::from(p95) * input.seconds_per_run,
+        mean_seconds: mean_rounds * input.seconds_per_run,
+        p95_seconds: f64::from(p95_rounds) * input.seconds_per_run,
         mean_after_ends,
         p95_after_ends,
+        jobs: input.jobs as u32,
+        mean_rounds,
+        p95_rounds,
     })
 }
 
@@ -197,6 +213,9 @@ fn check(input: &PlanInput) -> Result<(), PlanError> {
     }
     if !(input.seconds_per_run.is_finite() && input.seconds_per_run >= 0.0) {
         return invalid("the seconds per run are a non-negative number");
+    }
+    if input.jobs == 0 {
+        return invalid("at least one job");
     }
     if input.min_trials == 0 || input.max_trials < input.min_trials {
         return invalid("trials: at least one, and max_trials >= min_trials");
@@ -262,6 +281,25 @@ mod tests {
             ..PlanInput::new(16, 5.0, 2.0, 1.0)
         };
         assert_eq!(estimate(&input).unwrap().n_trials, 5);
+    }
+
+    #[test]
+    fn four_jobs_take_fewer_rounds_than_one_and_time_follows_the_rounds() {
+        let one = estimate(&quick(128, 5.0, 2.0)).unwrap();
+        let four = estimate(&PlanInput {
+            jobs: 4,
+            ..quick(128, 5.0, 2.0)
+        })
+        .unwrap();
+        assert_eq!((one.jobs, four.jobs), (1, 4));
+        assert!(
+            (one.mean_rounds - one.mean_measurements).abs() < 1e-9,
+            "{one:?}"
+        );
+        assert!(four.mean_rounds < 0.5 * one.mean_rounds, "{one:?} {four:?}");
+        assert!(four.mean_measurements >= one.mean_measurements * 0.9);
+        assert!((four.mean_seconds - four.mean_rounds * 3.0).abs() < 1e-9);
+        assert!((four.p95_seconds - f64::from(four.p95_rounds) * 3.0).abs() < 1e-9);
     }
 
     #[test]

@@ -93,6 +93,29 @@ impl Ancestry {
         self.n_nodes == 0
     }
 
+    /// `P(a new and b new)`: the posterior mass of the commits that are
+    /// ancestors of both (or either itself), from the posterior over the
+    /// culprit and `P(x new)` of [`new_probabilities`].
+    pub fn common_mass(&self, a: usize, b: usize, culprit: &[f64], p_new: &[f64]) -> f64 {
+        match &self.sets {
+            None => p_new.get(a.min(b)).copied().unwrap_or(0.0),
+            Some(sets) => {
+                let set_a = &sets[a * self.n_words..(a + 1) * self.n_words];
+                let set_b = &sets[b * self.n_words..(b + 1) * self.n_words];
+                let mut mass = 0.0;
+                for (word_idx, (&word_a, &word_b)) in set_a.iter().zip(set_b).enumerate() {
+                    let mut bits = word_a & word_b;
+                    while bits != 0 {
+                        let bit = bits.trailing_zeros() as usize;
+                        mass += culprit.get(word_idx * 64 + bit).copied().unwrap_or(0.0);
+                        bits &= bits - 1;
+                    }
+                }
+                mass.min(1.0)
+            }
+        }
+    }
+
     /// Calls `each` with every node that is `node_idx` or one of its
     /// ancestors in the range.
     fn for_each_ancestor(&self, node_idx: usize, mut each: impl FnMut(usize)) {

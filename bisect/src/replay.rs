@@ -24,6 +24,11 @@ pub(crate) struct Replay {
     pub(crate) finished: bool,
     /// The journaled estimate of the rest.
     pub(crate) estimate: Option<Estimate>,
+    /// Measurements run at once, as the journal started; `None` for an
+    /// empty journal.
+    pub(crate) jobs: Option<u32>,
+    /// The journal's schema can record measurements in flight.
+    pub(crate) has_jobs: bool,
 }
 
 impl Replay {
@@ -40,6 +45,8 @@ impl Replay {
             verdicts_seen: 0,
             finished: false,
             estimate: None,
+            jobs: None,
+            has_jobs: true,
         };
         let bad = &graph.nodes[graph.bad_idx()].info.id;
         for (event_idx, event) in events.iter().enumerate() {
@@ -50,6 +57,7 @@ impl Replay {
                     bad: journal_bad,
                     first_parent,
                     config: journal_config,
+                    jobs,
                 } => {
                     if event_idx != 0 {
                         return Err(EngineError::JournalMismatch(
@@ -71,6 +79,8 @@ impl Replay {
                             "it was started with other options".to_string(),
                         ));
                     }
+                    replay.jobs = Some(*jobs);
+                    replay.has_jobs = crate::journal::schema_has_jobs(schema);
                 }
                 _ if event_idx == 0 => {
                     return Err(EngineError::JournalMismatch(
@@ -82,12 +92,12 @@ impl Replay {
                     let queue = replay.queues.entry(commit.clone()).or_default();
                     queue.extend(samples.iter().map(measurement_of));
                 }
-                JournalEvent::Sample { commit, sample } => {
+                JournalEvent::Sample { commit, sample, .. } => {
                     replay.archive_checked.insert(commit.clone());
                     let queue = replay.queues.entry(commit.clone()).or_default();
                     queue.push_back(measurement_of(sample));
                 }
-                JournalEvent::Skip { commit, reason } => {
+                JournalEvent::Skip { commit, reason, .. } => {
                     replay.archive_checked.insert(commit.clone());
                     let queue = replay.queues.entry(commit.clone()).or_default();
                     queue.push_back(Measurement::Skip(reason.clone()));
@@ -97,7 +107,7 @@ impl Replay {
                 } => replay.verdicts.push((commit.clone(), *verdict)),
                 JournalEvent::Finished { .. } => replay.finished = true,
                 JournalEvent::Estimate { estimate } => replay.estimate = Some(estimate.clone()),
-                JournalEvent::Interrupted { .. } => {}
+                JournalEvent::Interrupted { .. } | JournalEvent::Started { .. } => {}
             }
         }
         Ok(replay)

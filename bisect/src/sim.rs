@@ -7,6 +7,11 @@
 //! [`NoiseShape`]. The same histories (same seed) are bisected by the
 //! engine and by [`naive_bisect`], a fixed-repeat threshold bisection,
 //! for comparison.
+//!
+//! [`engine_bisect_jobs`] bisects with K measurements at once on the
+//! engine's parallel loop ([`SimSlots`]: every repeat takes one unit of
+//! time), and counts the rounds, the wall-clock in units of one
+//! measurement, beside the measurements.
 
 use crate::config::BisectConfig;
 use crate::decision::DecisionConfig;
@@ -14,7 +19,8 @@ use crate::driver;
 use crate::error::EngineError;
 use crate::graph::{CommitGraph, CommitInfo};
 use crate::journal::{BoxError, NullJournal};
-use crate::measurement::{Measurement, Measurer, Sample};
+use crate::measurement::{Measurement, Measurer, Sample, SlotMeasurer};
+use crate::parallel::{self, Ended};
 use crate::progress::Phase;
 use crate::report::{BisectResult, Outcome};
 use crate::robust::mean_var;
@@ -246,6 +252,12 @@ pub struct TrialResult {
     /// Repeats of each end before the bisection was refused or the steps
     /// began (the more of the two).
     pub n_end_repeats: u32,
+    /// Wall-clock to name the culprit (or to end), in units of one
+    /// measurement, the confirmation excluded: `n_measurements` with one
+    /// job.
+    pub rounds: f64,
+    /// Wall-clock to the end, the confirmation included.
+    pub rounds_to_end: f64,
 }
 
 /// Bisects `history` with the engine: its loop, fed by a [`SimMeasurer`],
@@ -293,6 +305,8 @@ pub fn engine_bisect(
                 n_ends,
                 refused: false,
                 n_end_repeats: n_ends.div_ceil(2),
+                rounds: f64::from(n_total.saturating_sub(n_confirm)),
+                rounds_to_end: f64::from(n_total),
             }
         }
         Outcome::Refused(_) => TrialResult {
@@ -303,8 +317,143 @@ pub fn engine_bisect(
             ended_in_range: false,
             refused: true,
             n_end_repeats: n_ends.div_ceil(2),
+            rounds: f64::from(n_total),
+            rounds_to_end: f64::from(n_total),
         },
     })
+}
+
+/// A [`SlotMeasurer`] over a simulated history: each repeat's value is
+/// drawn when it starts (so that one job draws as [`SimMeasurer`] does)
+/// and it ends one unit of time later; of repeats that end together, the
+/// lower slot's comes back first.
+pub struct SimSlots<'a> {
+    /// The history.
+    pub history: &'a History,
+    /// The noise source.
+    pub rng: &'a mut Rng,
+    /// The clock, in units of one measurement.
+    pub clock: f64,
+    /// Every repeat started: its commit and when it started, in order.
+    pub started: Vec<(String, f64)>,
+    /// Repeats in flight: when each ends, its slot, its value.
+    running: Vec<(f64, usize, f64)>,
+}
+
+impl<'a> SimSlots<'a> {
+    /// Slots over `history`, at time 0, with nothing running.
+    pub fn new(history: &'a History, rng: &'a mut Rng) -> SimSlots<'a> {
+        SimSlots {
+            history,
+            rng,
+            clock: 0.0,
+            started: Vec::new(),
+            running: Vec::new(),
+        }
+    }
+}
+
+impl SlotMeasurer for SimSlots<'_> {
+    fn start(&mut self, slot: usize, commit: &CommitInfo) -> Result<(), BoxError> {
+        let node_idx = commit
+            .id
+            .strip_prefix('c')
+            .and_then(|n| n.parse::<usize>().ok());
+        let n_before = self.started.len() as u32;
+        let value = self.history.draw_at(node_idx, n_before, self.rng);
+        self.started.push((commit.id.clone(), self.clock));
+        self.running.push((self.clock + 1.0, slot, value));
+        Ok(())
+    }
+
+    fn finished(&mut self) -> Result<(usize, Result<Measurement, BoxError>), BoxError> {
+        let first = self
+            .running
+            .iter()
+            .enumerate()
+            .min_by(|(_, a), (_, b)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)))
+            .map(|(idx, _)| idx)
+            .ok_or("no simulated repeat is running")?;
+        let (ends, slot, value) = self.running.remove(first);
+        self.clock = ends;
+        Ok((
+            slot,
+            Ok(Measurement::Sample(Sample {
+                value,
+                run_id: None,
+            })),
+        ))
+    }
+}
+
+/// Bisects `history` with `jobs` measurements at once, on the engine's
+/// parallel loop; with one job, the same choices as [`engine_bisect`]
+/// (the same repeats in the same order). Also returns the commits
+/// started, in order.
+pub fn engine_bisect_jobs(
+    history: &History,
+    decision: &DecisionConfig,
+    jobs: usize,
+    rng: &mut Rng,
+) -> Result<(TrialResult, Vec<String>), EngineError> {
+    let graph = CommitGraph::linear(history.n_commits);
+    let config = BisectConfig {
+        metric: "throughput_bps".to_string(),
+        direction: Direction::HigherIsBetter,
+        decision: decision.clone(),
+    };
+    let mut slots = SimSlots::new(history, rng);
+    let mut phases: Vec<Phase> = Vec::new();
+    let ended = parallel::drive(
+        &graph,
+        &config,
+        jobs,
+        Some(&mut slots),
+        &mut NullJournal,
+        &mut |progress| phases.push(progress.phase),
+        None,
+        Some(Vec::new()),
+    )?;
+    let Ended::Outcome(outcome) = ended else {
+        unreachable!("a live drive ends with an outcome");
+    };
+    let count = |phase: Phase| phases.iter().filter(|&&p| p == phase).count() as u32;
+    let n_ends = count(Phase::Ends);
+    let n_confirm = count(Phase::Confirm);
+    let n_measurements = phases.len() as u32 - n_confirm;
+    // The culprit is named when the first repeat of the confirmation
+    // starts.
+    let rounds = phases
+        .iter()
+        .zip(&slots.started)
+        .find(|(phase, _)| **phase == Phase::Confirm)
+        .map_or(slots.clock, |(_, (_, at))| *at);
+    let started = slots.started.iter().map(|(id, _)| id.clone()).collect();
+    let (correct, ended_in_range, refused) = match &outcome {
+        Outcome::Finished(bisect_report) => match &bisect_report.result {
+            BisectResult::FirstBad { commit, .. } => (
+                commit.id == format!("c{}", history.culprit_idx),
+                false,
+                false,
+            ),
+            BisectResult::Range { .. } => (false, true, false),
+        },
+        Outcome::Refused(_) => (false, false, true),
+    };
+    Ok((
+        TrialResult {
+            correct,
+            n_measurements,
+            n_confirm,
+            n_ends,
+            ended_in_range,
+            refused,
+            n_end_repeats: n_ends.div_ceil(2),
+            rounds,
+            rounds_to_end: slots.clock,
+        },
+        started,
+    ))
 }
 
 /// Bisects `history` the naive way: `repeats` repeats of each end and of
@@ -342,6 +491,8 @@ pub fn naive_bisect(history: &History, repeats: u32, rng: &mut Rng) -> TrialResu
         ended_in_range: false,
         refused: false,
         n_end_repeats: repeats,
+        rounds: f64::from(n_measurements),
+        rounds_to_end: f64::from(n_measurements),
     }
 }
 
@@ -360,6 +511,10 @@ pub struct Tally {
     pub n_ranges: u32,
     /// Bisections refused at their ends.
     pub n_refused: u32,
+    /// Rounds in all (wall-clock in units of one measurement).
+    pub rounds: f64,
+    /// Repeats of the ends in all, before the steps or the refusal.
+    pub n_ends: u64,
 }
 
 impl Tally {
@@ -371,6 +526,8 @@ impl Tally {
         self.n_confirm += u64::from(trial.n_confirm);
         self.n_ranges += u32::from(trial.ended_in_range);
         self.n_refused += u32::from(trial.refused);
+        self.rounds += trial.rounds;
+        self.n_ends += u64::from(trial.n_ends);
     }
 
     /// Percent correct.
@@ -386,6 +543,22 @@ impl Tally {
     /// Mean repeats per bisection (confirmation excluded).
     pub fn mean_measurements(&self) -> f64 {
         self.n_measurements as f64 / f64::from(self.n_trials.max(1))
+    }
+
+    /// Percent correct of the bisections not refused at their ends.
+    pub fn accuracy_of_bisected_pct(&self) -> f64 {
+        let bisected = self.n_trials - self.n_refused;
+        100.0 * f64::from(self.n_correct) / f64::from(bisected.max(1))
+    }
+
+    /// Mean repeats of the ends per bisection.
+    pub fn mean_ends(&self) -> f64 {
+        self.n_ends as f64 / f64::from(self.n_trials.max(1))
+    }
+
+    /// Mean rounds per bisection (confirmation excluded).
+    pub fn mean_rounds(&self) -> f64 {
+        self.rounds / f64::from(self.n_trials.max(1))
     }
 }
 

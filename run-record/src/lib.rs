@@ -3,7 +3,7 @@
 //! the archive and bisect can read, check and compare records without
 //! the code that measures them.
 //!
-//! - [`record`]: the canonical run record (`netbisect.run/1.2`), its id and
+//! - [`record`]: the canonical run record (`netbisect.run/1.3`), its id and
 //!   its `config_key`.
 //! - [`canonical`]: RFC 8785 (JCS) bytes with the checks JSON numbers need.
 //! - [`spec`]: the resolved test specification.

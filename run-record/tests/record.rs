@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// The id of the fixture record.
-const FIXTURE_ID: &str = "86ef1f527d7b16327d82ebe532c7c3d5e649c977548f867ba9cb00ddc4f4125a";
+const FIXTURE_ID: &str = "389cf3ef211d253db01f06772020e110c6ca96170557b667bae470699e1c08cc";
 /// The config_key of the fixture record.
 const FIXTURE_CONFIG_KEY: &str = "c1ab09600994976f931d9518e621659c1b4ab371177346bc1db109bf22705e41";
 
@@ -388,7 +388,7 @@ fn fixture_id_and_config_key_are_pinned() {
     let record = fixture();
     assert_eq!(record.id, FIXTURE_ID);
     assert_eq!(record.config_key, FIXTURE_CONFIG_KEY);
-    assert_eq!(record.schema, "netbisect.run/1.2");
+    assert_eq!(record.schema, "netbisect.run/1.3");
     // The id is the blake3 hash of the canonical bytes without `id`.
     let mut tree: Value = serde_json::from_slice(&record.to_canonical_bytes().unwrap()).unwrap();
     tree.as_object_mut().unwrap().remove("id");
@@ -467,7 +467,7 @@ fn schema_problems_are_reported() {
     tree.as_object_mut().unwrap().remove("schema");
     assert_eq!(
         tree_error(&tree),
-        "missing \"schema\" field (expected \"netbisect.run/1.2\")"
+        "missing \"schema\" field (expected \"netbisect.run/1.3\")"
     );
     tree["schema"] = "netbisect.run/2".into();
     assert_eq!(
@@ -535,7 +535,7 @@ fn tampered_content_is_refused() {
     assert_eq!(
         err,
         format!(
-            "id does not match the content: stated {FIXTURE_ID}, computed 97c79b1429e3021fbaa8328263735a8d72e6d29fea04db8f64633268099d4dfa"
+            "id does not match the content: stated {FIXTURE_ID}, computed 8ed17a666218f782c2eb033b033b7d47ec225c7da48ed7f00e1ecd8be3f8c0e9"
         )
     );
     let mut tree = golden_tree();
@@ -617,7 +617,8 @@ fn schema_versions_are_read_strictly() {
         "netbisect.run/1",
         "netbisect.run/1.0",
         "netbisect.run/1.1",
-        "netbisect.run/1.3",
+        "netbisect.run/1.2",
+        "netbisect.run/1.4",
         "netbisect.run/1.99999999999",
     ] {
         let mut tree = golden_tree();
@@ -641,7 +642,7 @@ fn records_of_schema_1_0_read_back_with_their_ids() {
     assert_eq!(record.config_key, FIXTURE_1_0_CONFIG_KEY);
     let mut resealed = record.clone();
     resealed.seal().unwrap();
-    assert_eq!(resealed.schema, "netbisect.run/1.2");
+    assert_eq!(resealed.schema, "netbisect.run/1.3");
     assert_eq!(resealed.config_key, FIXTURE_1_0_CONFIG_KEY);
     assert_ne!(resealed.id, FIXTURE_1_0_ID);
     // A 1.0 record is held to exact read-back like a 1.1 one.
@@ -767,18 +768,18 @@ fn newer_minor_revisions_may_add_members() {
     // Old reader, new data, as this reader treats a revision newer than
     // its own: unknown members are accepted and the id covers them.
     let mut tree = golden_tree();
-    tree["schema"] = "netbisect.run/1.3".into();
+    tree["schema"] = "netbisect.run/1.4".into();
     tree["summary"]["new_figure"] = 1.into();
     tree["iterations"][0]["ends"]["local"]["new_count"] = 7.into();
     let bytes = reseal(tree);
     let record = RunRecord::from_slice(&bytes).unwrap();
-    assert_eq!(record.schema, "netbisect.run/1.3");
+    assert_eq!(record.schema, "netbisect.run/1.4");
     let stated: Value = serde_json::from_slice(&bytes).unwrap();
     assert_eq!(record.id, stated["id"].as_str().unwrap());
     // A member added to the spec enters the config_key as written: a
     // document whose key was computed without it is refused.
     let mut tree = golden_tree();
-    tree["schema"] = "netbisect.run/1.3".into();
+    tree["schema"] = "netbisect.run/1.4".into();
     tree["spec"]["new_knob"] = 3.into();
     let err = RunRecord::from_slice(&reseal(tree)).unwrap_err();
     assert!(
@@ -852,7 +853,7 @@ fn records_read_back_as_written() {
     );
     // A newer minor revision may carry members this reader does not know.
     let mut tree = golden_tree();
-    tree["schema"] = "netbisect.run/1.3".into();
+    tree["schema"] = "netbisect.run/1.4".into();
     tree["summary"]["new_figure"] = 1.into();
     assert!(RunRecord::from_slice(&reseal(tree)).is_ok());
 }
@@ -873,6 +874,7 @@ fn a_vm_section_round_trips_and_keys_the_guest_knobs() {
         sysctls: BTreeMap::from([("net.ipv4.tcp_rmem".into(), "4096 4096 4096".into())]),
         vhost: false,
         tx_queue_size: None,
+        host_cpus: None,
         boot_to_test_s: Some(9.25),
     });
     guest.seal().unwrap();

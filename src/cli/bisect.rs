@@ -31,7 +31,7 @@ pub enum BisectAction {
     /// checkout is never touched.
     Start(BisectStartArgs),
     /// Run the bisection to its end, or resume it where it stopped
-    Run(BisectRepoArgs),
+    Run(BisectRunArgs),
     /// Where the bisection stands (reads the journal, measures nothing)
     Status(BisectRepoArgs),
     /// The bisection as `git bisect log` lines (`git bisect replay` reads
@@ -62,6 +62,22 @@ pub struct BisectReportArgs {
     /// as `publish` draws it
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
+}
+
+/// `netbisect bisect run`.
+#[derive(Debug, Args)]
+pub struct BisectRunArgs {
+    /// The repository.
+    #[command(flatten)]
+    pub repo: BisectRepoArgs,
+    /// Measure up to K commits at once, each slot in a worktree of its
+    /// own; commands see NETBISECT_SLOT (0 to K-1) and NETBISECT_JOBS
+    /// [default: as the bisection's first run, else 1]
+    #[arg(long, value_name = "K", value_parser = values::jobs)]
+    pub jobs: Option<u32>,
+    /// Run at most N build commands at once on this host [default: K]
+    #[arg(long, value_name = "N", value_parser = values::jobs)]
+    pub build_jobs: Option<u32>,
 }
 
 /// How each repeat is measured: a bench test or a command.
@@ -235,4 +251,8 @@ pub struct PlanArgs {
     /// less often than a bisection aims for
     #[arg(long)]
     pub strict: bool,
+    /// Measurements run at once, as `bisect run --jobs K`: the time is
+    /// then the rounds' (wall-clock), and the rounds are printed
+    #[arg(long, value_name = "K", default_value_t = 1, value_parser = values::jobs)]
+    pub jobs: u32,
 }

@@ -12,6 +12,7 @@ mod vm;
 pub use archive::*;
 pub use bench::*;
 pub use bisect::*;
+pub use values::MAX_JOBS;
 pub use vm::*;
 
 use clap::{Args, Parser, Subcommand};

@@ -151,6 +151,21 @@ pub fn max_repeats(text: &str) -> Result<u32, String> {
     }
 }
 
+/// Most measurements at once (`--jobs`): more testbeds than this are
+/// not run from one process.
+pub const MAX_JOBS: u32 = 64;
+
+/// `--jobs K` of `bisect run` and `plan`: 1 to [`MAX_JOBS`].
+pub fn jobs(text: &str) -> Result<u32, String> {
+    match number(text)? {
+        0 => Err("--jobs must be at least 1 (1 measures one commit at a time)".to_string()),
+        n if n > MAX_JOBS => Err(format!(
+            "--jobs {n} is above the {MAX_JOBS} this runs at once"
+        )),
+        n => Ok(n),
+    }
+}
+
 /// `--effect PCT` of `plan`: a change above 0% and below 100%.
 pub fn plan_effect_pct(text: &str) -> Result<f64, String> {
     let pct: f64 = number(text)?;

@@ -118,6 +118,7 @@ pub fn run(global: &GlobalArgs, args: &PlanArgs) -> anyhow::Result<Code> {
     let input = PlanInput {
         min_trials: plan::TRIALS,
         max_trials: plan::TRIALS,
+        jobs: args.jobs as usize,
         ..PlanInput::new(args.commits, args.effect, cv_pct, seconds_per_run)
     };
     let estimate = estimate(&input).map_err(|err| InputError(err.to_string()))?;
@@ -222,6 +223,9 @@ mod tests {
             p95_seconds: 200.0,
             mean_after_ends: 0.0,
             p95_after_ends: 0,
+            jobs: 1,
+            mean_rounds: 0.0,
+            p95_rounds: 0,
         };
         let lines = warnings(&estimate, 99.5);
         assert_eq!(lines.len(), 6, "{lines:#?}");

@@ -146,6 +146,11 @@ pub struct VmOptions {
     /// The NICs' transmit queue size, descriptors.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tx_queue_size: Option<u32>,
+    /// The host's CPUs qemu is pinned to, as a CPU list (`2-3`): each
+    /// slot of `bisect run --jobs` gets its own. Not an option of the
+    /// command line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_cpus: Option<String>,
 }
 
 impl Default for VmOptions {
@@ -161,6 +166,7 @@ impl Default for VmOptions {
             tap: None,
             vhost: false,
             tx_queue_size: None,
+            host_cpus: None,
         }
     }
 }

@@ -219,8 +219,12 @@ pub(super) fn start_runner(
         command.args(["-c", WATCHER]);
         command
     };
+    command.arg("sh");
+    // Pinned, qemu and every thread it starts stay on the slot's CPUs.
+    if let Some(cpus) = &options.host_cpus {
+        command.args(["taskset", "-c", cpus]);
+    }
     command
-        .arg("sh")
         .args(qemu)
         .current_dir("/")
         .stdin(Stdio::piped())
@@ -278,6 +282,7 @@ pub(super) fn vm_env(options: &VmOptions, accel: &str, reached_test: Option<Dura
         sysctls: options.sysctls.clone(),
         vhost: options.vhost,
         tx_queue_size: options.tx_queue_size,
+        host_cpus: options.host_cpus.clone(),
         boot_to_test_s: reached_test
             .map(|elapsed| (elapsed.as_secs_f64() * 1000.0).round() / 1000.0),
     }

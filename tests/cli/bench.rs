@@ -205,7 +205,7 @@ fn json_prints_the_canonical_record_with_every_default() {
         String::from_utf8_lossy(&output.stderr)
     );
     let record: Record = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(record.schema, "netbisect.run/1.2");
+    assert_eq!(record.schema, "netbisect.run/1.3");
     assert_eq!(record.id.len(), 64);
     assert_eq!(record.spec.test, "TCP_RR");
     assert_eq!(record.spec.duration_s, 0.2);

@@ -55,7 +55,7 @@ impl Fixture {
         )
     }
 
-    fn json(&self, args: &[&str]) -> Value {
+    pub fn json(&self, args: &[&str]) -> Value {
         let (code, stdout, stderr) = self.run(args);
         assert!(code == 0 || code == 4, "{args:?}: exit {code}: {stderr}");
         serde_json::from_str(&stdout).unwrap_or_else(|err| panic!("{err}: {stdout}"))
@@ -84,7 +84,7 @@ impl Fixture {
     }
 
     /// Archived runs per commit.
-    fn runs_per_commit(&self) -> BTreeMap<String, u32> {
+    pub fn runs_per_commit(&self) -> BTreeMap<String, u32> {
         let list = self.json(&["archive", "list", "--json"]);
         let mut counts = BTreeMap::new();
         for run in list.as_array().unwrap() {

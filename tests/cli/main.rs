@@ -6,6 +6,7 @@ mod archive_safety;
 mod archive_shared;
 mod bench;
 mod bisect;
+mod bisect_jobs;
 mod bisect_session;
 mod compare;
 mod env;

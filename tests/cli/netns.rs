@@ -129,7 +129,7 @@ fn udp_send_errors_are_counted_by_errno_in_the_record() {
     let record =
         namespace.bench_record(&dir.path().join("a.db"), &["-t", "UDP_STREAM", "-l", "0.2"]);
     let dropped = namespace.udp_sndbuf_errors() - before;
-    assert_eq!(record["schema"], "netbisect.run/1.2");
+    assert_eq!(record["schema"], "netbisect.run/1.3");
     let iteration = &record["iterations"][0];
     let by_errno = &iteration["ends"]["local"]["send_errors"];
     let enobufs = by_errno["ENOBUFS"].as_u64().unwrap();

@@ -89,6 +89,97 @@ fn plan_with_given_figures_prints_a_table() {
 }
 
 #[test]
+fn plan_with_jobs_prints_the_rounds_and_times_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive.db");
+    let plan_of = |jobs: &str| -> serde_json::Value {
+        let output = netbisect_with(&archive)
+            .args([
+                "--json",
+                "plan",
+                "--test",
+                "-t TCP_STREAM -l 10",
+                "--effect",
+                "5",
+            ])
+            .args([
+                "--commits",
+                "256",
+                "--cv",
+                "2",
+                "--seconds",
+                "12",
+                "--jobs",
+                jobs,
+            ])
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        serde_json::from_slice(&output.stdout).unwrap()
+    };
+    let one = plan_of("1");
+    let four = plan_of("4");
+    let (one, four) = (&one["estimate"], &four["estimate"]);
+    assert_eq!(one["jobs"], 1);
+    assert_eq!(four["jobs"], 4);
+    let mean = |estimate: &serde_json::Value, key: &str| estimate[key].as_f64().unwrap();
+    assert_eq!(mean(one, "mean_rounds"), mean(one, "mean_measurements"));
+    assert!(
+        mean(four, "mean_rounds") < 0.5 * mean(one, "mean_rounds"),
+        "{one} {four}"
+    );
+    assert!(mean(four, "mean_measurements") >= 0.9 * mean(one, "mean_measurements"));
+    assert!((mean(four, "mean_seconds") - 12.0 * mean(four, "mean_rounds")).abs() < 1e-6);
+
+    let output = netbisect_with(&archive)
+        .args(["plan", "--test", "-t TCP_STREAM -l 10", "--effect", "5"])
+        .args(["--commits", "64", "--cv", "2", "--jobs", "3"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let text = String::from_utf8(output.stdout).unwrap();
+    check_mailing_list_rules(&text);
+    let rounds = text
+        .lines()
+        .find(|line| line.starts_with("  rounds "))
+        .unwrap();
+    assert!(rounds.ends_with("   3 at once"), "{text}");
+    let output = netbisect_with(&archive)
+        .args([
+            "plan",
+            "--test",
+            "-t TCP_STREAM",
+            "--effect",
+            "5",
+            "--cv",
+            "2",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(!text.contains("rounds"), "{text}");
+
+    for (jobs, says) in [("0", "at least 1"), ("65", "above the 64")] {
+        let output = netbisect_with(&archive)
+            .args([
+                "plan",
+                "--test",
+                "-t TCP_STREAM",
+                "--effect",
+                "5",
+                "--cv",
+                "2",
+            ])
+            .args(["--jobs", jobs])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{output:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(says), "{stderr}");
+    }
+}
+
+#[test]
 fn plan_warns_below_its_accuracy_target_and_strict_fails() {
     let dir = tempfile::tempdir().unwrap();
     let archive = dir.path().join("archive.db");

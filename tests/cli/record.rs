@@ -15,7 +15,7 @@ fn fixture_path() -> PathBuf {
     .collect()
 }
 
-const FIXTURE_ID: &str = "86ef1f527d7b16327d82ebe532c7c3d5e649c977548f867ba9cb00ddc4f4125a";
+const FIXTURE_ID: &str = "389cf3ef211d253db01f06772020e110c6ca96170557b667bae470699e1c08cc";
 const FIXTURE_CONFIG_KEY: &str = "c1ab09600994976f931d9518e621659c1b4ab371177346bc1db109bf22705e41";
 
 use crate::netbisect;
@@ -134,7 +134,7 @@ fn non_utf8_is_an_input_error() {
 #[test]
 fn wrong_schema_is_an_input_error() {
     let dir = tempfile::tempdir().unwrap();
-    let text = fixture_text().replace("netbisect.run/1.2", "netbisect.run/2");
+    let text = fixture_text().replace("netbisect.run/1.3", "netbisect.run/2");
     let path = write(dir.path(), "v2.json", text.as_bytes());
     assert_rejected(
         &path,
@@ -143,7 +143,7 @@ fn wrong_schema_is_an_input_error() {
     let path = write(dir.path(), "other.json", b"{\"start\": {}, \"end\": {}}");
     assert_rejected(
         &path,
-        "missing \"schema\" field (expected \"netbisect.run/1.2\")",
+        "missing \"schema\" field (expected \"netbisect.run/1.3\")",
     );
 }
 
@@ -156,7 +156,7 @@ fn tampered_record_is_an_input_error() {
         &path,
         &format!(
             "id does not match the content: stated {FIXTURE_ID}, computed \
-             97c79b1429e3021fbaa8328263735a8d72e6d29fea04db8f64633268099d4dfa"
+             8ed17a666218f782c2eb033b033b7d47ec225c7da48ed7f00e1ecd8be3f8c0e9"
         ),
     );
 }

@@ -16,7 +16,7 @@ const BINARY: &str = env!("CARGO_BIN_EXE_netbisect");
 /// Starts netbisect with `args` in `dir`, with SIGINT's default disposition
 /// restored: a test harness may run us as a background job of a
 /// non-interactive shell, where SIGINT is ignored and stays ignored.
-fn spawn(fixture: &Fixture, dir: &Path, args: &[&str]) -> Child {
+pub fn spawn(fixture: &Fixture, dir: &Path, args: &[&str]) -> Child {
     let mut command = std::process::Command::new(BINARY);
     command
         .args(args)
@@ -55,7 +55,7 @@ fn wait_for_pid(path: &Path, child: &mut Child) -> i32 {
 }
 
 /// Waits (bounded) for `child` to end; returns its exit code and stderr.
-fn wait_exit(child: &mut Child) -> (Option<i32>, String) {
+pub fn wait_exit(child: &mut Child) -> (Option<i32>, String) {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -74,7 +74,7 @@ fn wait_exit(child: &mut Child) -> (Option<i32>, String) {
 }
 
 /// True while `pid` is a live process (a zombie counts as ended).
-fn alive(pid: i32) -> bool {
+pub fn alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(stat) => !stat
             .rsplit_once(')')
@@ -83,7 +83,7 @@ fn alive(pid: i32) -> bool {
     }
 }
 
-fn wait_dead(pid: i32) -> bool {
+pub fn wait_dead(pid: i32) -> bool {
     let deadline = Instant::now() + Duration::from_secs(10);
     while alive(pid) {
         if Instant::now() >= deadline {
@@ -94,7 +94,7 @@ fn wait_dead(pid: i32) -> bool {
     true
 }
 
-fn signal(pid: u32, signal: i32) {
+pub fn signal(pid: u32, signal: i32) {
     let pid = i32::try_from(pid).unwrap();
     // SAFETY: kill on a child this test started and has not reaped yet.
     assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
@@ -134,7 +134,7 @@ fn hanging_bisection(fixture: &Fixture) -> std::path::PathBuf {
     pid_file
 }
 
-fn journal_events(fixture: &Fixture) -> Vec<serde_json::Value> {
+pub fn journal_events(fixture: &Fixture) -> Vec<serde_json::Value> {
     let archive = archive::Archive::open(&fixture.archive).unwrap();
     let session = archive.sessions().unwrap().last().unwrap().id;
     archive

@@ -962,6 +962,102 @@ fn a_kernel_range_is_bisected_through_vm_boots_and_resumes_after_kill() {
 }
 
 #[test]
+fn two_jobs_bisect_a_kernel_range_with_two_vms_on_cpus_of_their_own() {
+    if !slow("two_jobs_bisect_a_kernel_range") {
+        return;
+    }
+    let started = Instant::now();
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive.db");
+    let kernels = dir.path().join("kernels");
+    std::fs::create_dir(&kernels).unwrap();
+    std::fs::copy(KERNEL_OLD, kernels.join("old")).unwrap();
+    std::fs::copy(KERNEL_NEW, kernels.join("new")).unwrap();
+    let repo_path = dir.path().join("repo");
+    let repo = GitRepo::init(&repo_path);
+    let ids = kernel_history(&repo, &kernels, 2);
+    let (good, bad) = (ids[0].to_string(), ids[3].to_string());
+    let in_repo = |args: &[&str]| {
+        let output = crate::netbisect_with(&archive)
+            .args(args)
+            .current_dir(&repo_path)
+            .env("TMPDIR", dir.path())
+            .env("XDG_CACHE_HOME", dir.path())
+            .output()
+            .unwrap();
+        (
+            output.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let (code, _, stderr) = in_repo(&[
+        "bisect",
+        "start",
+        "--good",
+        &good,
+        "--bad",
+        &bad,
+        "--build",
+        "sh build.sh",
+        "--kernel",
+        "bzImage",
+        "--bench",
+        "-t TCP_STREAM -l 0.4 -i 3,3",
+        "--vm-settings",
+        "guest.conf",
+        "--vm-accel",
+        "tcg",
+        "--vm-cpus",
+        "1",
+        "--vm-timeout",
+        TIMEOUT,
+        "--end-repeats",
+        "3",
+        "--confirm-repeats",
+        "1",
+        "--max-repeats",
+        "12",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let (code, stdout, stderr) = in_repo(&["bisect", "run", "--jobs", "2", "--json"]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["result"]["kind"], "first_bad", "{report}");
+    assert_eq!(
+        report["result"]["commit"]["id"],
+        ids[2].to_string(),
+        "{report}"
+    );
+    // Every run after the first (which learns the configuration, before
+    // the slots) came from a VM pinned to its slot's CPU; both slots ran.
+    let (_, export, _) = in_repo(&["archive", "export"]);
+    let mut pinned = std::collections::BTreeSet::new();
+    let mut unpinned = 0;
+    for line in export.lines() {
+        let record: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(record["schema"], "netbisect.run/1.3");
+        let commit = record["subject"]["commit"].as_str().unwrap();
+        let idx = ids.iter().position(|id| id.to_string() == commit).unwrap();
+        let release = if idx < 2 { RELEASE_OLD } else { RELEASE_NEW };
+        assert_eq!(record["subject"]["kernel_release"], release);
+        match record["env"]["vm"]["host_cpus"].as_str() {
+            Some(cpus) => {
+                pinned.insert(cpus.to_string());
+            }
+            None => unpinned += 1,
+        }
+    }
+    assert_eq!(unpinned, 1, "{export}");
+    assert_eq!(pinned.len(), 2, "{pinned:?}");
+    nothing_left_running(&format!("{}/netbisect-vm-", dir.path().display()));
+    eprintln!(
+        "kernel bisection with two jobs: {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
 fn bisect_start_checks_its_kernel_options_before_anything_runs() {
     let dir = tempfile::tempdir().unwrap();
     let archive = dir.path().join("archive.db");

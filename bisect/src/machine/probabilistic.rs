@@ -2,12 +2,14 @@
 //! updates one posterior over the culprit ([`crate::posterior`]), the
 //! next sample goes to the commit whose `P(new)` is nearest one half, and
 //! the culprit is named once its posterior reaches the configured
-//! confidence.
+//! confidence. With other samples in flight, the next goes where it adds
+//! most beside them ([`crate::schedule`]).
 
-use super::{Action, Machine, Target};
+use super::{Action, Ending, Machine, Target};
 use crate::decision::{Model, Verdict};
 use crate::graph::CommitGraph;
 use crate::posterior::{self, Ancestry, Moments};
+use crate::schedule::JointInformation;
 
 /// Posterior certainty at which the probabilistic method lets a commit's
 /// samples join the reference they resemble.
@@ -116,7 +118,7 @@ impl Machine<'_> {
     /// next sample tells the most.
     pub(super) fn posterior_step(&mut self) -> Option<Action> {
         let Some(model) = self.posterior_model() else {
-            return Some(Action::Done(self.finish(None)));
+            return Some(self.end(Ending::Finished(None)));
         };
         let (culprit, p_new) = self.posterior_of(&model);
         let confidence = self
@@ -153,15 +155,23 @@ impl Machine<'_> {
                 Some(&parent_idx) => Target::Node(parent_idx),
                 None => Target::Good,
             };
-            let short = [Target::Node(best), parent]
-                .into_iter()
-                .filter(|&target| {
-                    !matches!(target, Target::Node(n) if self.skip_reasons.contains_key(&n))
-                })
-                .min_by_key(|&target| self.samples(target).len())
-                .filter(|&target| self.samples(target).len() < guard);
+            let taken = |target: Target| self.samples(target).len() + self.in_flight.count(target);
+            let guarded = [Target::Node(best), parent].into_iter().filter(
+                |&target| !matches!(target, Target::Node(n) if self.skip_reasons.contains_key(&n)),
+            );
+            let short = guarded
+                .clone()
+                .min_by_key(|&target| taken(target))
+                .filter(|&target| taken(target) < guard);
             if let Some(target) = short {
                 return Some(Action::Measure(target));
+            }
+            if guarded
+                .into_iter()
+                .any(|target| self.samples(target).len() < guard)
+            {
+                // The guard's samples are in flight.
+                return Some(Action::Wait);
             }
             self.close_posterior(&p_new, confidence);
             self.start_confirm(best);
@@ -169,34 +179,65 @@ impl Machine<'_> {
         }
         // The commit whose `P(new)` is nearest one half; among equals the
         // one with fewer samples, then the oldest.
+        let taken = |node_idx: usize| {
+            self.node_samples[node_idx].len() + self.in_flight.count(Target::Node(node_idx))
+        };
         let measurable = |node_idx: &usize| {
             *node_idx != bad_idx
                 && !self.skip_reasons.contains_key(node_idx)
-                && self.node_samples[*node_idx].len() < max_repeats
+                && taken(*node_idx) < max_repeats
         };
-        let next = (0..self.graph.nodes.len())
-            .filter(measurable)
-            .min_by(|&a, &b| {
-                let distance = |node_idx: usize| (p_new[node_idx] - 0.5).abs();
-                distance(a)
-                    .total_cmp(&distance(b))
-                    .then(self.node_samples[a].len().cmp(&self.node_samples[b].len()))
-                    .then(a.cmp(&b))
-            });
+        let next = if self.in_flight.is_empty() {
+            (0..self.graph.nodes.len())
+                .filter(measurable)
+                .min_by(|&a, &b| {
+                    let distance = |node_idx: usize| (p_new[node_idx] - 0.5).abs();
+                    distance(a)
+                        .total_cmp(&distance(b))
+                        .then(self.node_samples[a].len().cmp(&self.node_samples[b].len()))
+                        .then(a.cmp(&b))
+                })
+        } else {
+            // Others in flight: the commit that adds most beside them
+            // (crate::schedule); among equals, as above.
+            let state = self.posterior.as_ref()?;
+            let joint = JointInformation::new(
+                &state.ancestry,
+                &culprit,
+                &p_new,
+                self.in_flight.nodes().collect(),
+                model.effect_size(),
+            );
+            (0..self.graph.nodes.len())
+                .filter(measurable)
+                .filter(|&node_idx| (p_new[node_idx] - 0.5).abs() < 0.5 - UNMOVABLE)
+                .map(|node_idx| (node_idx, joint.gain(node_idx)))
+                .min_by(|&(a, gain_a), &(b, gain_b)| {
+                    gain_b
+                        .total_cmp(&gain_a)
+                        .then(taken(a).cmp(&taken(b)))
+                        .then(a.cmp(&b))
+                })
+                .map(|(node_idx, _)| node_idx)
+        };
         let next = next.filter(|&node_idx| (p_new[node_idx] - 0.5).abs() < 0.5 - UNMOVABLE);
         let Some(node_idx) = next else {
+            if !self.in_flight.is_empty() {
+                // What is in flight may still move it.
+                return Some(Action::Wait);
+            }
             // Nothing measurable can move the posterior: the culprit is
             // among skipped or capped commits next to each other.
             if let Some(state) = &mut self.posterior {
                 state.range = Some(credible);
             }
             self.close_posterior(&p_new, confidence);
-            return Some(Action::Done(self.finish(None)));
+            return Some(self.end(Ending::Finished(None)));
         };
         // As in the sequential method, a commit's evidence is bounded by
         // how well the references are known: once it has as many samples
         // as the smaller one, that reference's end is measured instead.
-        let n_samples = self.node_samples[node_idx].len() as f64;
+        let n_samples = taken(node_idx) as f64;
         let n_min = f64::from(self.config.decision.min_repeats);
         if n_samples >= n_min && n_samples >= model.n_old.min(model.n_new) {
             let end = if model.n_old <= model.n_new {

@@ -47,6 +47,11 @@ pub struct VmEnv {
     /// (since 1.2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tx_queue_size: Option<u32>,
+    /// The host's CPUs the VM was pinned to, as a CPU list (`2-3`), when
+    /// it was: each slot of `bisect run --jobs` gets its own (since 1.3;
+    /// not in the config_key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_cpus: Option<String>,
     /// Seconds from the start of the runner to the first byte of the test.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub boot_to_test_s: Option<f64>,
@@ -54,7 +59,8 @@ pub struct VmEnv {
 
 impl VmEnv {
     /// The part that decides whether two runs are comparable: everything
-    /// but the runner's version and the boot time.
+    /// but the runner's version, the host's CPUs it was pinned to and the
+    /// boot time.
     pub fn comparable_knobs(&self) -> BTreeMap<String, String> {
         let mut knobs = BTreeMap::new();
         knobs.insert("vm.runner".to_string(), self.runner.clone());
@@ -100,6 +106,8 @@ mod tests {
         let knobs = vm.comparable_knobs();
         vm.runner_version = Some("1.43".to_string());
         vm.boot_to_test_s = Some(12.0);
+        // Which CPUs of the host a slot's VM got does not split runs.
+        vm.host_cpus = Some("1".to_string());
         assert_eq!(vm.comparable_knobs(), knobs);
         vm.sysctls.insert(
             "net.ipv4.tcp_rmem".to_string(),

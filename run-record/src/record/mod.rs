@@ -1,4 +1,4 @@
-//! The canonical run record, schema `netbisect.run/1.2`: one test run as
+//! The canonical run record, schema `netbisect.run/1.3`: one test run as
 //! one JSON document, the unit that everything else stores, compares and
 //! bisects on.
 //!
@@ -7,14 +7,14 @@
 //! A record is a JSON object with these members (see the types below for
 //! every field):
 //!
-//! - `schema`: `"netbisect.run/1.2"`. A reader rejects any other major
-//!   version. A record of a revision this crate knows (`netbisect.run/1`,
-//!   `netbisect.run/1.1` and `netbisect.run/1.2`) has exactly the members
+//! - `schema`: `"netbisect.run/1.3"`. A reader rejects any other major
+//!   version. A record of a revision this crate knows (`netbisect.run/1`
+//!   to `netbisect.run/1.3`) has exactly the members
 //!   the types below define, absent values left out (never `null`), so
 //!   that what is read
 //!   writes back to the same bytes and keeps its id; a `netbisect.run/1`
 //!   record stays one when read (its `schema` is kept). Only a newer minor
-//!   revision (`netbisect.run/1.N`, N > 2) may carry members this crate
+//!   revision (`netbisect.run/1.N`, N > 3) may carry members this crate
 //!   does not know; the id still covers them, and its `config_key` is
 //!   checked over its `spec` as written.
 //!
@@ -38,6 +38,10 @@
 //!   out when absent) and an iteration's `reported_sent_throughput_bps`
 //!   (netperf's UDP_STREAM sender) and `reported_operation_rate` (uperf's
 //!   operations per second).
+//!
+//!   Revision 1.3 added the `vm` section's `host_cpus`, the host's CPUs
+//!   a VM was pinned to (each slot of `bisect run --jobs` with `--kernel`
+//!   its own; not in the config_key).
 //! - `id`: blake3 of the canonical bytes of the record without `id`, as 64
 //!   hex digits. Identical content gives an identical id, which makes
 //!   storing, importing and merging idempotent. For an imported run whose
@@ -84,12 +88,12 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// The schema this crate writes.
-pub const SCHEMA: &str = "netbisect.run/1.2";
+pub const SCHEMA: &str = "netbisect.run/1.3";
 /// The schema major version this crate reads.
 pub const SCHEMA_MAJOR: u32 = 1;
 /// The newest minor revision of [`SCHEMA_MAJOR`] whose members this crate
 /// knows; a record of a newer one may carry members it does not.
-pub const SCHEMA_MINOR: u32 = 2;
+pub const SCHEMA_MINOR: u32 = 3;
 const SCHEMA_PREFIX: &str = "netbisect.run/";
 
 /// Why a record could not be read, written or sealed.

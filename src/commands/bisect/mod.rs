@@ -24,7 +24,8 @@
 mod progress;
 mod report;
 use crate::cli::{
-    BisectAction, BisectArgs, BisectRepoArgs, BisectStartArgs, DirectionArg, MethodArg,
+    BisectAction, BisectArgs, BisectRepoArgs, BisectRunArgs, BisectStartArgs, DirectionArg,
+    MethodArg,
 };
 use crate::cli::{GlobalArgs, MeasureArgs};
 use crate::exit::{Code, InputError};
@@ -45,13 +46,14 @@ use std::time::Duration;
 use wiring::{ArchiveJournal, Method, SessionMeasurer};
 
 mod session;
+mod slots;
 mod status;
 pub mod wiring;
 
 pub fn run(global: &GlobalArgs, args: &BisectArgs) -> anyhow::Result<Code> {
     match &args.action {
         BisectAction::Start(start_args) => start(global, start_args),
-        BisectAction::Run(repo_args) => run_session(global, repo_args),
+        BisectAction::Run(run_args) => run_session(global, run_args),
         BisectAction::Status(repo_args) => status::status(global, repo_args),
         BisectAction::Log(repo_args) => status::log(global, repo_args),
         BisectAction::Report(report_args) => report::report(global, report_args),
@@ -190,11 +192,49 @@ fn kernel_session(args: &BisectStartArgs) -> anyhow::Result<Option<wiring::Kerne
     }))
 }
 
-fn run_session(global: &GlobalArgs, args: &BisectRepoArgs) -> anyhow::Result<Code> {
+/// The jobs of `bisect run`: those asked, checked against the journal's
+/// (a bisection keeps the jobs of its first run), the range and the
+/// method.
+fn jobs_of(loaded: &session::Loaded, asked: Option<u32>) -> anyhow::Result<usize> {
+    let events = session::load_events(loaded)?;
+    let journaled = engine::journaled_jobs(&loaded.graph, &loaded.spec.config, &events)
+        .context("failed to replay the journal")?;
+    let jobs = match (asked, journaled) {
+        (None, None) => 1,
+        (Some(asked), None) => asked,
+        (None, Some((journaled, _))) => journaled,
+        (Some(asked), Some((journaled, _))) if asked == journaled => asked,
+        (Some(asked), Some((_, false))) if asked > 1 => {
+            return Err(input(bisect::error::EngineError::JobsUnrecorded));
+        }
+        (Some(asked), Some((journaled, _))) => {
+            return Err(input(bisect::error::EngineError::Jobs { journaled, asked }));
+        }
+    };
+    // The commits of the range and the good end.
+    let n_targets = loaded.graph.nodes.len() + 1;
+    if jobs as usize > n_targets {
+        return Err(input(format!(
+            "--jobs {jobs} is more than the {n_targets} commits this bisection measures \
+             (the range and its good end): give at most --jobs {n_targets}"
+        )));
+    }
+    if jobs > 1 && loaded.spec.config.decision.method != WalkMethod::Posterior {
+        return Err(input(
+            "--jobs above 1 needs --method posterior: the sequential method classifies \
+             one commit at a time",
+        ));
+    }
+    Ok(jobs as usize)
+}
+
+fn run_session(global: &GlobalArgs, run_args: &BisectRunArgs) -> anyhow::Result<Code> {
+    let args = &run_args.repo;
     let loaded = load(global, args.repo.as_deref())?;
     let spec = &loaded.spec;
     let dir = state_dir(&loaded.repo);
     let _lock = lock_state(&dir)?;
+    let jobs = jobs_of(&loaded, run_args.jobs)?;
     // A signal kills the running command's group (the handler is
     // installed for `bisect run` in Journal mode); the engine journals the
     // interruption and the command exits 130.
@@ -223,8 +263,33 @@ fn run_session(global: &GlobalArgs, args: &BisectRepoArgs) -> anyhow::Result<Cod
         timeout: spec.timeout_s.map(Duration::from_secs_f64),
         metric,
     };
+    let mut slot_worktrees = Vec::new();
+    let mut cpu_sets = Vec::new();
+    if jobs > 1
+        && let Some(kernel) = &spec.kernel
+    {
+        cpu_sets = slots::cpu_sets(jobs, kernel.options.cpus as usize).map_err(input)?;
+        runner::check_command("taskset -V", &dir).map_err(input)?;
+    }
+    if jobs > 1 {
+        for slot in 0..jobs {
+            let name = slots::slot_worktree_name(WORKTREE_NAME, slot);
+            let worktree = BisectWorktree::open_or_create(&loaded.repo, &dir, &name, bad_oid)
+                .with_context(|| format!("failed to prepare the worktree of slot {slot}"))?;
+            slot_worktrees.push(worktree);
+        }
+    }
+    // The first run of the good end, before the slots, runs as slot 0.
+    let slot_env = if jobs > 1 {
+        vec![
+            ("NETBISECT_SLOT".to_string(), "0".to_string()),
+            ("NETBISECT_JOBS".to_string(), jobs.to_string()),
+        ]
+    } else {
+        Vec::new()
+    };
     let mut measurer = SessionMeasurer::new(
-        CommandMeasurer::new(&worktree, step),
+        CommandMeasurer::new(&worktree, step.clone()).with_env(slot_env),
         method,
         metric,
         crate::store::open_archive(global)?,
@@ -249,13 +314,35 @@ fn run_session(global: &GlobalArgs, args: &BisectRepoArgs) -> anyhow::Result<Cod
         }
     }
     let mut journal = ArchiveJournal::new(crate::store::open_archive(global)?, loaded.session.id);
-    let outcome = engine::run(
-        &loaded.graph,
-        &spec.config,
-        &mut measurer,
-        &mut journal,
-        &mut |progress| printer.show(progress),
-    )
+    let outcome = if jobs > 1 {
+        let build_jobs = run_args.build_jobs.map_or(jobs, |n| n as usize);
+        std::thread::scope(|scope| {
+            let mut slots = slots::Slots::new(
+                scope,
+                &mut measurer,
+                slot_worktrees,
+                &step,
+                build_jobs,
+                &cpu_sets,
+            );
+            engine::run_jobs(
+                &loaded.graph,
+                &spec.config,
+                jobs,
+                &mut slots,
+                &mut journal,
+                &mut |progress| printer.show(progress),
+            )
+        })
+    } else {
+        engine::run(
+            &loaded.graph,
+            &spec.config,
+            &mut measurer,
+            &mut journal,
+            &mut |progress| printer.show(progress),
+        )
+    }
     .context("the bisection stopped; `netbisect bisect run` resumes it")?;
     // The session's config_key may have been learnt by this very run:
     // ask the measurer, not the session as it was loaded.
@@ -267,12 +354,21 @@ fn reset(global: &GlobalArgs, args: &BisectRepoArgs) -> anyhow::Result<Code> {
     let mut loaded = load(global, args.repo.as_deref())?;
     let dir = state_dir(&loaded.repo);
     let lock = lock_state(&dir)?;
-    BisectWorktree::remove(&loaded.repo, WORKTREE_NAME)
-        .context("failed to remove the bisect worktree")?;
-    let worktree_dir = dir.join(WORKTREE_NAME);
-    if worktree_dir.exists() {
-        std::fs::remove_dir_all(&worktree_dir)
-            .with_context(|| format!("failed to remove {}", worktree_dir.display()))?;
+    // The bisect worktree and those of the slots of `run --jobs`.
+    let mut names = vec![WORKTREE_NAME.to_string()];
+    names.extend(
+        (1..=crate::cli::MAX_JOBS as usize)
+            .map(|slot| slots::slot_worktree_name(WORKTREE_NAME, slot))
+            .filter(|name| dir.join(name).exists() || loaded.repo.find_worktree(name).is_ok()),
+    );
+    for name in names {
+        BisectWorktree::remove(&loaded.repo, &name)
+            .context("failed to remove the bisect worktree")?;
+        let worktree_dir = dir.join(&name);
+        if worktree_dir.exists() {
+            std::fs::remove_dir_all(&worktree_dir)
+                .with_context(|| format!("failed to remove {}", worktree_dir.display()))?;
+        }
     }
     drop(lock);
     let _ = std::fs::remove_file(dir.join("lock"));

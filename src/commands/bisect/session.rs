@@ -212,7 +212,7 @@ pub(super) fn lock_state(dir: &Path) -> anyhow::Result<std::fs::File> {
     }
 }
 
-fn load_events(loaded: &Loaded) -> anyhow::Result<Vec<bisect::JournalEvent>> {
+pub(super) fn load_events(loaded: &Loaded) -> anyhow::Result<Vec<bisect::JournalEvent>> {
     let texts = loaded.archive.session_events(loaded.session.id)?;
     wiring::decode_events(&texts).with_context(|| {
         format!(

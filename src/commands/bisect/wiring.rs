@@ -27,6 +27,7 @@ pub enum Method {
 
 /// What `--kernel` steps need: the test, the image's place in the
 /// worktree, how the VM is made, and where failed boots' consoles go.
+#[derive(Clone)]
 pub struct KernelStep {
     /// The test, resolved.
     pub request: BenchRequest,
@@ -58,7 +59,7 @@ pub struct KernelSession {
 impl KernelStep {
     /// Boots the image the build left and tests it; a missing image, a
     /// failed boot or a failed test is a skip with its reason.
-    fn measure(&self) -> RecordMeasurement {
+    pub fn measure(&self) -> RecordMeasurement {
         let image = self.worktree.join(&self.image);
         let mut options = self.session.options.clone();
         if let Some(settings) = &self.session.settings {
@@ -170,7 +171,30 @@ impl<'w> SessionMeasurer<'w> {
     /// One fresh repeat of `commit`: measured, checked to be of that
     /// commit, stored in the archive, and only then handed over.
     pub fn take(&mut self, commit: &CommitInfo) -> Result<Measurement, BoxError> {
-        let mut record = match self.record_of(commit)? {
+        let measured = self.record_of(commit)?;
+        self.accept(commit, measured)
+    }
+
+    /// How each repeat is measured.
+    pub fn method(&self) -> &Method {
+        &self.method
+    }
+
+    /// Counts `seconds` of one fresh repeat (build included) in the
+    /// seconds per repeat of the estimate.
+    pub fn note_seconds(&mut self, seconds: f64) {
+        self.seconds_measuring += seconds;
+        self.n_measured += 1;
+    }
+
+    /// A repeat of `commit` measured elsewhere (on a slot): checked to be
+    /// of that commit, stored in the archive, and only then handed over.
+    pub fn accept(
+        &mut self,
+        commit: &CommitInfo,
+        measured: RecordMeasurement,
+    ) -> Result<Measurement, BoxError> {
+        let mut record = match measured {
             RecordMeasurement::Record(record) => *record,
             RecordMeasurement::Skip(reason) => return Ok(Measurement::Skip(reason)),
         };
@@ -237,8 +261,7 @@ impl Measurer for SessionMeasurer<'_> {
     fn measure(&mut self, commit: &CommitInfo) -> Result<Measurement, BoxError> {
         let started = std::time::Instant::now();
         let measurement = self.take(commit)?;
-        self.seconds_measuring += started.elapsed().as_secs_f64();
-        self.n_measured += 1;
+        self.note_seconds(started.elapsed().as_secs_f64());
         Ok(measurement)
     }
 
