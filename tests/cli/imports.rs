@@ -359,3 +359,54 @@ fn list_shows_the_newest_runs_first_in_the_tools_unit() {
     );
     assert_eq!(lines[4], "2 runs");
 }
+
+/// iperf3's own output with one figure replaced, as JSON text.
+fn iperf3_with(edit: impl FnOnce(&mut Value)) -> Vec<u8> {
+    let text = std::fs::read(data("peer-outputs/iperf3-tcp-t10.json")).unwrap();
+    let mut document: Value = serde_json::from_slice(&text).unwrap();
+    edit(&mut document);
+    serde_json::to_vec(&document).unwrap()
+}
+
+#[test]
+fn implausible_iperf3_figures_are_refused_naming_the_figure() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive.db");
+    let cases: [(Vec<u8>, &str); 3] = [
+        (
+            iperf3_with(|document| {
+                document["end"]["sum_received"]["bits_per_second"] = 1.7e308.into();
+            }),
+            "throughput 1.7e308 bit/s",
+        ),
+        (
+            iperf3_with(|document| {
+                document["end"]["cpu_utilization_percent"]["host_total"] = 1e9.into();
+            }),
+            "local CPU 1e9 %",
+        ),
+        (
+            iperf3_with(|document| {
+                document["end"]["cpu_utilization_percent"]["remote_total"] = 1e9.into();
+            }),
+            "remote CPU 1e9 %",
+        ),
+    ];
+    for (document, figure) in cases {
+        let file = dir.path().join("iperf3.json");
+        std::fs::write(&file, &document).unwrap();
+        let (code, stdout, stderr) = import(&archive, &[file.to_str().unwrap()], b"");
+        assert_eq!(code, 2, "{figure}: {stdout}{stderr}");
+        assert!(stderr.contains("implausible figure"), "{stderr}");
+        assert!(stderr.contains(figure), "{figure}: {stderr}");
+    }
+    // Nothing was stored: no archive was even needed.
+    if archive.exists() {
+        assert!(runs(&archive).is_empty());
+    }
+    // The file as iperf3 wrote it imports.
+    let file = data("peer-outputs/iperf3-tcp-t10.json");
+    let (code, _, stderr) = import(&archive, &[file.to_str().unwrap()], b"");
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(runs(&archive).len(), 1);
+}
