@@ -410,3 +410,59 @@ fn implausible_iperf3_figures_are_refused_naming_the_figure() {
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(runs(&archive).len(), 1);
 }
+
+/// `head`, then `count` copies of `element`, then `tail`, in a file.
+fn padded_file(path: &Path, head: &[u8], element: &[u8], count: usize, tail: &[u8]) {
+    let mut file = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    file.write_all(head).unwrap();
+    for _ in 0..count {
+        file.write_all(element).unwrap();
+    }
+    file.write_all(tail).unwrap();
+}
+
+#[test]
+fn a_16_mb_line_of_small_values_is_refused_within_300_mb() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("a.db");
+    // Under the 16 MiB line and document limits, 8 million values: a
+    // tree of them would take gigabytes.
+    let line = dir.path().join("line.jsonl");
+    padded_file(
+        &line,
+        b"{\"schema\":\"netbisect.run/1.1\",\"x\":[",
+        b"0,",
+        8_000_000,
+        b"0]}\n",
+    );
+    let (code, stderr) = import_within_300_mb(&archive, &line);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("line 1: invalid run record: invalid record: more than 1000000 values"),
+        "{stderr}"
+    );
+    // One record written over many lines, padded the same way.
+    let document = dir.path().join("record.json");
+    padded_file(
+        &document,
+        b"{\n\"schema\": \"netbisect.run/1.1\",\n\"x\": [\n",
+        b"0,\n",
+        5_000_000,
+        b"0\n]\n}\n",
+    );
+    let (code, stderr) = import_within_300_mb(&archive, &document);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("more than 1000000 values"), "{stderr}");
+    assert!(!archive.exists() || runs(&archive).is_empty());
+
+    // iperf3's output padded with the same values is read for the members
+    // it uses; the padding is skipped without being built.
+    let iperf3 = std::fs::read(data("peer-outputs/iperf3-tcp-t10.json")).unwrap();
+    let padded = dir.path().join("iperf3.json");
+    let mut tail = b"0],".to_vec();
+    tail.extend_from_slice(&iperf3[1..]);
+    padded_file(&padded, b"{\"padding\":[", b"0,", 8_000_000, &tail);
+    let (code, stderr) = import_within_300_mb(&archive, &padded);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(runs(&archive).len(), 1);
+}

@@ -305,9 +305,9 @@ pub fn parse(input: &[u8], options: &ImportOptions) -> Result<Imported, ImportEr
     let first_line_no = first_idx + 1;
     let (format, runs) = if first_line.trim_start().starts_with('{') {
         let tree = records::first_value(text)?;
-        if tree.get("schema").is_some() {
+        if tree.schema.is_some() {
             (Format::RunRecords, records::parse(input)?)
-        } else if tree.get("start").is_some() && tree.get("end").is_some() {
+        } else if tree.start.is_some() && tree.end.is_some() {
             let options = options.for_outputs(1)?.remove(0);
             let record = iperf3::parse(text, &options)?;
             let run = CanonicalRun::from_record(record)

@@ -3,12 +3,26 @@
 
 use super::{ImportError, MAX_DOCUMENT_BYTES};
 use crate::store::CanonicalRun;
-use serde_json::Value;
 
-/// The first JSON value of `text`, for detecting the format.
-pub(super) fn first_value(text: &str) -> Result<Value, ImportError> {
-    // Measure the document without building it: a tree takes several
-    // times the text's size.
+/// The members of a JSON document's top level that tell its format;
+/// every other member is skipped without being built.
+#[derive(serde::Deserialize)]
+pub(super) struct TopLevel {
+    /// A run record's `schema`.
+    #[serde(default)]
+    pub schema: Option<serde::de::IgnoredAny>,
+    /// iperf3's `start`.
+    #[serde(default)]
+    pub start: Option<serde::de::IgnoredAny>,
+    /// iperf3's `end`.
+    #[serde(default)]
+    pub end: Option<serde::de::IgnoredAny>,
+}
+
+/// The top-level members of the first JSON document of `text`, for
+/// detecting the format: read without building a tree, which takes
+/// several times the text's size.
+pub(super) fn first_value(text: &str) -> Result<TopLevel, ImportError> {
     let mut measure = serde_json::Deserializer::from_str(text).into_iter::<serde::de::IgnoredAny>();
     if let Some(Ok(_)) = measure.next()
         && measure.byte_offset() > MAX_DOCUMENT_BYTES
@@ -17,7 +31,7 @@ pub(super) fn first_value(text: &str) -> Result<Value, ImportError> {
         let line = 1 + text[..leading].matches('\n').count();
         return Err(ImportError::DocumentTooLarge { line });
     }
-    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
+    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<TopLevel>();
     match stream.next() {
         Some(Ok(value)) => Ok(value),
         Some(Err(err)) => Err(ImportError::parse(err.line(), json_message(&err))),
