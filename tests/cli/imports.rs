@@ -466,3 +466,25 @@ fn a_16_mb_line_of_small_values_is_refused_within_300_mb() {
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(runs(&archive).len(), 1);
 }
+
+#[test]
+fn an_input_of_more_than_100000_runs_is_refused_naming_the_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("a.db");
+    // Counted before any is read as a record: short documents will do.
+    let lines = dir.path().join("lines.jsonl");
+    padded_file(
+        &lines,
+        b"",
+        b"{\"schema\":\"netbisect.run/1.1\"}\n",
+        100_001,
+        b"",
+    );
+    let (code, stdout, stderr) = import(&archive, &[lines.to_str().unwrap()], b"");
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(
+        stderr.contains("100001 runs in one input, more than the 100000 one import stores"),
+        "{stderr}"
+    );
+    assert!(!archive.exists() || runs(&archive).is_empty());
+}

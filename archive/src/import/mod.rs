@@ -108,6 +108,10 @@ fn check_line_lengths(input: &[u8]) -> Result<(), ImportError> {
     Ok(())
 }
 
+/// The most runs one input may hold: counted before any is stored, and
+/// for JSON lines before any document is read into a record.
+pub const MAX_RUNS_PER_INPUT: usize = 100_000;
+
 /// Testbed name given to imported runs when the user names none.
 pub const DEFAULT_TESTBED: &str = "default";
 
@@ -256,6 +260,15 @@ pub enum ImportError {
         /// The first line past the limit.
         line: usize,
     },
+    /// More runs in one input than [`MAX_RUNS_PER_INPUT`].
+    #[error(
+        "{count} runs in one input, more than the {} one import stores; import it in parts",
+        MAX_RUNS_PER_INPUT
+    )]
+    TooManyRuns {
+        /// The runs counted (for JSON lines, the documents).
+        count: usize,
+    },
     /// A line longer than [`MAX_LINE_BYTES`].
     #[error("line {line}: longer than {} MiB, the longest line netbisect reads", MAX_LINE_BYTES >> 20)]
     LineTooLong {
@@ -336,6 +349,11 @@ pub fn parse(input: &[u8], options: &ImportOptions) -> Result<Imported, ImportEr
             }
             (None, None) => return Err(ImportError::unrecognised(first_line_no, first_line)),
         };
+        if records.len() > MAX_RUNS_PER_INPUT {
+            return Err(ImportError::TooManyRuns {
+                count: records.len(),
+            });
+        }
         let runs = records
             .into_iter()
             .map(|record| {
@@ -347,6 +365,9 @@ pub fn parse(input: &[u8], options: &ImportOptions) -> Result<Imported, ImportEr
     };
     if runs.is_empty() {
         return Err(ImportError::Empty);
+    }
+    if runs.len() > MAX_RUNS_PER_INPUT {
+        return Err(ImportError::TooManyRuns { count: runs.len() });
     }
     Ok(Imported { format, runs })
 }

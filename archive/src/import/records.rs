@@ -53,6 +53,7 @@ pub(super) fn parse(input: &[u8]) -> Result<Vec<CanonicalRun>, ImportError> {
     // First find where each document starts and ends, cheaply; then
     // validate the documents, on every core when there are many.
     let mut spans = Vec::new();
+    let mut n_documents = 0_usize;
     let mut stream =
         serde_json::Deserializer::from_slice(input).into_iter::<serde::de::IgnoredAny>();
     let mut start = 0;
@@ -68,7 +69,12 @@ pub(super) fn parse(input: &[u8]) -> Result<Vec<CanonicalRun>, ImportError> {
                 if document.len() - leading > MAX_DOCUMENT_BYTES {
                     return Err(ImportError::DocumentTooLarge { line });
                 }
-                spans.push((line, start + leading, end));
+                // Past the ceiling the documents are only counted, so
+                // that the refusal names their number.
+                n_documents += 1;
+                if n_documents <= super::MAX_RUNS_PER_INPUT {
+                    spans.push((line, start + leading, end));
+                }
                 line += count_newlines(&document[leading..]);
                 start = end;
             }
@@ -76,6 +82,9 @@ pub(super) fn parse(input: &[u8]) -> Result<Vec<CanonicalRun>, ImportError> {
                 return Err(ImportError::parse(err.line(), json_message(&err)));
             }
         }
+    }
+    if n_documents > super::MAX_RUNS_PER_INPUT {
+        return Err(ImportError::TooManyRuns { count: n_documents });
     }
     let validate = |(line, start, end): &(usize, usize, usize)| {
         CanonicalRun::from_json(&input[*start..*end])
