@@ -10,6 +10,12 @@
 #                    regular file) and a file of 64 KiB + 1 (refused)
 #   plan --commits   plan at its limit, 100000 commits (PLAN_COMMITS), and
 #                    2^64-1 (refused before anything is allocated)
+#   JSON record      archive import of a 16 MB line of 8 million values
+#                    (refused: over 1000000 values and members), and of a
+#                    line at that ceiling (read whole, then refused as no
+#                    record)
+#   iperf3 JSON      archive import of iperf3's output padded with 8
+#                    million values (16 MB; the padding is skipped)
 #
 # Each row says the exit code too: 2 is a refusal of the input, 125 is
 # verdict's "cannot tell". Runs on loopback in a temporary directory.
@@ -51,6 +57,12 @@ fake_kernel "$WORK/huge-bzImage"
 truncate -s 1536M "$WORK/huge-bzImage"
 fake_kernel "$WORK/bzImage"
 head -c 65537 /dev/zero | tr '\0' '#' > "$WORK/long.conf"
+# zeros N: N copies of "0," on one line.
+zeros() { awk -v n="$1" 'BEGIN { for (i = 0; i < n; i++) printf "0," }'; }
+{ printf '{"schema":"netbisect.run/1.1","x":['; zeros 8000000; printf '0]}\n'; } > "$WORK/line16.jsonl"
+{ printf '{"schema":"netbisect.run/1.1","x":['; zeros 999000; printf '0]}\n'; } > "$WORK/line1m.jsonl"
+{ printf '{"padding":['; zeros 8000000; printf '0],'
+  tail -c +2 "$HERE/tests/data/peer-outputs/iperf3-tcp-t10.json"; } > "$WORK/iperf3.json"
 
 printf '%-34s %9s %5s\n' "reader" "peak MiB" "exit"
 row "measure stdout, 500 MB" "${NB[@]}" verdict --good-run cccc1111 --bad-run dddd2222 \
@@ -62,3 +74,6 @@ row "plan --commits $PLAN_COMMITS" "${NB[@]}" plan --test "-t TCP_RR" --effect 5
     --seconds 10 --commits "$PLAN_COMMITS"
 row "plan --commits 2^64-1" "${NB[@]}" plan --test "-t TCP_RR" --effect 5 --cv 2 \
     --seconds 10 --commits 18446744073709551615
+row "JSON record line, 16 MB" "${NB[@]}" archive import "$WORK/line16.jsonl"
+row "JSON record line, 1e6 values" "${NB[@]}" archive import "$WORK/line1m.jsonl"
+row "iperf3 JSON padded to 16 MB" "${NB[@]}" archive import "$WORK/iperf3.json"

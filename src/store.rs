@@ -65,8 +65,10 @@ pub fn open_archive(global: &GlobalArgs) -> anyhow::Result<Archive> {
 /// PATH"), never a new empty archive.
 pub fn open_existing_archive(global: &GlobalArgs) -> anyhow::Result<Archive> {
     if let Some(path) = missing_archive(global)? {
-        return Err(anyhow::Error::new(archive::ArchiveError::NoArchive { path })
-            .context("failed to open the archive"));
+        return Err(
+            anyhow::Error::new(archive::ArchiveError::NoArchive { path })
+                .context("failed to open the archive"),
+        );
     }
     Archive::open_location(&archive_location(global)?).context("failed to open the archive")
 }

@@ -50,10 +50,67 @@ pub fn to_canonical_bytes<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, C
     serde_jcs::to_vec(value).map_err(|err| CanonicalError::Serialize(err.to_string()))
 }
 
+/// The most structural tokens (`[`, `{`, `,` and `:` outside strings)
+/// one document may hold before it is parsed into a tree: about as many
+/// values and members. The largest record netbisect writes (30
+/// iterations of a request/response test with every latency bucket,
+/// 128 flows) holds under 300,000; a tree costs about 100 bytes a value,
+/// so the ceiling keeps one document's tree near 100 MiB.
+pub const MAX_JSON_TOKENS: usize = 1_000_000;
+
+/// The deepest nesting of arrays and objects one document may have (a
+/// record nests six deep).
+pub const MAX_JSON_DEPTH: usize = 32;
+
+/// Refuses JSON text with more than [`MAX_JSON_TOKENS`] structural tokens
+/// or nested deeper than [`MAX_JSON_DEPTH`], reading it once without
+/// building anything: the size of a tree depends on its number of
+/// values, not on the length of the text.
+pub fn check_json_size(text: &[u8]) -> Result<(), String> {
+    let mut n_tokens = 0_usize;
+    let mut depth = 0_usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for byte in text {
+        if in_string {
+            match (escaped, byte) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                n_tokens += 1;
+                if depth > MAX_JSON_DEPTH {
+                    return Err(format!(
+                        "nested more than {MAX_JSON_DEPTH} deep, deeper than any record"
+                    ));
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            b',' | b':' => n_tokens += 1,
+            _ => {}
+        }
+        if n_tokens > MAX_JSON_TOKENS {
+            return Err(format!(
+                "more than {MAX_JSON_TOKENS} values and members, more than any record holds"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Parses JSON text into a tree, refusing an object that names a member
 /// twice (RFC 8785 input is I-JSON, which forbids that; `serde_json`
-/// alone would keep the last one silently).
+/// alone would keep the last one silently) and text whose tree would be
+/// too large ([`check_json_size`]).
 pub fn parse_json(text: &str) -> Result<Value, serde_json::Error> {
+    check_json_size(text.as_bytes()).map_err(<serde_json::Error as serde::de::Error>::custom)?;
     serde_json::from_str::<unique_keys::UniqueKeys>(text).map(|parsed| parsed.0)
 }
 

@@ -4,7 +4,7 @@
 use crate::cli::{ArchiveAction, ArchiveArgs, GlobalArgs, ImportArgs, RunFilterArgs};
 use crate::exit::{Code, InputError};
 use crate::output;
-use crate::store::{open_archive, open_archive_read};
+use crate::store::{archive_location, open_archive, open_archive_read};
 use anyhow::Context;
 use archive::import::{self, ImportOptions};
 use archive::{Archive, RunQuery};
@@ -278,14 +278,12 @@ fn run_merge(global: &GlobalArgs, other: &Path) -> anyhow::Result<Code> {
 }
 
 fn run_check(global: &GlobalArgs) -> anyhow::Result<Code> {
-    let archive = open_archive_read(global)?;
-    let report = archive.check().context("failed to check the archive")?;
+    let location = archive_location(global)?;
+    let report = Archive::check_location(&location).context("failed to check the archive")?;
     let text = || {
         let mut text = format!(
             "{}\nschema version: {} (this netbisect reads up to {})\n",
-            archive.location(),
-            report.schema_version,
-            report.supported_version
+            location, report.schema_version, report.supported_version
         );
         text.push_str(&format!("integrity: {}\n", report.integrity.join("; ")));
         text.push_str(&format!(
@@ -299,6 +297,9 @@ fn run_check(global: &GlobalArgs) -> anyhow::Result<Code> {
         ));
         for damaged in &report.damaged_runs {
             text.push_str(&format!("  {}: {}\n", damaged.id, damaged.problem));
+        }
+        for what in &report.unreadable {
+            text.push_str(&format!("could not read {what}\n"));
         }
         Ok(text)
     };

@@ -53,9 +53,7 @@ pub fn run(global: &GlobalArgs, args: &PlanArgs) -> anyhow::Result<Code> {
     let mut config_key = None;
     // Without an archive there are no runs to learn from: the plan goes
     // on with what the command line gives, and none is created.
-    if (args.cv.is_none() || args.seconds.is_none())
-        && missing_archive(global)?.is_none()
-    {
+    if (args.cv.is_none() || args.seconds.is_none()) && missing_archive(global)?.is_none() {
         let archive = open_archive_read(global)?;
         let query = RunQuery {
             test: Some(request.spec.test),

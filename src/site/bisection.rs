@@ -137,12 +137,12 @@ fn summarize(events: &[JournalEvent]) -> JournalSummary {
                     .samples
                     .extend(samples.iter().map(|sample| sample.value));
             }
-            JournalEvent::Sample { commit, sample } => {
+            JournalEvent::Sample { commit, sample, .. } => {
                 log_of(commits, commit, &mut n_seen)
                     .samples
                     .push(sample.value);
             }
-            JournalEvent::Skip { commit, reason } => {
+            JournalEvent::Skip { commit, reason, .. } => {
                 log_of(commits, commit, &mut n_seen).skip = Some(reason.clone());
             }
             JournalEvent::Verdict {

@@ -238,3 +238,48 @@ fn addresses_that_cannot_be_used_are_refused_with_their_exit_codes() {
     let stderr = String::from_utf8_lossy(&output.get_output().stderr).to_string();
     assert!(stderr.contains("another program"), "{stderr}");
 }
+
+#[test]
+fn check_names_an_edited_figure_column_as_on_a_file() {
+    let Some(cluster) = cluster() else {
+        return;
+    };
+    let name = cluster.database();
+    let address = cluster.url(&name);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("runs.jsonl");
+    let records: Vec<RunRecord> = (0..3).map(record).collect();
+    std::fs::write(&file, json_lines(&records)).unwrap();
+    netbisect_at(&address)
+        .args(["archive", "import"])
+        .arg(&file)
+        .assert()
+        .success();
+    cluster.run_in(
+        &name,
+        &format!(
+            "UPDATE runs SET throughput_bps = throughput_bps * 2 WHERE id = '{}'; \
+             UPDATE runs SET n_iterations = 7 WHERE id = '{}'",
+            records[0].id, records[1].id
+        ),
+    );
+    let output = netbisect_at(&address)
+        .args(["archive", "check"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(3));
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(text.contains("runs: 3, damaged: 2"), "{text}");
+    for (record, column) in [
+        (&records[0], "throughput_bps"),
+        (&records[1], "n_iterations"),
+    ] {
+        assert!(
+            text.contains(&format!(
+                "{}: columns disagree with the record: {column}",
+                record.id
+            )),
+            "{text}"
+        );
+    }
+}

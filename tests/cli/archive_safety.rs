@@ -454,3 +454,157 @@ fn history_reads_a_version_5_archive_it_may_not_upgrade() {
     let report = archive::Archive::open(&db).unwrap().check().unwrap();
     assert!(report.is_clean(), "{report:?}");
 }
+
+/// An archive of netperf's outputs with CPU figures, imported.
+fn archive_of_imports() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("archive.db");
+    let outputs = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/peer-outputs");
+    for name in [
+        "netperf-TCP_STREAM-l5-cC.txt",
+        "netperf-TCP_STREAM-l5-cC-run2.txt",
+        "netperf-TCP_RR-l5-cC-r64,64.txt",
+        "netperf-UDP_STREAM-l5-cC-m1472.txt",
+        "netperf-TCP_MAERTS-l5-cC.txt",
+    ] {
+        let path = outputs.join(name);
+        ok(&db, &["archive", "import", path.to_str().unwrap()], None);
+    }
+    (dir, db)
+}
+
+fn n_runs(db: &Path) -> i64 {
+    let connection = rusqlite::Connection::open(db).unwrap();
+    connection
+        .query_row("SELECT count(*) FROM runs", [], |row| row.get(0))
+        .unwrap()
+}
+
+#[test]
+fn check_names_every_edited_figure_column() {
+    let (_dir, db) = archive_of_imports();
+    let connection = rusqlite::Connection::open(&db).unwrap();
+    let ids: Vec<String> = connection
+        .prepare("SELECT id FROM runs WHERE remote_cpu_pct IS NOT NULL ORDER BY id LIMIT 3")
+        .unwrap()
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(ids.len(), 3);
+    let edits = [
+        ("throughput_bps", "throughput_bps = throughput_bps * 2"),
+        ("remote_cpu_pct", "remote_cpu_pct = remote_cpu_pct + 1"),
+        ("n_iterations", "n_iterations = n_iterations + 4"),
+    ];
+    for ((_, edit), id) in edits.iter().zip(&ids) {
+        let changed = connection
+            .execute(&format!("UPDATE runs SET {edit} WHERE id = ?1"), [id])
+            .unwrap();
+        assert_eq!(changed, 1);
+    }
+    drop(connection);
+
+    let (code, stdout, stderr) = run(&db, &["archive", "check"], None);
+    assert_eq!(code, Some(3), "{stdout}{stderr}");
+    assert!(stdout.contains("damaged: 3"), "{stdout}");
+    for ((column, _), id) in edits.iter().zip(&ids) {
+        let line = stdout
+            .lines()
+            .find(|line| line.contains(id.as_str()))
+            .unwrap_or_else(|| panic!("{id} not reported: {stdout}"));
+        assert!(
+            line.ends_with(&format!("columns disagree with the record: {column}")),
+            "{line}"
+        );
+    }
+}
+
+/// Overwrites page `page_idx` (counted from 0) of `db` with 0xff bytes.
+fn overwrite_page(db: &Path, page_idx: u64) {
+    use std::io::{Seek, SeekFrom, Write};
+    let mut file = std::fs::OpenOptions::new().write(true).open(db).unwrap();
+    file.seek(SeekFrom::Start(page_idx * 4096)).unwrap();
+    file.write_all(&[0xff; 512]).unwrap();
+}
+
+#[test]
+fn check_reports_on_a_malformed_file() {
+    let (_dir, db) = archive_of_imports();
+    let root_page: u32 = rusqlite::Connection::open(&db)
+        .unwrap()
+        .query_row(
+            "SELECT rootpage FROM sqlite_schema WHERE name = 'runs'",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    overwrite_page(&db, u64::from(root_page) - 1);
+
+    let (code, stdout, stderr) = run(&db, &["archive", "check"], None);
+    assert_eq!(code, Some(3), "{stdout}{stderr}");
+    assert!(stdout.contains("schema version: 6"), "{stdout}");
+    let integrity = stdout
+        .lines()
+        .find(|line| line.starts_with("integrity: "))
+        .unwrap_or_else(|| panic!("no integrity line: {stdout}"));
+    assert_ne!(integrity, "integrity: ok");
+    assert!(stdout.contains("could not read the runs table"), "{stdout}");
+    assert!(stderr.contains("the archive has problems"), "{stderr}");
+
+    // The same file refuses an import and keeps what it had.
+    let before = std::fs::read(&db).unwrap();
+    let more =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/peer-outputs/netperf-UDP_RR-l5.txt");
+    let (code, _, stderr) = run(&db, &["archive", "import", more.to_str().unwrap()], None);
+    assert_eq!(code, Some(3), "{stderr}");
+    assert!(stderr.contains("is damaged"), "{stderr}");
+    assert_eq!(std::fs::read(&db).unwrap(), before);
+}
+
+/// The refusal of writes to a damaged file does not depend on its size:
+/// a file over 256 MiB (once the size up to which the check ran) with a
+/// broken page the write does not touch is refused too.
+#[test]
+fn a_damaged_archive_of_any_size_refuses_writes() {
+    let (_dir, db) = archive_of_imports();
+    let connection = rusqlite::Connection::open(&db).unwrap();
+    connection
+        .execute_batch(
+            "CREATE TABLE padding (content BLOB) STRICT;
+             INSERT INTO padding VALUES (zeroblob(280000000));
+             PRAGMA wal_checkpoint(TRUNCATE);",
+        )
+        .unwrap();
+    drop(connection);
+    let size = std::fs::metadata(&db).unwrap().len();
+    assert!(size > 256 << 20, "{size}");
+    // An overflow page of the padding, halfway through the file: its
+    // first four bytes name the next page of the chain, the rest is the
+    // blob's zeros. Pointing it past the end of the file breaks the
+    // chain where no insert into `runs` looks.
+    let bytes = std::fs::read(&db).unwrap();
+    let page_idx = (bytes.len() / 4096 / 2..bytes.len() / 4096)
+        .find(|idx| {
+            bytes[idx * 4096 + 4..(idx + 1) * 4096]
+                .iter()
+                .all(|b| *b == 0)
+        })
+        .unwrap() as u64;
+    drop(bytes);
+    {
+        use std::io::{Seek, SeekFrom, Write};
+        let mut file = std::fs::OpenOptions::new().write(true).open(&db).unwrap();
+        file.seek(SeekFrom::Start(page_idx * 4096)).unwrap();
+        file.write_all(&0x7fff_fff0_u32.to_be_bytes()).unwrap();
+    }
+    let n_before = n_runs(&db);
+
+    let more =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/peer-outputs/netperf-UDP_RR-l5.txt");
+    let (code, _, stderr) = run(&db, &["archive", "import", more.to_str().unwrap()], None);
+    assert_eq!(code, Some(3), "{stderr}");
+    assert!(stderr.contains("is damaged"), "{stderr}");
+    assert!(stderr.contains("netbisect archive check"), "{stderr}");
+    assert_eq!(n_runs(&db), n_before);
+}

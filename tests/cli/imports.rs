@@ -359,3 +359,132 @@ fn list_shows_the_newest_runs_first_in_the_tools_unit() {
     );
     assert_eq!(lines[4], "2 runs");
 }
+
+/// iperf3's own output with one figure replaced, as JSON text.
+fn iperf3_with(edit: impl FnOnce(&mut Value)) -> Vec<u8> {
+    let text = std::fs::read(data("peer-outputs/iperf3-tcp-t10.json")).unwrap();
+    let mut document: Value = serde_json::from_slice(&text).unwrap();
+    edit(&mut document);
+    serde_json::to_vec(&document).unwrap()
+}
+
+#[test]
+fn implausible_iperf3_figures_are_refused_naming_the_figure() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive.db");
+    let cases: [(Vec<u8>, &str); 3] = [
+        (
+            iperf3_with(|document| {
+                document["end"]["sum_received"]["bits_per_second"] = 1.7e308.into();
+            }),
+            "throughput 1.7e308 bit/s",
+        ),
+        (
+            iperf3_with(|document| {
+                document["end"]["cpu_utilization_percent"]["host_total"] = 1e9.into();
+            }),
+            "local CPU 1e9 %",
+        ),
+        (
+            iperf3_with(|document| {
+                document["end"]["cpu_utilization_percent"]["remote_total"] = 1e9.into();
+            }),
+            "remote CPU 1e9 %",
+        ),
+    ];
+    for (document, figure) in cases {
+        let file = dir.path().join("iperf3.json");
+        std::fs::write(&file, &document).unwrap();
+        let (code, stdout, stderr) = import(&archive, &[file.to_str().unwrap()], b"");
+        assert_eq!(code, 2, "{figure}: {stdout}{stderr}");
+        assert!(stderr.contains("implausible figure"), "{stderr}");
+        assert!(stderr.contains(figure), "{figure}: {stderr}");
+    }
+    // Nothing was stored: no archive was even needed.
+    if archive.exists() {
+        assert!(runs(&archive).is_empty());
+    }
+    // The file as iperf3 wrote it imports.
+    let file = data("peer-outputs/iperf3-tcp-t10.json");
+    let (code, _, stderr) = import(&archive, &[file.to_str().unwrap()], b"");
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(runs(&archive).len(), 1);
+}
+
+/// `head`, then `count` copies of `element`, then `tail`, in a file.
+fn padded_file(path: &Path, head: &[u8], element: &[u8], count: usize, tail: &[u8]) {
+    let mut file = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    file.write_all(head).unwrap();
+    for _ in 0..count {
+        file.write_all(element).unwrap();
+    }
+    file.write_all(tail).unwrap();
+}
+
+#[test]
+fn a_16_mb_line_of_small_values_is_refused_within_300_mb() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("a.db");
+    // Under the 16 MiB line and document limits, 8 million values: a
+    // tree of them would take gigabytes.
+    let line = dir.path().join("line.jsonl");
+    padded_file(
+        &line,
+        b"{\"schema\":\"netbisect.run/1.1\",\"x\":[",
+        b"0,",
+        8_000_000,
+        b"0]}\n",
+    );
+    let (code, stderr) = import_within_300_mb(&archive, &line);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("line 1: invalid run record: invalid record: more than 1000000 values"),
+        "{stderr}"
+    );
+    // One record written over many lines, padded the same way.
+    let document = dir.path().join("record.json");
+    padded_file(
+        &document,
+        b"{\n\"schema\": \"netbisect.run/1.1\",\n\"x\": [\n",
+        b"0,\n",
+        5_000_000,
+        b"0\n]\n}\n",
+    );
+    let (code, stderr) = import_within_300_mb(&archive, &document);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("more than 1000000 values"), "{stderr}");
+    assert!(!archive.exists() || runs(&archive).is_empty());
+
+    // iperf3's output padded with the same values is read for the members
+    // it uses; the padding is skipped without being built.
+    let iperf3 = std::fs::read(data("peer-outputs/iperf3-tcp-t10.json")).unwrap();
+    let padded = dir.path().join("iperf3.json");
+    let mut tail = b"0],".to_vec();
+    tail.extend_from_slice(&iperf3[1..]);
+    padded_file(&padded, b"{\"padding\":[", b"0,", 8_000_000, &tail);
+    let (code, stderr) = import_within_300_mb(&archive, &padded);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(runs(&archive).len(), 1);
+}
+
+#[test]
+fn an_input_of_more_than_100000_runs_is_refused_naming_the_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("a.db");
+    // Counted before any is read as a record: short documents will do.
+    let lines = dir.path().join("lines.jsonl");
+    padded_file(
+        &lines,
+        b"",
+        b"{\"schema\":\"netbisect.run/1.1\"}\n",
+        100_001,
+        b"",
+    );
+    let (code, stdout, stderr) = import(&archive, &[lines.to_str().unwrap()], b"");
+    assert_eq!(code, 2, "{stdout}{stderr}");
+    assert!(
+        stderr.contains("100001 runs in one input, more than the 100000 one import stores"),
+        "{stderr}"
+    );
+    assert!(!archive.exists() || runs(&archive).is_empty());
+}

@@ -32,11 +32,14 @@
 
 pub mod iperf3;
 pub mod netperf;
+mod plausible;
 mod records;
 pub mod uperf;
 mod wrap;
 
 use crate::store::CanonicalRun;
+use plausible::check_plausible;
+pub use plausible::{MAX_CPUS, MAX_THROUGHPUT_BPS, MAX_TRANSACTION_RATE};
 use run_record::record::{
     CpuFigures, Endpoint, Environments, Iteration, LatencyReport, RunRecord, Source, Spread,
     Subject, Summary, UdpFigures,
@@ -107,6 +110,10 @@ fn check_line_lengths(input: &[u8]) -> Result<(), ImportError> {
     }
     Ok(())
 }
+
+/// The most runs one input may hold: counted before any is stored, and
+/// for JSON lines before any document is read into a record.
+pub const MAX_RUNS_PER_INPUT: usize = 100_000;
 
 /// Testbed name given to imported runs when the user names none.
 pub const DEFAULT_TESTBED: &str = "default";
@@ -256,6 +263,15 @@ pub enum ImportError {
         /// The first line past the limit.
         line: usize,
     },
+    /// More runs in one input than [`MAX_RUNS_PER_INPUT`].
+    #[error(
+        "{count} runs in one input, more than the {} one import stores; import it in parts",
+        MAX_RUNS_PER_INPUT
+    )]
+    TooManyRuns {
+        /// The runs counted (for JSON lines, the documents).
+        count: usize,
+    },
     /// A line longer than [`MAX_LINE_BYTES`].
     #[error("line {line}: longer than {} MiB, the longest line netbisect reads", MAX_LINE_BYTES >> 20)]
     LineTooLong {
@@ -305,9 +321,9 @@ pub fn parse(input: &[u8], options: &ImportOptions) -> Result<Imported, ImportEr
     let first_line_no = first_idx + 1;
     let (format, runs) = if first_line.trim_start().starts_with('{') {
         let tree = records::first_value(text)?;
-        if tree.get("schema").is_some() {
+        if tree.schema.is_some() {
             (Format::RunRecords, records::parse(input)?)
-        } else if tree.get("start").is_some() && tree.get("end").is_some() {
+        } else if tree.start.is_some() && tree.end.is_some() {
             let options = options.for_outputs(1)?.remove(0);
             let record = iperf3::parse(text, &options)?;
             let run = CanonicalRun::from_record(record)
@@ -336,6 +352,11 @@ pub fn parse(input: &[u8], options: &ImportOptions) -> Result<Imported, ImportEr
             }
             (None, None) => return Err(ImportError::unrecognised(first_line_no, first_line)),
         };
+        if records.len() > MAX_RUNS_PER_INPUT {
+            return Err(ImportError::TooManyRuns {
+                count: records.len(),
+            });
+        }
         let runs = records
             .into_iter()
             .map(|record| {
@@ -347,6 +368,9 @@ pub fn parse(input: &[u8], options: &ImportOptions) -> Result<Imported, ImportEr
     };
     if runs.is_empty() {
         return Err(ImportError::Empty);
+    }
+    if runs.len() > MAX_RUNS_PER_INPUT {
+        return Err(ImportError::TooManyRuns { count: runs.len() });
     }
     Ok(Imported { format, runs })
 }
@@ -427,40 +451,6 @@ pub(crate) enum BuildError {
     /// The record could not be sealed.
     #[error(transparent)]
     Record(#[from] run_record::record::RecordError),
-}
-
-/// How far past the import a run's stated start may be (clocks of two
-/// machines differ; a day more is a wrong clock or a wrong figure).
-const MAX_CLOCK_SKEW: Duration = Duration::from_secs(24 * 3600);
-
-/// Refuses figures no real run has: a negative or non-finite rate, an
-/// elapsed time of 0 or less, a start far in the future.
-fn check_plausible(run: &PeerRun, options: &ImportOptions) -> Result<(), BuildError> {
-    let figures = &run.figures;
-    let implausible = |reason: String| Err(BuildError::Implausible(reason));
-    for (name, value) in [
-        ("throughput", figures.throughput_bps),
-        ("send throughput", figures.sent_throughput_bps),
-        ("transaction rate", figures.transaction_rate),
-        ("operation rate", figures.operation_rate),
-    ] {
-        if let Some(value) = value.filter(|value| !value.is_finite() || *value < 0.0) {
-            return implausible(format!("{name} {value} is negative"));
-        }
-    }
-    if let Some(elapsed) = figures.elapsed_s.filter(|elapsed| *elapsed <= 0.0) {
-        return implausible(format!("elapsed time {elapsed} s (a run takes time)"));
-    }
-    if let Some(started) = run.started_at {
-        let now = options.imported_at.unwrap_or_else(SystemTime::now);
-        if started > now + MAX_CLOCK_SKEW {
-            return implausible(format!(
-                "start {} is more than a day after the import",
-                run_record::time::rfc3339_utc(started)
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// Builds and seals the record of one peer-tool run: one iteration with

@@ -3,12 +3,26 @@
 
 use super::{ImportError, MAX_DOCUMENT_BYTES};
 use crate::store::CanonicalRun;
-use serde_json::Value;
 
-/// The first JSON value of `text`, for detecting the format.
-pub(super) fn first_value(text: &str) -> Result<Value, ImportError> {
-    // Measure the document without building it: a tree takes several
-    // times the text's size.
+/// The members of a JSON document's top level that tell its format;
+/// every other member is skipped without being built.
+#[derive(serde::Deserialize)]
+pub(super) struct TopLevel {
+    /// A run record's `schema`.
+    #[serde(default)]
+    pub schema: Option<serde::de::IgnoredAny>,
+    /// iperf3's `start`.
+    #[serde(default)]
+    pub start: Option<serde::de::IgnoredAny>,
+    /// iperf3's `end`.
+    #[serde(default)]
+    pub end: Option<serde::de::IgnoredAny>,
+}
+
+/// The top-level members of the first JSON document of `text`, for
+/// detecting the format: read without building a tree, which takes
+/// several times the text's size.
+pub(super) fn first_value(text: &str) -> Result<TopLevel, ImportError> {
     let mut measure = serde_json::Deserializer::from_str(text).into_iter::<serde::de::IgnoredAny>();
     if let Some(Ok(_)) = measure.next()
         && measure.byte_offset() > MAX_DOCUMENT_BYTES
@@ -17,7 +31,7 @@ pub(super) fn first_value(text: &str) -> Result<Value, ImportError> {
         let line = 1 + text[..leading].matches('\n').count();
         return Err(ImportError::DocumentTooLarge { line });
     }
-    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
+    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<TopLevel>();
     match stream.next() {
         Some(Ok(value)) => Ok(value),
         Some(Err(err)) => Err(ImportError::parse(err.line(), json_message(&err))),
@@ -39,6 +53,7 @@ pub(super) fn parse(input: &[u8]) -> Result<Vec<CanonicalRun>, ImportError> {
     // First find where each document starts and ends, cheaply; then
     // validate the documents, on every core when there are many.
     let mut spans = Vec::new();
+    let mut n_documents = 0_usize;
     let mut stream =
         serde_json::Deserializer::from_slice(input).into_iter::<serde::de::IgnoredAny>();
     let mut start = 0;
@@ -54,7 +69,12 @@ pub(super) fn parse(input: &[u8]) -> Result<Vec<CanonicalRun>, ImportError> {
                 if document.len() - leading > MAX_DOCUMENT_BYTES {
                     return Err(ImportError::DocumentTooLarge { line });
                 }
-                spans.push((line, start + leading, end));
+                // Past the ceiling the documents are only counted, so
+                // that the refusal names their number.
+                n_documents += 1;
+                if n_documents <= super::MAX_RUNS_PER_INPUT {
+                    spans.push((line, start + leading, end));
+                }
                 line += count_newlines(&document[leading..]);
                 start = end;
             }
@@ -62,6 +82,9 @@ pub(super) fn parse(input: &[u8]) -> Result<Vec<CanonicalRun>, ImportError> {
                 return Err(ImportError::parse(err.line(), json_message(&err)));
             }
         }
+    }
+    if n_documents > super::MAX_RUNS_PER_INPUT {
+        return Err(ImportError::TooManyRuns { count: n_documents });
     }
     let validate = |(line, start, end): &(usize, usize, usize)| {
         CanonicalRun::from_json(&input[*start..*end])

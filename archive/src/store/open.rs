@@ -24,10 +24,6 @@ use std::time::Duration;
 /// How long a write waits for another writer before giving up.
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Files up to this size get `PRAGMA quick_check` before their first
-/// write, whether or not they were closed cleanly.
-pub const QUICK_CHECK_MAX_BYTES: u64 = 256 << 20;
-
 impl SqliteArchive {
     /// Opens the archive at `path`, creating it (not its directory) when
     /// absent and bringing an older schema up to date. Refuses files that
@@ -84,19 +80,46 @@ impl SqliteArchive {
         Ok(archive)
     }
 
+    /// A connection to check the file at `path` as it is: never created,
+    /// migrated or configured, so that a damaged file is opened as far
+    /// as SQLite can; read-write when this user may write it (SQLite
+    /// then replays a `-wal` a killed writer left), else as a reader who
+    /// leaves nothing beside it.
+    pub(super) fn checking_connection(path: &Path) -> Result<Connection, ArchiveError> {
+        if !path.exists() {
+            return Err(ArchiveError::NoArchive {
+                path: path.to_path_buf(),
+            });
+        }
+        if !may_write(path) {
+            return reading_connection(path);
+        }
+        refuse_foreign_side_files(path)?;
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let open_error = |source| ArchiveError::Open {
+            path: path.to_path_buf(),
+            source,
+        };
+        let connection = Connection::open_with_flags(path, flags).map_err(open_error)?;
+        connection.busy_timeout(BUSY_TIMEOUT).map_err(open_error)?;
+        Ok(connection)
+    }
+
     fn open_with_flags(path: &Path, flags: OpenFlags) -> Result<SqliteArchive, ArchiveError> {
         let open_error = |source| ArchiveError::Open {
             path: path.to_path_buf(),
             source,
         };
-        let unclean = wal_path(path).exists();
         let connection = Connection::open_with_flags(path, flags).map_err(open_error)?;
         connection.busy_timeout(BUSY_TIMEOUT).map_err(open_error)?;
-        let small = std::fs::metadata(path).is_ok_and(|meta| meta.len() <= QUICK_CHECK_MAX_BYTES);
         let archive = SqliteArchive {
             connection,
             path: path.to_path_buf(),
-            check_before_write: std::cell::Cell::new(unclean || small),
+            // Whatever its size: SQLite's own checks see only the pages a
+            // write touches, and damage elsewhere would be written over.
+            check_before_write: std::cell::Cell::new(true),
         };
         let version = archive.read_version()?;
         // A foreign database is refused before WAL mode touches it. Tables

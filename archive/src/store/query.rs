@@ -411,7 +411,7 @@ pub(crate) fn select_sql(
     Ok((sql, values))
 }
 
-fn stored_run_of(row: &rusqlite::Row<'_>) -> Result<StoredRun, ArchiveError> {
+pub(super) fn stored_run_of(row: &rusqlite::Row<'_>) -> Result<StoredRun, ArchiveError> {
     let id: String = row.get(0)?;
     let test_name: String = row.get(6)?;
     let test = TestKind::from_str(&test_name).map_err(|err| ArchiveError::DamagedRun {

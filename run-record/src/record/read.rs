@@ -13,6 +13,7 @@ impl RunRecord {
         let text = std::str::from_utf8(bytes).map_err(|err| RecordError::NotUtf8 {
             offset: err.valid_up_to(),
         })?;
+        canonical::check_json_size(bytes).map_err(RecordError::Invalid)?;
         let tree: Value = canonical::parse_json(text).map_err(json_error)?;
         let Value::Object(members) = &tree else {
             return Err(RecordError::Invalid(

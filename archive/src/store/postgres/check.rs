@@ -7,29 +7,54 @@
 //! reports "ok" once every row has been read without an error.
 
 use super::PgArchive;
+use super::query::stored_run_of;
 use crate::ArchiveError;
-use crate::store::check::{CheckReport, DamagedRun, series_problem, verify_row};
-use crate::store::query::{MISSING_SERIES, RunQuery, SERIES_JOIN};
+use crate::schema::{V2_METRICS, metric_column};
+use crate::store::check::{CheckReport, DamagedRun, StoredFigures, series_problem, verify_row};
+use crate::store::query::{MISSING_SERIES, RUN_COLUMNS, SERIES_JOIN};
 use postgres::fallible_iterator::FallibleIterator;
 
 impl PgArchive {
     /// Checks every stored run (its bytes decode to a valid record whose
-    /// id and columns match the row, its history row matches it) and the
+    /// id, columns and figures match the row, its history row matches
+    /// it) and the
     /// references between tables.
     pub(crate) fn check(&self) -> Result<CheckReport, ArchiveError> {
         let schema_version = self.schema_version()?;
         let mut n_runs = 0;
         let mut damaged_runs = Vec::new();
-        self.for_each_record(&RunQuery::default(), |run, bytes| {
-            n_runs += 1;
-            if let Err(problem) = verify_row(run, bytes) {
-                damaged_runs.push(DamagedRun {
-                    id: run.id.clone(),
-                    problem,
-                });
+        let metric_columns: Vec<&str> = V2_METRICS.iter().map(|m| metric_column(*m)).collect();
+        let sql = format!(
+            "SELECT {RUN_COLUMNS}, record, {}, imported_at FROM runs ORDER BY started_at, id",
+            metric_columns.join(", ")
+        );
+        {
+            let mut client = self.client.borrow_mut();
+            let mut rows = client.query_raw(&sql, std::iter::empty::<&str>())?;
+            while let Some(row) = rows.next()? {
+                n_runs += 1;
+                let id: String = row.try_get(0)?;
+                let checked = stored_run_of(&row)
+                    .map_err(|err| err.to_string())
+                    .and_then(|run| {
+                        let bytes: &[u8] = row.try_get(12).map_err(|err| err.to_string())?;
+                        let mut figures = StoredFigures::default();
+                        for (idx, metric) in V2_METRICS.iter().enumerate() {
+                            let value: Option<f64> =
+                                row.try_get(13 + idx).map_err(|err| err.to_string())?;
+                            figures.metrics.push((*metric, value));
+                        }
+                        figures.imported_at = Some(
+                            row.try_get(13 + V2_METRICS.len())
+                                .map_err(|err| err.to_string())?,
+                        );
+                        verify_row(&run, bytes, &figures)
+                    });
+                if let Err(problem) = checked {
+                    damaged_runs.push(DamagedRun { id, problem });
+                }
             }
-            Ok::<(), ArchiveError>(())
-        })?;
+        }
         let mut client = self.client.borrow_mut();
         let foreign_key_violations: i64 = client
             .query_one(
@@ -70,6 +95,7 @@ impl PgArchive {
             foreign_key_violations: u64::try_from(foreign_key_violations).unwrap_or(0),
             n_runs,
             damaged_runs,
+            unreadable: Vec::new(),
         })
     }
 }

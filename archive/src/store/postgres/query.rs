@@ -179,7 +179,7 @@ impl PgArchive {
     }
 }
 
-fn stored_run_of(row: &postgres::Row) -> Result<StoredRun, ArchiveError> {
+pub(super) fn stored_run_of(row: &postgres::Row) -> Result<StoredRun, ArchiveError> {
     let id: String = row.try_get(0)?;
     let test_name: String = row.try_get(6)?;
     let damaged = |detail: String| ArchiveError::DamagedRun {
