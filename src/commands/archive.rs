@@ -174,12 +174,18 @@ fn import_file(
         output_labels: args.labels.clone(),
     };
     let imported = import::parse(&bytes, &options).map_err(|err| file_error(err.to_string()))?;
-    let counts = archive.store_all(&imported.runs).with_context(|| {
-        format!(
-            "failed to store the runs of {}; none of them was stored (the files \
-                 reported above were)",
+    let counts = archive.store_all(&imported.runs).map_err(|err| {
+        let stored = if matches!(err, archive::ArchiveError::CommitUnknown { .. }) {
+            "they were stored either all or none, and importing the file again adds \
+             what is missing"
+        } else {
+            "none of them was stored"
+        };
+        anyhow::Error::new(err).context(format!(
+            "failed to store the runs of {}; {stored} (the files reported above were \
+             stored)",
             file.display()
-        )
+        ))
     })?;
     Ok(FileReport {
         file: file.display().to_string(),
