@@ -294,6 +294,9 @@ fn run_check(global: &GlobalArgs) -> anyhow::Result<Code> {
             report.supported_version
         );
         text.push_str(&format!("integrity: {}\n", report.integrity.join("; ")));
+        for check in &report.integrity_checks {
+            text.push_str(&format!("  checked: {check}\n"));
+        }
         text.push_str(&format!(
             "foreign key violations: {}\n",
             report.foreign_key_violations

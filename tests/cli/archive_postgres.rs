@@ -393,6 +393,15 @@ fn a_connection_dropped_mid_import_stores_each_file_whole_or_not_at_all() {
     assert_eq!(stored, expected);
     let text = check_text(&address);
     assert!(text.contains("runs: 21, damaged: 0"), "{text}");
+    // What the integrity line rests on.
+    assert!(
+        text.contains("integrity: ok\n  checked: catalog: 5 tables, 11 indexes valid"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  checked: runs: 21 rows by a sequential scan and through index"),
+        "{text}"
+    );
 
     // Importing both again adds only what is missing.
     let output = netbisect_at(&address)
