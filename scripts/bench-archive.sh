@@ -96,7 +96,7 @@ start_cluster() {
         -o "-p $port -k $pg_dir -c listen_addresses=127.0.0.1" start >/dev/null
     as_pg "$pg_bin/createdb" -h "$pg_dir" -p "$port" -U netbisect bench
     pg_archive=postgres://netbisect:bench-password@127.0.0.1:$port/bench
-    echo "PostgreSQL $("$pg_bin/postgres" --version | awk '{ print $NF }') on port $port"
+    echo "PostgreSQL $("$pg_bin/postgres" --version | awk '{ print $3 }') on port $port"
 }
 
 # Times `netbisect compare` (median of 5, after one run that warms the
