@@ -1,12 +1,22 @@
 #!/bin/sh
-# Archive benchmark (not a test): import 100k generated run records with
-# `netbisect archive import`, grow the archive to 1M runs, then time the
-# real `netbisect compare` (all runs of two commits: 2 x 100 runs in 20
-# configurations) and `netbisect history` (one metric of one config_key
-# under one label: 5000 runs across 1000 commits, in time order), each
-# process from start to exit, and the selections they make in-process.
+# Archive benchmark (not a test), on a SQLite file and on PostgreSQL:
+# import 100k generated run records with `netbisect archive import`,
+# grow the archive to 1M runs, then time the real `netbisect compare`
+# (all runs of two commits: 2 x 100 runs in 20 configurations) and
+# `netbisect history` (one metric of one config_key under one label:
+# 5000 runs across 1000 commits, in time order), each process from start
+# to exit, and the selections they make in-process.
 #
-# Usage: scripts/bench-archive.sh [WORKDIR]   (needs about 3.5 GB free)
+# The PostgreSQL figures come from a cluster of the script's own: made
+# with the newest installed server (/usr/lib/postgresql/*/bin) in a
+# temporary directory, as the postgres user when run as root, listening
+# on 127.0.0.1 on a free port with the server's default settings, and
+# stopped and removed when the script ends. Without a PostgreSQL server
+# installed, only the SQLite figures are measured.
+#
+# Usage: scripts/bench-archive.sh [WORKDIR]
+# (needs about 3.5 GB free in WORKDIR and 5 GB in the temporary
+# directory; CARGO_TARGET_DIR is honoured)
 #
 # On a shared host the figures follow the load: run it at a quiet
 # moment, or as root under `chrt -f 1 scripts/bench-archive.sh`, and
@@ -20,8 +30,8 @@ rm -f "$db" "$db-wal" "$db-shm"
 
 cargo build --release --quiet --bin netbisect
 cargo build --release --quiet -p archive --example bench_archive
-bin=target/release/netbisect
-helper=target/release/examples/bench_archive
+bin=${CARGO_TARGET_DIR:-target}/release/netbisect
+helper=${CARGO_TARGET_DIR:-target}/release/examples/bench_archive
 
 # Prints the wall time of a command in milliseconds; its output is
 # discarded, and a failure stops the script.
@@ -29,53 +39,134 @@ time_ms() {
     start=$(date +%s%N)
     "$@" >/dev/null || { echo "failed: $*" >&2; exit 1; }
     end=$(date +%s%N)
-    echo "$(( (end - start) / 1000000 )) ms"
+    echo "$(( (end - start) / 1000000 ))"
+}
+
+# Prints the wall time of a command in seconds, to a tenth.
+time_s() {
+    start=$(date +%s%N)
+    "$@" >/dev/null || { echo "failed: $*" >&2; exit 1; }
+    end=$(date +%s%N)
+    echo "$(( (end - start) / 1000000 ))" | awk '{ printf "%.1f", $1 / 1000 }'
+}
+
+# Reads milliseconds, one a line; prints their median, min and max.
+summary() {
+    sort -n | awk '{ ms[NR] = $1 } END {
+        printf "median %d ms (min %d, max %d, %d runs)\n",
+            ms[(NR + 1) / 2], ms[1], ms[NR], NR }'
+}
+
+# The PostgreSQL cluster: its directory, binaries and address.
+pg_dir=
+pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+pg_archive=
+
+# Runs a command as the cluster's owner: the postgres user when root.
+as_pg() {
+    if [ "$(id -u)" = 0 ]; then
+        runuser -u postgres -- "$@"
+    else
+        "$@"
+    fi
+}
+
+stop_cluster() {
+    if [ -n "$pg_dir" ]; then
+        if [ -f "$pg_dir/data/postmaster.pid" ]; then
+            as_pg "$pg_bin/pg_ctl" -D "$pg_dir/data" -m fast -w stop >/dev/null || true
+        fi
+        rm -rf "$pg_dir"
+        pg_dir=
+    fi
+}
+trap stop_cluster EXIT
+trap 'stop_cluster; exit 130' INT TERM
+
+start_cluster() {
+    pg_dir=$(mktemp -d)
+    chmod 700 "$pg_dir"
+    [ "$(id -u)" = 0 ] && chown postgres: "$pg_dir"
+    as_pg sh -c "echo bench-password >'$pg_dir/password'"
+    as_pg "$pg_bin/initdb" -D "$pg_dir/data" -U netbisect -E UTF8 --locale=C \
+        --auth-local=trust --auth-host=scram-sha-256 \
+        --pwfile="$pg_dir/password" >/dev/null
+    port=$("$helper" free-port)
+    as_pg "$pg_bin/pg_ctl" -D "$pg_dir/data" -l "$pg_dir/server.log" -w \
+        -o "-p $port -k $pg_dir -c listen_addresses=127.0.0.1" start >/dev/null
+    as_pg "$pg_bin/createdb" -h "$pg_dir" -p "$port" -U netbisect bench
+    pg_archive=postgres://netbisect:bench-password@127.0.0.1:$port/bench
+    echo "PostgreSQL $("$pg_bin/postgres" --version | awk '{ print $3 }') on port $port"
+}
+
+# Times `netbisect compare` (median of 5, after one run that warms the
+# caches) and `netbisect history` (median of 11, likewise) on the
+# archive NETBISECT_ARCHIVE names.
+time_reads() {
+    echo "netbisect compare A B (two commits) on 1000000 runs (target: under 100 ms):"
+    echo "  load: $(cut -d' ' -f1-3 /proc/loadavg)"
+    time_ms "$bin" compare "$first" "$second" >/dev/null
+    echo "  compare: $(for attempt in 1 2 3 4 5; do
+        time_ms "$bin" compare "$first" "$second"
+    done | summary)"
+    echo "  compare --json: $(for attempt in 1 2 3 4 5; do
+        time_ms "$bin" compare --json "$first" "$second"
+    done | summary)"
+    echo "netbisect history --metric throughput_bps --label step3 --config-key ..."
+    echo "(5000 runs in time order) on 1000000 runs (target: under 100 ms):"
+    echo "  load: $(cut -d' ' -f1-3 /proc/loadavg)"
+    time_ms "$bin" history --metric throughput_bps --label step3 \
+        --config-key "$config_key" >/dev/null
+    echo "  history: $(for attempt in 1 2 3 4 5 6 7 8 9 10 11; do
+        time_ms "$bin" history --metric throughput_bps \
+            --label step3 --config-key "$config_key"
+    done | summary)"
+    echo "selections alone, in-process:"
+    "$helper" query "$NETBISECT_ARCHIVE"
 }
 
 echo "generating 100000 records..."
 "$helper" gen 100000 "$work/runs.jsonl"
 ls -l "$work/runs.jsonl" | awk '{printf "  %.0f MB\n", $5 / 1e6}'
 
-echo "import of 100000 records (target: under 20 s):"
+echo "import of 100000 records into a SQLite file (target: under 20 s):"
 echo "  load: $(cut -d' ' -f1-3 /proc/loadavg)"
-start=$(date +%s.%N)
-NETBISECT_ARCHIVE=$db "$bin" archive import "$work/runs.jsonl"
-end=$(date +%s.%N)
-echo "  import: $(echo "$end - $start" | bc) s"
+sqlite_import=$(time_s env NETBISECT_ARCHIVE="$db" "$bin" archive import "$work/runs.jsonl")
+echo "  import: $sqlite_import s"
 
-echo "growing the archive to 1000000 runs..."
-"$helper" fill "$db" 100000 900000
+if [ -n "$pg_bin" ]; then
+    start_cluster
+    echo "import of 100000 records into PostgreSQL (target: within 2x of SQLite's):"
+    echo "  load: $(cut -d' ' -f1-3 /proc/loadavg)"
+    pg_import=$(time_s env NETBISECT_ARCHIVE="$pg_archive" "$bin" archive import \
+        "$work/runs.jsonl")
+    echo "  import: $pg_import s ($(echo "$pg_import $sqlite_import" |
+        awk '{ printf "%.2f", $1 / $2 }')x SQLite's)"
+else
+    echo "no PostgreSQL server installed (/usr/lib/postgresql/*/bin): SQLite only"
+fi
 
 # Generated commit ids share their first 24 digits, so give them whole.
 first=$("$helper" commit 10)
 second=$("$helper" commit 9000)
 config_key=$("$helper" config-key)
+
+echo "growing the SQLite archive to 1000000 runs..."
+"$helper" fill "$db" 100000 900000
 export NETBISECT_ARCHIVE="$db"
-
-echo "netbisect compare A B (two commits) on 1000000 runs (target: under 100 ms):"
-for attempt in 1 2 3; do
-    elapsed=$(time_ms "$bin" compare "$first" "$second")
-    echo "  compare: $elapsed"
-done
-elapsed=$(time_ms "$bin" compare --json "$first" "$second")
-echo "  compare --json: $elapsed"
-
-echo "netbisect history --metric throughput_bps --label step3 --config-key ..."
-echo "(5000 runs in time order) on 1000000 runs (target: under 100 ms):"
-echo "  load: $(cut -d' ' -f1-3 /proc/loadavg)"
-# A first run warms the page cache; the median of the next 11 is
-# printed.
-time_ms "$bin" history --metric throughput_bps --label step3 \
-    --config-key "$config_key" >/dev/null
-times=$(for attempt in 1 2 3 4 5 6 7 8 9 10 11; do
-    time_ms "$bin" history --metric throughput_bps \
-        --label step3 --config-key "$config_key"
-done)
-echo "$times" | sort -n | awk '{ ms[NR] = $1 } END {
-    printf "  history: median %d ms (min %d, max %d, %d runs)\n",
-        ms[(NR + 1) / 2], ms[1], ms[NR], NR }'
-
-echo "selections alone, in-process:"
-"$helper" query "$db"
+time_reads
 ls -l "$db" | awk '{printf "archive file: %.0f MB\n", $5 / 1e6}'
+
+if [ -n "$pg_archive" ]; then
+    echo "growing the PostgreSQL archive to 1000000 runs..."
+    "$helper" fill "$pg_archive" 100000 900000
+    # What autovacuum would do in its own time: the planner's statistics
+    # and the visibility map after the bulk load.
+    as_pg "$pg_bin/vacuumdb" -h "$pg_dir" -p "$port" -U netbisect --analyze bench \
+        >/dev/null
+    export NETBISECT_ARCHIVE="$pg_archive"
+    time_reads
+    echo "database: $(as_pg "$pg_bin/psql" -h "$pg_dir" -p "$port" -U netbisect -At \
+        -c "SELECT pg_size_pretty(pg_database_size('bench'))" bench)"
+fi
 "$bin" compare "$first" "$second" | head -12

@@ -1,20 +1,21 @@
 //! Benchmark helper for scripts/bench-archive.sh (not a test).
 //!
 //! - `gen N FILE`: writes N generated run records as JSON lines.
-//! - `fill DB FROM N`: stores generated records FROM..FROM+N directly.
-//! - `query DB`: times the selections compare and history make.
+//! - `fill ARCHIVE FROM N`: stores generated records FROM..FROM+N directly,
+//!   50000 to a transaction, into a file or a `postgres://` address.
+//! - `query ARCHIVE`: times the selections compare and history make.
+//! - `free-port`: prints a TCP port of 127.0.0.1 that is free now.
 //! - `commit IDX`: prints the commit id of generated commit IDX.
 //! - `config-key`: prints the config_key of the first configuration.
 //!
 //! Generated runs: 100 per commit (20 configurations, 5 repeats each),
 //! three iterations, a local environment with the usual sysctls.
 
-use archive::{Archive, CanonicalRun, RunQuery};
+use archive::{Archive, CanonicalRun, Location, RunQuery};
 use run_record::env::HostEnv;
 use run_record::record::{Environments, Iteration, Metric, RunRecord};
 use run_record::spec::TestKind;
 use std::io::Write;
-use std::path::Path;
 use std::time::Instant;
 use test_fixtures::record::RecordBuilder;
 
@@ -96,7 +97,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             out.flush()?;
         }
         Some("fill") => {
-            let mut archive = Archive::open(Path::new(&args[2]))?;
+            let mut archive = Archive::open_location(&Location::parse(args[2].as_ref())?)?;
             let from: u64 = args[3].parse()?;
             let n_runs: u64 = args[4].parse()?;
             let batch = 50_000;
@@ -112,7 +113,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             println!("archive holds {} runs", archive.count()?);
         }
         Some("query") => {
-            let archive = Archive::open(Path::new(&args[2]))?;
+            let archive = Archive::open_location_read_only(&Location::parse(args[2].as_ref())?)?;
             let config_key = record(0).config_key;
             // compare: every run of two commits under one config_key,
             // decoded and verified.
@@ -157,10 +158,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some("config-key") => {
             println!("{}", record(0).config_key);
         }
+        Some("free-port") => {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+            println!("{}", listener.local_addr()?.port());
+        }
         _ => {
             eprintln!(
-                "usage: bench_archive gen N FILE | fill DB FROM N | query DB | commit IDX \
-                 | config-key"
+                "usage: bench_archive gen N FILE | fill ARCHIVE FROM N | query ARCHIVE \
+                 | commit IDX | config-key | free-port"
             );
             std::process::exit(2);
         }

@@ -145,6 +145,30 @@ pub enum ArchiveError {
     /// the server refused); the transaction it was in stored nothing.
     #[error("postgresql: {0}")]
     Postgres(#[from] postgres::Error),
+    /// Storing in a PostgreSQL archive failed before its transaction
+    /// committed (the connection dropped, the server refused a
+    /// statement): nothing of that transaction was stored.
+    #[error("storing in the archive at {address} failed: {}", postgres_text(error))]
+    StoreFailed {
+        /// The address, without its password.
+        address: String,
+        /// What the client said.
+        error: postgres::Error,
+    },
+    /// The connection to a PostgreSQL archive was lost while its
+    /// transaction committed: the server stored either all of it or
+    /// none, and which cannot be told from here.
+    #[error(
+        "the connection to the archive at {address} was lost while committing, \
+         so the runs were stored either all or none: {}",
+        postgres_text(error)
+    )]
+    CommitUnknown {
+        /// The address, without its password.
+        address: String,
+        /// What the client said.
+        error: postgres::Error,
+    },
     /// A repository already has an active bisection session.
     #[error("a bisection of {repo} is already in progress (session {session_id})")]
     SessionActive {
@@ -159,4 +183,14 @@ pub enum ArchiveError {
     /// The session has ended; its journal takes no more events.
     #[error("bisection session {0} has ended")]
     SessionEnded(i64),
+}
+
+/// A client error as a person reads it: the server's own severity and
+/// words when it answered (the client's `Display` says only "db
+/// error"), else the client's.
+fn postgres_text(err: &postgres::Error) -> String {
+    match err.as_db_error() {
+        Some(db_error) => format!("{}: {}", db_error.severity(), db_error.message()),
+        None => err.to_string(),
+    }
 }

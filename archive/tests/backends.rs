@@ -249,6 +249,82 @@ fn a_tampered_run_is_refused_on_read_and_listed_by_check() {
 }
 
 #[test]
+fn check_on_postgresql_says_what_it_checked_and_finds_a_broken_catalog() {
+    let Some(cluster) = cluster() else {
+        return;
+    };
+    let place = Place::Server(cluster, cluster.database());
+    let mut archive = Archive::open_location(&place.location()).unwrap();
+    let runs: Vec<CanonicalRun> = (0..3)
+        .map(|idx| {
+            canonical(record(
+                "aaaa1111",
+                "base",
+                1e9 + f64::from(idx),
+                TestKind::TcpStream,
+            ))
+        })
+        .collect();
+    archive.store_all(&runs).unwrap();
+    let report = archive.check().unwrap();
+    assert!(report.is_clean(), "{report:?}");
+    let checks = report.integrity_checks.join("\n");
+    assert!(
+        checks.contains("catalog: 5 tables, 11 indexes valid, "),
+        "{checks}"
+    );
+    assert!(
+        checks.contains("runs: 3 rows by a sequential scan and through index runs_"),
+        "{checks}"
+    );
+    assert!(
+        checks.contains("run_series: 3 rows by a sequential scan and through index"),
+        "{checks}"
+    );
+    assert!(checks.contains("pages: "), "{checks}");
+
+    // Rows an index does not hold: added while the table claimed to have
+    // no index.
+    place.tamper("UPDATE pg_class SET relhasindex = false WHERE oid = 'runs'::regclass");
+    place.tamper(
+        "CREATE TEMPORARY TABLE copied AS SELECT * FROM runs LIMIT 1; \
+         UPDATE copied SET id = 'x' || id; \
+         INSERT INTO runs SELECT * FROM copied; \
+         UPDATE pg_class SET relhasindex = true WHERE oid = 'runs'::regclass",
+    );
+    let report = archive.check().unwrap();
+    assert!(!report.is_clean());
+    let problems = report.integrity.join("\n");
+    assert!(
+        problems.contains("runs: 4 rows by a sequential scan but 3 through index"),
+        "{problems}"
+    );
+    place.tamper("REINDEX TABLE runs; DELETE FROM runs WHERE id LIKE 'x%'");
+    let report = archive.check().unwrap();
+    assert!(report.is_clean(), "{report:?}");
+
+    // An index made invalid, and one dropped.
+    place.tamper(
+        "UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'runs_by_time'::regclass; \
+         DROP INDEX runs_by_label",
+    );
+    let report = archive.check().unwrap();
+    assert!(!report.is_clean());
+    assert!(
+        report
+            .integrity
+            .contains(&"index runs_by_time is not valid (rebuild it with REINDEX)".to_string()),
+        "{report:?}"
+    );
+    assert!(
+        report
+            .integrity
+            .contains(&"index runs_by_label is missing".to_string()),
+        "{report:?}"
+    );
+}
+
+#[test]
 fn the_journal_keeps_sessions_and_events_in_order() {
     for place in places() {
         let location = place.location();

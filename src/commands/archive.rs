@@ -174,12 +174,18 @@ fn import_file(
         output_labels: args.labels.clone(),
     };
     let imported = import::parse(&bytes, &options).map_err(|err| file_error(err.to_string()))?;
-    let counts = archive.store_all(&imported.runs).with_context(|| {
-        format!(
-            "failed to store the runs of {}; none of them was stored (the files \
-                 reported above were)",
+    let counts = archive.store_all(&imported.runs).map_err(|err| {
+        let stored = if matches!(err, archive::ArchiveError::CommitUnknown { .. }) {
+            "they were stored either all or none, and importing the file again adds \
+             what is missing"
+        } else {
+            "none of them was stored"
+        };
+        anyhow::Error::new(err).context(format!(
+            "failed to store the runs of {}; {stored} (the files reported above were \
+             stored)",
             file.display()
-        )
+        ))
     })?;
     Ok(FileReport {
         file: file.display().to_string(),
@@ -286,6 +292,9 @@ fn run_check(global: &GlobalArgs) -> anyhow::Result<Code> {
             location, report.schema_version, report.supported_version
         );
         text.push_str(&format!("integrity: {}\n", report.integrity.join("; ")));
+        for check in &report.integrity_checks {
+            text.push_str(&format!("  checked: {check}\n"));
+        }
         text.push_str(&format!(
             "foreign key violations: {}\n",
             report.foreign_key_violations

@@ -283,3 +283,187 @@ fn check_names_an_edited_figure_column_as_on_a_file() {
         );
     }
 }
+
+/// A run of the large input of the dropped-connection test, apart from
+/// those of [`record`].
+fn large_input_record(idx: u32) -> RunRecord {
+    RecordBuilder::new(TestKind::TcpStream)
+        .started_at(&format!(
+            "2026-12-02T{:02}:{:02}:{:02}.000000Z",
+            idx / 3600,
+            idx / 60 % 60,
+            idx % 60
+        ))
+        .finished_at("2026-12-02T23:59:59.000000Z")
+        .commit("cccc2222")
+        .label("large")
+        .testbed("bed9")
+        .samples(&[8e9 + f64::from(idx) * 1e5])
+        .build()
+}
+
+/// The ids `archive export` gives.
+fn exported_ids(address: &str) -> std::collections::BTreeSet<String> {
+    let output = netbisect_at(address)
+        .args(["archive", "export"])
+        .assert()
+        .success();
+    String::from_utf8_lossy(&output.get_output().stdout)
+        .lines()
+        .map(|line| RunRecord::from_slice(line.as_bytes()).unwrap().id)
+        .collect()
+}
+
+#[test]
+fn a_connection_dropped_mid_import_stores_each_file_whole_or_not_at_all() {
+    let Some(cluster) = cluster() else {
+        return;
+    };
+    let name = cluster.database();
+    let address = cluster.url(&name);
+    let dir = tempfile::tempdir().unwrap();
+    // An archive with a run in it, so that its tables exist.
+    netbisect_at(&address)
+        .args(["archive", "import", "-"])
+        .write_stdin(json_lines(&[record(0)]))
+        .assert()
+        .success();
+    let small: Vec<RunRecord> = (1..21).map(record).collect();
+    let large: Vec<RunRecord> = (0..3000).map(large_input_record).collect();
+    let small_file = dir.path().join("small.jsonl");
+    let large_file = dir.path().join("large.jsonl");
+    std::fs::write(&small_file, json_lines(&small)).unwrap();
+    std::fs::write(&large_file, json_lines(&large)).unwrap();
+
+    // A second connection inserts, without committing, the run that
+    // comes halfway through the large input in id order: the import
+    // inserts its runs in that order, so it stores the first half inside
+    // its transaction and then waits on that row, mid-import, until its
+    // connection is terminated.
+    let mut large_ids: Vec<&str> = large.iter().map(|run| run.id.as_str()).collect();
+    large_ids.sort_unstable();
+    let halfway = large_ids[large_ids.len() / 2].to_string();
+    let mut blocker = postgres::Client::connect(&address, postgres::NoTls).unwrap();
+    let mut blocking = blocker.transaction().unwrap();
+    blocking
+        .execute(
+            "INSERT INTO runs (id, config_key, testbed, test, source_tool, started_at, \
+             n_iterations, throughput_bps, record) \
+             VALUES ($1, 'k', 'bed9', 'TCP_STREAM', 'netbisect', 'now', 1, 1, '\\x00')",
+            &[&halfway],
+        )
+        .unwrap();
+
+    let import = std::process::Command::new(env!("CARGO_BIN_EXE_netbisect"))
+        .env("NETBISECT_ARCHIVE", &address)
+        .env_remove("PGPASSWORD")
+        .env_remove("PGPASSFILE")
+        .args(["archive", "import"])
+        .arg(&small_file)
+        .arg(&large_file)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut watcher = postgres::Client::connect(&address, postgres::NoTls).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let terminated = loop {
+        // The import's connection, waiting on the uncommitted row.
+        let rows = watcher
+            .query(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+                 WHERE datname = $1 AND pid <> pg_backend_pid() \
+                 AND wait_event_type = 'Lock' AND query LIKE 'INSERT INTO runs %'",
+                &[&name],
+            )
+            .unwrap();
+        if let Some(row) = rows.first() {
+            break row.get::<_, bool>(0);
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the import never waited on the uncommitted run"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(terminated);
+    blocking.rollback().unwrap();
+
+    let output = import.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+    assert_eq!(output.status.code(), Some(3), "{stdout}{stderr}");
+    // What was stored: the small file, reported before the failure ...
+    assert!(
+        stdout.contains(&format!(
+            "{}: 20 runs (run records), 20 added, 0 already present",
+            small_file.display()
+        )),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("large.jsonl"), "{stdout}");
+    // ... and what was not, with the server's address but no password.
+    assert!(
+        stderr.contains(&format!(
+            "failed to store the runs of {}; none of them was stored",
+            large_file.display()
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "storing in the archive at {} failed",
+            cluster.url_without_password(&name)
+        )),
+        "{stderr}"
+    );
+    // The server's notice of the termination, or the closed connection
+    // when the client sees that first.
+    assert!(
+        stderr.contains("terminating connection") || stderr.contains("connection closed"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains(test_fixtures::postgres::PASSWORD),
+        "{stderr}"
+    );
+
+    // Every run is there whole or not at all: the first and the small
+    // file's, none of the large file's, and check finds nothing wrong.
+    let stored = exported_ids(&address);
+    let expected: std::collections::BTreeSet<String> = std::iter::once(record(0))
+        .chain(small.iter().cloned())
+        .map(|run| run.id)
+        .collect();
+    assert_eq!(stored, expected);
+    let text = check_text(&address);
+    assert!(text.contains("runs: 21, damaged: 0"), "{text}");
+    // What the integrity line rests on.
+    assert!(
+        text.contains("integrity: ok\n  checked: catalog: 5 tables, 11 indexes valid"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  checked: runs: 21 rows by a sequential scan and through index"),
+        "{text}"
+    );
+
+    // Importing both again adds only what is missing.
+    let output = netbisect_at(&address)
+        .args(["archive", "import"])
+        .arg(&small_file)
+        .arg(&large_file)
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&output.get_output().stdout).to_string();
+    assert!(
+        stdout.contains("20 runs (run records), 0 added, 20 already present"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("3000 runs (run records), 3000 added, 0 already present"),
+        "{stdout}"
+    );
+    let text = check_text(&address);
+    assert!(text.contains("runs: 3021, damaged: 0"), "{text}");
+}

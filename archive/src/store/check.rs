@@ -24,8 +24,15 @@ pub struct CheckReport {
     pub schema_version: u32,
     /// Newest schema version this build knows.
     pub supported_version: u32,
-    /// Lines of `PRAGMA integrity_check` (`["ok"]` when sound).
+    /// Lines of `PRAGMA integrity_check` on SQLite, the problems the
+    /// checks of [`CheckReport::integrity_checks`] found on PostgreSQL
+    /// (`["ok"]` when sound).
     pub integrity: Vec<String>,
+    /// What `integrity` rests on where it is not SQLite's own
+    /// `PRAGMA integrity_check`: one line per check made (empty on
+    /// SQLite).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub integrity_checks: Vec<String>,
     /// Rows that break a foreign key.
     pub foreign_key_violations: u64,
     /// Runs stored.
@@ -128,6 +135,7 @@ fn check_connection(connection: &Connection, path: &Path) -> Result<CheckReport,
         schema_version,
         supported_version: CURRENT_VERSION,
         integrity,
+        integrity_checks: Vec::new(),
         foreign_key_violations,
         n_runs,
         damaged_runs,

@@ -95,7 +95,10 @@ fn placeholders(n_rows: usize, n_columns: usize) -> String {
 impl PgArchive {
     /// Stores every run in one transaction: all of them or, on failure,
     /// none. A transaction the server broke off to end a deadlock or a
-    /// serialisation conflict is tried again.
+    /// serialisation conflict is tried again; any other failure names
+    /// the address ([`ArchiveError::StoreFailed`], or
+    /// [`ArchiveError::CommitUnknown`] when the connection was lost
+    /// while committing).
     pub(crate) fn store_all(&mut self, runs: &[CanonicalRun]) -> Result<StoreCounts, ArchiveError> {
         let mut sorted: Vec<&CanonicalRun> = runs.iter().collect();
         sorted.sort_by(|left, right| left.record().id.cmp(&right.record().id));
@@ -120,6 +123,12 @@ impl PgArchive {
                         ) =>
                 {
                     attempt += 1;
+                }
+                Err(ArchiveError::Postgres(error)) => {
+                    return Err(ArchiveError::StoreFailed {
+                        address: self.address.to_string(),
+                        error,
+                    });
                 }
                 Err(err) => return Err(err),
             }
@@ -166,7 +175,21 @@ impl PgArchive {
                 .collect();
             transaction.execute(&sql, &parameters)?;
         }
-        transaction.commit()?;
+        transaction.commit().map_err(|error| {
+            // An answer from the server means it did not commit; no
+            // answer leaves the outcome with the server.
+            if error.as_db_error().is_some() {
+                ArchiveError::StoreFailed {
+                    address: self.address.to_string(),
+                    error,
+                }
+            } else {
+                ArchiveError::CommitUnknown {
+                    address: self.address.to_string(),
+                    error,
+                }
+            }
+        })?;
         Ok(counts)
     }
 }
