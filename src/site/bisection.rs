@@ -158,7 +158,9 @@ fn summarize(events: &[JournalEvent]) -> JournalSummary {
             JournalEvent::Finished { result, commit } => {
                 summary.finished = Some((result.clone(), commit.clone()));
             }
-            JournalEvent::Estimate { .. } | JournalEvent::Interrupted { .. } => {}
+            JournalEvent::Estimate { .. }
+            | JournalEvent::Interrupted { .. }
+            | JournalEvent::Started { .. } => {}
         }
     }
     summary
