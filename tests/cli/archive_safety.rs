@@ -543,7 +543,7 @@ fn check_reports_on_a_malformed_file() {
 
     let (code, stdout, stderr) = run(&db, &["archive", "check"], None);
     assert_eq!(code, Some(3), "{stdout}{stderr}");
-    assert!(stdout.contains("schema version: 6"), "{stdout}");
+    assert!(stdout.contains("schema version: 7"), "{stdout}");
     let integrity = stdout
         .lines()
         .find(|line| line.starts_with("integrity: "))
