@@ -193,7 +193,7 @@ fn boot_once(
 
 /// How the wait for a guest ended.
 enum Waited {
-    /// qemu exited.
+    /// qemu exited, or the guest finished its script (qemu is ended).
     Exited,
     /// The guest made no progress within its timeout.
     TimedOut,
@@ -213,7 +213,8 @@ struct Watch {
     n_runs: usize,
 }
 
-/// Waits for qemu to exit, noting when the guest reached its first test
+/// Waits for qemu to exit (or for the guest to finish its script and
+/// every run), noting when the guest reached its first test
 /// and handing over each run as it finishes; gives up when the guest
 /// makes no progress within its timeout (counted from the start of the
 /// boot, then from the end of each run), on a signal, or for a KVM probe
@@ -235,6 +236,12 @@ fn wait_for_guest(
         }
         if collect_finished(guest_dir, options, accel, watch, finished)? > 0 {
             last_progress = Instant::now();
+        }
+        // Every run handed over and the script at its end: nothing the
+        // guest does from here (its power-off, seconds under emulation)
+        // is waited for; the group is ended next.
+        if watch.n_finished == watch.n_runs && guest_dir.has("status") {
+            return Ok(Waited::Exited);
         }
         if let Err(interrupted) = child_process::interrupt::check() {
             return Err(Attempt::Failed(interrupted.into()));
