@@ -11,7 +11,9 @@ use crate::cli::GlobalArgs;
 use crate::exit::{Code, InputError};
 use crate::output;
 use anyhow::Context;
-use archive::{Archive, Location};
+use archive::store::SeriesRun;
+use archive::{Archive, Location, RunQuery};
+use run_record::record::Metric;
 use run_record::record::{RunRecord, SystemOutcome};
 use std::path::PathBuf;
 
@@ -163,4 +165,30 @@ pub fn store_run(global: &GlobalArgs, record: &RunRecord) -> anyhow::Result<()> 
         eprintln!("netbisect: stored run {} in {}", &record.id[..12], location);
     }
     Ok(())
+}
+
+/// What the history needs of each selected run: from the archive's
+/// columns, or from the records themselves in an archive older than them
+/// (one this user may only read).
+pub fn series_runs(
+    archive: &Archive,
+    query: &RunQuery,
+    metric: Metric,
+) -> anyhow::Result<Vec<SeriesRun>> {
+    if let Some(runs) = archive
+        .series_runs(query, metric)
+        .context("failed to read the archive")?
+    {
+        return Ok(runs);
+    }
+    let records = archive
+        .records(query)
+        .context("failed to read the archive")?;
+    records
+        .iter()
+        .map(|record| {
+            SeriesRun::of(record, metric)
+                .with_context(|| format!("failed to compute the spec key of run {}", record.id))
+        })
+        .collect()
 }

@@ -20,7 +20,7 @@ use crate::commits::commits_of;
 use crate::exit::{Code, InputError};
 use crate::output;
 use crate::site;
-use crate::store::open_archive_read;
+use crate::store::{open_archive_read, series_runs};
 use anyhow::Context;
 use archive::compare::SpecSummary;
 use archive::history::{
@@ -28,7 +28,7 @@ use archive::history::{
 };
 use archive::store::SeriesRun;
 use archive::{Archive, RunQuery};
-use run_record::record::{Metric, RunRecord};
+use run_record::record::RunRecord;
 use run_record::stats::ChangePointOptions;
 use std::collections::BTreeMap;
 
@@ -144,32 +144,6 @@ struct HistoryContext<'a> {
     #[serde(flatten)]
     history: &'a archive::history::History,
     units: &'a str,
-}
-
-/// What the history needs of each selected run: from the archive's
-/// columns, or from the records themselves in an archive older than them
-/// (one this user may only read).
-fn series_runs(
-    archive: &Archive,
-    query: &RunQuery,
-    metric: Metric,
-) -> anyhow::Result<Vec<SeriesRun>> {
-    if let Some(runs) = archive
-        .series_runs(query, metric)
-        .context("failed to read the archive")?
-    {
-        return Ok(runs);
-    }
-    let records = archive
-        .records(query)
-        .context("failed to read the archive")?;
-    records
-        .iter()
-        .map(|record| {
-            SeriesRun::of(record, metric)
-                .with_context(|| format!("failed to compute the spec key of run {}", record.id))
-        })
-        .collect()
 }
 
 /// The runs whose spec key starts with `prefix` (all of them without

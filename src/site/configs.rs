@@ -5,6 +5,7 @@
 use super::chart::{format_value, series_svg};
 use super::html::{Cell, escape, table};
 use super::series::{PointFigures, Scale, history_chart, point_figures, scale_of};
+use crate::store::series_runs;
 use anyhow::Context;
 use archive::history::{
     HistoryOptions, PointRuns, SeriesOrder, history, points_in_commit_order, points_in_time_order,
@@ -43,31 +44,6 @@ pub fn primary_metric(test: TestKind) -> Metric {
     } else {
         Metric::ThroughputBps
     }
-}
-
-/// What a history reads of the runs of `query`: the archive's columns,
-/// or the records in an archive older than them.
-pub fn series_runs(
-    archive: &Archive,
-    query: &RunQuery,
-    metric: Metric,
-) -> anyhow::Result<Vec<SeriesRun>> {
-    if let Some(runs) = archive
-        .series_runs(query, metric)
-        .context("failed to read the archive")?
-    {
-        return Ok(runs);
-    }
-    let records = archive
-        .records(query)
-        .context("failed to read the archive")?;
-    records
-        .iter()
-        .map(|record| {
-            SeriesRun::of(record, metric)
-                .with_context(|| format!("failed to compute the spec key of run {}", record.id))
-        })
-        .collect()
 }
 
 /// Every configuration of the archive with its page; `commits` (oldest
