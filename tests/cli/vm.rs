@@ -12,6 +12,7 @@
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 use test_fixtures::git::GitRepo;
 
@@ -23,6 +24,19 @@ const RELEASE_OLD: &str = "6.1.0-55-amd64";
 const RELEASE_NEW: &str = "6.1.0-57-amd64";
 /// Generous: TCG boots on a loaded two-core host.
 const TIMEOUT: &str = "400";
+
+/// The VM tests share the host's cores: each holds this lock for reading
+/// while its guest runs; a test that runs a guest on every core holds it
+/// alone, so that no guest of another test starves under TCG.
+static GUESTS: RwLock<()> = RwLock::new(());
+
+fn one_guest() -> RwLockReadGuard<'static, ()> {
+    GUESTS.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn every_core() -> RwLockWriteGuard<'static, ()> {
+    GUESTS.write().unwrap_or_else(PoisonError::into_inner)
+}
 
 fn slow_switch_on() -> bool {
     crate::slow_tests()
@@ -234,6 +248,7 @@ fn a_relative_image_boots_compressed_and_cleans_what_a_killed_run_left() {
     if !slow("a_relative_image_boots_compressed") {
         return;
     }
+    let _guests = one_guest();
     let dir = tempfile::tempdir().unwrap();
     let archive = dir.path().join("archive.db");
     let mut killed = std::process::Command::new(BINARY)
@@ -311,6 +326,7 @@ fn a_kernel_is_booted_and_its_record_comes_back_to_the_archive() {
     if !vm_ready("a_kernel_is_booted") {
         return;
     }
+    let _guests = one_guest();
     let dir = tempfile::tempdir().unwrap();
     let archive = dir.path().join("archive.db");
     let (code, stdout, stderr) = run(
@@ -369,6 +385,7 @@ fn a_nic_pair_in_the_guest_carries_the_test_with_the_guest_sysctls() {
     if !vm_ready("a_nic_pair") {
         return;
     }
+    let _guests = one_guest();
     let dir = tempfile::tempdir().unwrap();
     let archive = dir.path().join("archive.db");
     let settings = dir.path().join("guest.conf");
@@ -490,6 +507,7 @@ fn host_mode_tests_the_guest_against_a_server_on_a_tap_of_this_host() {
     if !vm_ready("host_mode") {
         return;
     }
+    let _guests = one_guest();
     let Some(namespace) = Namespace::new("vmtap") else {
         return;
     };
@@ -556,6 +574,7 @@ fn a_guest_past_its_timeout_is_killed_with_its_console_kept() {
     if !vm_ready("a_guest_past_its_timeout") {
         return;
     }
+    let _guests = one_guest();
     let dir = tempfile::tempdir().unwrap();
     let archive = dir.path().join("archive.db");
     let started = Instant::now();
@@ -592,6 +611,7 @@ fn a_guest_that_cannot_mount_the_host_root_says_why_and_exits_3() {
     if !vm_ready("a_guest_that_cannot_mount") {
         return;
     }
+    let _guests = one_guest();
     // The kernel refuses to load 9p: the guest's init cannot mount this
     // host's root, says so on the console and powers off.
     let dir = tempfile::tempdir().unwrap();
@@ -654,6 +674,7 @@ fn ab_runs_an_experiment_in_one_boot_per_kernel_and_round() {
     if !slow("ab_runs_an_experiment") {
         return;
     }
+    let _guests = one_guest();
     let dir = tempfile::tempdir().unwrap();
     let archive = dir.path().join("archive.db");
     let ab = |kernels: [&str; 2], rounds: &str, email: bool| {
@@ -764,6 +785,7 @@ fn kvm_is_tried_then_tcg_said_and_recorded() {
     if !slow("kvm_is_tried_then_tcg") {
         return;
     }
+    let _guests = one_guest();
     let dir = tempfile::tempdir().unwrap();
     let archive = dir.path().join("archive.db");
     let (code, stdout, stderr) = run(
@@ -836,6 +858,7 @@ fn a_kernel_range_is_bisected_through_vm_boots_and_resumes_after_kill() {
     if !slow("a_kernel_range_is_bisected") {
         return;
     }
+    let _guests = one_guest();
     let started = Instant::now();
     let dir = tempfile::tempdir().unwrap();
     let archive = dir.path().join("archive.db");
@@ -966,6 +989,7 @@ fn two_jobs_bisect_a_kernel_range_with_two_vms_on_cpus_of_their_own() {
     if !slow("two_jobs_bisect_a_kernel_range") {
         return;
     }
+    let _guests = every_core();
     let started = Instant::now();
     let dir = tempfile::tempdir().unwrap();
     let archive = dir.path().join("archive.db");
@@ -1181,6 +1205,7 @@ fn a_signal_kills_the_guest_of_bench_and_ab_and_exits_130() {
     if !vm_ready("a_signal_kills_the_guest") {
         return;
     }
+    let _guests = one_guest();
     interrupted_while_the_guest_runs(
         &[
             "bench",
@@ -1216,6 +1241,7 @@ fn an_experiment_killed_mid_boot_resumes_without_measuring_again() {
     if !slow("an_experiment_killed_mid_boot") {
         return;
     }
+    let _guests = one_guest();
     let dir = tempfile::tempdir().unwrap();
     let archive = dir.path().join("archive.db");
     let log_path = dir.path().join("ab.log");
@@ -1247,7 +1273,7 @@ fn an_experiment_killed_mid_boot_resumes_without_measuring_again() {
         .unwrap();
     // Killed once the first run of the first boot is archived, while the
     // guest runs the second.
-    let deadline = Instant::now() + Duration::from_secs(300);
+    let deadline = Instant::now() + Duration::from_secs(600);
     loop {
         let log = std::fs::read_to_string(&log_path).unwrap_or_default();
         if log.contains(" 1/2 ") && log.contains(" done in ") {
@@ -1302,6 +1328,7 @@ fn pair_nics_offer_offloads_and_an_offload_axis_sets_them_per_configuration() {
     if !vm_ready("pair_nics_offer_offloads") {
         return;
     }
+    let _guests = one_guest();
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         eprintln!("pair_nics_offer_offloads: skipped, the tap-backed pair needs root");
