@@ -148,7 +148,7 @@ pub fn resolve(
         .records(&chosen.query)
         .with_context(|| format!("failed to read the runs of '{}'", selector.given))?;
     Ok(Selection {
-        description: describe(selector, &chosen),
+        description: describe(selector, &chosen, &records),
         records,
         ambiguity,
     })
@@ -276,8 +276,29 @@ fn short(id: &str) -> &str {
     id.get(..12).unwrap_or(id)
 }
 
-/// The header text of a side: the selector, then what it resolved to.
-fn describe(selector: &Selector, found: &Match) -> String {
+/// ", kernel R" when `records` ran on one kernel release, ", N kernels"
+/// on several, nothing when none is known: the end of a side's header.
+pub fn kernels_of(records: &[RunRecord]) -> String {
+    let kernels: BTreeSet<&str> = records
+        .iter()
+        .filter_map(|record| {
+            record
+                .subject
+                .kernel_release
+                .as_deref()
+                .or(record.env.local.kernel_release.as_deref())
+        })
+        .collect();
+    match kernels.len() {
+        0 => String::new(),
+        1 => format!(", kernel {}", kernels.first().copied().unwrap_or_default()),
+        n_kernels => format!(", {n_kernels} kernels"),
+    }
+}
+
+/// The header text of a side: the selector, then what it resolved to,
+/// with the number of runs, commits and kernels it holds (or the one).
+fn describe(selector: &Selector, found: &Match, records: &[RunRecord]) -> String {
     let runs = &found.runs;
     let commits: BTreeSet<&str> = runs
         .iter()
@@ -313,7 +334,8 @@ fn describe(selector: &Selector, found: &Match) -> String {
             n_commits => format!("label, {} of {n_commits} commits", runs_text(runs.len())),
         },
     };
-    format!("{} ({what})", selector.given)
+    let on = kernels_of(records);
+    format!("{} ({what}{on})", selector.given)
 }
 
 #[cfg(test)]

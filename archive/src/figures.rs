@@ -102,16 +102,14 @@ pub fn spec_options(spec: &RunSpec) -> Vec<SpecOption> {
     if let Some(buffers) = reported_socket_buffers {
         options.push(option(granted_title(*test, buffers), String::new()));
     }
-    let request_response = test.is_request_response();
-    if !request_response || *send_size_bytes != defaults.send_size_bytes {
+    if *send_size_bytes != defaults.send_size_bytes {
         options.push(both("-m", send_size_bytes.to_string()));
     }
     if *recv_size_bytes != defaults.recv_size_bytes {
         options.push(both("-M", recv_size_bytes.to_string()));
     }
-    if request_response
-        || (*request_size_bytes, *response_size_bytes)
-            != (defaults.request_size_bytes, defaults.response_size_bytes)
+    if (*request_size_bytes, *response_size_bytes)
+        != (defaults.request_size_bytes, defaults.response_size_bytes)
     {
         options.push(both(
             "-r",
@@ -148,6 +146,25 @@ pub fn spec_options(spec: &RunSpec) -> Vec<SpecOption> {
         each.command = each.command.trim_end().to_string();
     }
     options
+}
+
+/// The value of the parameter a title names by `flag` (`-m`, `-M`,
+/// `-r`, `-b`, `-i`, `flows`), also where the title leaves it out as
+/// netperf's default: what a table's column shows for a configuration
+/// that leaves the parameter at its default. `None` for a flag whose
+/// default has no value to show (`-s` unset is the system's own size).
+pub fn spec_value(spec: &RunSpec, flag: &str) -> Option<String> {
+    Some(match flag {
+        "-l" => seconds(spec.duration_s),
+        "-m" => spec.send_size_bytes.to_string(),
+        "-M" => spec.recv_size_bytes.to_string(),
+        "-r" => format!("{},{}", spec.request_size_bytes, spec.response_size_bytes),
+        "-b" => spec.first_burst.to_string(),
+        "-i" => format!("{},{}", spec.iterations_max, spec.iterations_min),
+        "flows" => spec.flows.to_string(),
+        "nodelay" => if spec.nodelay { "yes" } else { "no" }.to_string(),
+        _ => return None,
+    })
 }
 
 /// `word` as one shell word: as it is when it holds nothing the shell
@@ -404,10 +421,10 @@ mod tests {
     fn titles_name_every_parameter_off_its_default() {
         let mut spec = RunSpec::defaults(TestKind::TcpStream);
         spec.duration_s = 0.1;
-        assert_eq!(
-            spec_title(&spec, "lab"),
-            "TCP_STREAM -l 0.1 -m 16384 (testbed lab)"
-        );
+        assert_eq!(spec_title(&spec, "lab"), "TCP_STREAM -l 0.1 (testbed lab)");
+        assert_eq!(spec_value(&spec, "-m").as_deref(), Some("16384"));
+        assert_eq!(spec_value(&spec, "-r").as_deref(), Some("1,1"));
+        assert_eq!(spec_value(&spec, "-S"), None);
         spec.remote_socket_buffer_bytes = Some(2280);
         spec.send_size_bytes = 1432;
         spec.nodelay = true;
@@ -436,7 +453,7 @@ mod tests {
              -m 1432 --nodelay --flows 4 --warmup 1.5"
         );
         let rr = RunSpec::defaults(TestKind::TcpRr);
-        assert_eq!(spec_title(&rr, "lab"), "TCP_RR -l 10 -r 1,1 (testbed lab)");
+        assert_eq!(spec_title(&rr, "lab"), "TCP_RR -l 10 (testbed lab)");
     }
 
     #[test]
@@ -452,11 +469,11 @@ mod tests {
         });
         assert_eq!(
             spec_title(&spec, "lab"),
-            "TCP_STREAM -l 60 -c -C granted send 16384 recv 87380 -m 16384 (testbed lab)"
+            "TCP_STREAM -l 60 -c -C granted send 16384 recv 87380 (testbed lab)"
         );
         assert_eq!(
             spec_command(&spec),
-            "netbisect bench -t TCP_STREAM -l 60 -c -C -m 16384"
+            "netbisect bench -t TCP_STREAM -l 60 -c -C"
         );
         let mut rr = RunSpec::defaults(TestKind::TcpRr);
         rr.reported_socket_buffers = Some(ReportedSocketBuffers {
@@ -467,7 +484,7 @@ mod tests {
         });
         assert_eq!(
             spec_title(&rr, "lab"),
-            "TCP_RR -l 10 granted local 16384/131072 remote -/131072 -r 1,1 (testbed lab)"
+            "TCP_RR -l 10 granted local 16384/131072 remote -/131072 (testbed lab)"
         );
     }
 

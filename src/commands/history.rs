@@ -22,7 +22,6 @@ use crate::output;
 use crate::site;
 use crate::store::{open_archive_read, series_runs};
 use anyhow::Context;
-use archive::compare::SpecSummary;
 use archive::history::{
     HistoryOptions, PointRuns, SeriesOrder, history, points_in_commit_order, points_in_time_order,
 };
@@ -195,41 +194,8 @@ fn check_one_configuration(archive: &Archive, points: &[PointRuns<'_>]) -> anyho
         message.push_str(&format!(
             "\n  {:<12}  {n_runs:>5}  {}",
             spec_key.get(..12).unwrap_or(spec_key),
-            spec_label(&SpecSummary::of(&record))
+            archive::figures::spec_title(&record.spec, &record.testbed)
         ));
     }
     Err(InputError(message).into())
-}
-
-/// A configuration in netperf's flags, as the compare table heads groups.
-fn spec_label(spec: &SpecSummary) -> String {
-    let mut label = format!("{} -l {}", spec.test, spec.duration_s);
-    if let (Some(send), Some(recv)) = (spec.send_size_bytes, spec.recv_size_bytes) {
-        label.push_str(&format!(" -m {send} -M {recv}"));
-    }
-    if let (Some(request), Some(response)) = (spec.request_size_bytes, spec.response_size_bytes) {
-        label.push_str(&format!(" -r {request},{response}"));
-    }
-    if let Some(bytes) = spec.local_socket_buffer_bytes {
-        label.push_str(&format!(" -s {bytes}"));
-    }
-    if let Some(bytes) = spec.remote_socket_buffer_bytes {
-        label.push_str(&format!(" -S {bytes}"));
-    }
-    if let Some(burst) = spec.first_burst {
-        label.push_str(&format!(" -b {burst}"));
-    }
-    // "nodelay", not netperf's test-specific -D, which before "--" reads
-    // as the interim-report option.
-    if spec.nodelay {
-        label.push_str(" nodelay");
-    }
-    if spec.family == "ipv6" {
-        label.push_str(" -6");
-    }
-    if spec.flows > 1 {
-        label.push_str(&format!(" --flows {}", spec.flows));
-    }
-    label.push_str(&format!(", testbed {}", spec.testbed));
-    label
 }

@@ -115,9 +115,10 @@ pub fn print_comparison(global: &GlobalArgs, args: &ComparisonRequest) -> anyhow
                 }
                 let n_runs = selection.records.len();
                 selection.description = format!(
-                    "{}, {n_runs} run{} of experiment {id}",
+                    "{}, {n_runs} run{} of experiment {id}{}",
                     selector.value,
-                    if n_runs == 1 { "" } else { "s" }
+                    if n_runs == 1 { "" } else { "s" },
+                    selector::kernels_of(&selection.records)
                 );
             }
         }

@@ -5,7 +5,7 @@
 //! releases, the labels, the rounds, the VM options, the options every
 //! configuration shares as flags and those that vary as `--sweep` axes.
 
-use archive::figures::spec_options;
+use archive::figures::{spec_options, spec_value};
 use run_record::env::VmEnv;
 use run_record::record::RunRecord;
 use std::collections::{BTreeMap, BTreeSet};
@@ -129,7 +129,7 @@ pub fn ab_command(sides: [&[RunRecord]; 2], names: [&str; 2]) -> Option<String> 
 fn test_words(records: &[&RunRecord]) -> Option<Vec<String>> {
     // Each configuration's options by flag: `-m` -> `1024`,
     // `--set gso` -> `off`, `-t` -> `TCP_STREAM`.
-    let configurations: BTreeSet<Vec<(String, String)>> = records
+    let given: Vec<Vec<(String, String)>> = records
         .iter()
         .map(|record| {
             let mut options = vec![("-t".to_string(), record.spec.test.name().to_string())];
@@ -146,6 +146,36 @@ fn test_words(records: &[&RunRecord]) -> Option<Vec<String>> {
                     },
                 };
                 options.push((flag, value));
+            }
+            options
+        })
+        .collect();
+    // A size one configuration gives and another leaves at its default
+    // is an axis over both values: the default is written out where the
+    // title left it.
+    let defaulted = ["-m", "-M", "-r", "-b"];
+    let configurations: BTreeSet<Vec<(String, String)>> = records
+        .iter()
+        .zip(given.iter())
+        .map(|(record, options)| {
+            let mut options = options.clone();
+            for (rank, flag) in defaulted.iter().enumerate() {
+                let elsewhere = given
+                    .iter()
+                    .any(|other| other.iter().any(|(given, _)| given == flag));
+                if !elsewhere || options.iter().any(|(given, _)| given == flag) {
+                    continue;
+                }
+                let Some(value) = spec_value(&record.spec, flag) else {
+                    continue;
+                };
+                let later =
+                    |given: &str| defaulted[rank + 1..].contains(&given) || given.starts_with("--");
+                let at = options
+                    .iter()
+                    .position(|(given, _)| later(given))
+                    .unwrap_or(options.len());
+                options.insert(at, (flag.to_string(), value));
             }
             options
         })

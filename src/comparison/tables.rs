@@ -5,7 +5,7 @@
 
 use crate::cli::CompareLayout;
 use archive::compare::{Comparison, ComparisonGroup, Side, UnmatchedGroup};
-use archive::figures::spec_options;
+use archive::figures::{spec_options, spec_value};
 use run_record::spec::{RunSpec, TestKind};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -325,7 +325,9 @@ fn matrices(groups: &[ComparisonGroup], settings: &[String]) -> Vec<Matrix> {
                             .iter()
                             .map(|title| flag_and_value(title))
                             .find(|(flag, _)| flag == column)
-                            .map_or("-".to_string(), |(_, value)| value.to_string())
+                            .map(|(_, value)| value.to_string())
+                            .or_else(|| spec_value(&groups[idx].run_spec, column))
+                            .unwrap_or_else(|| "-".to_string())
                     })
                     .collect();
                 if with_setting {

@@ -175,13 +175,13 @@ fn several_configurations_must_be_narrowed_to_one() {
     let rr_key = rr.compute_spec_key().unwrap();
     assert!(
         stderr.contains(&format!(
-            "  {}      1  TCP_RR -l 10 -r 1,1, testbed lab",
+            "  {}      1  TCP_RR -l 10 (testbed lab)",
             &rr_key[..12]
         )),
         "{stderr}"
     );
     assert!(
-        stderr.contains("     10  TCP_STREAM -l 10 -m 16384 -M 131072, testbed lab"),
+        stderr.contains("     10  TCP_STREAM -l 10 (testbed lab)"),
         "{stderr}"
     );
     for line in stderr.lines() {

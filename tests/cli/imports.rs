@@ -258,7 +258,7 @@ fn a_wrapped_mail_of_two_outputs_imports_labelled_and_compares_as_printed() {
         "{compare}"
     );
     assert!(
-        compare.contains("  netbisect bench -t TCP_STREAM -l 5 -c -C -m 16384\n"),
+        compare.contains("  netbisect bench -t TCP_STREAM -l 5 -c -C\n"),
         "{compare}"
     );
     assert!(!compare.contains("-s 16384") && !compare.contains("-S 131072"));

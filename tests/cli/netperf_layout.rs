@@ -112,7 +112,13 @@ fn loopback_runs_give_the_threads_tables() {
     // One netperf table per socket and send size, a row per side.
     for socket in socket_sizes {
         for send in send_sizes {
-            let title = format!("TCP_STREAM -l 0.05 -S {socket} -m {send} (testbed loopback)");
+            // The default send size is no option of the title.
+            let send_option = if send == "16384" {
+                String::new()
+            } else {
+                format!(" -m {send}")
+            };
+            let title = format!("TCP_STREAM -l 0.05 -S {socket}{send_option} (testbed loopback)");
             let rows: Vec<&str> = table_after(&text, &title)
                 .into_iter()
                 .filter(|line| line.starts_with("current") || line.starts_with("patched"))
@@ -218,9 +224,11 @@ fn sides_with_nothing_in_common_say_what_differs() {
     assert!(text.contains("only in current: -S 87380"), "{text}");
     assert!(text.contains("only in patched: -S 2280"), "{text}");
     assert!(
-        text.contains("Only in current:\n  TCP_STREAM -l 0.05 -S 87380 -m 16384"),
+        text.contains("Only in current:\n  TCP_STREAM -l 0.05 -S 87380"),
         "{text}"
     );
+    // The default send size is no option of either side.
+    assert!(!text.contains("-m 16384"), "{text}");
 }
 
 /// Brings `lo` up in the calling thread's network namespace, and sets its
@@ -586,15 +594,17 @@ fn a_udp_sweep_is_one_table_with_a_send_and_receive_line_per_size() {
             ],
             "{text}"
         );
-        // Per side, words on the send and on the receive line.
-        for (title, (n_send, n_recv)) in titles.iter().zip([(3, 3), (3, 2)]) {
+        // Per side, words on the send and on the receive line (datagrams,
+        // errors and throughput on both sweeps; the CPU figures of the
+        // first on a line of their own).
+        for (title, (n_send, n_recv)) in titles.iter().zip([(3, 2), (3, 2)]) {
             let table = table_after(&text, title);
             let rows = udp_sweep_rows(&table);
             let sizes: Vec<u32> = rows.iter().map(|(size, _, _)| *size).collect();
             assert_eq!(sizes, [1024, 1472, 8192], "{text}");
             for (_, send, recv) in &rows {
-                // Okay, (errors,) throughput (, S.dem) of each side on the
-                // send line; the receive line ends with change and mark.
+                // Okay, errors, throughput of each side on the send line;
+                // the receive line ends with change and mark.
                 assert_eq!(send.len(), 2 * n_send, "{send:?}");
                 assert_eq!(recv.len(), 2 * n_recv + 2, "{recv:?}");
                 assert!(recv[2 * n_recv].ends_with('%'), "{recv:?}");
@@ -672,13 +682,27 @@ fn a_udp_sweep_shows_the_failed_sends_of_each_side() {
         assert_eq!(send, ["1000000", "0", &sent, "1000000", "37", &sent]);
         assert_eq!(recv[0], "900000", "{text}");
     }
-    // With CPU the columns hold service demand; the failed sends follow
-    // the table.
+    // With CPU the same columns, and under each size a line of each
+    // side's CPU utilisation and service demand, local and remote.
+    let title = "UDP_STREAM -l 10 -c -C granted send 212992 recv 212992 over -m sizes";
+    let table = table_after(&text, title);
+    let rows = udp_sweep_rows(&table);
+    assert_eq!(rows.len(), 3, "{text}");
+    for (size, send, _) in rows {
+        let sent = format!("{:.2}", 1e6 * f64::from(size) * 8.0 / 10.0 / 1e6);
+        assert_eq!(send, ["1000000", "0", &sent, "1000000", "37", &sent]);
+        let at = table
+            .iter()
+            .position(|line| line.trim_start().starts_with(&format!("{size} send")))
+            .unwrap();
+        let cpu: Vec<&str> = table[at + 2].split_whitespace().collect();
+        assert_eq!(cpu.len(), 8, "{text}");
+        assert!(cpu.iter().all(|cell| cell.parse::<f64>().is_ok()), "{text}");
+    }
     assert!(
-        text.contains(
-            "Failed sends per iteration (current/patched): -m 1024: 0/37, -m 1472:\n  0/37, \
-             -m 8192: 0/37."
-        ),
+        table
+            .iter()
+            .any(|line| line.contains("CPU %  CPU %   S.dem")),
         "{text}"
     );
 }
@@ -710,13 +734,10 @@ fn udp_datagrams_are_per_iteration_as_bench_prints_them() {
     assert!(lines.len() >= 2, "{printed}");
     let (sent, errors, received) = (lines[0][3], lines[0][4], lines[1][2]);
     let text = stdout_of(netbisect(&db).args(["compare", "label:u", "label:u"]));
-    let rows: Vec<Vec<&str>> = table_after(
-        &text,
-        "UDP_STREAM -l 0.05 -i 3,3 -m 1472 (testbed loopback)",
-    )
-    .iter()
-    .map(|line| line.split_whitespace().collect::<Vec<_>>())
-    .collect();
+    let rows: Vec<Vec<&str>> = table_after(&text, "UDP_STREAM -l 0.05 -i 3,3 (testbed loopback)")
+        .iter()
+        .map(|line| line.split_whitespace().collect::<Vec<_>>())
+        .collect();
     let side = rows
         .iter()
         .position(|words| words.first() == Some(&"u"))
