@@ -27,6 +27,31 @@ use child_process::interrupt;
 pub(crate) type EstimateRest<'a> =
     &'a dyn Fn((&[f64], &[f64]), f64) -> Result<Option<Estimate>, EngineError>;
 
+/// Once the ends are measured, before the first step: the estimate of
+/// what the rest takes, made and journaled once per bisection (when the
+/// measurer tells the `seconds` of a sample).
+pub(crate) fn estimate_once(
+    machine: &mut Machine<'_>,
+    journal: &mut dyn Journal,
+    estimate_rest: Option<EstimateRest<'_>>,
+    seconds: Option<f64>,
+) -> Result<(), EngineError> {
+    if machine.phase != Phase::Ends
+        && machine.estimate.is_none()
+        && let Some(estimate_rest) = estimate_rest
+        && let Some(seconds) = seconds
+        && let Some(estimate) = estimate_rest(machine.ends_samples(), seconds)?
+    {
+        journal
+            .append(&JournalEvent::Estimate {
+                estimate: estimate.clone(),
+            })
+            .map_err(EngineError::Journal)?;
+        machine.estimate = Some(estimate);
+    }
+    Ok(())
+}
+
 /// Runs (or resumes) the bisection of `graph` to its end, journaling the
 /// estimate of the rest made by `estimate_rest` when the measurer can
 /// tell the time of a sample.
@@ -64,21 +89,12 @@ pub(crate) fn drive(
     loop {
         let action = machine.next()?;
         replay.sync_verdicts(machine.take_new_verdicts(), Some(&mut *journal))?;
-        // Once the ends are measured, before the first step: estimate
-        // what the rest takes, once per bisection.
-        if machine.phase != Phase::Ends
-            && machine.estimate.is_none()
-            && let Some(estimate_rest) = estimate_rest
-            && let Some(seconds) = measurer.seconds_per_sample()
-            && let Some(estimate) = estimate_rest(machine.ends_samples(), seconds)?
-        {
-            journal
-                .append(&JournalEvent::Estimate {
-                    estimate: estimate.clone(),
-                })
-                .map_err(EngineError::Journal)?;
-            machine.estimate = Some(estimate);
-        }
+        estimate_once(
+            &mut machine,
+            journal,
+            estimate_rest,
+            measurer.seconds_per_sample(),
+        )?;
         let target = match action {
             Action::Done(outcome) => {
                 if !replay.finished {

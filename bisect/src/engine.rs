@@ -21,7 +21,7 @@ use crate::config::BisectConfig;
 use crate::driver;
 use crate::error::EngineError;
 use crate::estimate::Estimate;
-use crate::graph::{self, CommitGraph};
+use crate::graph::CommitGraph;
 use crate::journal::{Journal, JournalEvent};
 use crate::machine::{Action, Machine};
 use crate::measurement::{Measurer, SlotMeasurer};
@@ -131,17 +131,7 @@ pub fn status(
         replay.sync_verdicts(machine.take_new_verdicts(), None)?;
         match action {
             Action::Done(outcome) => {
-                return Ok(Status {
-                    phase: machine.phase,
-                    next_commit: None,
-                    next_n_samples: 0,
-                    steps: machine.step_reports(None),
-                    candidates_left: machine.candidates_left,
-                    est_steps_left: 0,
-                    n_measurements: machine.n_measurements(),
-                    estimate: replay.estimate.clone(),
-                    outcome: Some(outcome),
-                });
+                return Ok(machine.status(None, Some(outcome), replay.estimate.clone()));
             }
             Action::Wait => return Err(driver::nothing_in_flight()),
             Action::Measure(target) => {
@@ -149,17 +139,7 @@ pub fn status(
                 match replay.next_measurement(&info.id) {
                     Some(measurement) => machine.feed(target, measurement),
                     None => {
-                        return Ok(Status {
-                            phase: machine.phase,
-                            next_commit: Some(info.clone()),
-                            next_n_samples: machine.samples(target).len() as u32,
-                            steps: machine.step_reports(None),
-                            candidates_left: machine.candidates_left,
-                            est_steps_left: graph::steps_left(machine.candidates_left as usize),
-                            n_measurements: machine.n_measurements(),
-                            estimate: replay.estimate.clone(),
-                            outcome: None,
-                        });
+                        return Ok(machine.status(Some(target), None, replay.estimate.clone()));
                     }
                 }
             }

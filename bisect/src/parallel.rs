@@ -17,13 +17,13 @@
 //! Without a measurer the loop only replays, for `status`.
 
 use crate::config::BisectConfig;
-use crate::driver::{EstimateRest, finished_event, journal_sample};
+use crate::driver::{EstimateRest, estimate_once, finished_event, journal_sample};
 use crate::error::EngineError;
 use crate::graph::CommitGraph;
 use crate::journal::{BoxError, JOURNAL_SCHEMA, Journal, JournalEvent};
 use crate::machine::{Action, InFlight, Machine, Target};
 use crate::measurement::{Measurement, Sample, SlotMeasurer};
-use crate::progress::{Phase, Progress, Status};
+use crate::progress::{Progress, Status};
 use crate::replay::Replay;
 use crate::report::Outcome;
 use child_process::interrupt;
@@ -174,20 +174,15 @@ pub(crate) fn drive(
                     }
                 }
             }
-            if machine.phase != Phase::Ends
-                && machine.estimate.is_none()
-                && cursor.at_end()
-                && let Some(estimate_rest) = estimate_rest
+            if cursor.at_end()
                 && let Some(measurer) = measurer.as_deref()
-                && let Some(seconds) = measurer.seconds_per_sample()
-                && let Some(estimate) = estimate_rest(machine.ends_samples(), seconds)?
             {
-                journal
-                    .append(&JournalEvent::Estimate {
-                        estimate: estimate.clone(),
-                    })
-                    .map_err(EngineError::Journal)?;
-                machine.estimate = Some(estimate);
+                estimate_once(
+                    &mut machine,
+                    journal,
+                    estimate_rest,
+                    measurer.seconds_per_sample(),
+                )?;
             }
             let target = match action {
                 Action::Done(outcome) => {
@@ -200,17 +195,11 @@ pub(crate) fn drive(
                         found => return Err(mismatch("the end", found)),
                     }
                     if !live {
-                        return Ok(Ended::Status(Box::new(Status {
-                            phase: machine.phase,
-                            next_commit: None,
-                            next_n_samples: 0,
-                            steps: machine.step_reports(None),
-                            candidates_left: machine.candidates_left,
-                            est_steps_left: 0,
-                            n_measurements: machine.n_measurements(),
-                            estimate: replay.estimate.clone(),
-                            outcome: Some(outcome),
-                        })));
+                        return Ok(Ended::Status(Box::new(machine.status(
+                            None,
+                            Some(outcome),
+                            replay.estimate.clone(),
+                        ))));
                     }
                     return Ok(Ended::Outcome(outcome));
                 }
@@ -466,15 +455,5 @@ fn status(
     next: Target,
     estimate: Option<crate::estimate::Estimate>,
 ) -> Ended {
-    Ended::Status(Box::new(Status {
-        phase: machine.phase,
-        next_commit: Some(machine.info(next).clone()),
-        next_n_samples: machine.samples(next).len() as u32,
-        steps: machine.step_reports(None),
-        candidates_left: machine.candidates_left,
-        est_steps_left: crate::graph::steps_left(machine.candidates_left as usize),
-        n_measurements: machine.n_measurements(),
-        estimate,
-        outcome: None,
-    }))
+    Ended::Status(Box::new(machine.status(Some(next), None, estimate)))
 }
