@@ -1554,6 +1554,20 @@ fn a_hostile_guest_can_neither_change_the_binary_nor_make_the_host_read_a_device
     );
     assert!(before.1 == after.1, "the guest changed the binary's bytes");
     assert!(!Path::new(&format!("{}.moved", binary.display())).exists());
+
+    // A guest that ends without a run, its setup error a link to
+    // /dev/zero: read at the guest's end, and refused as a link too.
+    let script = format!(
+        "d={GUEST_OUTPUT}\n\
+         : > \"$d/started\"\n\
+         ln -s /dev/zero \"$d/setup-error\"\n"
+    );
+    let (code, stderr) = bench_with_hostile_guest(dir.path(), &script, &[]);
+    assert_ne!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("the guest left setup-error unreadable: it is a symbolic link"),
+        "{stderr}"
+    );
 }
 
 #[test]
