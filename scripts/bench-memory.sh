@@ -16,6 +16,9 @@
 #                    record)
 #   iperf3 JSON      archive import of iperf3's output padded with 8
 #                    million values (16 MB; the padding is skipped)
+#   netperf mail     archive import of a netperf table of 200000
+#                    labelled rows (refused at the row that starts run
+#                    100001, before any run is built)
 #
 # Each row says the exit code too: 2 is a refusal of the input, 125 is
 # verdict's "cannot tell". Runs on loopback in a temporary directory.
@@ -63,6 +66,16 @@ zeros() { awk -v n="$1" 'BEGIN { for (i = 0; i < n; i++) printf "0," }'; }
 { printf '{"schema":"netbisect.run/1.1","x":['; zeros 999000; printf '0]}\n'; } > "$WORK/line1m.jsonl"
 { printf '{"padding":['; zeros 8000000; printf '0],'
   tail -c +2 "$HERE/tests/data/peer-outputs/iperf3-tcp-t10.json"; } > "$WORK/iperf3.json"
+awk -v n=200000 'BEGIN {
+    print "MIGRATED TCP STREAM TEST from 0.0.0.0 (0.0.0.0) port 0 AF_INET to 127.0.0.1 () port 0 AF_INET : demo"
+    print "Recv   Send    Send"
+    print "Socket Socket  Message  Elapsed"
+    print "Size   Size    Size     Time     Throughput"
+    print "bytes  bytes   bytes    secs.    10^6bits/sec"
+    print ""
+    for (i = 0; i < n; i++)
+        printf "%s 131072  16384  16384    10.00    11967.53\n", (i % 2 ? "patched" : "current")
+}' > "$WORK/mail200k.txt"
 
 printf '%-34s %9s %5s\n' "reader" "peak MiB" "exit"
 row "measure stdout, 500 MB" "${NB[@]}" verdict --good-run cccc1111 --bad-run dddd2222 \
@@ -77,3 +90,4 @@ row "plan --commits 2^64-1" "${NB[@]}" plan --test "-t TCP_RR" --effect 5 --cv 2
 row "JSON record line, 16 MB" "${NB[@]}" archive import "$WORK/line16.jsonl"
 row "JSON record line, 1e6 values" "${NB[@]}" archive import "$WORK/line1m.jsonl"
 row "iperf3 JSON padded to 16 MB" "${NB[@]}" archive import "$WORK/iperf3.json"
+row "netperf mail, 200000 labelled rows" "${NB[@]}" archive import "$WORK/mail200k.txt"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fuzzes what netbisect reads from outside, SECONDS per target (default
 # 60): the control-frame decoder, the netperf and iperf3 importers, format
-# detection, and the run-record reader. Uses libFuzzer through
+# detection, the run-record reader, and the reading of what a VM guest
+# hands back for a run. Uses libFuzzer through
 # libfuzzer-sys with the flags cargo-fuzz passes, on the stable toolchain
 # (RUSTC_BOOTSTRAP lets it take the nightly-only sanitizer flag).
 # Corpora live in fuzz/corpus/TARGET (seeded from tests/data), crashes in
@@ -15,7 +16,7 @@ seconds=${1:-60}
 shift || true
 targets=("$@")
 if ((${#targets[@]} == 0)); then
-    targets=(control_frame netperf_import iperf3_import import_any mail_import record_reader)
+    targets=(control_frame netperf_import iperf3_import import_any mail_import record_reader guest_output)
 fi
 
 export RUSTC_BOOTSTRAP=1
@@ -35,6 +36,7 @@ seed() {
         iperf3_import) cp ../tests/data/peer-outputs/iperf3* "$dir"/ 2>/dev/null || true ;;
         import_any | mail_import) cp ../tests/data/peer-outputs/* "$dir"/ 2>/dev/null || true ;;
         record_reader) cp ../run-record/tests/data/record-fixture.json "$dir"/ ;;
+        guest_output) printf '0\n\0\0' | cat - ../run-record/tests/data/record-fixture.json >"$dir"/record-fixture ;;
     esac
 }
 

@@ -202,3 +202,38 @@ fn a_wrap_that_reads_two_ways_or_a_missing_figure_is_refused_by_line() {
     // Nothing of a refused input is kept: parse gives no run at all.
     assert!(import::parse(cut.as_bytes(), &options()).is_err());
 }
+
+/// A TCP_STREAM table with `rows` labelled rows, as a mail comparing
+/// two kernels gives it, and a blank line after.
+fn labelled_table(rows: usize) -> String {
+    let mut text = String::from(
+        "MIGRATED TCP STREAM TEST from 0.0.0.0 (0.0.0.0) port 0 AF_INET to 127.0.0.1 () port 0 AF_INET : demo\n\
+         Recv   Send    Send\n\
+         Socket Socket  Message  Elapsed\n\
+         Size   Size    Size     Time     Throughput\n\
+         bytes  bytes   bytes    secs.    10^6bits/sec\n\n",
+    );
+    for row in 0..rows {
+        let side = if row % 2 == 0 { "current" } else { "patched" };
+        text.push_str(&format!(
+            "{side} 131072  16384  16384    10.00    11967.53\n"
+        ));
+    }
+    text.push('\n');
+    text
+}
+
+#[test]
+fn labelled_rows_past_the_runs_of_an_input_are_refused_at_the_first_one_past() {
+    // Six lines above the rows: row N is line N + 6. The rows after the
+    // 100001st are not read, and no run is built.
+    let err = import::parse(labelled_table(200_000).as_bytes(), &options())
+        .err()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        err,
+        "line 100007: run 100001 of one input, more than the 100000 one import stores; \
+         import it in parts"
+    );
+}

@@ -8,6 +8,8 @@
 //! - [`canonical`]: RFC 8785 (JCS) bytes with the checks JSON numbers need.
 //! - [`spec`]: the resolved test specification.
 //! - [`env`](mod@env): the state of a host that moves network numbers, as recorded.
+//! - [`guest`]: what a guest of the VM runner hands back for a run,
+//!   checked to be of the run asked.
 //! - [`kernel`]: what a kernel release string says about its commit.
 //! - [`time`]: absolute times as RFC 3339 strings.
 //! - [`stats`]: the statistics every part of netbisect shares.
@@ -58,6 +60,7 @@
 
 pub mod canonical;
 pub mod env;
+pub mod guest;
 pub mod kernel;
 pub mod record;
 pub mod spec;

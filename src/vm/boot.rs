@@ -304,7 +304,7 @@ fn check_ending(
     if let Some(message) = guest_dir.read("setup-error", MAX_MESSAGE_BYTES)? {
         let console = keep_console(&guest_dir.console, console_dir)?;
         return Err(Attempt::Failed(VmError::Guest {
-            message: String::from_utf8_lossy(&message).trim().to_string(),
+            message: run_record::guest::guest_message(&message),
             console,
         }));
     }

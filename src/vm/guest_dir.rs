@@ -9,11 +9,14 @@
 //! input), and what it wrote is opened without following links, only as
 //! a regular file, and read up to a cap, so that a link to a device or a
 //! file of the host, a FIFO or an endless file cannot make the host read
-//! what it should not or forever.
+//! what it should not or forever. What the bytes read say is
+//! `run_record::guest`'s to tell (the fuzz target `guest_output` feeds
+//! it anything).
 
 use super::script::{PLAN_FILE, guest_script, run_file};
 use super::{GUEST_DIR, GuestJob, KernelImage, NetMode, RunOutput, VmError, VmOptions, busybox};
 use super::{initramfs, io};
+use run_record::guest::{self, RunStatus};
 use rustix::fs::{FileType, Mode, OFlags};
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
@@ -160,26 +163,22 @@ impl GuestDir {
         let Some(status) = self.read(&run_file("status", run_idx), MAX_MESSAGE_BYTES)? else {
             return Ok(None);
         };
-        let status = String::from_utf8_lossy(&status).trim().to_string();
-        if status == "0" {
-            let record = self
-                .read(&run_file("record", run_idx), MAX_RECORD_BYTES)?
-                .unwrap_or_default();
-            return Ok(Some(RunOutput::Record(record)));
+        match guest::run_status(&status) {
+            RunStatus::Passed => {
+                let record = self
+                    .read(&run_file("record", run_idx), MAX_RECORD_BYTES)?
+                    .unwrap_or_default();
+                Ok(Some(RunOutput::Record(record)))
+            }
+            RunStatus::Failed(status) => {
+                let stderr = self
+                    .read(&run_file("err", run_idx), MAX_MESSAGE_BYTES)?
+                    .unwrap_or_default();
+                Ok(Some(RunOutput::Failed(guest::failure_message(
+                    &status, &stderr,
+                ))))
+            }
         }
-        let stderr = self
-            .read(&run_file("err", run_idx), MAX_MESSAGE_BYTES)?
-            .unwrap_or_default();
-        let stderr = String::from_utf8_lossy(&stderr);
-        let message = stderr
-            .lines()
-            .filter(|line| !line.trim().is_empty())
-            .map(|line| line.strip_prefix("netbisect: error: ").unwrap_or(line))
-            .collect::<Vec<_>>()
-            .join("; ");
-        Ok(Some(RunOutput::Failed(format!(
-            "netbisect bench exited with {status}: {message}"
-        ))))
     }
 }
 

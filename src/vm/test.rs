@@ -13,6 +13,7 @@ use anyhow::Context;
 use bench_core::run::BenchRequest;
 use bench_core::server::{self, Server, ServerConfig};
 use run_record::env::VmEnv;
+use run_record::guest::AskedRun;
 use run_record::record::RunRecord;
 use run_record::spec::RunSpec;
 use std::io::Write;
@@ -203,39 +204,13 @@ fn sealed_record(
     testbed: &str,
     subject: &GuestSubject,
 ) -> TestOutcome {
-    let mut record = RunRecord::from_slice(bytes)
-        .map_err(|err| format!("the guest's run record is not readable: {err}"))?;
-    let mut differences = Vec::new();
-    if &record.spec != spec {
-        differences.push("its spec is another".to_string());
-    }
-    if record.testbed != testbed {
-        differences.push(format!("its testbed is {}, not {testbed}", record.testbed));
-    }
-    if record.subject.label != subject.label {
-        differences.push(format!(
-            "its label is {}, not {}",
-            record.subject.label.as_deref().unwrap_or("none"),
-            subject.label.as_deref().unwrap_or("none")
-        ));
-    }
-    if let Some(commit) = &subject.commit
-        && record.subject.commit.as_ref() != Some(commit)
-    {
-        differences.push(format!(
-            "its commit is {}, not {commit}",
-            record.subject.commit.as_deref().unwrap_or("none")
-        ));
-    }
-    if record.experiment.is_some() {
-        differences.push("it names an experiment".to_string());
-    }
-    if !differences.is_empty() {
-        return Err(format!(
-            "the guest's record is not of the run asked: {}",
-            differences.join("; ")
-        ));
-    }
+    let asked = AskedRun {
+        spec,
+        testbed,
+        label: subject.label.as_deref(),
+        commit: subject.commit.as_deref(),
+    };
+    let mut record = run_record::guest::record_of_run(bytes, &asked)?;
     record.env.vm = Some(vm.clone());
     record
         .seal()

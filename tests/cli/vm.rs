@@ -1411,3 +1411,194 @@ fn pair_nics_offer_offloads_and_an_offload_axis_sets_them_per_configuration() {
         .unwrap();
     assert!(mss > 1500, "segments of {mss} bytes: the far NIC kept 1500");
 }
+
+/// Where the guest finds its input and output directories.
+const GUEST_INPUT: &str = "/run/netbisect/in";
+const GUEST_OUTPUT: &str = "/run/netbisect/out";
+
+/// A directory for a hostile guest's test, under the build's target
+/// directory: the guest, which hides this host's /tmp under its own,
+/// reaches it through the read-only mount of this host's root, and the
+/// boot directories made there (TMPDIR) are on the file system of the
+/// netbisect binary, so that the binary is linked, not copied, into the
+/// guest's input. None (the test says why) where that cannot hold.
+fn hostile_dir(test: &str) -> Option<tempfile::TempDir> {
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    std::fs::create_dir_all(target).unwrap();
+    let dir = tempfile::Builder::new()
+        .prefix("hostile-")
+        .tempdir_in(target)
+        .unwrap();
+    let text = dir.path().to_string_lossy().into_owned();
+    let hidden = ["/tmp/", "/run/", "/var/tmp/"]
+        .iter()
+        .any(|prefix| text.starts_with(prefix));
+    if hidden || text.contains(|c: char| c.is_whitespace() || "'\"\\|".contains(c)) {
+        assert!(
+            !slow_switch_on(),
+            "{test}: the target directory {text} is hidden from the guest or needs quoting"
+        );
+        eprintln!("{test}: skipped, the guest cannot reach {text}");
+        return None;
+    }
+    Some(dir)
+}
+
+/// The `--vm-append` arguments that make the guest run `script` (a file
+/// the guest reaches through the host's root) where it would run the
+/// runner's guest script: busybox is the initramfs's init, and runs the
+/// runner's own /init with that one command changed.
+fn hostile_append(script: &Path) -> Vec<String> {
+    vec![
+        "rdinit=/bin/busybox".to_string(),
+        "--".to_string(),
+        "sh".to_string(),
+        "-c".to_string(),
+        format!(
+            "\"/bin/busybox sed 's|sh {GUEST_INPUT}/guest.sh|sh {}|' /init > /hostile-init \
+             && exec /bin/busybox sh /hostile-init\"",
+            script.display()
+        ),
+    ]
+}
+
+/// Runs `bench --kernel` with a guest that runs `script` instead of the
+/// runner's; returns the exit code and stderr.
+fn bench_with_hostile_guest(dir: &Path, script: &str, extra: &[&str]) -> (i32, String) {
+    let path = dir.join("hostile.sh");
+    std::fs::write(&path, script).unwrap();
+    let archive = dir.join("archive.db");
+    let mut args: Vec<String> = [
+        "bench",
+        "--kernel",
+        KERNEL_OLD,
+        "--vm-accel",
+        "tcg",
+        "--vm-timeout",
+        TIMEOUT,
+        "-l",
+        "0.5",
+    ]
+    .iter()
+    .map(|arg| arg.to_string())
+    .collect();
+    args.extend(extra.iter().map(|arg| arg.to_string()));
+    for arg in hostile_append(&path) {
+        args.extend(["--vm-append".to_string(), arg]);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, _, stderr) = run(&archive, &args);
+    nothing_left_running(&format!("{}/netbisect-vm-", dir.display()));
+    // Nothing was archived, and the boot's directory is gone.
+    let (_, listed, _) = run(&archive, &["--json", "archive", "list"]);
+    assert_eq!(listed.trim(), "", "{stderr}");
+    assert_eq!(boot_dirs(dir), Vec::<PathBuf>::new());
+    (code, stderr)
+}
+
+/// The mode and bytes of a file.
+fn mode_and_bytes(path: &Path) -> (u32, Vec<u8>) {
+    use std::os::unix::fs::PermissionsExt;
+    (
+        std::fs::metadata(path).unwrap().permissions().mode(),
+        std::fs::read(path).unwrap(),
+    )
+}
+
+#[test]
+fn a_hostile_guest_can_neither_change_the_binary_nor_make_the_host_read_a_device() {
+    if !slow("a_hostile_guest_can_neither_change_the_binary") {
+        return;
+    }
+    let Some(dir) = hostile_dir("a_hostile_guest_can_neither_change_the_binary") else {
+        return;
+    };
+    let _guests = one_guest();
+    let binary = std::fs::canonicalize(BINARY).unwrap();
+    let before = mode_and_bytes(&binary);
+    // The guest, root in its VM, mounts its input directory (where the
+    // binary is a link to this very file) and this host's root
+    // read-write, and goes for the binary through both; then it says run
+    // 0 ended well, its record a link to /dev/zero, and its setup error
+    // one too.
+    let script = format!(
+        "in={GUEST_INPUT} d={GUEST_OUTPUT} bin={bin}\n\
+         : > \"$d/started\"\n\
+         mount -o remount,rw \"$in\"; mount -o remount,rw /\n\
+         for b in \"$in/netbisect\" \"$bin\"; do\n\
+         \x20 chmod 0777 \"$b\"; chmod u+s \"$b\"\n\
+         \x20 echo hostile >> \"$b\"; printf x | dd of=\"$b\" conv=notrunc 2>/dev/null\n\
+         \x20 truncate -s 0 \"$b\"; touch -d 2001-01-01 \"$b\"\n\
+         \x20 mv \"$b\" \"$b.moved\"; rm -f \"$b\"; cp /bin/true \"$b\"\n\
+         done\n\
+         ln -s /dev/zero \"$d/setup-error\"\n\
+         ln -s /dev/zero \"$d/err-000\"\n\
+         ln -s /dev/zero \"$d/record-000.json\"\n\
+         echo 0 > \"$d/status.tmp\" && mv \"$d/status.tmp\" \"$d/status-000\"\n\
+         : > \"$d/status\"\n",
+        bin = binary.display()
+    );
+    let started = Instant::now();
+    let (code, stderr) = bench_with_hostile_guest(dir.path(), &script, &[]);
+    assert_ne!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("the guest left record-000.json unreadable: it is a symbolic link"),
+        "{stderr}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(400), "{stderr}");
+    let after = mode_and_bytes(&binary);
+    assert_eq!(
+        before.0, after.0,
+        "the guest changed the binary's mode: {:o} -> {:o}",
+        before.0, after.0
+    );
+    assert!(before.1 == after.1, "the guest changed the binary's bytes");
+    assert!(!Path::new(&format!("{}.moved", binary.display())).exists());
+
+    // A guest that ends without a run, its setup error a link to
+    // /dev/zero: read at the guest's end, and refused as a link too.
+    let script = format!(
+        "d={GUEST_OUTPUT}\n\
+         : > \"$d/started\"\n\
+         ln -s /dev/zero \"$d/setup-error\"\n"
+    );
+    let (code, stderr) = bench_with_hostile_guest(dir.path(), &script, &[]);
+    assert_ne!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("the guest left setup-error unreadable: it is a symbolic link"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_guest_record_of_another_label_and_testbed_is_refused_and_not_archived() {
+    if !slow("a_guest_record_of_another_label") {
+        return;
+    }
+    let Some(dir) = hostile_dir("a_guest_record_of_another_label") else {
+        return;
+    };
+    let _guests = one_guest();
+    // The guest runs the test it was given, as the runner's script does,
+    // but tells its bench another label and testbed.
+    let script = format!(
+        "in={GUEST_INPUT} d={GUEST_OUTPUT}\n\
+         : > \"$d/started\"\n\
+         sed -e 's/\"--label\",\"asked\"/\"--label\",\"other\"/' \
+         -e 's/\"--testbed\",\"vm-loopback\"/\"--testbed\",\"elsewhere\"/' \
+         \"$in/plan.json\" > /tmp/plan.json\n\
+         \"$in/netbisect\" guest-runs --plan /tmp/plan.json --output \"$d\" 2> \"$d/runs.err\"\n\
+         echo $? > \"$d/status.tmp\" && mv \"$d/status.tmp\" \"$d/status\"\n"
+    );
+    let (code, stderr) = bench_with_hostile_guest(dir.path(), &script, &["--label", "asked"]);
+    assert_ne!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("the guest's record is not of the run asked"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("its testbed is elsewhere, not vm-loopback"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("its label is other, not asked"), "{stderr}");
+}

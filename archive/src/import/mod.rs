@@ -264,13 +264,14 @@ pub enum ImportError {
         line: usize,
     },
     /// More runs in one input than [`MAX_RUNS_PER_INPUT`].
-    #[error(
-        "{count} runs in one input, more than the {} one import stores; import it in parts",
-        MAX_RUNS_PER_INPUT
-    )]
+    #[error("{}", too_many_runs(*count, *line))]
     TooManyRuns {
-        /// The runs counted (for JSON lines, the documents).
+        /// The runs counted (for JSON lines, the documents); for an input
+        /// refused at the first run past the ceiling, that run's number.
         count: usize,
+        /// The line that starts the first run past the ceiling, where the
+        /// input is refused as soon as it is reached (netperf's tables).
+        line: Option<usize>,
     },
     /// A line longer than [`MAX_LINE_BYTES`].
     #[error("line {line}: longer than {} MiB, the longest line netbisect reads", MAX_LINE_BYTES >> 20)]
@@ -284,6 +285,18 @@ pub enum ImportError {
         /// The line the document starts on.
         line: usize,
     },
+}
+
+/// The text of [`ImportError::TooManyRuns`].
+fn too_many_runs(count: usize, line: Option<usize>) -> String {
+    let (line, runs) = match line {
+        Some(line) => (format!("line {line}: "), format!("run {count} of")),
+        None => (String::new(), format!("{count} runs in")),
+    };
+    format!(
+        "{line}{runs} one input, more than the {MAX_RUNS_PER_INPUT} one import stores; \
+         import it in parts"
+    )
 }
 
 impl ImportError {
@@ -355,6 +368,7 @@ pub fn parse(input: &[u8], options: &ImportOptions) -> Result<Imported, ImportEr
         if records.len() > MAX_RUNS_PER_INPUT {
             return Err(ImportError::TooManyRuns {
                 count: records.len(),
+                line: None,
             });
         }
         let runs = records
@@ -370,7 +384,10 @@ pub fn parse(input: &[u8], options: &ImportOptions) -> Result<Imported, ImportEr
         return Err(ImportError::Empty);
     }
     if runs.len() > MAX_RUNS_PER_INPUT {
-        return Err(ImportError::TooManyRuns { count: runs.len() });
+        return Err(ImportError::TooManyRuns {
+            count: runs.len(),
+            line: None,
+        });
     }
     Ok(Imported { format, runs })
 }

@@ -84,7 +84,10 @@ pub(super) fn parse(input: &[u8]) -> Result<Vec<CanonicalRun>, ImportError> {
         }
     }
     if n_documents > super::MAX_RUNS_PER_INPUT {
-        return Err(ImportError::TooManyRuns { count: n_documents });
+        return Err(ImportError::TooManyRuns {
+            count: n_documents,
+            line: None,
+        });
     }
     let validate = |(line, start, end): &(usize, usize, usize)| {
         CanonicalRun::from_json(&input[*start..*end])

@@ -41,7 +41,7 @@
 //! `classic` the tables, and `values` the numbers, sizes and throughput
 //! units all of them share.
 
-use super::{Format, ImportError, ImportOptions, PeerRun, build_record};
+use super::{Format, ImportError, ImportOptions, MAX_RUNS_PER_INPUT, PeerRun, build_record};
 use banner::{parse_banner, parse_warning_width};
 use classic::{ClassicRun, classic_runs};
 use omni::{is_keyval_line, omni_figures, parse_csv, parse_keyval};
@@ -69,11 +69,17 @@ pub fn parse(text: &str, options: &ImportOptions) -> Result<(Format, Vec<RunReco
     let mut records = Vec::new();
     let per_output = options.for_outputs(starts.len())?;
     for (start_idx, &start) in starts.iter().enumerate() {
+        // Runs are counted as they are read: the line that starts one
+        // past the ceiling is refused before any line after it is read.
+        let room = MAX_RUNS_PER_INPUT.saturating_sub(records.len());
+        if room == 0 {
+            return Err(runs_past_limit(start + 1));
+        }
         let end = starts.get(start_idx + 1).copied().unwrap_or(lines.len());
         let section = unwrap_section(&lines[start..end], start + 1)?;
         let section_lines: Vec<&str> = section.lines.iter().map(String::as_str).collect();
         let (section_format, section_records) =
-            parse_section(&section_lines, 0, &per_output[start_idx])
+            parse_section(&section_lines, 0, &per_output[start_idx], room)
                 .map_err(|err| section.renumber(err))?;
         format.get_or_insert(section_format);
         records.extend(section_records);
@@ -99,12 +105,22 @@ pub fn parse(text: &str, options: &ImportOptions) -> Result<(Format, Vec<RunReco
     }
 }
 
+/// The input refused at `line`, which starts the first run past
+/// [`MAX_RUNS_PER_INPUT`].
+pub(super) fn runs_past_limit(line: usize) -> ImportError {
+    ImportError::TooManyRuns {
+        count: MAX_RUNS_PER_INPUT + 1,
+        line: Some(line),
+    }
+}
+
 /// Parses the netperf output whose banner is `lines[start]` and which
 /// runs to the end of `lines`. Line numbers are those of the whole input.
 fn parse_section(
     lines: &[&str],
     start: usize,
     options: &ImportOptions,
+    room: usize,
 ) -> Result<(Format, Vec<RunRecord>), ImportError> {
     let banner = parse_banner(lines[start], start + 1)?;
     let mut line_idx = start + 1;
@@ -148,7 +164,7 @@ fn parse_section(
     } else {
         (
             Format::NetperfClassic,
-            classic_runs(lines, line_idx, &spec)?,
+            classic_runs(lines, line_idx, &spec, room)?,
         )
     };
     let mut records = Vec::with_capacity(runs.len());

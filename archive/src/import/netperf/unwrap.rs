@@ -70,6 +70,13 @@ impl Section {
                 line: input_line(line),
                 text,
             },
+            ImportError::TooManyRuns {
+                count,
+                line: Some(line),
+            } => ImportError::TooManyRuns {
+                count,
+                line: Some(input_line(line)),
+            },
             other => other,
         }
     }

@@ -95,11 +95,14 @@ pub(super) fn result_shape(
 }
 
 /// The runs of a classic table whose header starts at `header_idx`: one,
-/// or one per labelled row.
+/// or one per labelled row; the row that would start run `room + 1` is
+/// refused ([`ImportError::TooManyRuns`]) before the rows after it are
+/// read.
 pub(super) fn classic_runs(
     lines: &[&str],
     header_idx: usize,
     spec: &RunSpec,
+    room: usize,
 ) -> Result<Vec<ClassicRun>, ImportError> {
     let header = read_header(lines, header_idx)?;
     check_columns(&header, spec)?;
@@ -109,6 +112,7 @@ pub(super) fn classic_runs(
         header.end,
         rows_per_run(spec.test),
         second.as_ref().map(Vec::len),
+        room,
     )?;
     let mut runs = Vec::with_capacity(results.runs.len());
     for run_rows in &results.runs {

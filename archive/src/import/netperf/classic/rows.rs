@@ -82,17 +82,26 @@ fn results_block(lines: &[&str], header_end: usize) -> Result<Vec<usize>, Import
 
 /// Reads the result lines under a header that ends at `header_end` and
 /// gathers them into runs of up to `per_run` lines each; a run's second
-/// line has `second_count` figures.
+/// line has `second_count` figures. The input may hold `room` more runs:
+/// the line that starts one more is refused, and no line after it is
+/// read.
 pub(super) fn read_results<'a>(
     lines: &[&'a str],
     header_end: usize,
     per_run: usize,
     second_count: Option<usize>,
+    room: usize,
 ) -> Result<Results<'a>, ImportError> {
     let block = results_block(lines, header_end)?;
-    let rows: Vec<DataRow<'a>> = block.iter().map(|&idx| data_row(lines, idx)).collect();
-    let labelled = rows.iter().any(|row| row.label.is_some());
-    let runs = group_rows(rows, labelled, per_run, second_count)?;
+    let labelled = block.iter().any(|&idx| {
+        lines[idx]
+            .split_whitespace()
+            .next()
+            .and_then(row_label)
+            .is_some()
+    });
+    let rows = block.iter().map(|&idx| data_row(lines, idx));
+    let runs = group_rows(rows, labelled, per_run, second_count, room)?;
     Ok(Results { runs, labelled })
 }
 
@@ -114,14 +123,23 @@ fn data_row<'a>(lines: &[&'a str], idx: usize) -> DataRow<'a> {
 /// second line and the run above it, of the same side name, lacks its
 /// second line (side names written on every line, as mails paste
 /// UDP_STREAM rows); a line without one continues the run above it (or,
-/// in a table without side names, starts the first).
-fn group_rows(
-    rows: Vec<DataRow<'_>>,
+/// in a table without side names, starts the first). A line that would
+/// start run `room + 1` is refused at once.
+fn group_rows<'a>(
+    rows: impl Iterator<Item = DataRow<'a>>,
     labelled: bool,
     per_run: usize,
     second_count: Option<usize>,
-) -> Result<Vec<Vec<DataRow<'_>>>, ImportError> {
-    let mut groups: Vec<Vec<DataRow<'_>>> = Vec::new();
+    room: usize,
+) -> Result<Vec<Vec<DataRow<'a>>>, ImportError> {
+    let mut groups: Vec<Vec<DataRow<'a>>> = Vec::new();
+    let push = |groups: &mut Vec<Vec<DataRow<'a>>>, row: DataRow<'a>| {
+        if groups.len() == room {
+            return Err(super::super::runs_past_limit(row.line_no));
+        }
+        groups.push(vec![row]);
+        Ok(())
+    };
     for row in rows {
         if let Some(label) = row.label {
             if row.values.is_empty() {
@@ -137,7 +155,7 @@ fn group_rows(
             });
             match groups.last_mut() {
                 Some(group) if second_of_above => group.push(row),
-                _ => groups.push(vec![row]),
+                _ => push(&mut groups, row)?,
             }
         } else if labelled {
             match groups.last_mut() {
@@ -164,8 +182,40 @@ fn group_rows(
             }
             group.push(row);
         } else {
-            groups.push(vec![row]);
+            push(&mut groups, row)?;
         }
     }
     Ok(groups)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::import::MAX_RUNS_PER_INPUT;
+
+    #[test]
+    fn the_row_that_starts_a_run_past_the_room_left_is_refused() {
+        let lines = [
+            "header",
+            "current 1 2",
+            "patched 1 2",
+            "current 1 2",
+            "",
+            "prose after the table",
+        ];
+        let results = read_results(&lines, 1, 1, None, 3).unwrap();
+        assert_eq!(results.runs.len(), 3);
+        assert!(results.labelled);
+        match read_results(&lines, 1, 1, None, 2) {
+            Err(ImportError::TooManyRuns { count, line }) => {
+                assert_eq!((count, line), (MAX_RUNS_PER_INPUT + 1, Some(4)));
+            }
+            other => panic!("{:?}", other.map(|results| results.runs.len())),
+        }
+        // The lines of one run count once.
+        let lines = ["header", "1 2", "3 4"];
+        let results = read_results(&lines, 1, 2, Some(2), 1).unwrap();
+        assert_eq!(results.runs.len(), 1);
+        assert_eq!(results.runs[0].len(), 2);
+    }
 }
