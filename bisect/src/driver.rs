@@ -14,9 +14,9 @@ use crate::error::EngineError;
 use crate::estimate::Estimate;
 use crate::graph::CommitGraph;
 use crate::journal::{BoxError, JOURNAL_SCHEMA, Journal, JournalEvent, JournalSample};
-use crate::machine::{Action, Machine};
+use crate::machine::{Action, Machine, Target};
 use crate::measurement::{Measurement, Measurer, Sample};
-use crate::progress::{Phase, Progress};
+use crate::progress::{Phase, Progress, Status};
 use crate::replay::Replay;
 use crate::report::{BisectResult, Outcome};
 use child_process::interrupt;
@@ -26,6 +26,30 @@ use child_process::interrupt;
 /// `None` when the ends show no usable step.
 pub(crate) type EstimateRest<'a> =
     &'a dyn Fn((&[f64], &[f64]), f64) -> Result<Option<Estimate>, EngineError>;
+
+/// Where `machine`'s bisection stands: about to measure `next`, or finished
+/// with `outcome` (one of the two), with `estimate` of the rest.
+pub(crate) fn status(
+    machine: &Machine<'_>,
+    next: Option<Target>,
+    outcome: Option<Outcome>,
+    estimate: Option<Estimate>,
+) -> Status {
+    Status {
+        phase: machine.phase,
+        next_commit: next.map(|target| machine.info(target).clone()),
+        next_n_samples: next.map_or(0, |target| machine.samples(target).len() as u32),
+        steps: machine.step_reports(None),
+        candidates_left: machine.candidates_left,
+        est_steps_left: match next {
+            Some(_) => crate::graph::steps_left(machine.candidates_left as usize),
+            None => 0,
+        },
+        n_measurements: machine.n_measurements(),
+        estimate,
+        outcome,
+    }
+}
 
 /// Once the ends are measured, before the first step: the estimate of
 /// what the rest takes, made and journaled once per bisection (when the

@@ -131,7 +131,12 @@ pub fn status(
         replay.sync_verdicts(machine.take_new_verdicts(), None)?;
         match action {
             Action::Done(outcome) => {
-                return Ok(machine.status(None, Some(outcome), replay.estimate.clone()));
+                return Ok(driver::status(
+                    &machine,
+                    None,
+                    Some(outcome),
+                    replay.estimate.clone(),
+                ));
             }
             Action::Wait => return Err(driver::nothing_in_flight()),
             Action::Measure(target) => {
@@ -139,7 +144,12 @@ pub fn status(
                 match replay.next_measurement(&info.id) {
                     Some(measurement) => machine.feed(target, measurement),
                     None => {
-                        return Ok(machine.status(Some(target), None, replay.estimate.clone()));
+                        return Ok(driver::status(
+                            &machine,
+                            Some(target),
+                            None,
+                            replay.estimate.clone(),
+                        ));
                     }
                 }
             }

@@ -22,7 +22,7 @@ use crate::estimate::Estimate;
 use crate::graph::{CommitGraph, CommitInfo};
 use crate::journal::JournalEvent;
 use crate::measurement::Measurement;
-use crate::progress::{Phase, Status};
+use crate::progress::Phase;
 use crate::report::{self, BisectReport, BisectResult, EndSummary, Outcome, Refusal, StepReport};
 use crate::robust::mean_var;
 pub(crate) use in_flight::InFlight;
@@ -143,30 +143,6 @@ impl<'g> Machine<'g> {
         match target {
             Target::Good => &self.good_samples,
             Target::Node(node_idx) => &self.node_samples[node_idx],
-        }
-    }
-
-    /// Where the bisection stands: about to measure `next`, or finished
-    /// with `outcome` (one of the two), with `estimate` of the rest.
-    pub(crate) fn status(
-        &self,
-        next: Option<Target>,
-        outcome: Option<Outcome>,
-        estimate: Option<Estimate>,
-    ) -> Status {
-        Status {
-            phase: self.phase,
-            next_commit: next.map(|target| self.info(target).clone()),
-            next_n_samples: next.map_or(0, |target| self.samples(target).len() as u32),
-            steps: self.step_reports(None),
-            candidates_left: self.candidates_left,
-            est_steps_left: match next {
-                Some(_) => crate::graph::steps_left(self.candidates_left as usize),
-                None => 0,
-            },
-            n_measurements: self.n_measurements(),
-            estimate,
-            outcome,
         }
     }
 

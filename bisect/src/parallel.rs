@@ -17,7 +17,7 @@
 //! Without a measurer the loop only replays, for `status`.
 
 use crate::config::BisectConfig;
-use crate::driver::{EstimateRest, estimate_once, finished_event, journal_sample};
+use crate::driver::{self, EstimateRest, estimate_once, finished_event, journal_sample};
 use crate::error::EngineError;
 use crate::graph::CommitGraph;
 use crate::journal::{BoxError, JOURNAL_SCHEMA, Journal, JournalEvent};
@@ -195,7 +195,8 @@ pub(crate) fn drive(
                         found => return Err(mismatch("the end", found)),
                     }
                     if !live {
-                        return Ok(Ended::Status(Box::new(machine.status(
+                        return Ok(Ended::Status(Box::new(driver::status(
+                            &machine,
                             None,
                             Some(outcome),
                             replay.estimate.clone(),
@@ -455,5 +456,10 @@ fn status(
     next: Target,
     estimate: Option<crate::estimate::Estimate>,
 ) -> Ended {
-    Ended::Status(Box::new(machine.status(Some(next), None, estimate)))
+    Ended::Status(Box::new(driver::status(
+        machine,
+        Some(next),
+        None,
+        estimate,
+    )))
 }
