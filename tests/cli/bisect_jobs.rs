@@ -220,10 +220,10 @@ fn ctrl_c_stops_every_slot_and_a_failing_slot_does_not_stop_the_others() {
         if found.len() == 2 {
             break found;
         }
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "netbisect ended before two slots hung"
-        );
+        if child.try_wait().unwrap().is_some() {
+            let (code, stderr) = wait_exit(&mut child);
+            panic!("netbisect ended ({code:?}) before two slots hung:\n{stderr}");
+        }
         assert!(Instant::now() < deadline, "two slots never hung");
         std::thread::sleep(Duration::from_millis(50));
     };
