@@ -1,11 +1,13 @@
 #!/bin/sh
 # Archive benchmark (not a test), on a SQLite file and on PostgreSQL:
 # import 100k generated run records with `netbisect archive import`,
-# grow the archive to 1M runs, then time the real `netbisect compare`
-# (all runs of two commits: 2 x 100 runs in 20 configurations) and
-# `netbisect history` (one metric of one config_key under one label:
-# 5000 runs across 1000 commits, in time order), each process from start
-# to exit, and the selections they make in-process.
+# grow the archive to 1M runs (900k more generated runs stored into the
+# file directly, then copied from it into PostgreSQL with binary COPY),
+# then time the real `netbisect compare` (all runs of two commits: 2 x
+# 100 runs in 20 configurations) and `netbisect history` (one metric of
+# one config_key under one label: 5000 runs across 1000 commits, in time
+# order), each process from start to exit, on both archives in turns,
+# and the selections they make in-process.
 #
 # The PostgreSQL figures come from a cluster of the script's own: made
 # with the newest installed server (/usr/lib/postgresql/*/bin) in a
@@ -99,30 +101,37 @@ start_cluster() {
     echo "PostgreSQL $("$pg_bin/postgres" --version | awk '{ print $3 }') on port $port"
 }
 
-# Times `netbisect compare` (median of 5, after one run that warms the
-# caches) and `netbisect history` (median of 11, likewise) on the
-# archive NETBISECT_ARCHIVE names.
-time_reads() {
-    echo "netbisect compare A B (two commits) on 1000000 runs (target: under 100 ms):"
-    echo "  load: $(cut -d' ' -f1-3 /proc/loadavg)"
-    time_ms "$bin" compare "$first" "$second" >/dev/null
-    echo "  compare: $(for attempt in 1 2 3 4 5; do
-        time_ms "$bin" compare "$first" "$second"
-    done | summary)"
-    echo "  compare --json: $(for attempt in 1 2 3 4 5; do
-        time_ms "$bin" compare --json "$first" "$second"
-    done | summary)"
-    echo "netbisect history --metric throughput_bps --label step3 --config-key ..."
-    echo "(5000 runs in time order) on 1000000 runs (target: under 100 ms):"
-    echo "  load: $(cut -d' ' -f1-3 /proc/loadavg)"
-    time_ms "$bin" history --metric throughput_bps --label step3 \
-        --config-key "$config_key" >/dev/null
-    echo "  history: $(for attempt in 1 2 3 4 5 6 7 8 9 10 11; do
-        time_ms "$bin" history --metric throughput_bps \
-            --label step3 --config-key "$config_key"
-    done | summary)"
-    echo "selections alone, in-process:"
-    "$helper" query "$NETBISECT_ARCHIVE"
+# The median of the milliseconds in file $1.
+median() {
+    sort -n "$1" | awk '{ ms[NR] = $1 } END { print ms[int((NR + 1) / 2)] }'
+}
+
+# Times a netbisect command ($2...) 11 times on each archive, after one
+# run on each that warms the caches, the SQLite file and PostgreSQL
+# taking turns so that a change of load falls on both; prints the
+# summary of each and the ratio of their medians. $1 names the command.
+in_turns() {
+    name=$1
+    shift
+    : >"$work/$name.sqlite"
+    : >"$work/$name.postgres"
+    time_ms env NETBISECT_ARCHIVE="$db" "$bin" "$@" >/dev/null
+    if [ -n "$pg_archive" ]; then
+        time_ms env NETBISECT_ARCHIVE="$pg_archive" "$bin" "$@" >/dev/null
+    fi
+    for attempt in 1 2 3 4 5 6 7 8 9 10 11; do
+        time_ms env NETBISECT_ARCHIVE="$db" "$bin" "$@" >>"$work/$name.sqlite"
+        if [ -n "$pg_archive" ]; then
+            time_ms env NETBISECT_ARCHIVE="$pg_archive" "$bin" "$@" \
+                >>"$work/$name.postgres"
+        fi
+    done
+    echo "  $name, SQLite:     $(summary <"$work/$name.sqlite")"
+    if [ -n "$pg_archive" ]; then
+        echo "  $name, PostgreSQL: $(summary <"$work/$name.postgres")," \
+            "$(echo "$(median "$work/$name.postgres") $(median "$work/$name.sqlite")" |
+                awk '{ printf "%.2f", $1 / $2 }')x SQLite's"
+    fi
 }
 
 echo "generating 100000 records..."
@@ -153,20 +162,37 @@ config_key=$("$helper" config-key)
 
 echo "growing the SQLite archive to 1000000 runs..."
 "$helper" fill "$db" 100000 900000
-export NETBISECT_ARCHIVE="$db"
-time_reads
-ls -l "$db" | awk '{printf "archive file: %.0f MB\n", $5 / 1e6}'
+ls -l "$db" | awk '{printf "  archive file: %.0f MB\n", $5 / 1e6}'
 
 if [ -n "$pg_archive" ]; then
-    echo "growing the PostgreSQL archive to 1000000 runs..."
-    "$helper" fill "$pg_archive" 100000 900000
+    # The same 900000 runs as the file's, copied from the file with
+    # binary COPY: stored in batches of INSERT statements, as `archive
+    # import` stores them, they took over half an hour.
+    echo "growing the PostgreSQL archive to 1000000 runs (copied from the file)..."
+    echo "  copy: $(time_s "$helper" copy "$db" "$pg_archive" 100000) s"
     # What autovacuum would do in its own time: the planner's statistics
     # and the visibility map after the bulk load.
     as_pg "$pg_bin/vacuumdb" -h "$pg_dir" -p "$port" -U netbisect --analyze bench \
         >/dev/null
-    export NETBISECT_ARCHIVE="$pg_archive"
-    time_reads
-    echo "database: $(as_pg "$pg_bin/psql" -h "$pg_dir" -p "$port" -U netbisect -At \
+    echo "  database: $(as_pg "$pg_bin/psql" -h "$pg_dir" -p "$port" -U netbisect -At \
         -c "SELECT pg_size_pretty(pg_database_size('bench'))" bench)"
 fi
-"$bin" compare "$first" "$second" | head -12
+
+echo "netbisect compare A B (two commits: 2 x 100 runs) on 1000000 runs"
+echo "(target: under 100 ms):"
+echo "  load: $(cut -d' ' -f1-3 /proc/loadavg)"
+in_turns compare compare "$first" "$second"
+in_turns "compare --json" compare --json "$first" "$second"
+echo "netbisect history --metric throughput_bps --label step3 --config-key ..."
+echo "(5000 runs in time order) on 1000000 runs (target: under 100 ms):"
+echo "  load: $(cut -d' ' -f1-3 /proc/loadavg)"
+in_turns history history --metric throughput_bps --label step3 \
+    --config-key "$config_key"
+echo "  load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "selections alone, in-process, SQLite:"
+"$helper" query "$db"
+if [ -n "$pg_archive" ]; then
+    echo "selections alone, in-process, PostgreSQL:"
+    "$helper" query "$pg_archive"
+fi
+NETBISECT_ARCHIVE="$db" "$bin" compare "$first" "$second" | head -12

@@ -3,6 +3,10 @@
 //! - `gen N FILE`: writes N generated run records as JSON lines.
 //! - `fill ARCHIVE FROM N`: stores generated records FROM..FROM+N directly,
 //!   50000 to a transaction, into a file or a `postgres://` address.
+//! - `copy FILE ADDRESS FROM`: copies the runs of a SQLite archive FILE
+//!   that started with generated run FROM or later, with their history
+//!   rows, into the PostgreSQL archive at ADDRESS, with binary COPY: the
+//!   same rows netbisect stored, without a statement per run.
 //! - `query ARCHIVE`: times the selections compare and history make.
 //! - `free-port`: prints a TCP port of 127.0.0.1 that is free now.
 //! - `commit IDX`: prints the commit id of generated commit IDX.
@@ -12,6 +16,8 @@
 //! three iterations, a local environment with the usual sysctls.
 
 use archive::{Archive, CanonicalRun, Location, RunQuery};
+use postgres::binary_copy::BinaryCopyInWriter;
+use postgres::types::{ToSql, Type};
 use run_record::env::HostEnv;
 use run_record::record::{Environments, Iteration, Metric, RunRecord};
 use run_record::spec::TestKind;
@@ -24,6 +30,11 @@ const N_CONFIGS: u64 = 20;
 
 fn commit_of(commit_idx: u64) -> String {
     format!("{:040x}", commit_idx.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+}
+
+/// Start time of generated run `seed`, in seconds since the epoch.
+fn started_s(seed: u64) -> u64 {
+    1_700_000_000 + seed * 11
 }
 
 fn record(seed: u64) -> RunRecord {
@@ -59,7 +70,7 @@ fn record(seed: u64) -> RunRecord {
     }
     let at = |offset_s: u64| {
         run_record::time::rfc3339_utc(
-            std::time::UNIX_EPOCH + std::time::Duration::from_secs(offset_s + seed * 11),
+            std::time::UNIX_EPOCH + std::time::Duration::from_secs(offset_s + started_s(seed)),
         )
     };
     RecordBuilder::new(TestKind::TcpStream)
@@ -69,8 +80,8 @@ fn record(seed: u64) -> RunRecord {
             spec.iterations_min = 3;
         })
         .tool_version("0.1.0")
-        .started_at(&at(1_700_000_000))
-        .finished_at(&at(1_700_000_010))
+        .started_at(&at(0))
+        .finished_at(&at(10))
         .endpoint("192.0.2.1", Some(12865))
         .commit(&commit_of(commit_idx))
         .label(&format!("step{}", commit_idx % 10))
@@ -111,6 +122,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 seed = end;
             }
             println!("archive holds {} runs", archive.count()?);
+        }
+        Some("copy") => {
+            let from: u64 = args[4].parse()?;
+            let copied = copy_to_postgres(&args[2], &args[3], from)?;
+            println!("copied {copied} runs");
         }
         Some("query") => {
             let archive = Archive::open_location_read_only(&Location::parse(args[2].as_ref())?)?;
@@ -164,11 +180,113 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         _ => {
             eprintln!(
-                "usage: bench_archive gen N FILE | fill ARCHIVE FROM N | query ARCHIVE \
-                 | commit IDX | config-key | free-port"
+                "usage: bench_archive gen N FILE | fill ARCHIVE FROM N \
+                 | copy FILE ADDRESS FROM | query ARCHIVE | commit IDX | config-key | free-port"
             );
             std::process::exit(2);
         }
     }
     Ok(())
+}
+
+/// The columns `runs` has in both backends, in the order of `RUN_TYPES`.
+const RUN_COLUMNS: &str = "id, commit_id, describe, label, config_key, testbed, test, \
+     source_tool, started_at, n_iterations, throughput_bps, transaction_rate, record, \
+     latency_mean_us, latency_p50_us, latency_p90_us, latency_p99_us, latency_p999_us, \
+     local_cpu_pct, remote_cpu_pct, local_service_demand, remote_service_demand, imported_at";
+
+const SERIES_COLUMNS: &str = "config_key, started_at, run_id, spec_key, series";
+
+/// One value of a row read from SQLite, as PostgreSQL takes it.
+enum Value {
+    Text(Option<String>),
+    Integer(i64),
+    Real(Option<f64>),
+    Blob(Vec<u8>),
+}
+
+impl Value {
+    fn as_sql(&self) -> &(dyn ToSql + Sync) {
+        match self {
+            Value::Text(value) => value,
+            Value::Integer(value) => value,
+            Value::Real(value) => value,
+            Value::Blob(value) => value,
+        }
+    }
+}
+
+/// Copies the rows of `table` that `select` reads from `file` into the
+/// PostgreSQL archive through `client`, each column read as `types` says;
+/// returns how many.
+fn copy_rows(
+    file: &rusqlite::Connection,
+    transaction: &mut postgres::Transaction<'_>,
+    (table, columns, types): (&str, &str, &[Type]),
+    select: &str,
+    since: &str,
+) -> Result<u64, Box<dyn std::error::Error>> {
+    let sink = transaction.copy_in(&format!("COPY {table} ({columns}) FROM STDIN BINARY"))?;
+    let mut writer = BinaryCopyInWriter::new(sink, types);
+    let mut statement = file.prepare(select)?;
+    let mut rows = statement.query([since])?;
+    let mut copied = 0;
+    while let Some(row) = rows.next()? {
+        let values = types
+            .iter()
+            .enumerate()
+            .map(|(column, kind)| {
+                Ok(match *kind {
+                    Type::INT8 => Value::Integer(row.get(column)?),
+                    Type::FLOAT8 => Value::Real(row.get(column)?),
+                    Type::BYTEA => Value::Blob(row.get(column)?),
+                    _ => Value::Text(row.get(column)?),
+                })
+            })
+            .collect::<Result<Vec<_>, rusqlite::Error>>()?;
+        let values: Vec<&(dyn ToSql + Sync)> = values.iter().map(Value::as_sql).collect();
+        writer.write(&values)?;
+        copied += 1;
+    }
+    writer.finish()?;
+    Ok(copied)
+}
+
+/// Copies the runs of the SQLite archive `file` that started with
+/// generated run `from` or later, and their rows of `run_series`, into
+/// the PostgreSQL archive at `address`, in one transaction.
+fn copy_to_postgres(
+    file: &str,
+    address: &str,
+    from: u64,
+) -> Result<u64, Box<dyn std::error::Error>> {
+    // Opened through netbisect first: the tables exist at its schema.
+    drop(Archive::open_location(&Location::parse(address.as_ref())?)?);
+    let file =
+        rusqlite::Connection::open_with_flags(file, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    let mut client = postgres::Client::connect(address, postgres::NoTls)?;
+    let since = run_record::time::sortable_utc(&run_record::time::rfc3339_utc(
+        std::time::UNIX_EPOCH + std::time::Duration::from_secs(started_s(from)),
+    ));
+    let mut run_types = vec![Type::TEXT; 9];
+    run_types.extend([Type::INT8, Type::FLOAT8, Type::FLOAT8, Type::BYTEA]);
+    run_types.extend([Type::FLOAT8; 9]);
+    run_types.push(Type::TEXT);
+    let mut transaction = client.transaction()?;
+    let copied = copy_rows(
+        &file,
+        &mut transaction,
+        ("runs", RUN_COLUMNS, &run_types),
+        &format!("SELECT {RUN_COLUMNS} FROM runs WHERE started_at >= ?1"),
+        &since,
+    )?;
+    copy_rows(
+        &file,
+        &mut transaction,
+        ("run_series", SERIES_COLUMNS, &[Type::TEXT; 5]),
+        &format!("SELECT {SERIES_COLUMNS} FROM run_series WHERE started_at >= ?1"),
+        &since,
+    )?;
+    transaction.commit()?;
+    Ok(copied)
 }

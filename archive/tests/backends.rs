@@ -441,6 +441,91 @@ fn concurrent_writers_store_each_run_once() {
     assert!(archive.check().unwrap().is_clean());
 }
 
+/// A PostgreSQL archive at schema version 1 (its history index without
+/// the columns it covers since version 2) is brought to version 2 when a
+/// writer opens it, its runs kept and read as before; a reader leaves it
+/// at version 1 and reads it too. A version beyond this build's is still
+/// refused, naming both.
+#[test]
+fn a_postgresql_archive_at_version_1_is_upgraded_and_a_newer_one_refused() {
+    let Some(cluster) = cluster() else {
+        return;
+    };
+    let name = cluster.database();
+    let location = Place::Server(cluster, name.clone()).location();
+    let mut archive = Archive::open_location(&location).unwrap();
+    let runs: Vec<CanonicalRun> = (0..4)
+        .map(|idx| {
+            canonical(record(
+                "aaaa1111",
+                if idx % 2 == 0 { "base" } else { "new" },
+                1e9 + f64::from(idx) * 1e6,
+                TestKind::TcpStream,
+            ))
+        })
+        .collect();
+    archive.store_all(&runs).unwrap();
+    let query = RunQuery {
+        label: Some("base".to_string()),
+        config_key_prefix: Some(runs[0].record().config_key.clone()),
+        ..RunQuery::default()
+    };
+    let history = archive
+        .series_runs(&query, Metric::ThroughputBps)
+        .unwrap()
+        .unwrap();
+    assert_eq!(history.len(), 2);
+    drop(archive);
+    // The index as version 1 made it.
+    cluster.run_in(
+        &name,
+        "DROP INDEX runs_history; \
+         CREATE INDEX runs_history ON runs (config_key, label, started_at, id); \
+         UPDATE netbisect_archive SET schema_version = 1",
+    );
+    let covering = "DO $$ BEGIN IF (SELECT indexdef FROM pg_indexes \
+         WHERE indexname = 'runs_history') NOT LIKE \
+         '%(config_key, label, started_at, id) INCLUDE (commit_id, test)' \
+         THEN RAISE 'runs_history covers nothing'; END IF; END $$";
+
+    let reader = Archive::open_location_read_only(&location).unwrap();
+    assert_eq!(reader.schema_version().unwrap(), 1);
+    assert_eq!(
+        reader
+            .series_runs(&query, Metric::ThroughputBps)
+            .unwrap()
+            .unwrap(),
+        history
+    );
+    drop(reader);
+
+    let archive = Archive::open_location(&location).unwrap();
+    assert_eq!(archive.schema_version().unwrap(), 2);
+    cluster.run_in(&name, covering);
+    assert_eq!(
+        archive
+            .series_runs(&query, Metric::ThroughputBps)
+            .unwrap()
+            .unwrap(),
+        history
+    );
+    assert_eq!(archive.count().unwrap(), 4);
+    assert!(archive.check().unwrap().is_clean());
+    drop(archive);
+
+    cluster.run_in(&name, "UPDATE netbisect_archive SET schema_version = 3");
+    for err in [
+        Archive::open_location(&location).err().unwrap(),
+        Archive::open_location_read_only(&location).err().unwrap(),
+    ] {
+        assert!(
+            err.to_string()
+                .contains("archive schema version 3 is newer than version 2"),
+            "{err}"
+        );
+    }
+}
+
 #[test]
 fn a_server_that_cannot_be_used_is_refused_naming_its_address_not_its_password() {
     let Some(cluster) = cluster() else {

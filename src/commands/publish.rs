@@ -1,7 +1,8 @@
 //! `netbisect publish DIR`: the archive as a static site (see
 //! [`crate::site`]): an index of testbeds and configurations, a page per
 //! configuration with the chart of its primary metric across commits
-//! (`--repo`) or time, a page per `--compare A..B`, and a page per
+//! (`--repo`) or time, a page per `--compare A..B`, a page per experiment
+//! (`ab`) with the table `compare` prints for it, and a page per
 //! bisection in the archive's session store.
 //!
 //! An empty archive and a DIR that is a file are input errors (2); a DIR
@@ -50,6 +51,7 @@ pub fn run(global: &GlobalArgs, args: &PublishArgs) -> anyhow::Result<Code> {
     for (idx, given) in args.compare.iter().enumerate() {
         compares.push(site::compare::compare_page(&archive, given, idx + 1)?);
     }
+    let experiments = site::experiments::experiment_pages(global, &archive)?;
     let mut bisections = Vec::new();
     for session in archive.sessions().context("failed to read the archive")? {
         bisections.push(site::bisection::bisection_page(&archive, &session, None)?);
@@ -59,6 +61,10 @@ pub fn run(global: &GlobalArgs, args: &PublishArgs) -> anyhow::Result<Code> {
     let index = site::index_page(&IndexLinks {
         configs: &configs,
         compares: compares
+            .iter()
+            .map(|page| (page.file.as_str(), page.title.as_str()))
+            .collect(),
+        experiments: experiments
             .iter()
             .map(|page| (page.file.as_str(), page.title.as_str()))
             .collect(),
@@ -76,6 +82,9 @@ pub fn run(global: &GlobalArgs, args: &PublishArgs) -> anyhow::Result<Code> {
         site.pages.insert(config.file, config.html);
     }
     for page in compares {
+        site.pages.insert(page.file, page.html);
+    }
+    for page in experiments {
         site.pages.insert(page.file, page.html);
     }
     for page in bisections {

@@ -12,8 +12,8 @@ use crate::exit::InputError;
 use crate::output;
 use crate::selector::{self, Selector};
 use crate::store::open_archive_read;
-use archive::RunQuery;
 use archive::compare::{CompareError, CompareOptions, Comparison, compare};
+use archive::{Archive, RunQuery};
 use run_record::spec::TestKind;
 
 use tables::{NetperfContext, short_name};
@@ -66,6 +66,74 @@ impl ComparisonRequest {
 /// Compares the two sides of `args` in the archive and prints the result.
 pub fn print_comparison(global: &GlobalArgs, args: &ComparisonRequest) -> anyhow::Result<()> {
     args.check()?;
+    let archive = open_archive_read(global)?;
+    let compared = compare_sides(global, &archive, args)?;
+    let json = || {
+        let n_differing = compared
+            .comparison
+            .groups
+            .iter()
+            .filter(|group| !group.env_differences.is_empty() || group.config_keys_differ)
+            .count();
+        if n_differing > 0 && !global.quiet {
+            eprintln!(
+                "netbisect: warning: the environments of the sides differ in {n_differing} \
+                 group{} (see env_differences, config_keys_differ)",
+                if n_differing == 1 { "" } else { "s" }
+            );
+        }
+        output::pretty(&compared.comparison, "the comparison")
+    };
+    output::emit(global, json, || compared.text(global, args))
+}
+
+/// The text `compare` prints for `args` (never its `--json`), from
+/// `archive`: what a published page shows of an experiment.
+pub fn comparison_text(
+    global: &GlobalArgs,
+    archive: &Archive,
+    args: &ComparisonRequest,
+) -> anyhow::Result<String> {
+    args.check()?;
+    compare_sides(global, archive, args)?.text(global, args)
+}
+
+/// A comparison made, with what its text needs beside it.
+struct Compared {
+    comparison: Comparison,
+    /// Each group's settings, where several pairs of sides were merged.
+    settings: Vec<String>,
+    /// The records of side A and of side B.
+    side_records: [Vec<run_record::record::RunRecord>; 2],
+}
+
+impl Compared {
+    /// The `compare` template's text (or `compare-stats`'s).
+    fn text(&self, global: &GlobalArgs, args: &ComparisonRequest) -> anyhow::Result<String> {
+        match args.layout {
+            CompareLayout::Stats => {
+                output::template(global, "compare-stats", &self.comparison, "the comparison")
+            }
+            CompareLayout::Netperf | CompareLayout::Matrix => {
+                let context = NetperfContext::new(
+                    &self.comparison,
+                    &self.settings,
+                    args.layout,
+                    &args.units,
+                    args.email.then_some(&self.side_records),
+                );
+                output::template(global, "compare", &context, "the comparison")
+            }
+        }
+    }
+}
+
+/// The sides of `args` read from `archive` and compared.
+fn compare_sides(
+    global: &GlobalArgs,
+    archive: &Archive,
+    args: &ComparisonRequest,
+) -> anyhow::Result<Compared> {
     let first_words: Vec<&str> = args.first.split(',').collect();
     let second_words: Vec<&str> = args.second.split(',').collect();
     if first_words.len() != second_words.len() {
@@ -92,12 +160,11 @@ pub fn print_comparison(global: &GlobalArgs, args: &ComparisonRequest) -> anyhow
         ..CompareOptions::default()
     };
 
-    let archive = open_archive_read(global)?;
     let mut pairs = Vec::new();
     let mut side_records: [Vec<run_record::record::RunRecord>; 2] = [Vec::new(), Vec::new()];
     for (first, second) in &selectors {
-        let mut first_selection = selector::resolve(&archive, first, &filters)?;
-        let mut second_selection = selector::resolve(&archive, second, &filters)?;
+        let mut first_selection = selector::resolve(archive, first, &filters)?;
+        let mut second_selection = selector::resolve(archive, second, &filters)?;
         if let Some(id) = &args.experiment {
             for (selection, selector) in [
                 (&mut first_selection, first),
@@ -163,38 +230,30 @@ pub fn print_comparison(global: &GlobalArgs, args: &ComparisonRequest) -> anyhow
         side_records[1].extend(second_selection.records);
     }
     let (comparison, settings) = merge_pairs(pairs);
+    Ok(Compared {
+        comparison,
+        settings,
+        side_records,
+    })
+}
 
-    let json = || {
-        let n_differing = comparison
-            .groups
-            .iter()
-            .filter(|group| !group.env_differences.is_empty() || group.config_keys_differ)
-            .count();
-        if n_differing > 0 && !global.quiet {
-            eprintln!(
-                "netbisect: warning: the environments of the sides differ in {n_differing} \
-                 group{} (see env_differences, config_keys_differ)",
-                if n_differing == 1 { "" } else { "s" }
-            );
-        }
-        output::pretty(&comparison, "the comparison")
+/// The layout `ab` prints the experiment whose configurations `records`
+/// are (a run of each) in: netperf's for one configuration or one size
+/// swept (`-m` or `-r`), else the matrix.
+pub fn experiment_layout(records: &[&run_record::record::RunRecord]) -> CompareLayout {
+    let Some(words) = reproduce::test_words(records) else {
+        return CompareLayout::Matrix;
     };
-    let text = || match args.layout {
-        CompareLayout::Stats => {
-            output::template(global, "compare-stats", &comparison, "the comparison")
-        }
-        CompareLayout::Netperf | CompareLayout::Matrix => {
-            let context = NetperfContext::new(
-                &comparison,
-                &settings,
-                args.layout,
-                &args.units,
-                args.email.then_some(&side_records),
-            );
-            output::template(global, "compare", &context, "the comparison")
-        }
-    };
-    output::emit(global, json, text)
+    let axes: Vec<&str> = words
+        .iter()
+        .filter_map(|word| word.strip_prefix("--sweep "))
+        .map(|axis| axis.trim_start_matches('\''))
+        .collect();
+    match axes.as_slice() {
+        [] => CompareLayout::Netperf,
+        [axis] if axis.starts_with("m=") || axis.starts_with("r=") => CompareLayout::Netperf,
+        _ => CompareLayout::Matrix,
+    }
 }
 
 /// "2 kernels (6.1.0-55-amd64, 6.1.0-57-amd64)" when `records` come from

@@ -126,7 +126,7 @@ pub fn ab_command(sides: [&[RunRecord]; 2], names: [&str; 2]) -> Option<String> 
 
 /// `-t TEST`, the options every configuration shares, and a `--sweep` for
 /// each that varies.
-fn test_words(records: &[&RunRecord]) -> Option<Vec<String>> {
+pub(super) fn test_words(records: &[&RunRecord]) -> Option<Vec<String>> {
     // Each configuration's options by flag: `-m` -> `1024`,
     // `--set gso` -> `off`, `-t` -> `TCP_STREAM`.
     let given: Vec<Vec<(String, String)>> = records

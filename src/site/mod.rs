@@ -7,6 +7,8 @@
 //! - [`series`]: a history's points with their 95% intervals, as a chart.
 //! - [`configs`]: the configurations of an archive and their pages.
 //! - [`compare`]: compare pages of two sides.
+//! - [`experiments`]: a page per experiment, with the table `compare`
+//!   prints for it.
 //! - [`bisection`]: a bisection's page from its journal.
 //! - [`html`]: escaping and the page every file shares.
 //!
@@ -17,11 +19,16 @@
 //! [`write_site`] writes every page into a temporary directory inside the
 //! target, then renames each into place (the index last), so a publish
 //! killed half way leaves the old pages or new ones, never a cut one.
+//! It holds the target locked meanwhile, so that publishes into one
+//! directory take turns, and removes the temporary directories a killed
+//! publish left there (its own kind only: `.publish-` and six letters or
+//! digits, a directory).
 
 pub mod bisection;
 pub mod chart;
 pub mod compare;
 pub mod configs;
+pub mod experiments;
 pub mod html;
 pub mod series;
 
@@ -46,6 +53,8 @@ pub struct IndexLinks<'a> {
     pub configs: &'a [configs::ConfigPage],
     /// Compare pages: file and title.
     pub compares: Vec<(&'a str, &'a str)>,
+    /// Experiment pages: file and title.
+    pub experiments: Vec<(&'a str, &'a str)>,
     /// Bisection pages: file, title and state.
     pub bisections: Vec<(&'a str, &'a str, &'a str)>,
     /// How the charts order their points, in words.
@@ -53,7 +62,7 @@ pub struct IndexLinks<'a> {
 }
 
 /// The index page: the testbeds, each with its configurations, then the
-/// comparisons and the bisections.
+/// comparisons, the experiments and the bisections.
 pub fn index_page(links: &IndexLinks<'_>) -> String {
     use html::{Cell, escape, table};
     use std::fmt::Write as _;
@@ -118,6 +127,18 @@ pub fn index_page(links: &IndexLinks<'_>) -> String {
         }
         body.push_str("</ul>\n");
     }
+    if !links.experiments.is_empty() {
+        body.push_str("<h2>Experiments</h2>\n<ul>\n");
+        for (file, title) in &links.experiments {
+            let _ = writeln!(
+                body,
+                "<li><a href=\"{}\">{}</a></li>",
+                escape(file),
+                escape(title)
+            );
+        }
+        body.push_str("</ul>\n");
+    }
     if !links.bisections.is_empty() {
         body.push_str("<h2>Bisections</h2>\n<ul>\n");
         for (file, title, state) in &links.bisections {
@@ -161,6 +182,63 @@ pub fn write_file(path: &Path, contents: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The prefix of the temporary directory a publish writes its pages into.
+const STAGING_PREFIX: &str = ".publish-";
+
+/// Random letters and digits after [`STAGING_PREFIX`].
+const STAGING_RAND_CHARS: usize = 6;
+
+/// True when `name` is one of a publish's temporary directories.
+fn is_staging_name(name: &std::ffi::OsStr) -> bool {
+    name.to_str()
+        .and_then(|name| name.strip_prefix(STAGING_PREFIX))
+        .is_some_and(|rest| {
+            rest.len() == STAGING_RAND_CHARS
+                && rest.bytes().all(|byte| byte.is_ascii_alphanumeric())
+        })
+}
+
+/// Takes the lock of the target directory, waiting while another publish
+/// holds it; released when the returned descriptor is closed, or when
+/// the process ends however it ends. `None` where the file system has no
+/// such locks: the publish goes on, and leaves leftovers alone.
+fn lock_target(dir: &Path) -> Option<std::os::fd::OwnedFd> {
+    use rustix::fs::{FlockOperation, Mode, OFlags, flock, open};
+    let fd = open(
+        dir,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    loop {
+        match flock(&fd, FlockOperation::LockExclusive) {
+            Ok(()) => return Some(fd),
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(_) => return None,
+        }
+    }
+}
+
+/// Removes the temporary directories that publishes killed before they
+/// finished left in `dir`; the caller holds `dir`'s lock, so none of them
+/// is in use. A link or a file of such a name, and any other name, is
+/// left alone; a leftover that cannot be removed is left for next time.
+fn remove_leftovers(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if !is_staging_name(&entry.file_name()) {
+            continue;
+        }
+        let path = entry.path();
+        let is_dir = std::fs::symlink_metadata(&path).is_ok_and(|meta| meta.file_type().is_dir());
+        if is_dir {
+            let _ = std::fs::remove_dir_all(&path);
+        }
+    }
+}
+
 /// Writes `site` into `dir` (created if missing). A `dir` that exists
 /// and is not a directory is an input error; one that cannot be written
 /// is a runtime failure.
@@ -174,8 +252,13 @@ pub fn write_site(site: &Site, dir: &Path) -> anyhow::Result<()> {
     }
     std::fs::create_dir_all(dir)
         .with_context(|| format!("failed to create directory {}", dir.display()))?;
+    let lock = lock_target(dir);
+    if lock.is_some() {
+        remove_leftovers(dir);
+    }
     let staging = tempfile::Builder::new()
-        .prefix(".publish-")
+        .prefix(STAGING_PREFIX)
+        .rand_bytes(STAGING_RAND_CHARS)
         .tempdir_in(dir)
         .with_context(|| format!("failed to write in {}", dir.display()))?;
     for (name, contents) in &site.pages {
@@ -199,5 +282,29 @@ pub fn write_site(site: &Site, dir: &Path) -> anyhow::Result<()> {
             "failed to remove the staging directory in {}",
             dir.display()
         )
-    })
+    })?;
+    drop(lock);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn only_a_publish_s_own_directories_are_taken_for_leftovers() {
+        assert!(is_staging_name(OsStr::new(".publish-a1B2c3")));
+        for name in [
+            ".publish-",
+            ".publish-a1B2c",
+            ".publish-a1B2c3d",
+            ".publish-a1B2.3",
+            "publish-a1B2c3",
+            ".netbisect-a1B2c3",
+            "index.html",
+        ] {
+            assert!(!is_staging_name(OsStr::new(name)), "{name}");
+        }
+    }
 }

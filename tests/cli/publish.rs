@@ -3,7 +3,7 @@
 //! git repository built with git2, a real bisection over loopback, and
 //! the pages loaded in a real browser (Debian's chromium, headless).
 
-use crate::compare::{RunOf, around, import, netbisect, stderr_of_failure};
+use crate::compare::{RunOf, around, import, netbisect, stderr_of_failure, stdout_of};
 use git2::Oid;
 use run_record::spec::TestKind;
 use std::path::{Path, PathBuf};
@@ -269,6 +269,321 @@ fn bad_input_is_refused_with_the_documented_codes() {
     assert!(!site.exists());
 }
 
+/// The file names under `dir`, each with what it holds (a directory's
+/// entries, a link's target), to see what a publish left alone.
+fn entries(dir: &Path) -> Vec<(String, String)> {
+    let mut found: Vec<(String, String)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_str().unwrap().to_string();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let held = if meta.file_type().is_symlink() {
+                format!("-> {}", std::fs::read_link(&path).unwrap().display())
+            } else if meta.is_dir() {
+                format!("{:?}", entries(&path))
+            } else {
+                read(&path)
+            };
+            (name, held)
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+/// A publish killed before it finished leaves its temporary directory in
+/// DIR, pages in it, one of them cut (planted here as it is left); the
+/// next publish removes it and nothing else, and the site it writes is
+/// whole. A publish waits while another holds DIR.
+#[test]
+fn the_next_publish_removes_what_a_killed_one_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, _, _) = site_fixture(dir.path());
+    let whole = dir.path().join("whole");
+    netbisect_at(&db)
+        .arg("publish")
+        .arg(&whole)
+        .assert()
+        .success();
+
+    let site = dir.path().join("site");
+    netbisect_at(&db)
+        .arg("publish")
+        .arg(&site)
+        .assert()
+        .success();
+    let leftover = site.join(".publish-K1lLed");
+    std::fs::create_dir(&leftover).unwrap();
+    std::fs::write(
+        leftover.join("index.html"),
+        "<!DOCTYPE html>\n<html><h1>netb",
+    )
+    .unwrap();
+    std::fs::write(
+        leftover.join("compare-1.html"),
+        read(&whole.join("index.html")),
+    )
+    .unwrap();
+    // What is not a publish's own: other names, a file and a link of its
+    // name, and what the link points to.
+    let kept = dir.path().join("kept");
+    std::fs::create_dir(&kept).unwrap();
+    std::fs::write(kept.join("notes.txt"), "mine").unwrap();
+    std::fs::create_dir(site.join(".publish-notes")).unwrap();
+    std::fs::write(site.join(".publish-notes").join("a"), "mine").unwrap();
+    std::fs::write(site.join(".publish-F1le00"), "mine").unwrap();
+    std::fs::write(site.join("notes.txt"), "mine").unwrap();
+    std::os::unix::fs::symlink(&kept, site.join(".publish-L1nk00")).unwrap();
+    let mut expected = entries(&whole);
+    for name in [
+        ".publish-notes",
+        ".publish-F1le00",
+        "notes.txt",
+        ".publish-L1nk00",
+    ] {
+        expected.extend(
+            entries(&site)
+                .into_iter()
+                .filter(|(found, _)| found == name),
+        );
+    }
+    expected.sort();
+
+    // Another publish holds DIR: this one waits for it.
+    let held = std::fs::File::open(&site).unwrap();
+    rustix::fs::flock(&held, rustix::fs::FlockOperation::LockExclusive).unwrap();
+    let mut waiting = std::process::Command::new(env!("CARGO_BIN_EXE_netbisect"))
+        .env("NETBISECT_ARCHIVE", &db)
+        .env_remove("NETBISECT_TEMPLATE_DIR")
+        .arg("--quiet")
+        .arg("publish")
+        .arg(&site)
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(waiting.try_wait().unwrap().is_none(), "it did not wait");
+    assert!(
+        leftover.exists(),
+        "cleaned while another held the directory"
+    );
+    drop(held);
+    assert!(waiting.wait().unwrap().success());
+
+    assert!(!leftover.exists());
+    assert_eq!(entries(&site), expected);
+    assert_eq!(read(&kept.join("notes.txt")), "mine");
+}
+
+/// `text` as the pages escape free text.
+fn html_escaped(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
+}
+
+/// Two experiments as `ab` leaves them, beside runs of the same labels
+/// outside any: `...e1`, one TCP_STREAM configuration over three rounds,
+/// A labelled `zeta-base` (so that A is not first in the alphabet), B
+/// 10% slower; `...e2`, TCP_STREAM and TCP_RR (`--sweep t=...`) over
+/// two rounds, no change. Returns the archive.
+fn experiments_fixture(dir: &Path) -> PathBuf {
+    use run_record::record::ExperimentTag;
+    let commit = "1234567890abcdef1234567890abcdef12345678";
+    let mut records = Vec::new();
+    let mut add =
+        |experiment: Option<&str>, round: u32, label: &str, test, level: f64, at: usize| {
+            let time = format!("2026-05-01T{:02}:{:02}:00Z", at / 60, at % 60);
+            let samples = around(level, 0.003, 3, at as u64);
+            let mut record = RunOf {
+                test,
+                label: Some(label),
+                ..RunOf::stream(commit, &time, &samples)
+            }
+            .record();
+            if let Some(id) = experiment {
+                record.experiment = Some(ExperimentTag {
+                    id: id.to_string(),
+                    round,
+                });
+                record.seal().unwrap();
+            }
+            records.push(record);
+        };
+    let mut at = 0;
+    for round in 1..=3 {
+        // A B in odd rounds, B A in even ones.
+        let order = if round % 2 == 1 {
+            [("zeta-base", 9.4e9), ("alpha-fix", 9.4e9 * 0.9)]
+        } else {
+            [("alpha-fix", 9.4e9 * 0.9), ("zeta-base", 9.4e9)]
+        };
+        for (label, level) in order {
+            add(
+                Some("00000000000000e1"),
+                round,
+                label,
+                TestKind::TcpStream,
+                level,
+                at,
+            );
+            at += 1;
+        }
+    }
+    for round in 1..=2 {
+        for label in ["one", "two"] {
+            add(
+                Some("00000000000000e2"),
+                round,
+                label,
+                TestKind::TcpStream,
+                9.4e9,
+                at,
+            );
+            add(
+                Some("00000000000000e2"),
+                round,
+                label,
+                TestKind::TcpRr,
+                40_000.0,
+                at + 1,
+            );
+            at += 2;
+        }
+    }
+    // The same labels outside the experiments, 20% slower: left out.
+    for label in ["zeta-base", "alpha-fix"] {
+        add(None, 0, label, TestKind::TcpStream, 9.4e9 * 0.8, at);
+        at += 1;
+    }
+    let db = dir.join("archive.db");
+    import(&db, &records);
+    db
+}
+
+/// Each experiment has a page, linked from the index, with the table
+/// `compare` prints for it (its own runs only, A the side that ran
+/// first), and the pages load in a real browser with the table in them.
+#[test]
+fn each_experiment_has_a_page_with_its_comparison() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = experiments_fixture(dir.path());
+    let site = dir.path().join("site");
+    netbisect_at(&db)
+        .arg("publish")
+        .arg(&site)
+        .assert()
+        .success();
+    let pages = pages(&site);
+    let page_of = |name: &str| {
+        &pages
+            .iter()
+            .find(|(found, _)| found == name)
+            .unwrap_or_else(|| panic!("no {name} in {pages:?}"))
+            .1
+    };
+    let index = page_of("index.html");
+    assert!(index.contains("<h2>Experiments</h2>"), "{index}");
+    for (name, html) in &pages {
+        assert_self_contained(name, html);
+    }
+
+    for (id, args, title) in [
+        (
+            "00000000000000e1",
+            vec!["label:zeta-base", "label:alpha-fix"],
+            "Experiment 00000000000000e1: zeta-base against alpha-fix",
+        ),
+        (
+            "00000000000000e2",
+            vec!["label:one", "label:two", "--layout", "matrix"],
+            "Experiment 00000000000000e2: one against two",
+        ),
+    ] {
+        let file = format!("experiment-{id}.html");
+        assert!(
+            index.contains(&format!("<a href=\"{file}\">{title}</a>")),
+            "{index}"
+        );
+        let html = page_of(&file);
+        let table = stdout_of(
+            netbisect(&db)
+                .arg("compare")
+                .args(&args)
+                .args(["--experiment", id]),
+        );
+        assert!(
+            html.contains(&format!(
+                "<pre class=\"compare\">{}</pre>",
+                html_escaped(&table)
+            )),
+            "{html}\n{table}"
+        );
+        assert!(
+            html.contains(&html_escaped(&format!(
+                "netbisect compare {} --experiment {id}",
+                args[..2].join(" ")
+            ))),
+            "{html}"
+        );
+    }
+    let first = page_of("experiment-00000000000000e1.html");
+    assert!(
+        first.contains("6 runs in 3 rounds of 1 configuration"),
+        "{first}"
+    );
+    assert!(
+        first.contains("3 runs of experiment 00000000000000e1"),
+        "{first}"
+    );
+    assert!(first.contains("-10."), "B's 10% loss: {first}");
+    let second = page_of("experiment-00000000000000e2.html");
+    assert!(
+        second.contains("8 runs in 2 rounds of 2 configurations"),
+        "{second}"
+    );
+
+    let Some(browser) = chromium() else {
+        eprintln!("browser part skipped: chromium is not installed");
+        return;
+    };
+    let profile = tempfile::tempdir().unwrap();
+    let url = |name: &str| format!("file://{}", site.join(name).display());
+    let (dom, stderr) = run_chromium(
+        &browser,
+        profile.path(),
+        &["--dump-dom"],
+        &url("index.html"),
+    );
+    assert!(!stderr.contains("Uncaught"), "{stderr}");
+    assert!(
+        dom.contains("href=\"experiment-00000000000000e1.html\""),
+        "{dom}"
+    );
+    assert!(
+        dom.contains("href=\"experiment-00000000000000e2.html\""),
+        "{dom}"
+    );
+    let (dom, stderr) = run_chromium(
+        &browser,
+        profile.path(),
+        &["--dump-dom"],
+        &url("experiment-00000000000000e1.html"),
+    );
+    assert!(!stderr.contains("Uncaught"), "{stderr}");
+    let pre_start = dom
+        .find("<pre class=\"compare\">")
+        .expect("the table in the DOM");
+    let pre = &dom[pre_start..dom[pre_start..].find("</pre>").unwrap() + pre_start];
+    assert!(
+        pre.contains("3 runs of experiment 00000000000000e1"),
+        "{pre}"
+    );
+    assert!(pre.contains("-10."), "{pre}");
+}
+
 /// A finished bisection over loopback, published: its page has every
 /// commit it measured, its decisions and the culprit; `bisect report
 /// --svg` writes the page's chart.
@@ -429,6 +744,15 @@ fn the_pages_load_in_a_real_browser() {
         1 + 10 + 1,
         "page, points, change"
     );
+    // The hover details, without a script: each point's own <title>.
+    for point in dom.split("<circle class=\"point\"").skip(1) {
+        let point = &point[..point.find("</circle>").unwrap()];
+        let title = &point[point.find("<title>").expect("a point's title")..];
+        assert!(
+            title.contains("mean ") && title.contains("95% interval") && title.contains("run"),
+            "{title}"
+        );
+    }
 
     let target = Path::new(env!("CARGO_TARGET_TMPDIR")).parent().unwrap();
     let screenshot = target.join("site-screenshot.png");

@@ -29,7 +29,7 @@ mod write;
 
 /// The newest schema version of a PostgreSQL archive this build writes
 /// and reads (numbered apart from the SQLite file's).
-pub const CURRENT_VERSION: u32 = 1;
+pub const CURRENT_VERSION: u32 = 2;
 
 /// The key of the advisory lock migrations take ("nbis").
 const MIGRATION_LOCK: i64 = 0x6e62_6973;
@@ -43,7 +43,12 @@ const MIGRATION_LOCK: i64 = 0x6e62_6973;
 ///    "C" collation, so that ordering is bytewise as in SQLite and LIKE
 ///    prefixes use the indexes), `run_series`, `bisect_sessions`,
 ///    `bisect_events`, and `netbisect_archive`, the schema version.
-const MIGRATIONS: &[&str] = &["
+/// 2. `runs_history` covers what a history reads of `runs` (`commit_id`
+///    and `test` included, as the file's index has them), so that a
+///    history is an index-only scan of `runs` and reads no row of that
+///    table of records.
+const MIGRATIONS: &[&str] = &[
+    "
     CREATE TABLE netbisect_archive (
         application text PRIMARY KEY CHECK (application = 'netbisect'),
         schema_version integer NOT NULL
@@ -103,7 +108,14 @@ const MIGRATIONS: &[&str] = &["
         written_at text NOT NULL,
         PRIMARY KEY (session_id, seq)
     );
-"];
+",
+    "
+    CREATE INDEX runs_history_covering ON runs (config_key, label, started_at, id)
+        INCLUDE (commit_id, test);
+    DROP INDEX runs_history;
+    ALTER INDEX runs_history_covering RENAME TO runs_history;
+",
+];
 
 /// An open PostgreSQL archive: one connection.
 pub(crate) struct PgArchive {
@@ -224,7 +236,7 @@ fn read_version_with(
         detail,
     };
     let exists: bool = client
-        .query_one(
+        .query_typed_one(
             "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_tables \
              WHERE schemaname = current_schema() AND tablename = 'netbisect_archive')",
             &[],
@@ -233,7 +245,7 @@ fn read_version_with(
     if !exists {
         return Ok(None);
     }
-    let row = client.query_opt(
+    let row = client.query_typed_opt(
         "SELECT schema_version FROM netbisect_archive WHERE application = 'netbisect'",
         &[],
     )?;
@@ -257,7 +269,7 @@ fn read_version_with(
 /// True when the current schema of the database has any table.
 fn has_tables_with(client: &mut impl postgres::GenericClient) -> Result<bool, ArchiveError> {
     Ok(client
-        .query_one(
+        .query_typed_one(
             "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_tables \
              WHERE schemaname = current_schema())",
             &[],

@@ -2,6 +2,10 @@
 //! PostgreSQL's dialect ([`Dialect::Postgres`]), each row read with
 //! checked types, so that a column of an unexpected type is an error,
 //! never a panic.
+//!
+//! Every selection is sent with its parameters' types (all text), in one
+//! round trip: no statement is prepared first and closed after, which
+//! would take three, and a command makes several selections.
 
 use super::PgArchive;
 use crate::ArchiveError;
@@ -9,16 +13,17 @@ use crate::store::query::{
     Dialect, MISSING_SERIES, Order, RUN_COLUMNS, RunQuery, SERIES_JOIN, select_sql,
 };
 use crate::store::{MetricValue, SeriesRun, StoredRun};
-use postgres::types::ToSql;
+use postgres::types::{ToSql, Type};
 use run_record::record::Metric;
 use run_record::spec::TestKind;
 use std::str::FromStr;
 
-/// The parameters of a selection as the client takes them.
-fn parameters(values: &[String]) -> Vec<&(dyn ToSql + Sync)> {
+/// The parameters of a selection as the client takes them, with their
+/// type: every one is text.
+fn parameters(values: &[String]) -> Vec<(&(dyn ToSql + Sync), Type)> {
     values
         .iter()
-        .map(|value| value as &(dyn ToSql + Sync))
+        .map(|value| (value as &(dyn ToSql + Sync), Type::TEXT))
         .collect()
 }
 
@@ -28,7 +33,7 @@ impl PgArchive {
         let n_runs: i64 = self
             .client
             .borrow_mut()
-            .query_one("SELECT count(*) FROM runs", &[])?
+            .query_typed_one("SELECT count(*) FROM runs", &[])?
             .try_get(0)?;
         Ok(u64::try_from(n_runs).unwrap_or(0))
     }
@@ -49,7 +54,7 @@ impl PgArchive {
         let n_matches: i64 = self
             .client
             .borrow_mut()
-            .query_one(&sql, &parameters(&values))?
+            .query_typed_one(&sql, &parameters(&values))?
             .try_get(0)?;
         Ok(u64::try_from(n_matches).unwrap_or(0))
     }
@@ -60,7 +65,10 @@ impl PgArchive {
         order: Order,
     ) -> Result<Vec<StoredRun>, ArchiveError> {
         let (sql, values) = select_sql(Dialect::Postgres, RUN_COLUMNS, "runs", query, order)?;
-        let rows = self.client.borrow_mut().query(&sql, &parameters(&values))?;
+        let rows = self
+            .client
+            .borrow_mut()
+            .query_typed(&sql, &parameters(&values))?;
         rows.iter().map(stored_run_of).collect()
     }
 
@@ -82,7 +90,7 @@ impl PgArchive {
         )?;
         let mut client = self.client.borrow_mut();
         let mut rows = client
-            .query_raw(&sql, parameters(&values))
+            .query_typed_raw(&sql, parameters(&values))
             .map_err(ArchiveError::from)?;
         while let Some(row) = rows.next().map_err(ArchiveError::from)? {
             let run = stored_run_of(&row)?;
@@ -111,7 +119,10 @@ impl PgArchive {
             query,
             Order::OldestFirst,
         )?;
-        let rows = self.client.borrow_mut().query(&sql, &parameters(&values))?;
+        let rows = self
+            .client
+            .borrow_mut()
+            .query_typed(&sql, &parameters(&values))?;
         let mut found = Vec::new();
         for row in &rows {
             let Some(value) = row.try_get::<_, Option<f64>>(5)? else {
@@ -149,7 +160,10 @@ impl PgArchive {
             query,
             Order::OldestFirst,
         )?;
-        let rows = self.client.borrow_mut().query(&sql, &parameters(&values))?;
+        let rows = self
+            .client
+            .borrow_mut()
+            .query_typed(&sql, &parameters(&values))?;
         let mut found = Vec::with_capacity(rows.len());
         for row in &rows {
             let id: String = row.try_get(0)?;

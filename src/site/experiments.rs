@@ -1,0 +1,230 @@
+//! Experiment pages: one per experiment whose runs the archive holds
+//! (`ab`, one configuration or a `--sweep`), with the table `compare`
+//! prints for it, `netbisect compare label:A label:B --experiment ID`,
+//! in the layout `ab` prints it in (netperf's for one configuration or
+//! one size swept, else the matrix).
+//!
+//! The runs say which label is A's: kernel A boots first in round 1,
+//! so A's label is that of the earliest run of the lowest round.
+
+use super::html::{escape, page};
+use crate::cli::{CompareLayout, GlobalArgs};
+use crate::comparison::{ComparisonRequest, comparison_text, experiment_layout};
+use anyhow::Context;
+use archive::{Archive, ArchiveError, RunQuery};
+use run_record::record::RunRecord;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// An experiment's page.
+pub struct ExperimentPage {
+    /// File name.
+    pub file: String,
+    /// `experiment ID: A against B`, plain text.
+    pub title: String,
+    /// The page.
+    pub html: String,
+}
+
+/// What the pages need of an experiment's runs.
+#[derive(Default)]
+struct ExperimentRuns {
+    /// Runs, by label.
+    n_runs: BTreeMap<String, usize>,
+    /// The label of the earliest run of the lowest round, with that
+    /// round and start time.
+    first: Option<(u32, String, String)>,
+    /// The highest round.
+    rounds: u32,
+    /// One run of each configuration (spec key), for the layout.
+    configurations: BTreeMap<String, RunRecord>,
+}
+
+/// The experiments of `archive`'s runs, each with its page, in order of
+/// their ids.
+pub fn experiment_pages(
+    global: &GlobalArgs,
+    archive: &Archive,
+) -> anyhow::Result<Vec<ExperimentPage>> {
+    let mut experiments: BTreeMap<String, ExperimentRuns> = BTreeMap::new();
+    archive
+        .for_each_record(&RunQuery::default(), |run, bytes| {
+            let damaged = |detail: String| ArchiveError::DamagedRun {
+                id: run.id.clone(),
+                detail,
+            };
+            let record = RunRecord::from_slice(bytes).map_err(|err| damaged(err.to_string()))?;
+            if record.id != run.id {
+                return Err(damaged(format!("its bytes are those of run {}", record.id)));
+            }
+            let Some(tag) = record.experiment.clone() else {
+                return Ok(());
+            };
+            let Some(label) = record.subject.label.clone() else {
+                return Ok(());
+            };
+            let runs = experiments.entry(tag.id).or_default();
+            *runs.n_runs.entry(label.clone()).or_default() += 1;
+            runs.rounds = runs.rounds.max(tag.round);
+            let candidate = (tag.round, run.started_at.clone(), label);
+            if runs.first.as_ref().is_none_or(|first| candidate < *first) {
+                runs.first = Some(candidate);
+            }
+            let spec_key = record
+                .compute_spec_key()
+                .map_err(|err| damaged(err.to_string()))?;
+            runs.configurations.entry(spec_key).or_insert(record);
+            Ok::<(), ArchiveError>(())
+        })
+        .context("failed to read the archive")?;
+    experiments
+        .iter()
+        .map(|(id, runs)| experiment_page(global, archive, id, runs))
+        .collect()
+}
+
+/// The page's file name: the id when it is a plain word (as `ab` makes
+/// them), else a hash of it.
+fn file_of(id: &str) -> String {
+    if !id.is_empty() && id.len() <= 64 && id.bytes().all(|byte| byte.is_ascii_alphanumeric()) {
+        format!("experiment-{id}.html")
+    } else {
+        format!(
+            "experiment-{}.html",
+            &blake3::hash(id.as_bytes()).to_hex()[..16]
+        )
+    }
+}
+
+/// `text` escaped for HTML, every character beyond ASCII as its numeric
+/// entity.
+fn escape_ascii(text: &str) -> String {
+    escape(text)
+        .chars()
+        .map(|character| {
+            if character.is_ascii() {
+                character.to_string()
+            } else {
+                format!("&#{};", u32::from(character))
+            }
+        })
+        .collect()
+}
+
+fn experiment_page(
+    global: &GlobalArgs,
+    archive: &Archive,
+    id: &str,
+    runs: &ExperimentRuns,
+) -> anyhow::Result<ExperimentPage> {
+    let first_label = runs
+        .first
+        .as_ref()
+        .map_or("", |(_, _, label)| label.as_str());
+    let labels: Vec<&str> = std::iter::once(first_label)
+        .chain(
+            runs.n_runs
+                .keys()
+                .map(String::as_str)
+                .filter(|label| *label != first_label),
+        )
+        .collect();
+    let n_runs: usize = runs.n_runs.values().sum();
+    let mut body = String::new();
+    let title = match labels.as_slice() {
+        [first, second] => {
+            let title = format!("Experiment {id}: {first} against {second}");
+            let configurations: Vec<&RunRecord> = runs.configurations.values().collect();
+            let layout = experiment_layout(&configurations);
+            let request = ComparisonRequest {
+                first: format!("label:{first}"),
+                second: format!("label:{second}"),
+                alpha: 0.05,
+                min_effect: 0.0,
+                test: None,
+                testbed: None,
+                layout,
+                email: false,
+                units: "m".to_string(),
+                experiment: Some(id.to_string()),
+            };
+            let text = comparison_text(global, archive, &request)
+                .with_context(|| format!("failed to compare the runs of experiment {id}"))?;
+            let command = format!(
+                "netbisect compare {} {} --experiment {id}{}",
+                shlex::try_quote(&request.first).map_or_else(|_| request.first.clone(), Into::into),
+                shlex::try_quote(&request.second)
+                    .map_or_else(|_| request.second.clone(), Into::into),
+                if layout == CompareLayout::Matrix {
+                    " --layout matrix"
+                } else {
+                    ""
+                }
+            );
+            let _ = writeln!(
+                body,
+                "<h1>{}</h1>\n<p>{n_runs} runs in {} round{} of {} configuration{}: A is \
+                 <code>{}</code>, B <code>{}</code>. The table of <code>{}</code>:</p>\n\
+                 <pre class=\"compare\">{}</pre>",
+                escape_ascii(&title),
+                runs.rounds,
+                if runs.rounds == 1 { "" } else { "s" },
+                runs.configurations.len(),
+                if runs.configurations.len() == 1 {
+                    ""
+                } else {
+                    "s"
+                },
+                escape_ascii(first),
+                escape_ascii(second),
+                escape_ascii(&command),
+                escape_ascii(&text)
+            );
+            title
+        }
+        _ => {
+            let title = format!("Experiment {id}");
+            let _ = writeln!(
+                body,
+                "<h1>{}</h1>\n<p class=\"note\">{n_runs} run{} under {}: nothing to compare \
+                 until the experiment has runs of its two sides, one label each.</p>",
+                escape_ascii(&title),
+                if n_runs == 1 { "" } else { "s" },
+                labels
+                    .iter()
+                    .map(|label| format!("<code>{}</code>", escape_ascii(label)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            title
+        }
+    };
+    Ok(ExperimentPage {
+        file: file_of(id),
+        html: page(&title, &body),
+        title,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plain_id_names_the_file_and_any_other_is_hashed() {
+        assert_eq!(
+            file_of("0123456789abcdef"),
+            "experiment-0123456789abcdef.html"
+        );
+        for odd in ["../x", "", "a b", &"a".repeat(65)] {
+            let file = file_of(odd);
+            assert_eq!(file.len(), "experiment-.html".len() + 16, "{file}");
+            assert!(!file[..file.len() - 5].contains('.'), "{file}");
+        }
+    }
+
+    #[test]
+    fn text_beyond_ascii_is_escaped_as_entities() {
+        assert_eq!(escape_ascii("<a> \u{b1}1"), "&lt;a&gt; &#177;1");
+    }
+}
