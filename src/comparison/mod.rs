@@ -59,7 +59,28 @@ impl ComparisonRequest {
             ..CompareOptions::default()
         };
         compare(&[], &[], &options).map_err(input_error_of)?;
+        self.selectors()?;
         Ok(())
+    }
+
+    /// The pairs of sides A and B name, in order.
+    fn selectors(&self) -> anyhow::Result<Vec<(Selector, Selector)>> {
+        let first_words: Vec<&str> = self.first.split(',').collect();
+        let second_words: Vec<&str> = self.second.split(',').collect();
+        if first_words.len() != second_words.len() {
+            return Err(InputError(format!(
+                "A names {} sides and B {}: list as many on each, paired in order \
+                 (org-gso-on,org-gso-off new-gso-on,new-gso-off)",
+                first_words.len(),
+                second_words.len()
+            ))
+            .into());
+        }
+        let mut selectors = Vec::new();
+        for (first, second) in first_words.iter().zip(&second_words) {
+            selectors.push((Selector::parse(first)?, Selector::parse(second)?));
+        }
+        Ok(selectors)
     }
 }
 
@@ -134,21 +155,7 @@ fn compare_sides(
     archive: &Archive,
     args: &ComparisonRequest,
 ) -> anyhow::Result<Compared> {
-    let first_words: Vec<&str> = args.first.split(',').collect();
-    let second_words: Vec<&str> = args.second.split(',').collect();
-    if first_words.len() != second_words.len() {
-        return Err(InputError(format!(
-            "A names {} sides and B {}: list as many on each, paired in order \
-             (org-gso-on,org-gso-off new-gso-on,new-gso-off)",
-            first_words.len(),
-            second_words.len()
-        ))
-        .into());
-    }
-    let mut selectors = Vec::new();
-    for (first, second) in first_words.iter().zip(&second_words) {
-        selectors.push((Selector::parse(first)?, Selector::parse(second)?));
-    }
+    let selectors = args.selectors()?;
     let filters = RunQuery {
         test: args.test,
         testbed: args.testbed.clone(),
