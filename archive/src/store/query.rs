@@ -231,28 +231,15 @@ impl SqliteArchive {
         let mut rows = statement.query(rusqlite::params_from_iter(values.iter()))?;
         let mut found = Vec::new();
         while let Some(row) = rows.next()? {
-            let id: String = row.get(0)?;
-            let damaged = |detail: String| ArchiveError::DamagedRun {
-                id: id.clone(),
-                detail,
-            };
-            let test_name: String = row.get(3)?;
-            let test = TestKind::from_str(&test_name).map_err(|err| damaged(err.to_string()))?;
-            let spec_key: Option<String> = row.get(4)?;
-            let spec_key = spec_key.ok_or_else(|| damaged(MISSING_SERIES.to_string()))?;
-            let samples = match row.get::<_, Option<String>>(5)? {
-                Some(text) => serde_json::from_str::<Vec<f64>>(&text)
-                    .map_err(|err| damaged(format!("its stored {metric} values: {err}")))?,
-                None => Vec::new(),
-            };
-            found.push(SeriesRun {
-                commit: row.get(1)?,
-                started_at: row.get(2)?,
-                test,
-                spec_key,
-                samples,
-                id,
-            });
+            found.push(SeriesRun::from_columns(
+                row.get(0)?,
+                row.get(1)?,
+                row.get(2)?,
+                &row.get::<_, String>(3)?,
+                row.get(4)?,
+                row.get(5)?,
+                metric,
+            )?);
         }
         Ok(Some(found))
     }

@@ -9,9 +9,7 @@
 
 use super::PgArchive;
 use crate::ArchiveError;
-use crate::store::query::{
-    Dialect, MISSING_SERIES, Order, RUN_COLUMNS, RunQuery, SERIES_JOIN, select_sql,
-};
+use crate::store::query::{Dialect, Order, RUN_COLUMNS, RunQuery, SERIES_JOIN, select_sql};
 use crate::store::{MetricValue, SeriesRun, StoredRun};
 use postgres::types::{ToSql, Type};
 use run_record::record::Metric;
@@ -166,28 +164,15 @@ impl PgArchive {
             .query_typed(&sql, &parameters(&values))?;
         let mut found = Vec::with_capacity(rows.len());
         for row in &rows {
-            let id: String = row.try_get(0)?;
-            let damaged = |detail: String| ArchiveError::DamagedRun {
-                id: id.clone(),
-                detail,
-            };
-            let test_name: String = row.try_get(3)?;
-            let test = TestKind::from_str(&test_name).map_err(|err| damaged(err.to_string()))?;
-            let spec_key: Option<String> = row.try_get(4)?;
-            let spec_key = spec_key.ok_or_else(|| damaged(MISSING_SERIES.to_string()))?;
-            let samples = match row.try_get::<_, Option<String>>(5)? {
-                Some(text) => serde_json::from_str::<Vec<f64>>(&text)
-                    .map_err(|err| damaged(format!("its stored {metric} values: {err}")))?,
-                None => Vec::new(),
-            };
-            found.push(SeriesRun {
-                commit: row.try_get(1)?,
-                started_at: row.try_get(2)?,
-                test,
-                spec_key,
-                samples,
-                id,
-            });
+            found.push(SeriesRun::from_columns(
+                row.try_get(0)?,
+                row.try_get(1)?,
+                row.try_get(2)?,
+                &row.try_get::<_, String>(3)?,
+                row.try_get(4)?,
+                row.try_get(5)?,
+                metric,
+            )?);
         }
         Ok(Some(found))
     }
