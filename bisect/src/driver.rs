@@ -51,6 +51,26 @@ pub(crate) fn status(
     }
 }
 
+/// The archive's samples of `commit` as the measurer `found` them,
+/// journaled before the bisection uses them.
+pub(crate) fn journal_archived(
+    journal: &mut dyn Journal,
+    commit: &str,
+    found: Result<Vec<Sample>, BoxError>,
+) -> Result<Vec<Sample>, EngineError> {
+    let samples = found.map_err(|source| EngineError::Measure {
+        commit: commit.to_string(),
+        source,
+    })?;
+    journal
+        .append(&JournalEvent::Archived {
+            commit: commit.to_string(),
+            samples: samples.iter().map(journal_sample).collect(),
+        })
+        .map_err(EngineError::Journal)?;
+    Ok(samples)
+}
+
 /// Once the ends are measured, before the first step: the estimate of
 /// what the rest takes, made and journaled once per bisection (when the
 /// measurer tells the `seconds` of a sample).
@@ -137,18 +157,7 @@ pub(crate) fn drive(
             continue;
         }
         if !replay.archive_checked(&info.id) {
-            let samples = measurer
-                .archived(info)
-                .map_err(|source| EngineError::Measure {
-                    commit: info.id.clone(),
-                    source,
-                })?;
-            journal
-                .append(&JournalEvent::Archived {
-                    commit: info.id.clone(),
-                    samples: samples.iter().map(journal_sample).collect(),
-                })
-                .map_err(EngineError::Journal)?;
+            let samples = journal_archived(journal, &info.id, measurer.archived(info))?;
             replay.add_archived(&info.id, samples);
             continue;
         }

@@ -17,7 +17,9 @@
 //! Without a measurer the loop only replays, for `status`.
 
 use crate::config::BisectConfig;
-use crate::driver::{self, EstimateRest, estimate_once, finished_event, journal_sample};
+use crate::driver::{
+    self, EstimateRest, estimate_once, finished_event, journal_archived, journal_sample,
+};
 use crate::error::EngineError;
 use crate::graph::CommitGraph;
 use crate::journal::{BoxError, JOURNAL_SCHEMA, Journal, JournalEvent};
@@ -227,20 +229,7 @@ pub(crate) fn drive(
                     }
                     None => match measurer.as_deref_mut() {
                         Some(measurer) => {
-                            let samples =
-                                measurer
-                                    .archived(info)
-                                    .map_err(|source| EngineError::Measure {
-                                        commit: info.id.clone(),
-                                        source,
-                                    })?;
-                            journal
-                                .append(&JournalEvent::Archived {
-                                    commit: info.id.clone(),
-                                    samples: samples.iter().map(journal_sample).collect(),
-                                })
-                                .map_err(EngineError::Journal)?;
-                            samples
+                            journal_archived(journal, &info.id, measurer.archived(info))?
                         }
                         None => return Ok(status(&machine, target, replay.estimate.clone())),
                     },

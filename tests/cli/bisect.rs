@@ -62,19 +62,24 @@ impl Fixture {
     }
 
     fn start(&self, good: Oid, bad: Oid, extra: &[&str]) {
-        let (good, bad) = (good.to_string(), bad.to_string());
         let command = measure_command("");
+        self.start_measuring(&good.to_string(), &bad.to_string(), &command, extra);
+    }
+
+    /// `bisect start` from `good` to `bad` with `sh build.sh`, `command`
+    /// as the measure, at most 20 repeats, and `extra`; must succeed.
+    pub fn start_measuring(&self, good: &str, bad: &str, command: &str, extra: &[&str]) {
         let mut args = vec![
             "bisect",
             "start",
             "--good",
-            &good,
+            good,
             "--bad",
-            &bad,
+            bad,
             "--build",
             "sh build.sh",
             "--measure",
-            &command,
+            command,
             "--max-repeats",
             "20",
         ];

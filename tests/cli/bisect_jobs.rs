@@ -11,26 +11,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 use test_fixtures::git::GitRepo;
 
-fn start(fixture: &Fixture, good: &str, bad: &str, command: &str, extra: &[&str]) {
-    let mut args = vec![
-        "bisect",
-        "start",
-        "--good",
-        good,
-        "--bad",
-        bad,
-        "--build",
-        "sh build.sh",
-        "--measure",
-        command,
-        "--max-repeats",
-        "20",
-    ];
-    args.extend_from_slice(extra);
-    let (code, _, stderr) = fixture.run(&args);
-    assert_eq!(code, 0, "{stderr}");
-}
-
 /// The run ids the journal holds, archived or fresh, with their count.
 fn journaled_runs(fixture: &Fixture) -> BTreeMap<String, u32> {
     let mut runs = BTreeMap::new();
@@ -71,7 +51,7 @@ fn three_jobs_bisect_a_real_range_and_resume_after_kill_9() {
         slots_log.display()
     ));
     let (good, bad) = (ids[0].to_string(), ids[29].to_string());
-    start(&fixture, &good, &bad, &command, &[]);
+    fixture.start_measuring(&good, &bad, &command, &[]);
 
     // Bad input first: no job, more jobs than commits.
     for (jobs, says) in [("0", "at least 1"), ("40", "more than the 30 commits")] {
@@ -208,7 +188,7 @@ fn ctrl_c_stops_every_slot_and_a_failing_slot_does_not_stop_the_others() {
         pids = pids.display(),
         failed = state.join("failed").display()
     ));
-    start(&fixture, &good, &bad, &command, &[]);
+    fixture.start_measuring(&good, &bad, &command, &[]);
     let mut child = spawn(&fixture, &fixture.repo, &["bisect", "run", "--jobs", "3"]);
     let deadline = Instant::now() + Duration::from_secs(120);
     let hung: Vec<i32> = loop {
@@ -260,7 +240,7 @@ fn jobs_need_the_posterior_method() {
     let ids = linear(&repo, 6, 3, &|_| Vec::new());
     let command = measure_command("");
     let (good, bad) = (ids[0].to_string(), ids[5].to_string());
-    start(&fixture, &good, &bad, &command, &["--method", "sequential"]);
+    fixture.start_measuring(&good, &bad, &command, &["--method", "sequential"]);
     let (code, _, stderr) = fixture.run(&["bisect", "run", "--jobs", "2"]);
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("--method posterior"), "{stderr}");

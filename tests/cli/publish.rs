@@ -594,21 +594,7 @@ fn a_bisection_has_a_page_and_its_report_a_chart() {
     let ids = crate::bisect::linear(&repo, 8, 5, &|_| Vec::new());
     let (good, bad) = (ids[0].to_string(), ids[7].to_string());
     let command = crate::bisect::measure_command("");
-    let (code, _, stderr) = fixture.run(&[
-        "bisect",
-        "start",
-        "--good",
-        &good,
-        "--bad",
-        &bad,
-        "--build",
-        "sh build.sh",
-        "--measure",
-        &command,
-        "--max-repeats",
-        "20",
-    ]);
-    assert_eq!(code, 0, "{stderr}");
+    fixture.start_measuring(&good, &bad, &command, &[]);
     let (code, _, stderr) = fixture.run(&["bisect", "run"]);
     assert_eq!(code, 0, "{stderr}");
 
@@ -618,7 +604,10 @@ fn a_bisection_has_a_page_and_its_report_a_chart() {
     let svg = read(&svg);
     assert!(svg.starts_with("<svg"));
     assert!(svg.matches("class=\"point\"").count() >= 3);
-    assert!(svg.contains(&format!("first bad {}", &ids[5].to_string()[..12])));
+    assert!(
+        svg.contains(&format!("first bad {}", &ids[5].to_string()[..12])),
+        "{svg}"
+    );
 
     let site = fixture.repo.join("site");
     let (code, _, stderr) = fixture.run(&["publish", site.to_str().unwrap()]);

@@ -116,21 +116,7 @@ fn hanging_bisection(fixture: &Fixture) -> std::path::PathBuf {
     );
     let command = measure_command(&prefix);
     let (good, bad) = (ids[0].to_string(), ids[5].to_string());
-    let (code, _, stderr) = fixture.run(&[
-        "bisect",
-        "start",
-        "--good",
-        &good,
-        "--bad",
-        &bad,
-        "--build",
-        "sh build.sh",
-        "--measure",
-        &command,
-        "--max-repeats",
-        "20",
-    ]);
-    assert_eq!(code, 0, "{stderr}");
+    fixture.start_measuring(&good, &bad, &command, &[]);
     pid_file
 }
 

@@ -853,29 +853,73 @@ fn kernel_history(repo: &GitRepo, kernels: &Path, culprit: usize) -> Vec<git2::O
     ids
 }
 
-#[test]
-fn a_kernel_range_is_bisected_through_vm_boots_and_resumes_after_kill() {
-    if !slow("a_kernel_range_is_bisected") {
-        return;
+/// A repository of four commits whose `build.sh` picks the old kernel
+/// for the first two and the new one after, its bisection started with
+/// the kernel options the VM bisection tests share.
+struct KernelRange {
+    dir: tempfile::TempDir,
+    archive: PathBuf,
+    repo: PathBuf,
+    ids: Vec<git2::Oid>,
+}
+
+impl KernelRange {
+    fn started() -> KernelRange {
+        let dir = tempfile::tempdir().unwrap();
+        let kernels = dir.path().join("kernels");
+        std::fs::create_dir(&kernels).unwrap();
+        std::fs::copy(KERNEL_OLD, kernels.join("old")).unwrap();
+        std::fs::copy(KERNEL_NEW, kernels.join("new")).unwrap();
+        let repo = dir.path().join("repo");
+        let ids = kernel_history(&GitRepo::init(&repo), &kernels, 2);
+        let range = KernelRange {
+            archive: dir.path().join("archive.db"),
+            dir,
+            repo,
+            ids,
+        };
+        let (good, bad) = (range.ids[0].to_string(), range.ids[3].to_string());
+        let (code, _, stderr) = range.run(&[
+            "bisect",
+            "start",
+            "--good",
+            &good,
+            "--bad",
+            &bad,
+            "--build",
+            "sh build.sh",
+            "--kernel",
+            "bzImage",
+            "--bench",
+            "-t TCP_STREAM -l 0.4 -i 3,3",
+            "--vm-settings",
+            "guest.conf",
+            "--vm-accel",
+            "tcg",
+            "--vm-cpus",
+            "1",
+            "--vm-timeout",
+            TIMEOUT,
+            "--end-repeats",
+            "3",
+            "--confirm-repeats",
+            "1",
+            // TCG throughput on a loaded two-core host swings several-fold
+            // between runs: room for the ends to become clear.
+            "--max-repeats",
+            "12",
+        ]);
+        assert_eq!(code, 0, "{stderr}");
+        range
     }
-    let _guests = one_guest();
-    let started = Instant::now();
-    let dir = tempfile::tempdir().unwrap();
-    let archive = dir.path().join("archive.db");
-    let kernels = dir.path().join("kernels");
-    std::fs::create_dir(&kernels).unwrap();
-    std::fs::copy(KERNEL_OLD, kernels.join("old")).unwrap();
-    std::fs::copy(KERNEL_NEW, kernels.join("new")).unwrap();
-    let repo_path = dir.path().join("repo");
-    let repo = GitRepo::init(&repo_path);
-    let ids = kernel_history(&repo, &kernels, 2);
-    let (good, bad) = (ids[0].to_string(), ids[3].to_string());
-    let in_repo = |args: &[&str]| {
-        let output = crate::netbisect_with(&archive)
+
+    /// netbisect with `args` in the repository: exit code, stdout, stderr.
+    fn run(&self, args: &[&str]) -> (i32, String, String) {
+        let output = crate::netbisect_with(&self.archive)
             .args(args)
-            .current_dir(&repo_path)
-            .env("TMPDIR", dir.path())
-            .env("XDG_CACHE_HOME", dir.path())
+            .current_dir(&self.repo)
+            .env("TMPDIR", self.dir.path())
+            .env("XDG_CACHE_HOME", self.dir.path())
             .output()
             .unwrap();
         (
@@ -883,46 +927,27 @@ fn a_kernel_range_is_bisected_through_vm_boots_and_resumes_after_kill() {
             String::from_utf8_lossy(&output.stdout).into_owned(),
             String::from_utf8_lossy(&output.stderr).into_owned(),
         )
-    };
-    let (code, _, stderr) = in_repo(&[
-        "bisect",
-        "start",
-        "--good",
-        &good,
-        "--bad",
-        &bad,
-        "--build",
-        "sh build.sh",
-        "--kernel",
-        "bzImage",
-        "--bench",
-        "-t TCP_STREAM -l 0.4 -i 3,3",
-        "--vm-settings",
-        "guest.conf",
-        "--vm-accel",
-        "tcg",
-        "--vm-cpus",
-        "1",
-        "--vm-timeout",
-        TIMEOUT,
-        "--end-repeats",
-        "3",
-        "--confirm-repeats",
-        "1",
-        // TCG throughput on a loaded two-core host swings several-fold
-        // between runs: room for the ends to become clear.
-        "--max-repeats",
-        "12",
-    ]);
-    assert_eq!(code, 0, "{stderr}");
+    }
+}
+
+#[test]
+fn a_kernel_range_is_bisected_through_vm_boots_and_resumes_after_kill() {
+    if !slow("a_kernel_range_is_bisected") {
+        return;
+    }
+    let _guests = one_guest();
+    let started = Instant::now();
+    let range = KernelRange::started();
+    let (dir, archive, repo_path, ids) = (&range.dir, &range.archive, &range.repo, &range.ids);
+    let in_repo = |args: &[&str]| range.run(args);
 
     // Killed with -9 once a few runs are archived, then resumed.
     let mut child = std::process::Command::new(BINARY)
         .args(["bisect", "run"])
-        .env("NETBISECT_ARCHIVE", &archive)
+        .env("NETBISECT_ARCHIVE", archive)
         .env("TMPDIR", dir.path())
         .env("XDG_CACHE_HOME", dir.path())
-        .current_dir(&repo_path)
+        .current_dir(repo_path)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -991,59 +1016,9 @@ fn two_jobs_bisect_a_kernel_range_with_two_vms_on_cpus_of_their_own() {
     }
     let _guests = every_core();
     let started = Instant::now();
-    let dir = tempfile::tempdir().unwrap();
-    let archive = dir.path().join("archive.db");
-    let kernels = dir.path().join("kernels");
-    std::fs::create_dir(&kernels).unwrap();
-    std::fs::copy(KERNEL_OLD, kernels.join("old")).unwrap();
-    std::fs::copy(KERNEL_NEW, kernels.join("new")).unwrap();
-    let repo_path = dir.path().join("repo");
-    let repo = GitRepo::init(&repo_path);
-    let ids = kernel_history(&repo, &kernels, 2);
-    let (good, bad) = (ids[0].to_string(), ids[3].to_string());
-    let in_repo = |args: &[&str]| {
-        let output = crate::netbisect_with(&archive)
-            .args(args)
-            .current_dir(&repo_path)
-            .env("TMPDIR", dir.path())
-            .env("XDG_CACHE_HOME", dir.path())
-            .output()
-            .unwrap();
-        (
-            output.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&output.stdout).into_owned(),
-            String::from_utf8_lossy(&output.stderr).into_owned(),
-        )
-    };
-    let (code, _, stderr) = in_repo(&[
-        "bisect",
-        "start",
-        "--good",
-        &good,
-        "--bad",
-        &bad,
-        "--build",
-        "sh build.sh",
-        "--kernel",
-        "bzImage",
-        "--bench",
-        "-t TCP_STREAM -l 0.4 -i 3,3",
-        "--vm-settings",
-        "guest.conf",
-        "--vm-accel",
-        "tcg",
-        "--vm-cpus",
-        "1",
-        "--vm-timeout",
-        TIMEOUT,
-        "--end-repeats",
-        "3",
-        "--confirm-repeats",
-        "1",
-        "--max-repeats",
-        "12",
-    ]);
-    assert_eq!(code, 0, "{stderr}");
+    let range = KernelRange::started();
+    let (dir, ids) = (&range.dir, &range.ids);
+    let in_repo = |args: &[&str]| range.run(args);
     let (code, stdout, stderr) = in_repo(&["bisect", "run", "--jobs", "2", "--json"]);
     assert_eq!(code, 0, "{stdout}{stderr}");
     let report: Value = serde_json::from_str(&stdout).unwrap();
