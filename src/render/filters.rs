@@ -24,6 +24,7 @@ pub fn register(environment: &mut Environment<'static>) {
     environment.add_filter("length", length);
     environment.add_filter("table", table);
     environment.add_filter("short_names", short_names);
+    environment.add_filter("history_rows", history::history_rows);
 }
 
 /// The cells of each row of a [`table`] and the set of widths it takes.
@@ -366,8 +367,12 @@ pub fn fixed(value: Value, decimals: Option<usize>) -> Result<String, Error> {
     if value.is_none() || value.is_undefined() {
         return Ok("-".to_string());
     }
-    let number = number_of(&value)?;
-    Ok(format!("{number:.*}", decimals.unwrap_or(2)))
+    Ok(fixed_text(number_of(&value)?, decimals.unwrap_or(2)))
+}
+
+/// `number` with exactly `decimals` decimals ([`fixed`]'s text).
+pub(crate) fn fixed_text(number: f64, decimals: usize) -> String {
+    format!("{number:.*}", decimals)
 }
 
 /// A measured figure (a rate, a throughput, a utilisation, a service
@@ -377,20 +382,24 @@ pub fn fixed(value: Value, decimals: Option<usize>) -> Result<String, Error> {
 /// zero. A figure printed exactly (`0.05`) keeps its decimals; `-` for
 /// none.
 pub fn figure(value: Value, decimals: Option<usize>) -> Result<String, Error> {
-    let text = fixed(value.clone(), decimals)?;
     if value.is_none() || value.is_undefined() {
-        return Ok(text);
+        return Ok("-".to_string());
     }
-    let number = number_of(&value)?;
+    Ok(figure_text(number_of(&value)?, decimals.unwrap_or(2)))
+}
+
+/// `number` as [`figure`] prints it.
+pub(crate) fn figure_text(number: f64, decimals: usize) -> String {
+    let text = fixed_text(number, decimals);
     let exact = text.parse::<f64>().is_ok_and(|printed| printed == number);
     if number == 0.0 || !number.is_finite() || exact {
-        return Ok(text);
+        return text;
     }
     let needed = (-number.abs().log10()).ceil() + 1.0;
-    if needed > decimals.unwrap_or(2) as f64 {
-        return Ok(format!("{number:.*}", needed.min(12.0) as usize));
+    if needed > decimals as f64 {
+        return format!("{number:.*}", needed.min(12.0) as usize);
     }
-    Ok(text)
+    text
 }
 
 /// A record's time (RFC 3339, UTC) as text for people prints dates:
@@ -415,18 +424,26 @@ pub fn signed_pct(value: Value, decimals: Option<usize>) -> Result<String, Error
     if value.is_none() || value.is_undefined() {
         return Ok("-".to_string());
     }
-    let number = number_of(&value)?;
-    let text = format!("{:+.*}%", decimals.unwrap_or(1), number);
+    Ok(signed_pct_text(number_of(&value)?, decimals.unwrap_or(1)))
+}
+
+/// `number` as [`signed_pct`] prints it.
+pub(crate) fn signed_pct_text(number: f64, decimals: usize) -> String {
+    let text = format!("{number:+.decimals$}%");
     // A value that rounds to zero reads better without a minus sign.
-    Ok(text.replace("-0.0%", "+0.0%").replace("-0%", "+0%"))
+    text.replace("-0.0%", "+0.0%").replace("-0%", "+0%")
 }
 
 /// Converts bits per second to the unit netperf's `-f` letter names:
 /// `k`, `m`, `g` are 10^3, 10^6, 10^9 bits/s; `K`, `M`, `G` are 2^10,
 /// 2^20, 2^30 bytes/s.
 pub fn netperf_units(value: Value, letter: &str) -> Result<f64, Error> {
-    let bits_per_second = number_of(&value)?;
-    let divisor = match letter {
+    Ok(number_of(&value)? / netperf_divisor(letter)?)
+}
+
+/// Bits per second in one unit of netperf's `-f` `letter`.
+pub(crate) fn netperf_divisor(letter: &str) -> Result<f64, Error> {
+    Ok(match letter {
         "k" => 1e3,
         "m" => 1e6,
         "g" => 1e9,
@@ -439,8 +456,7 @@ pub fn netperf_units(value: Value, letter: &str) -> Result<f64, Error> {
                 format!("unknown unit letter '{other}' (use k, m, g, K, M or G)"),
             ));
         }
-    };
-    Ok(bits_per_second / divisor)
+    })
 }
 
 /// Splits text into lines of at most `width` columns at spaces; a word
@@ -534,5 +550,6 @@ pub fn wrap_command(value: Value, width: usize) -> Vec<String> {
         .collect()
 }
 
+mod history;
 #[cfg(test)]
 mod tests;
