@@ -67,6 +67,9 @@ pub mod store;
 
 pub use error::ArchiveError;
 pub use location::Location;
+/// The newest schema version of an archive file this build writes and
+/// reads.
+pub use schema::CURRENT_VERSION as FILE_SCHEMA_VERSION;
 pub use store::{
     Archive, CanonicalRun, CheckReport, MergeCounts, MetricValue, RunQuery, StoreCounts,
     StoreOutcome, StoredRun,

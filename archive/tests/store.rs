@@ -1,6 +1,7 @@
 //! The store on real SQLite files in temp dirs: round trip, idempotent
 //! store and merge, refusals, queries, concurrency.
 
+use archive::FILE_SCHEMA_VERSION as CURRENT_VERSION;
 use archive::{Archive, ArchiveError, CanonicalRun, RunQuery, StoreOutcome};
 use run_record::record::{Iteration, Metric, RunRecord};
 use run_record::spec::TestKind;
@@ -45,7 +46,7 @@ fn round_trip_is_byte_identical_and_duplicates_are_no_ops() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("archive.db");
     let mut archive = Archive::open(&path).unwrap();
-    assert_eq!(archive.schema_version().unwrap(), 7);
+    assert_eq!(archive.schema_version().unwrap(), CURRENT_VERSION);
     let run = canonical(record("aaaa1111", "base", 1e9, TestKind::TcpStream));
     assert_eq!(archive.store(&run).unwrap(), StoreOutcome::Added);
     assert_eq!(archive.store(&run).unwrap(), StoreOutcome::AlreadyPresent);
@@ -244,8 +245,8 @@ fn foreign_corrupt_and_newer_files_are_refused_untouched() {
     assert_eq!(
         err.to_string(),
         format!(
-            "{} has archive schema version 99, newer than version 7 that this netbisect reads; \
-             use a newer netbisect",
+            "{} has archive schema version 99, newer than version {CURRENT_VERSION} that this \
+             netbisect reads; use a newer netbisect",
             newer.display()
         )
     );
@@ -293,7 +294,10 @@ fn concurrent_creation_of_one_file() {
             scope.spawn(move || Archive::open(path).unwrap());
         }
     });
-    assert_eq!(Archive::open(&path).unwrap().schema_version().unwrap(), 7);
+    assert_eq!(
+        Archive::open(&path).unwrap().schema_version().unwrap(),
+        CURRENT_VERSION
+    );
 }
 
 #[test]

@@ -244,12 +244,16 @@ fn a_corrupt_or_newer_archive_is_a_clear_error() {
 
     let db = dir.path().join("newer.db");
     drop(archive::Archive::open(&db).unwrap());
-    set_user_version(&db, 8);
+    let newer = archive::FILE_SCHEMA_VERSION + 1;
+    set_user_version(&db, newer);
     let output = netbisect(&db).args(["archive", "check"]).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8(output.stderr).unwrap();
     assert!(
-        stderr.contains("has archive schema version 8, newer than version 7"),
+        stderr.contains(&format!(
+            "has archive schema version {newer}, newer than version {}",
+            archive::FILE_SCHEMA_VERSION
+        )),
         "{stderr}"
     );
 }

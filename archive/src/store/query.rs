@@ -290,7 +290,7 @@ pub(crate) enum Order {
     NewestFirst,
 }
 
-fn build_select_ordered(
+pub(super) fn build_select_ordered(
     columns: &str,
     query: &RunQuery,
     order: Order,

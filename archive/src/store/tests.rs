@@ -173,6 +173,7 @@ fn runs_order_by_time_whatever_the_fraction_of_their_times() {
                     .unwrap();
             }
         }
+        connection.execute("DROP INDEX runs_by_time", []).unwrap();
         connection.pragma_update(None, "user_version", 6).unwrap();
     }
     let archive = Archive::open(&path).unwrap();
@@ -239,4 +240,34 @@ fn a_stored_run_gives_history_what_its_record_does() {
         .series_runs(&RunQuery::default(), Metric::ThroughputBps)
         .unwrap_err();
     assert!(err.to_string().contains("missing from run_series"), "{err}");
+}
+
+#[test]
+fn the_newest_runs_are_read_from_the_time_index_not_sorted() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = Archive::open(&dir.path().join("plan.db")).unwrap();
+    let query = RunQuery {
+        limit: Some(1),
+        ..RunQuery::default()
+    };
+    for order in [query::Order::NewestFirst, query::Order::OldestFirst] {
+        let (sql, _) = query::build_select_ordered(query::RUN_COLUMNS, &query, order).unwrap();
+        let connection = sqlite_connection(&archive);
+        let mut statement = connection
+            .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+            .unwrap();
+        let plan: Vec<String> = statement
+            .query_map([], |row| row.get(3))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(
+            plan.iter().any(|step| step.contains("runs_by_time")),
+            "{plan:?}"
+        );
+        assert!(
+            !plan.iter().any(|step| step.contains("TEMP B-TREE")),
+            "{plan:?}"
+        );
+    }
 }
