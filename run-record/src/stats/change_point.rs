@@ -21,7 +21,11 @@
 //!    `Q(tau) = m n / (m + n) * (2/(m n) sum|x_i - y_j| - sum_{i<k}|x_i -
 //!    x_k| / C(m, 2) - sum_{j<k}|y_j - y_k| / C(n, 2))` between the `m`
 //!    values before and the `n` values after it (distance exponent 1),
-//!    with both sides at least the minimum segment length.
+//!    with both sides at least the minimum segment length. One sweep over
+//!    the splits gives every `Q` from each value's sums of distances to
+//!    the values before and after it; ranks give those sums in O(len log
+//!    len) rather than O(len^2) from all pairs, so that a history of
+//!    thousands of commits is split in milliseconds.
 //! 2. The split is kept when a t-test between the two sides gives
 //!    `p < alpha` (and the change is at least `min_change_pct`); both
 //!    sides are then searched again.
@@ -30,9 +34,12 @@
 //!    dropped and the test repeated until all pass, like Hunter's final
 //!    merge of weak change points.
 
+mod distance_sums;
+
 use super::StatsError;
 use super::check_finite;
 use super::two_sample::{TTest, student_t_test, welch_t_test};
+use distance_sums::distance_sums;
 
 /// The t-test that decides whether a split is real.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -205,26 +212,15 @@ fn compare_segments(
 
 /// The split of `segment` with the largest E-divisive divergence `Q`,
 /// leaving at least `min_len` values on each side; the first of equals.
+/// O(len log len).
 fn best_split(segment: &[f64], min_len: usize) -> Option<usize> {
     let len = segment.len();
     if len < 2 * min_len {
         return None;
     }
-    // Distances from each value to the values before it and after it.
-    // Each distance is computed once and added to both of its ends; every
-    // sum still adds its terms in index order, so the sums are the same
-    // to the last bit as when each side is summed on its own.
-    let mut to_earlier = vec![0.0; len];
-    let mut to_later = vec![0.0; len];
-    for (idx, value) in segment.iter().enumerate() {
-        let mut later_sum = 0.0;
-        for (other, earlier_sum) in segment[idx + 1..].iter().zip(&mut to_earlier[idx + 1..]) {
-            let distance = (value - other).abs();
-            later_sum += distance;
-            *earlier_sum += distance;
-        }
-        to_later[idx] = later_sum;
-    }
+    // Distances from each value to the values before it and after it,
+    // from ranks rather than from every pair: O(len log len).
+    let (to_earlier, to_later) = distance_sums(segment);
     // Moving the split right by one moves a value from the right side to
     // the left: its distances to earlier values stop being "between" and
     // become "within left"; those to later values turn from "within
@@ -261,7 +257,7 @@ mod tests_support {
     pub struct Noise(pub u64);
 
     impl Noise {
-        fn uniform(&mut self) -> f64 {
+        pub fn uniform(&mut self) -> f64 {
             self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
             let mut z = self.0;
             z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -270,7 +266,7 @@ mod tests_support {
             (z >> 11) as f64 / (1_u64 << 53) as f64
         }
 
-        fn normal(&mut self, sigma: f64) -> f64 {
+        pub fn normal(&mut self, sigma: f64) -> f64 {
             // Four uniforms have variance 4/12; scale to sigma.
             let sum: f64 = (0..4).map(|_| self.uniform() - 0.5).sum();
             sum * sigma * 3.0_f64.sqrt()
@@ -395,12 +391,13 @@ mod tests {
         assert!(change_points(&[1.0; 10], &bad).is_err());
     }
 
-    /// [`best_split`] as first written: each side's distances summed on
-    /// their own, every distance computed twice.
-    fn best_split_each_side(segment: &[f64], min_len: usize) -> Option<usize> {
+    /// `Q` of each split of `segment` that leaves `min_len` values a side,
+    /// as [`best_split`] first computed them: O(len^2), from every pair's
+    /// distance, each side's distances summed on their own.
+    fn q_each_side(segment: &[f64], min_len: usize) -> Vec<(usize, f64)> {
         let len = segment.len();
         if len < 2 * min_len {
-            return None;
+            return Vec::new();
         }
         let mut to_earlier = vec![0.0; len];
         let mut to_later = vec![0.0; len];
@@ -415,7 +412,7 @@ mod tests {
         let mut within_left = 0.0;
         let mut within_right: f64 = to_later.iter().sum();
         let mut between = 0.0;
-        let mut best: Option<(usize, f64)> = None;
+        let mut splits = Vec::new();
         for split in 1..=len - min_len {
             let moved = split - 1;
             within_left += to_earlier[moved];
@@ -429,12 +426,55 @@ mod tests {
             let divergence = 2.0 * between / (m * n)
                 - within_left / (m * (m - 1.0) / 2.0)
                 - within_right / (n * (n - 1.0) / 2.0);
-            let q = m * n / (m + n) * divergence;
-            if best.is_none_or(|(_, best_q)| q > best_q) {
-                best = Some((split, q));
-            }
+            splits.push((split, m * n / (m + n) * divergence));
         }
-        best.map(|(split, _)| split)
+        splits
+    }
+
+    /// The split the quadratic method chooses, with its `Q`: the first of
+    /// the largest.
+    fn best_split_each_side(segment: &[f64], min_len: usize) -> Option<(usize, f64)> {
+        q_each_side(segment, min_len)
+            .into_iter()
+            .fold(None, |best, (split, q)| {
+                if best.is_none_or(|(_, best_q)| q > best_q) {
+                    Some((split, q))
+                } else {
+                    best
+                }
+            })
+    }
+
+    /// Checks that [`best_split`] chooses the quadratic method's split.
+    /// When `exact`, the very same split; otherwise the sums, rounded in
+    /// another order, may tell apart two splits whose `Q` differ only by
+    /// rounding, so a split whose quadratic `Q` is within 1e-9 (relative)
+    /// of the best one also passes. Returns whether it was the same.
+    fn assert_splits_like_quadratic(
+        series: &[f64],
+        min_len: usize,
+        exact: bool,
+        what: &str,
+    ) -> bool {
+        let chosen = best_split(series, min_len);
+        let reference = best_split_each_side(series, min_len);
+        if chosen == reference.map(|(split, _)| split) {
+            return true;
+        }
+        assert!(!exact, "{what}: {chosen:?}, quadratic {reference:?}");
+        let (Some(chosen), Some((_, best_q))) = (chosen, reference) else {
+            panic!("{what}: {chosen:?}, quadratic {reference:?}");
+        };
+        let chosen_q = q_each_side(series, min_len)
+            .into_iter()
+            .find(|&(split, _)| split == chosen)
+            .map(|(_, q)| q)
+            .unwrap();
+        assert!(
+            chosen_q >= best_q - 1e-9 * best_q.abs(),
+            "{what}: Q {chosen_q} at {chosen}, quadratic {reference:?}"
+        );
+        false
     }
 
     #[test]
@@ -447,13 +487,70 @@ mod tests {
             ties[usize::try_from(seed).unwrap() % 30] = 2.0;
             for series in [&flat, &step, &ties] {
                 for min_len in [2, 3, 7] {
-                    assert_eq!(
-                        best_split(series, min_len),
-                        best_split_each_side(series, min_len),
-                        "seed {seed}, min_len {min_len}"
-                    );
+                    let what = format!("seed {seed}, min_len {min_len}");
+                    assert_splits_like_quadratic(series, min_len, false, &what);
                 }
             }
         }
+    }
+
+    /// A series of one of the kinds [`best_split`] must split like the
+    /// quadratic method, and whether its sums are exact both ways (small
+    /// integers, or one constant run: every `Q` zero), so that the very
+    /// same split is expected.
+    fn random_series(kind: u64, noise: &mut Noise) -> (Vec<f64>, bool) {
+        let mut below = |bound: u64| -> usize {
+            usize::try_from((noise.uniform() * bound as f64) as u64).unwrap()
+        };
+        let len = 4 + below(297);
+        let mut runs = Vec::new();
+        while runs.iter().map(|&(count, _)| count).sum::<usize>() < len {
+            runs.push((1 + below(80), below(8)));
+        }
+        let mut series: Vec<f64> = runs
+            .iter()
+            .flat_map(|&(count, level)| std::iter::repeat_n(level as f64, count))
+            .take(len)
+            .collect();
+        for value in &mut series {
+            *value = match kind {
+                // Small integers: many ties in rank.
+                0 => *value,
+                // Steps in noise.
+                1 => 100.0 + 2.0 * *value + noise.normal(1.5),
+                // Flat noise.
+                2 => 100.0 + noise.normal(1.0),
+                // Constant runs at levels with inexact sums.
+                3 => 0.1 + *value / 3.0,
+                // Noise rounded to a few repeated values.
+                4 => 10.1 + (noise.normal(1.0) * 4.0).round() / 10.0,
+                // A large level, a tiny spread: 9e9 +- 1 bits/s, mostly
+                // flat so that many splits come close.
+                5 => 9e9 + f64::from(*value >= 6.0) + noise.normal(1.0),
+                // Levels of very different sizes.
+                _ => 10_f64.powf(*value * 1.3) + noise.normal(1.0),
+            };
+        }
+        let exact = kind == 0 || series.iter().all(|&value| value == series[0]);
+        (series, exact)
+    }
+
+    #[test]
+    fn splits_like_the_quadratic_method_on_random_series() {
+        let mut noise = Noise(0x5eed);
+        let mut differed = 0;
+        let n_series = 1400;
+        for case in 0..n_series {
+            let kind = case % 7;
+            let (series, exact) = random_series(kind, &mut noise);
+            for min_len in 2..=5 {
+                let what = format!("case {case}, kind {kind}, min_len {min_len}: {series:?}");
+                if !assert_splits_like_quadratic(&series, min_len, exact, &what) {
+                    differed += 1;
+                }
+            }
+        }
+        // Rounding decides between near-equal splits only now and then.
+        assert!(differed <= n_series / 100, "{differed}");
     }
 }
