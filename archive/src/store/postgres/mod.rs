@@ -1,6 +1,9 @@
 //! The archive on PostgreSQL: the same tables as the SQLite file (runs
 //! with their canonical bytes and indexed columns, `run_series`, the
-//! bisection journal), reached with the sync `postgres` client.
+//! bisection journal), reached with the sync `postgres` client. One
+//! column more: `run_series` holds each run's label too (schema 3, see
+//! [`MIGRATIONS`]), since its heap is not in key order as the file's
+//! table is.
 //!
 //! Opening connects and reads the schema version from
 //! `netbisect_archive` before anything is written: a server that cannot

@@ -32,7 +32,8 @@ const SERIES_COLUMNS: &str = "config_key, started_at, run_id, spec_key, series, 
 const N_SERIES_COLUMNS: usize = 6;
 
 /// One run's values in the order of [`INSERT_COLUMNS`], and its history
-/// row's in the order of [`SERIES_COLUMNS`].
+/// row's in the order of [`SERIES_COLUMNS`]: the text columns, then the
+/// label, which a run may not have.
 struct RunValues<'run> {
     id: &'run str,
     run: Vec<Box<dyn ToSql + Sync + 'run>>,
