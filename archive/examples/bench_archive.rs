@@ -195,7 +195,14 @@ const RUN_COLUMNS: &str = "id, commit_id, describe, label, config_key, testbed, 
      latency_mean_us, latency_p50_us, latency_p90_us, latency_p99_us, latency_p999_us, \
      local_cpu_pct, remote_cpu_pct, local_service_demand, remote_service_demand, imported_at";
 
-const SERIES_COLUMNS: &str = "config_key, started_at, run_id, spec_key, series";
+/// The columns of `run_series` in PostgreSQL (schema 3): the file's, and
+/// the run's label.
+const SERIES_COLUMNS: &str = "config_key, started_at, run_id, spec_key, series, label";
+
+/// The same columns read from the file, whose `run_series` has no label:
+/// the run's.
+const FILE_SERIES_COLUMNS: &str = "run_series.config_key, run_series.started_at, run_id, \
+     spec_key, series, runs.label";
 
 /// One value of a row read from SQLite, as PostgreSQL takes it.
 enum Value {
@@ -283,8 +290,11 @@ fn copy_to_postgres(
     copy_rows(
         &file,
         &mut transaction,
-        ("run_series", SERIES_COLUMNS, &[Type::TEXT; 5]),
-        &format!("SELECT {SERIES_COLUMNS} FROM run_series WHERE started_at >= ?1"),
+        ("run_series", SERIES_COLUMNS, &[Type::TEXT; 6]),
+        &format!(
+            "SELECT {FILE_SERIES_COLUMNS} FROM run_series JOIN runs ON runs.id = run_id \
+             WHERE run_series.started_at >= ?1"
+        ),
         &since,
     )?;
     transaction.commit()?;

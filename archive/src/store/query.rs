@@ -218,15 +218,13 @@ impl SqliteArchive {
         if version < schema::SERIES_VERSION {
             return Ok(None);
         }
-        // Metric names are plain identifiers, safe inside the path.
-        let columns = format!(
-            "runs.id, runs.commit_id, runs.started_at, runs.test, spec_key, \
-             json_extract(series, '$.{}')",
-            metric.name()
-        );
+        // The series is read whole and the metric picked from it in Rust
+        // (`SeriesRun::from_columns`), faster than `json_extract` parsing
+        // it in SQL to print the array as text again.
+        let columns = "runs.id, runs.commit_id, runs.started_at, runs.test, spec_key, series";
         // A left join, so that a run missing from `run_series` is an
         // error rather than left out of the history.
-        let (sql, values) = build_select_from(&columns, series_join(version), query)?;
+        let (sql, values) = build_select_from(columns, series_join(version), query)?;
         let mut statement = self.connection.prepare(&sql)?;
         let mut rows = statement.query(rusqlite::params_from_iter(values.iter()))?;
         let mut found = Vec::new();
@@ -237,7 +235,13 @@ impl SqliteArchive {
                 row.get(2)?,
                 &row.get::<_, String>(3)?,
                 row.get(4)?,
-                row.get(5)?,
+                row.get_ref(5)?.as_str_or_null().map_err(|err| {
+                    rusqlite::Error::FromSqlConversionFailure(
+                        5,
+                        rusqlite::types::Type::Text,
+                        err.into(),
+                    )
+                })?,
                 metric,
             )?);
         }
@@ -326,8 +330,14 @@ pub(crate) enum Dialect {
     Postgres,
 }
 
+/// Where `from` of [`select_sql`] compares a column to the query's label:
+/// replaced by the label's parameter, so that a join can be narrowed by
+/// the label as the runs are.
+pub(crate) const QUERY_LABEL: &str = "{label}";
+
 /// `SELECT columns FROM from WHERE (the filters of query) ORDER BY ...
-/// LIMIT ...` in `dialect`, with its parameters in order.
+/// LIMIT ...` in `dialect`, with its parameters in order; [`QUERY_LABEL`]
+/// in `from` is the label's parameter (the query must have a label).
 pub(crate) fn select_sql(
     dialect: Dialect,
     columns: &str,
@@ -337,13 +347,16 @@ pub(crate) fn select_sql(
 ) -> Result<(String, Vec<String>), ArchiveError> {
     let mut conditions = Vec::new();
     let mut values = Vec::new();
-    let mut add = |condition: &str, value: String| {
+    // Adds a condition with its parameter; returns the parameter's
+    // placeholder.
+    let mut add = |condition: &str, value: String| -> String {
         values.push(value);
         let placeholder = match dialect {
             Dialect::Sqlite => format!("?{}", values.len()),
             Dialect::Postgres => format!("${}", values.len()),
         };
         conditions.push(condition.replace('?', &placeholder));
+        placeholder
     };
     let prefix_match = |column: &str, prefix: &str| match dialect {
         Dialect::Sqlite => (format!("{column} GLOB ?"), glob_prefix(prefix)),
@@ -353,9 +366,10 @@ pub(crate) fn select_sql(
         let (condition, value) = prefix_match("runs.commit_id", prefix);
         add(&condition, value);
     }
-    if let Some(label) = &query.label {
-        add("runs.label = ?", label.clone());
-    }
+    let label_placeholder = query
+        .label
+        .as_ref()
+        .map(|label| add("runs.label = ?", label.clone()));
     if let Some(prefix) = &query.id_prefix {
         let (condition, value) = prefix_match("runs.id", prefix);
         add(&condition, value);
@@ -379,6 +393,15 @@ pub(crate) fn select_sql(
     if let Some(tool) = &query.source_tool {
         add("runs.source_tool = ?", tool.clone());
     }
+    let from = match label_placeholder {
+        Some(placeholder) => from.replace(QUERY_LABEL, &placeholder),
+        None if from.contains(QUERY_LABEL) => {
+            return Err(ArchiveError::InvalidQuery(
+                "the selection's join names a label but the query has none".to_string(),
+            ));
+        }
+        None => from.to_string(),
+    };
     let mut sql = format!("SELECT {columns} FROM {from}");
     if !conditions.is_empty() {
         sql.push_str(" WHERE ");

@@ -1,6 +1,8 @@
 //! What a history reads of a run ([`SeriesRun`]): the archive's columns
 //! give it without decoding the record ([`crate::Archive::series_runs`]),
-//! and a record gives it directly ([`SeriesRun::of`]).
+//! and a record gives it directly ([`SeriesRun::of`]). Of a run's stored
+//! series, an object of every metric's values, only the history's metric
+//! is built ([`metric_samples`]).
 
 use crate::error::ArchiveError;
 use crate::store::query::MISSING_SERIES;
@@ -44,14 +46,15 @@ impl SeriesRun {
 
     /// The series run a row of either backend gives: the run's columns,
     /// its spec key from `run_series` (`None`: the run is missing there)
-    /// and its stored values of `metric` as JSON text (`None`: none).
+    /// and its `series` object as stored (`None`: none), of which only
+    /// `metric`'s array is read ([`metric_samples`]).
     pub(crate) fn from_columns(
         id: String,
         commit: Option<String>,
         started_at: String,
         test: &str,
         spec_key: Option<String>,
-        samples: Option<String>,
+        series: Option<&str>,
         metric: Metric,
     ) -> Result<SeriesRun, ArchiveError> {
         let damaged = |detail: String| ArchiveError::DamagedRun {
@@ -60,9 +63,9 @@ impl SeriesRun {
         };
         let test = TestKind::from_str(test).map_err(|err| damaged(err.to_string()))?;
         let spec_key = spec_key.ok_or_else(|| damaged(MISSING_SERIES.to_string()))?;
-        let samples = match samples {
-            Some(text) => serde_json::from_str::<Vec<f64>>(&text)
-                .map_err(|err| damaged(format!("its stored {metric} values: {err}")))?,
+        let samples = match series {
+            Some(text) => metric_samples(text, metric)
+                .map_err(|err| damaged(format!("its stored series of {metric}: {err}")))?,
             None => Vec::new(),
         };
         Ok(SeriesRun {
@@ -73,5 +76,136 @@ impl SeriesRun {
             spec_key,
             samples,
         })
+    }
+}
+
+/// The values of `metric` in `series`, a `run_series` object
+/// ([`crate::schema::series_json`]); a metric the object does not name
+/// has none. Only that metric's array is built: the other values are
+/// skipped unparsed, since a history reads one metric of a series that
+/// holds all of them, and builds thousands.
+pub(crate) fn metric_samples(series: &str, metric: Metric) -> Result<Vec<f64>, serde_json::Error> {
+    let mut deserializer = serde_json::Deserializer::from_str(series);
+    let samples = serde::de::DeserializeSeed::deserialize(
+        OneMetric {
+            name: metric.name(),
+        },
+        &mut deserializer,
+    )?;
+    // Trailing text makes the series malformed, as it would a whole parse.
+    deserializer.end()?;
+    Ok(samples.unwrap_or_default())
+}
+
+/// Reads a series object for the array under `name`, if any.
+struct OneMetric {
+    name: &'static str,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for OneMetric {
+    type Value = Option<Vec<f64>>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(
+        self,
+        deserializer: D,
+    ) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for OneMetric {
+    type Value = Option<Vec<f64>>;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("an object of metric names to arrays of numbers")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut samples = None;
+        while let Some(is_metric) = map.next_key_seed(KeyIs(self.name))? {
+            if is_metric {
+                // A repeated key: the last one counts, as in a whole parse.
+                samples = Some(map.next_value::<Vec<f64>>()?);
+            } else {
+                map.next_value::<serde::de::IgnoredAny>()?;
+            }
+        }
+        Ok(samples)
+    }
+}
+
+/// Whether a key is the given name, told without copying the key.
+struct KeyIs(&'static str);
+
+impl<'de> serde::de::DeserializeSeed<'de> for KeyIs {
+    type Value = bool;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for KeyIs {
+    type Value = bool;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("a metric name")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<bool, E> {
+        Ok(key == self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_metric_asked_for_is_read() {
+        let series = r#"{"latency_p99_us":[1.5,2],"throughput_bps":[9.4e9,9.41e9]}"#;
+        assert_eq!(
+            metric_samples(series, Metric::ThroughputBps).unwrap(),
+            [9.4e9, 9.41e9]
+        );
+        assert_eq!(
+            metric_samples(series, Metric::LatencyP99Us).unwrap(),
+            [1.5, 2.0]
+        );
+        // A metric the run did not measure has no values.
+        assert!(
+            metric_samples(series, Metric::LocalCpuPct)
+                .unwrap()
+                .is_empty()
+        );
+        assert!(
+            metric_samples("{}", Metric::ThroughputBps)
+                .unwrap()
+                .is_empty()
+        );
+        // An escaped key is the name it spells.
+        let escaped = r#"{"throughput\u005fbps":[1.0]}"#;
+        assert_eq!(
+            metric_samples(escaped, Metric::ThroughputBps).unwrap(),
+            [1.0]
+        );
+    }
+
+    #[test]
+    fn a_malformed_series_is_an_error_wherever_it_is_malformed() {
+        for series in [
+            "",
+            "[]",
+            "{\"throughput_bps\":[1.0,null]}",
+            "{\"throughput_bps\":\"fast\"}",
+            "{\"latency_p99_us\":[1.0,}",
+            "{\"throughput_bps\":[1.0]} trailing",
+            "{\"throughput_bps\":[1.0]",
+        ] {
+            assert!(
+                metric_samples(series, Metric::ThroughputBps).is_err(),
+                "{series}"
+            );
+        }
     }
 }

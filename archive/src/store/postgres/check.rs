@@ -12,8 +12,8 @@
 //! The pages themselves are verified by the server as it reads them
 //! only where the cluster has data checksums, which is said too.
 
-use super::PgArchive;
-use super::query::stored_run_of;
+use super::query::{SERIES_LABEL_DISAGREES, stored_run_of};
+use super::{PgArchive, SERIES_LABEL_VERSION};
 use crate::ArchiveError;
 use crate::schema::{V2_METRICS, metric_column};
 use crate::store::check::{CheckReport, DamagedRun, StoredFigures, series_problem, verify_row};
@@ -29,7 +29,7 @@ const TABLES: [&str; 5] = [
     "bisect_events",
 ];
 
-/// The indexes the migrations make.
+/// The indexes the migrations up to version 2 make.
 const INDEXES: [&str; 11] = [
     "netbisect_archive_pkey",
     "runs_pkey",
@@ -43,6 +43,9 @@ const INDEXES: [&str; 11] = [
     "bisect_sessions_active",
     "bisect_events_pkey",
 ];
+
+/// The indexes of later versions, with the version that makes each.
+const LATER_INDEXES: [(u32, &str); 1] = [(SERIES_LABEL_VERSION, "run_series_history")];
 
 /// The foreign keys the migrations make.
 const FOREIGN_KEYS: [&str; 2] = ["run_series_run_id_fkey", "bisect_events_session_id_fkey"];
@@ -95,7 +98,7 @@ impl PgArchive {
             }
         }
         let mut client = self.client.borrow_mut();
-        let integrity = integrity(&mut client, n_runs)?;
+        let integrity = integrity(&mut client, n_runs, schema_version)?;
         let foreign_key_violations: i64 = client
             .query_one(
                 "SELECT (SELECT count(*) FROM run_series \
@@ -105,9 +108,16 @@ impl PgArchive {
                 &[],
             )?
             .try_get(0)?;
+        // The label a history joins by, from the version that stores it.
+        let label_differs = if schema_version >= SERIES_LABEL_VERSION {
+            "run_series.label IS DISTINCT FROM runs.label"
+        } else {
+            "false"
+        };
         let sql = format!(
             "SELECT runs.id, run_series.spec_key, run_series.series, runs.record, \
-             run_series.run_id IS NOT NULL FROM {SERIES_JOIN} ORDER BY runs.started_at, runs.id"
+             run_series.run_id IS NOT NULL, {label_differs} \
+             FROM {SERIES_JOIN} ORDER BY runs.started_at, runs.id"
         );
         let mut rows = client.query_raw(&sql, std::iter::empty::<&str>())?;
         while let Some(row) = rows.next()? {
@@ -124,8 +134,16 @@ impl PgArchive {
                 continue;
             }
             let bytes: &[u8] = row.try_get(3)?;
-            if let Some(problem) = series_problem(bytes, row.try_get(1)?, row.try_get(2)?) {
-                damaged_runs.push(DamagedRun { problem, id });
+            let mut problems = Vec::new();
+            problems.extend(series_problem(bytes, row.try_get(1)?, row.try_get(2)?));
+            if row.try_get::<_, bool>(5)? {
+                problems.push(SERIES_LABEL_DISAGREES.to_string());
+            }
+            if !problems.is_empty() {
+                damaged_runs.push(DamagedRun {
+                    problem: problems.join("; "),
+                    id,
+                });
             }
         }
         Ok(CheckReport {
@@ -145,10 +163,15 @@ impl PgArchive {
     }
 }
 
-/// The catalog, every table read whole, and the row counts of `runs`
-/// (of which `n_runs` were read as records) and `run_series` by a
-/// sequential scan and through an index.
-fn integrity(client: &mut postgres::Client, n_runs: u64) -> Result<Integrity, ArchiveError> {
+/// The catalog (as the migrations up to `version` made it), every table
+/// read whole, and the row counts of `runs` (of which `n_runs` were read
+/// as records) and `run_series` by a sequential scan and through an
+/// index.
+fn integrity(
+    client: &mut postgres::Client,
+    n_runs: u64,
+    version: u32,
+) -> Result<Integrity, ArchiveError> {
     let mut problems = Vec::new();
     let tables: Vec<String> = client
         .query(
@@ -184,7 +207,11 @@ fn integrity(client: &mut postgres::Client, n_runs: u64) -> Result<Integrity, Ar
             ));
         }
     }
-    for name in INDEXES {
+    let later = LATER_INDEXES
+        .iter()
+        .filter(|(since, _)| version >= *since)
+        .map(|(_, name)| *name);
+    for name in INDEXES.into_iter().chain(later) {
         if !indexes
             .iter()
             .any(|row| row.try_get::<_, String>(0).is_ok_and(|found| found == name))

@@ -1,6 +1,9 @@
 //! The archive on PostgreSQL: the same tables as the SQLite file (runs
 //! with their canonical bytes and indexed columns, `run_series`, the
-//! bisection journal), reached with the sync `postgres` client.
+//! bisection journal), reached with the sync `postgres` client. One
+//! column more: `run_series` holds each run's label too (schema 3, see
+//! [`MIGRATIONS`]), since its heap is not in key order as the file's
+//! table is.
 //!
 //! Opening connects and reads the schema version from
 //! `netbisect_archive` before anything is written: a server that cannot
@@ -29,7 +32,11 @@ mod write;
 
 /// The newest schema version of a PostgreSQL archive this build writes
 /// and reads (numbered apart from the SQLite file's).
-pub const CURRENT_VERSION: u32 = 2;
+pub const CURRENT_VERSION: u32 = 3;
+
+/// The version from which `run_series` has each run's label
+/// ([`MIGRATIONS`]), and a history joins it by the label too.
+const SERIES_LABEL_VERSION: u32 = 3;
 
 /// The key of the advisory lock migrations take ("nbis").
 const MIGRATION_LOCK: i64 = 0x6e62_6973;
@@ -47,6 +54,16 @@ const MIGRATION_LOCK: i64 = 0x6e62_6973;
 ///    and `test` included, as the file's index has them), so that a
 ///    history is an index-only scan of `runs` and reads no row of that
 ///    table of records.
+/// 3. `run_series` has each run's `label`, and `run_series_history`
+///    orders it as `runs_history` orders the runs. A PostgreSQL table is
+///    not clustered by its primary key (the SQLite file's `run_series` is
+///    a WITHOUT ROWID table in key order): a history's rows of
+///    `run_series`, fetched run by run through the key, were thousands
+///    of lookups into a heap in no useful order. With the label beside
+///    the series, both sides of a history are read in one order by one
+///    index scan each and merged. The label is copied from `runs`,
+///    analyzed so that the planner sees it, and stored by every writer
+///    from then on.
 const MIGRATIONS: &[&str] = &[
     "
     CREATE TABLE netbisect_archive (
@@ -115,6 +132,13 @@ const MIGRATIONS: &[&str] = &[
     DROP INDEX runs_history;
     ALTER INDEX runs_history_covering RENAME TO runs_history;
 ",
+    "
+    ALTER TABLE run_series ADD COLUMN label text COLLATE \"C\";
+    UPDATE run_series SET label = runs.label FROM runs
+        WHERE runs.id = run_series.run_id AND runs.label IS NOT NULL;
+    CREATE INDEX run_series_history ON run_series (config_key, label, started_at, run_id);
+    ANALYZE run_series;
+",
 ];
 
 /// An open PostgreSQL archive: one connection.
@@ -123,6 +147,10 @@ pub(crate) struct PgArchive {
     /// statement, and the archive's reads take `&self`.
     pub(crate) client: RefCell<postgres::Client>,
     pub(crate) address: ServerAddress,
+    /// The schema version when opened (after any migration): what the
+    /// reads may rely on. Another process can only raise it meanwhile,
+    /// and each version reads the tables of the ones before.
+    pub(crate) version: u32,
 }
 
 impl PgArchive {
@@ -131,25 +159,30 @@ impl PgArchive {
     /// date; refuses another program's database and a newer schema
     /// before writing anything.
     pub(crate) fn open(address: &ServerAddress) -> Result<PgArchive, ArchiveError> {
-        let archive = PgArchive::connect(address)?;
+        let mut archive = PgArchive::connect(address)?;
         let found = archive.read_version()?;
         if found != Some(CURRENT_VERSION) {
             archive.migrate()?;
         }
+        archive.version = CURRENT_VERSION;
         Ok(archive)
     }
 
     /// Connects to the archive at `address` to read it: a database
     /// without the archive's tables is refused, never created.
     pub(crate) fn open_read_only(address: &ServerAddress) -> Result<PgArchive, ArchiveError> {
-        let archive = PgArchive::connect(address)?;
+        let mut archive = PgArchive::connect(address)?;
         match archive.read_version()? {
-            Some(_) => Ok(archive),
+            Some(version) => {
+                archive.version = version;
+                Ok(archive)
+            }
             None if archive.has_tables()? => Err(archive.foreign_database()),
             None => Err(archive.refused("the database holds no netbisect archive".to_string())),
         }
     }
 
+    /// Connects to `address`; the version is the caller's to read.
     fn connect(address: &ServerAddress) -> Result<PgArchive, ArchiveError> {
         let client =
             address
@@ -162,6 +195,7 @@ impl PgArchive {
         Ok(PgArchive {
             client: RefCell::new(client),
             address: address.clone(),
+            version: 0,
         })
     }
 

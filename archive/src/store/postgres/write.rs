@@ -25,14 +25,20 @@ const INSERT_COLUMNS: &str = "id, commit_id, describe, label, config_key, testbe
 
 const N_INSERT_COLUMNS: usize = 23;
 
-const N_SERIES_COLUMNS: usize = 5;
+/// The columns of a history row: its key, what it holds, and the run's
+/// label, by which a history of one label reads them (schema version 3).
+const SERIES_COLUMNS: &str = "config_key, started_at, run_id, spec_key, series, label";
+
+const N_SERIES_COLUMNS: usize = 6;
 
 /// One run's values in the order of [`INSERT_COLUMNS`], and its history
-/// row's (`config_key, started_at, run_id, spec_key, series`).
+/// row's in the order of [`SERIES_COLUMNS`]: the text columns, then the
+/// label, which a run may not have.
 struct RunValues<'run> {
     id: &'run str,
     run: Vec<Box<dyn ToSql + Sync + 'run>>,
-    series: [String; N_SERIES_COLUMNS],
+    series: [String; N_SERIES_COLUMNS - 1],
+    label: Option<&'run str>,
 }
 
 fn values_of(run: &CanonicalRun) -> Result<RunValues<'_>, ArchiveError> {
@@ -76,6 +82,7 @@ fn values_of(run: &CanonicalRun) -> Result<RunValues<'_>, ArchiveError> {
             spec_key,
             series,
         ],
+        label: record.subject.label.as_deref(),
     })
 }
 
@@ -165,13 +172,17 @@ impl PgArchive {
                 continue;
             }
             let sql = format!(
-                "INSERT INTO run_series (config_key, started_at, run_id, spec_key, series) \
-                 VALUES {}",
+                "INSERT INTO run_series ({SERIES_COLUMNS}) VALUES {}",
                 placeholders(new_series.len(), N_SERIES_COLUMNS)
             );
             let parameters: Vec<&(dyn ToSql + Sync)> = new_series
                 .iter()
-                .flat_map(|run| run.series.iter().map(|value| value as &(dyn ToSql + Sync)))
+                .flat_map(|run| {
+                    run.series
+                        .iter()
+                        .map(|value| value as &(dyn ToSql + Sync))
+                        .chain([&run.label as &(dyn ToSql + Sync)])
+                })
                 .collect();
             transaction.execute(&sql, &parameters)?;
         }

@@ -1,0 +1,228 @@
+//! Opening a PostgreSQL archive: older schemas brought up to date, and
+//! what is refused (a newer schema, a server that cannot be used, another
+//! program's database).
+
+use super::{Place, canonical, cluster, record};
+use archive::location::ServerAddress;
+use archive::store::SeriesRun;
+use archive::{Archive, ArchiveError, CanonicalRun, Location, RunQuery};
+use run_record::record::Metric;
+use run_record::spec::TestKind;
+use test_fixtures::postgres::Cluster;
+use test_fixtures::record::RecordBuilder;
+
+/// SQL that takes a PostgreSQL archive made at the current version back
+/// to how version `version` (1 or 2) made it: `run_series` without the
+/// label and its index (before 3), `runs_history` without the columns it
+/// covers (before 2).
+fn downgrade(version: u32) -> String {
+    let mut sql = "ALTER TABLE run_series DROP COLUMN label; ".to_string();
+    if version < 2 {
+        sql.push_str(
+            "DROP INDEX runs_history; \
+             CREATE INDEX runs_history ON runs (config_key, label, started_at, id); ",
+        );
+    }
+    sql.push_str(&format!(
+        "UPDATE netbisect_archive SET schema_version = {version}"
+    ));
+    sql
+}
+
+/// Raises an error in the database unless `condition` (SQL) holds.
+fn assert_sql(cluster: &Cluster, name: &str, condition: &str, what: &str) {
+    cluster.run_in(
+        name,
+        &format!("DO $$ BEGIN IF NOT ({condition}) THEN RAISE '{what}'; END IF; END $$"),
+    );
+}
+
+/// A PostgreSQL archive at schema version 1 or 2 is brought to version 3
+/// when a writer opens it: `runs_history` covers what a history reads
+/// (since 2), `run_series` has each run's label, copied from `runs`, and
+/// `run_series_history` (since 3); its runs are kept and read as before,
+/// and new runs are stored with their label. A reader leaves it at its
+/// version and reads it too, and `archive check` finds it clean at
+/// either version. A version beyond this build's is still refused,
+/// naming both.
+#[test]
+fn a_postgresql_archive_at_version_1_or_2_is_upgraded_and_a_newer_one_refused() {
+    let Some(cluster) = cluster() else {
+        return;
+    };
+    let mut runs: Vec<CanonicalRun> = (0..4)
+        .map(|idx| {
+            canonical(record(
+                "aaaa1111",
+                if idx % 2 == 0 { "base" } else { "new" },
+                1e9 + f64::from(idx) * 1e6,
+                TestKind::TcpStream,
+            ))
+        })
+        .collect();
+    // A run without a label keeps none in run_series.
+    runs.push(canonical(
+        RecordBuilder::new(TestKind::TcpStream)
+            .started_at("2026-11-30T06:00:00.000000Z")
+            .finished_at("2026-11-30T06:00:10.000000Z")
+            .commit("aaaa1111")
+            .samples(&[1e9, 1.1e9])
+            .build(),
+    ));
+    let query = RunQuery {
+        label: Some("base".to_string()),
+        config_key_prefix: Some(runs[0].record().config_key.clone()),
+        ..RunQuery::default()
+    };
+    let covering = "(SELECT indexdef FROM pg_indexes WHERE indexname = 'runs_history') \
+         LIKE '%(config_key, label, started_at, id) INCLUDE (commit_id, test)'";
+    let labelled = "(SELECT indexdef FROM pg_indexes WHERE indexname = 'run_series_history') \
+         LIKE '%(config_key, label, started_at, run_id)' \
+         AND NOT EXISTS (SELECT 1 FROM runs JOIN run_series ON run_series.run_id = runs.id \
+         WHERE run_series.label IS DISTINCT FROM runs.label) \
+         AND (SELECT count(*) FROM run_series WHERE label IS NULL) = 1";
+    for version in [1, 2] {
+        let name = cluster.database();
+        let location = Place::Server(cluster, name.clone()).location();
+        let mut archive = Archive::open_location(&location).unwrap();
+        archive.store_all(&runs[..3]).unwrap();
+        archive.store_all(&runs[4..]).unwrap();
+        let history = archive
+            .series_runs(&query, Metric::ThroughputBps)
+            .unwrap()
+            .unwrap();
+        assert_eq!(history.len(), 2);
+        drop(archive);
+        cluster.run_in(&name, &downgrade(version));
+
+        let reader = Archive::open_location_read_only(&location).unwrap();
+        assert_eq!(reader.schema_version().unwrap(), version);
+        assert_eq!(
+            reader
+                .series_runs(&query, Metric::ThroughputBps)
+                .unwrap()
+                .unwrap(),
+            history
+        );
+        let report = reader.check().unwrap();
+        assert!(report.is_clean(), "version {version}: {report:?}");
+        drop(reader);
+
+        let mut archive = Archive::open_location(&location).unwrap();
+        assert_eq!(archive.schema_version().unwrap(), 3);
+        assert_sql(cluster, &name, covering, "runs_history covers nothing");
+        assert_sql(cluster, &name, labelled, "run_series has no labels");
+        assert_eq!(
+            archive
+                .series_runs(&query, Metric::ThroughputBps)
+                .unwrap()
+                .unwrap(),
+            history
+        );
+        // A run stored after the upgrade is read by its label too.
+        archive.store(&runs[3]).unwrap();
+        let new = RunQuery {
+            label: Some("new".to_string()),
+            ..query.clone()
+        };
+        let expected: Vec<SeriesRun> = [&runs[1], &runs[3]]
+            .iter()
+            .map(|run| SeriesRun::of(run.record(), Metric::ThroughputBps).unwrap())
+            .collect();
+        assert_eq!(
+            archive
+                .series_runs(&new, Metric::ThroughputBps)
+                .unwrap()
+                .unwrap(),
+            expected
+        );
+        assert_eq!(archive.count().unwrap(), 5);
+        let report = archive.check().unwrap();
+        assert!(report.is_clean(), "from version {version}: {report:?}");
+        drop(archive);
+
+        cluster.run_in(&name, "UPDATE netbisect_archive SET schema_version = 4");
+        for err in [
+            Archive::open_location(&location).err().unwrap(),
+            Archive::open_location_read_only(&location).err().unwrap(),
+        ] {
+            assert!(
+                err.to_string()
+                    .contains("archive schema version 4 is newer than version 3"),
+                "{err}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_server_that_cannot_be_used_is_refused_naming_its_address_not_its_password() {
+    let Some(cluster) = cluster() else {
+        return;
+    };
+    let name = cluster.database();
+    let wrong = format!(
+        "postgres://{}:not-the-password@127.0.0.1:{}/{name}",
+        test_fixtures::postgres::USER,
+        cluster.port()
+    );
+    let err = Archive::open_location(&Location::Server(Box::new(
+        ServerAddress::parse(&wrong).unwrap(),
+    )))
+    .err()
+    .unwrap();
+    let text = err.to_string();
+    assert!(matches!(err, ArchiveError::Server { .. }), "{text}");
+    assert!(!text.contains("not-the-password"), "{text}");
+    assert!(
+        text.contains(&cluster.url_without_password(&name)),
+        "{text}"
+    );
+
+    // Nothing listens on a port just freed.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let unreachable = format!("postgres://lab:pw@127.0.0.1:{port}/x?connect_timeout=5");
+    let err = Archive::open_location(&Location::Server(Box::new(
+        ServerAddress::parse(&unreachable).unwrap(),
+    )))
+    .err()
+    .unwrap();
+    assert!(matches!(err, ArchiveError::Server { .. }), "{err}");
+    assert!(!err.to_string().contains(":pw@"), "{err}");
+
+    // Another program's database is left as it is.
+    cluster.run_in(&name, "CREATE TABLE accounts (id integer)");
+    let location = Location::Server(Box::new(ServerAddress::parse(&cluster.url(&name)).unwrap()));
+    let err = Archive::open_location(&location).err().unwrap();
+    assert!(err.to_string().contains("another program"), "{err}");
+    cluster.run_in(
+        &name,
+        "DO $$ BEGIN IF to_regclass('runs') IS NOT NULL THEN RAISE 'written'; END IF; END $$",
+    );
+
+    // A newer schema.
+    let newer = cluster.database();
+    let location = Location::Server(Box::new(
+        ServerAddress::parse(&cluster.url(&newer)).unwrap(),
+    ));
+    drop(Archive::open_location(&location).unwrap());
+    cluster.run_in(&newer, "UPDATE netbisect_archive SET schema_version = 99");
+    let err = Archive::open_location(&location).err().unwrap();
+    assert!(err.to_string().contains("newer"), "{err}");
+
+    // A reader creates nothing in an empty database.
+    let empty = cluster.database();
+    let location = Location::Server(Box::new(
+        ServerAddress::parse(&cluster.url(&empty)).unwrap(),
+    ));
+    let err = Archive::open_location_read_only(&location).err().unwrap();
+    assert!(err.to_string().contains("no netbisect archive"), "{err}");
+    cluster.run_in(
+        &empty,
+        "DO $$ BEGIN IF to_regclass('runs') IS NOT NULL THEN RAISE 'written'; END IF; END $$",
+    );
+}
