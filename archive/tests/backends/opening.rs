@@ -13,10 +13,13 @@ use test_fixtures::record::RecordBuilder;
 
 /// SQL that takes a PostgreSQL archive made at the current version back
 /// to how version `version` (1 or 2) made it: `run_series` without the
-/// label and its index (before 3), `runs_history` without the columns it
+/// label, its index and its trigger (before 3), `runs_history` without the columns it
 /// covers (before 2).
 fn downgrade(version: u32) -> String {
-    let mut sql = "ALTER TABLE run_series DROP COLUMN label; ".to_string();
+    let mut sql = "DROP TRIGGER run_series_label ON run_series; \
+                   DROP FUNCTION run_series_label(); \
+                   ALTER TABLE run_series DROP COLUMN label; "
+        .to_string();
     if version < 2 {
         sql.push_str(
             "DROP INDEX runs_history; \
@@ -119,8 +122,20 @@ fn a_postgresql_archive_at_version_1_or_2_is_upgraded_and_a_newer_one_refused() 
                 .unwrap(),
             history
         );
-        // A run stored after the upgrade is read by its label too.
+        // A run stored after the upgrade is read by its label too, and
+        // so is one that a writer of version 2, which had the archive
+        // open across the upgrade, stores without a label in run_series.
         archive.store(&runs[3]).unwrap();
+        let id = &runs[3].record().id;
+        cluster.run_in(
+            &name,
+            &format!(
+                "CREATE TEMP TABLE old_writer AS SELECT * FROM run_series WHERE run_id = '{id}'; \
+                 DELETE FROM run_series WHERE run_id = '{id}'; \
+                 INSERT INTO run_series (config_key, started_at, run_id, spec_key, series) \
+                     SELECT config_key, started_at, run_id, spec_key, series FROM old_writer"
+            ),
+        );
         let new = RunQuery {
             label: Some("new".to_string()),
             ..query.clone()

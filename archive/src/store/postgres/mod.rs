@@ -63,7 +63,10 @@ const MIGRATION_LOCK: i64 = 0x6e62_6973;
 ///    the series, both sides of a history are read in one order by one
 ///    index scan each and merged. The label is copied from `runs`,
 ///    analyzed so that the planner sees it, and stored by every writer
-///    from then on.
+///    from then on. A trigger fills in the label of a row stored without
+///    one: a netbisect of version 2 that had the archive open while
+///    another upgraded it stores its runs without a label, and they
+///    would otherwise be missing from their label's history.
 const MIGRATIONS: &[&str] = &[
     "
     CREATE TABLE netbisect_archive (
@@ -138,6 +141,14 @@ const MIGRATIONS: &[&str] = &[
         WHERE runs.id = run_series.run_id AND runs.label IS NOT NULL;
     CREATE INDEX run_series_history ON run_series (config_key, label, started_at, run_id);
     ANALYZE run_series;
+    CREATE FUNCTION run_series_label() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        NEW.label := (SELECT label FROM runs WHERE id = NEW.run_id);
+        RETURN NEW;
+    END
+    $$;
+    CREATE TRIGGER run_series_label BEFORE INSERT ON run_series
+        FOR EACH ROW WHEN (NEW.label IS NULL) EXECUTE FUNCTION run_series_label();
 ",
 ];
 
