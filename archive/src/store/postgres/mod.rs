@@ -219,7 +219,11 @@ impl PgArchive {
     /// The version in `netbisect_archive`, `None` when there is no such
     /// table; a version newer than this build's is refused.
     fn read_version(&self) -> Result<Option<u32>, ArchiveError> {
-        read_version_with(&mut *self.client.borrow_mut(), &self.address)
+        read_version_with(
+            &mut *self.client.borrow_mut(),
+            &self.address,
+            Lookup::Cached,
+        )
     }
 
     fn has_tables(&self) -> Result<bool, ArchiveError> {
@@ -247,7 +251,7 @@ impl PgArchive {
         let mut client = self.client.borrow_mut();
         let mut transaction = client.transaction()?;
         transaction.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])?;
-        let found = read_version_with(&mut transaction, &self.address)?;
+        let found = read_version_with(&mut transaction, &self.address, Lookup::Fresh)?;
         if found.is_none() && has_tables_with(&mut transaction)? {
             return Err(self.foreign_database());
         }
@@ -272,21 +276,43 @@ impl PgArchive {
 
 /// `netbisect_archive`'s version through `client` (a connection or a
 /// transaction).
+/// How [`read_version_with`] looks for the archive's version table.
+#[derive(Clone, Copy)]
+enum Lookup {
+    /// Through the catalog's cache: fast, but it may not yet see a
+    /// table another connection has just created (its invalidation is
+    /// read at this connection's next relation lock). Enough for a
+    /// first look; an archive not found this way is looked for again
+    /// before it is created.
+    Cached,
+    /// By a query of the catalog under a fresh snapshot, as the
+    /// migration does under its lock.
+    Fresh,
+}
+
 fn read_version_with(
     client: &mut impl postgres::GenericClient,
     address: &ServerAddress,
+    lookup: Lookup,
 ) -> Result<Option<u32>, ArchiveError> {
     let refused = |detail: String| ArchiveError::Server {
         address: address.to_string(),
         detail,
     };
-    let exists: bool = client
-        .query_typed_one(
+    let sql = match lookup {
+        // A lookup by name in the catalog's cache: planning a query of
+        // the `pg_tables` view in a new connection took a few
+        // milliseconds of every command.
+        Lookup::Cached => {
+            "SELECT to_regclass(quote_ident(current_schema()) || '.netbisect_archive') \
+             IS NOT NULL"
+        }
+        Lookup::Fresh => {
             "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_tables \
-             WHERE schemaname = current_schema() AND tablename = 'netbisect_archive')",
-            &[],
-        )?
-        .try_get(0)?;
+             WHERE schemaname = current_schema() AND tablename = 'netbisect_archive')"
+        }
+    };
+    let exists: bool = client.query_typed_one(sql, &[])?.try_get(0)?;
     if !exists {
         return Ok(None);
     }
