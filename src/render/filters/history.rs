@@ -10,10 +10,11 @@
 //! than 40 columns are cut (`...`); the bar takes what is left of 80
 //! columns, at most 30, and runs from the smallest mean (one `#`) to the
 //! largest; a change marker goes at the end of its row when at least 8
-//! columns of bar remain beside it, else on a line of its own below.
+//! columns of bar remain beside it, else on a line of its own below
+//! (under the bar, or as far left as it must be to end in 80 columns).
 
 use super::{figure_text, fixed_text, netperf_divisor, plain, signed_pct_text};
-use minijinja::value::{Kwargs, Serde, Value};
+use minijinja::value::{Kwargs, Serde, Value, ValueKind};
 use minijinja::{Error, ErrorKind};
 use serde::Serialize;
 
@@ -69,6 +70,12 @@ fn optional_number(value: &Value, name: &str) -> Result<Option<f64>, Error> {
 }
 
 fn point_of(value: &Value, time_order: bool) -> Result<Point, Error> {
+    if value.kind() != ValueKind::Map {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!("a history point is a map, not {}", value.kind()),
+        ));
+    }
     let label = value.get_attr("label")?;
     let label = label.as_str().unwrap_or_default();
     let label = if time_order {
@@ -106,6 +113,15 @@ pub fn history_rows(points: Value, options: Kwargs) -> Result<Value, Error> {
     options.assert_all_used()?;
 
     let time_order = order != "git";
+    if points.kind() != ValueKind::Seq {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!(
+                "history_rows takes the list of points, not {}",
+                points.kind()
+            ),
+        ));
+    }
     let points: Vec<Point> = points
         .try_iter()?
         .map(|point| point_of(&point, time_order))
@@ -189,7 +205,11 @@ pub fn history_rows(points: Value, options: Kwargs) -> Result<Value, Error> {
             ));
         } else {
             lines.push(format!("{row}  {bar}"));
-            lines.push(format!("{:fixed_width$}^-- change {change} (p{p})", ""));
+            // Under the bar, or further left where a long label leaves
+            // no room for the marker there.
+            let marker = format!("^-- change {change} (p{p})");
+            let indent = fixed_width.min(LINE_WIDTH.saturating_sub(marker.len()));
+            lines.push(format!("{:indent$}{marker}", ""));
         }
     }
     Ok(Value::from(Serde(HistoryRows {

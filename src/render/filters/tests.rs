@@ -157,3 +157,41 @@ fn wraps_at_spaces() {
             .all(|line| line.len() <= 72)
     );
 }
+
+/// Renders `history_rows` over `points` (JSON) in git order, throughput
+/// in 10^6 bits/s, with the given extremes and one change point.
+fn history_rows_of(points: &str) -> Result<String, Error> {
+    let mut environment = Environment::new();
+    register(&mut environment);
+    let points: serde_json::Value = serde_json::from_str(points).unwrap();
+    environment.render_str(
+        "{% set table = points | history_rows(order='git', unit='bits/s', units='m', \
+         min_mean=1e9, max_mean=2e9, n_change_points=1) %}\
+         {{ table.label_width }}/{{ table.bar_width }}\n{{ table.lines | join('\n') }}",
+        minijinja::context! { points => minijinja::value::Serde(points) },
+    )
+}
+
+#[test]
+fn history_rows_cut_long_labels_escape_others_and_refuse_what_is_not_a_point() {
+    let text = history_rows_of(
+        r#"[{"label": "v6.10-rc3-01200-g0123456789ab-dirty-with-a-long-tail", "n_samples": 3,
+             "mean": 1e9, "spread_pct": 0.25, "change": null},
+            {"label": "caf\u00e9", "n_samples": 3, "mean": 2e9, "spread_pct": null,
+             "change": {"change_pct": 100.0, "p_value": 0.00001}},
+            {"label": "empty", "n_samples": 0, "mean": null, "spread_pct": null,
+             "change": null}]"#,
+    )
+    .unwrap();
+    let expected = "40/14\n\
+        v6.10-rc3-01200-g0123456789ab-dirty-w...    3     1000.00    0.2  #\n\
+        caf\\u{e9}                                   3     2000.00      -  ##############\n\
+        \x20                                                  ^-- change +100.0% (p<0.0001)\n\
+        empty                                       0           -      -";
+    assert_eq!(text, expected);
+    for line in text.lines() {
+        assert!(line.len() <= 80, "{line}");
+    }
+    assert!(history_rows_of(r#"[{"label": "a", "n_samples": 1, "mean": "fast"}]"#).is_err());
+    assert!(history_rows_of(r#"{"label": "a"}"#).is_err());
+}
