@@ -12,6 +12,7 @@ use crate::exit::{Code, InputError};
 use crate::output;
 use anyhow::Context;
 use archive::store::SeriesRun;
+use archive::store::Upgrade;
 use archive::{Archive, Location, RunQuery};
 use run_record::record::Metric;
 use run_record::record::{RunRecord, SystemOutcome};
@@ -58,7 +59,8 @@ pub fn open_archive(global: &GlobalArgs) -> anyhow::Result<Archive> {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("failed to create directory {}", parent.display()))?;
     }
-    Archive::open_location(&location).context("failed to open the archive")
+    Archive::open_location_noting(&location, &mut upgrade_notice(global, &location))
+        .context("failed to open the archive")
 }
 
 /// Opens the archive the command line names to read and write, for a
@@ -72,7 +74,9 @@ pub fn open_existing_archive(global: &GlobalArgs) -> anyhow::Result<Archive> {
                 .context("failed to open the archive"),
         );
     }
-    Archive::open_location(&archive_location(global)?).context("failed to open the archive")
+    let location = archive_location(global)?;
+    Archive::open_location_noting(&location, &mut upgrade_notice(global, &location))
+        .context("failed to open the archive")
 }
 
 /// The archive's file when the command line names a file that does not
@@ -89,7 +93,27 @@ pub fn missing_archive(global: &GlobalArgs) -> anyhow::Result<Option<PathBuf>> {
 /// the user may only read is read without writing beside it.
 pub fn open_archive_read(global: &GlobalArgs) -> anyhow::Result<Archive> {
     let location = archive_location(global)?;
-    Archive::open_location_read_only(&location).context("failed to open the archive")
+    Archive::open_location_read_only_noting(&location, &mut upgrade_notice(global, &location))
+        .context("failed to open the archive")
+}
+
+/// Says on stderr, unless `--quiet`, that the archive at `location` is
+/// being upgraded: the first command to open a large archive after a
+/// newer netbisect is installed waits for it (seconds for a file of a
+/// million runs, a minute and more on PostgreSQL), and should not wait
+/// in silence.
+fn upgrade_notice(global: &GlobalArgs, location: &Location) -> impl FnMut(Upgrade) + use<> {
+    let quiet = global.quiet;
+    let location = location.to_string();
+    move |upgrade: Upgrade| {
+        if !quiet {
+            eprintln!(
+                "netbisect: upgrading the archive at {location} (schema {} to {}); \
+                 a large one takes a while",
+                upgrade.from, upgrade.to
+            );
+        }
+    }
 }
 
 /// How a finished run is printed and whether it is stored: bench's

@@ -449,11 +449,22 @@ fn history_reads_a_version_5_archive_it_may_not_upgrade() {
     let check = ok(&db, &["archive", "check"], Some(&nobody));
     assert!(check.contains(", damaged: 0"), "{check}");
     assert_eq!(user_version(&db), 5);
-    // Its owner upgrades it on the way, keying run_series anew.
+    // Its owner upgrades it on the way, keying run_series anew, and says
+    // so first; the next command has nothing to upgrade.
     set_mode(dir.path(), 0o755);
     set_mode(&db, 0o644);
-    assert_eq!(ok(&db, &args, None), current);
+    let (code, stdout, stderr) = run(&db, &args, None);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(stdout, current);
+    let notice = format!(
+        "netbisect: upgrading the archive at {} (schema 5 to {});",
+        db.display(),
+        archive::FILE_SCHEMA_VERSION
+    );
+    assert!(stderr.contains(&notice), "{stderr}");
     assert_eq!(user_version(&db), archive::FILE_SCHEMA_VERSION);
+    let (_, _, stderr) = run(&db, &args, None);
+    assert!(!stderr.contains("upgrading"), "{stderr}");
     let report = archive::Archive::open(&db).unwrap().check().unwrap();
     assert!(report.is_clean(), "{report:?}");
 }

@@ -112,6 +112,20 @@ impl CanonicalRun {
     }
 }
 
+/// A schema upgrade about to start, for a caller that tells its user:
+/// the first writer to open a large archive of an older schema waits
+/// while it is converted (a minute and more for a million runs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Upgrade {
+    /// The archive's schema version.
+    pub from: u32,
+    /// The version it is brought to.
+    pub to: u32,
+}
+
+/// What is called just before an upgrade starts.
+pub type UpgradeNotice<'a> = &'a mut dyn FnMut(Upgrade);
+
 /// An open archive, on whichever backend holds it.
 ///
 /// Every public read and write is here; each backend implements the few
@@ -158,7 +172,7 @@ impl Archive {
     /// writing to them.
     pub fn open(path: &Path) -> Result<Archive, ArchiveError> {
         Ok(Archive {
-            backend: Backend::Sqlite(SqliteArchive::open(path)?),
+            backend: Backend::Sqlite(SqliteArchive::open(path, &mut |_| {})?),
         })
     }
 
@@ -168,7 +182,7 @@ impl Archive {
     /// may write is opened as by [`Archive::open`].
     pub fn open_read_only(path: &Path) -> Result<Archive, ArchiveError> {
         Ok(Archive {
-            backend: Backend::Sqlite(SqliteArchive::open_read_only(path)?),
+            backend: Backend::Sqlite(SqliteArchive::open_read_only(path, &mut |_| {})?),
         })
     }
 
@@ -177,9 +191,21 @@ impl Archive {
     /// of another program or with a newer schema is refused before
     /// anything is written.
     pub fn open_location(location: &Location) -> Result<Archive, ArchiveError> {
+        Archive::open_location_noting(location, &mut |_| {})
+    }
+
+    /// Opens the archive at `location` as [`Archive::open_location`]
+    /// does, calling `notice` just before an older schema is upgraded
+    /// (which on a large archive takes a while).
+    pub fn open_location_noting(
+        location: &Location,
+        notice: UpgradeNotice<'_>,
+    ) -> Result<Archive, ArchiveError> {
         let backend = match location {
-            Location::File(path) => Backend::Sqlite(SqliteArchive::open(path)?),
-            Location::Server(address) => Backend::Postgres(Box::new(PgArchive::open(address)?)),
+            Location::File(path) => Backend::Sqlite(SqliteArchive::open(path, notice)?),
+            Location::Server(address) => {
+                Backend::Postgres(Box::new(PgArchive::open(address, notice)?))
+            }
         };
         Ok(Archive { backend })
     }
@@ -187,8 +213,18 @@ impl Archive {
     /// Opens the archive at `location` for reading, as
     /// [`Archive::open_read_only`] does a file: nothing is created.
     pub fn open_location_read_only(location: &Location) -> Result<Archive, ArchiveError> {
+        Archive::open_location_read_only_noting(location, &mut |_| {})
+    }
+
+    /// Opens the archive at `location` for reading as
+    /// [`Archive::open_location_read_only`] does, calling `notice` just
+    /// before a file this user may write is upgraded.
+    pub fn open_location_read_only_noting(
+        location: &Location,
+        notice: UpgradeNotice<'_>,
+    ) -> Result<Archive, ArchiveError> {
         let backend = match location {
-            Location::File(path) => Backend::Sqlite(SqliteArchive::open_read_only(path)?),
+            Location::File(path) => Backend::Sqlite(SqliteArchive::open_read_only(path, notice)?),
             Location::Server(address) => {
                 Backend::Postgres(Box::new(PgArchive::open_read_only(address)?))
             }

@@ -14,7 +14,7 @@
 //! `-wal` truncated to nothing), so that they stay the owner's, with the
 //! archive's mode, and a reader finds them whenever a writer may come.
 
-use super::SqliteArchive;
+use super::{SqliteArchive, Upgrade, UpgradeNotice};
 use crate::ArchiveError;
 use crate::schema::{self, APPLICATION_ID, CURRENT_VERSION, MIGRATIONS};
 use rusqlite::{Connection, ErrorCode, FileControl, OpenFlags};
@@ -29,20 +29,23 @@ impl SqliteArchive {
     /// absent and bringing an older schema up to date. Refuses files that
     /// are not archives, are damaged or have a newer schema, without
     /// writing to them.
-    pub fn open(path: &Path) -> Result<SqliteArchive, ArchiveError> {
+    pub fn open(path: &Path, notice: UpgradeNotice<'_>) -> Result<SqliteArchive, ArchiveError> {
         refuse_foreign_side_files(path)?;
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_URI
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        SqliteArchive::open_with_flags(path, flags).map_err(|err| full_or(path, err))
+        SqliteArchive::open_with_flags(path, flags, notice).map_err(|err| full_or(path, err))
     }
 
     /// Opens the archive at `path` for reading: never creates it (a
     /// missing file is [`ArchiveError::NoArchive`]) and never leaves files
     /// beside it that the owner could not use. An archive this user may
     /// write is opened as by [`Archive::open`].
-    pub fn open_read_only(path: &Path) -> Result<SqliteArchive, ArchiveError> {
+    pub fn open_read_only(
+        path: &Path,
+        notice: UpgradeNotice<'_>,
+    ) -> Result<SqliteArchive, ArchiveError> {
         if !path.exists() {
             return Err(ArchiveError::NoArchive {
                 path: path.to_path_buf(),
@@ -52,7 +55,8 @@ impl SqliteArchive {
             let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
                 | OpenFlags::SQLITE_OPEN_URI
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-            return SqliteArchive::open_with_flags(path, flags).map_err(|err| full_or(path, err));
+            return SqliteArchive::open_with_flags(path, flags, notice)
+                .map_err(|err| full_or(path, err));
         }
         let connection = reading_connection(path)?;
         let archive = SqliteArchive {
@@ -107,7 +111,11 @@ impl SqliteArchive {
         Ok(connection)
     }
 
-    fn open_with_flags(path: &Path, flags: OpenFlags) -> Result<SqliteArchive, ArchiveError> {
+    fn open_with_flags(
+        path: &Path,
+        flags: OpenFlags,
+        notice: UpgradeNotice<'_>,
+    ) -> Result<SqliteArchive, ArchiveError> {
         let open_error = |source| ArchiveError::Open {
             path: path.to_path_buf(),
             source,
@@ -130,6 +138,14 @@ impl SqliteArchive {
         }
         archive.configure()?;
         if version < CURRENT_VERSION {
+            // A new file is made in an instant; an older one may hold
+            // a million runs to convert.
+            if version > 0 {
+                notice(Upgrade {
+                    from: version,
+                    to: CURRENT_VERSION,
+                });
+            }
             archive.migrate()?;
         }
         Ok(archive)

@@ -4,7 +4,7 @@
 
 use super::{Place, canonical, cluster, record};
 use archive::location::ServerAddress;
-use archive::store::SeriesRun;
+use archive::store::{SeriesRun, Upgrade};
 use archive::{Archive, ArchiveError, CanonicalRun, Location, RunQuery};
 use run_record::record::Metric;
 use run_record::spec::TestKind;
@@ -111,7 +111,17 @@ fn a_postgresql_archive_at_version_1_or_2_is_upgraded_and_a_newer_one_refused() 
         assert!(report.is_clean(), "version {version}: {report:?}");
         drop(reader);
 
-        let mut archive = Archive::open_location(&location).unwrap();
+        let mut upgrades = Vec::new();
+        let mut archive =
+            Archive::open_location_noting(&location, &mut |upgrade| upgrades.push(upgrade))
+                .unwrap();
+        assert_eq!(
+            upgrades,
+            [Upgrade {
+                from: version,
+                to: 3
+            }]
+        );
         assert_eq!(archive.schema_version().unwrap(), 3);
         assert_sql(cluster, &name, covering, "runs_history covers nothing");
         assert_sql(cluster, &name, labelled, "run_series has no labels");

@@ -24,6 +24,7 @@
 
 use crate::ArchiveError;
 use crate::location::ServerAddress;
+use crate::store::{Upgrade, UpgradeNotice};
 use std::cell::RefCell;
 
 mod check;
@@ -169,9 +170,18 @@ impl PgArchive {
     /// tables in an empty database and bringing an older schema up to
     /// date; refuses another program's database and a newer schema
     /// before writing anything.
-    pub(crate) fn open(address: &ServerAddress) -> Result<PgArchive, ArchiveError> {
+    pub(crate) fn open(
+        address: &ServerAddress,
+        notice: UpgradeNotice<'_>,
+    ) -> Result<PgArchive, ArchiveError> {
         let mut archive = PgArchive::connect(address)?;
         let found = archive.read_version()?;
+        if let Some(from) = found.filter(|&from| from < CURRENT_VERSION) {
+            notice(Upgrade {
+                from,
+                to: CURRENT_VERSION,
+            });
+        }
         if found != Some(CURRENT_VERSION) {
             archive.migrate()?;
         }
