@@ -49,14 +49,7 @@ pub fn experiment_pages(
     let mut experiments: BTreeMap<String, ExperimentRuns> = BTreeMap::new();
     archive
         .for_each_record(&RunQuery::default(), |run, bytes| {
-            let damaged = |detail: String| ArchiveError::DamagedRun {
-                id: run.id.clone(),
-                detail,
-            };
-            let record = RunRecord::from_slice(bytes).map_err(|err| damaged(err.to_string()))?;
-            if record.id != run.id {
-                return Err(damaged(format!("its bytes are those of run {}", record.id)));
-            }
+            let record = Archive::stored_record(run, bytes)?;
             let Some(tag) = record.experiment.clone() else {
                 return Ok(());
             };
@@ -72,7 +65,10 @@ pub fn experiment_pages(
             }
             let spec_key = record
                 .compute_spec_key()
-                .map_err(|err| damaged(err.to_string()))?;
+                .map_err(|err| ArchiveError::DamagedRun {
+                    id: run.id.clone(),
+                    detail: err.to_string(),
+                })?;
             runs.configurations.entry(spec_key).or_insert(record);
             Ok::<(), ArchiveError>(())
         })

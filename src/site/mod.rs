@@ -115,30 +115,8 @@ pub fn index_page(links: &IndexLinks<'_>) -> String {
             &rows,
         ));
     }
-    if !links.compares.is_empty() {
-        body.push_str("<h2>Comparisons</h2>\n<ul>\n");
-        for (file, title) in &links.compares {
-            let _ = writeln!(
-                body,
-                "<li><a href=\"{}\">{}</a></li>",
-                escape(file),
-                escape(title)
-            );
-        }
-        body.push_str("</ul>\n");
-    }
-    if !links.experiments.is_empty() {
-        body.push_str("<h2>Experiments</h2>\n<ul>\n");
-        for (file, title) in &links.experiments {
-            let _ = writeln!(
-                body,
-                "<li><a href=\"{}\">{}</a></li>",
-                escape(file),
-                escape(title)
-            );
-        }
-        body.push_str("</ul>\n");
-    }
+    link_list(&mut body, "Comparisons", &links.compares);
+    link_list(&mut body, "Experiments", &links.experiments);
     if !links.bisections.is_empty() {
         body.push_str("<h2>Bisections</h2>\n<ul>\n");
         for (file, title, state) in &links.bisections {
@@ -153,6 +131,26 @@ pub fn index_page(links: &IndexLinks<'_>) -> String {
         body.push_str("</ul>\n");
     }
     html::page("netbisect archive", &body)
+}
+
+/// A heading and a list of links to pages (file, title), when there are
+/// any.
+fn link_list(body: &mut String, heading: &str, links: &[(&str, &str)]) {
+    use html::escape;
+    use std::fmt::Write as _;
+    if links.is_empty() {
+        return;
+    }
+    let _ = writeln!(body, "<h2>{heading}</h2>\n<ul>");
+    for (file, title) in links {
+        let _ = writeln!(
+            body,
+            "<li><a href=\"{}\">{}</a></li>",
+            escape(file),
+            escape(title)
+        );
+    }
+    body.push_str("</ul>\n");
 }
 
 /// Writes one file whole: into a temporary file beside it, then renamed

@@ -354,6 +354,12 @@ impl Archive {
     /// whose id is that of the row. A tampered or damaged run is
     /// [`ArchiveError::DamagedRun`].
     pub fn verify_stored(run: &StoredRun, bytes: &[u8]) -> Result<(), ArchiveError> {
+        Archive::stored_record(run, bytes).map(drop)
+    }
+
+    /// The record of stored bytes, checked as [`Archive::verify_stored`]
+    /// checks them, for a caller that reads the record as well.
+    pub fn stored_record(run: &StoredRun, bytes: &[u8]) -> Result<RunRecord, ArchiveError> {
         let damaged = |detail: String| ArchiveError::DamagedRun {
             id: run.id.clone(),
             detail,
@@ -362,7 +368,7 @@ impl Archive {
         if record.id != run.id {
             return Err(damaged(format!("its bytes are those of run {}", record.id)));
         }
-        Ok(())
+        Ok(record)
     }
 
     /// The decoded records of the selected runs, oldest first. Each is
