@@ -467,3 +467,54 @@ fn a_connection_dropped_mid_import_stores_each_file_whole_or_not_at_all() {
     let text = check_text(&address);
     assert!(text.contains("runs: 3021, damaged: 0"), "{text}");
 }
+
+#[test]
+fn a_server_that_cannot_be_reached_is_named_with_the_cause_and_never_the_password() {
+    // Nothing listens on port 1 of loopback: the connection is refused.
+    let output = netbisect_at("postgres://u:secret@127.0.0.1:1/x")
+        .args(["archive", "list"])
+        .assert()
+        .code(3);
+    let stderr = String::from_utf8_lossy(&output.get_output().stderr).to_string();
+    assert!(
+        stderr.contains(
+            "caused by: cannot use the archive at postgres://u@127.0.0.1:1/x: \
+             connection refused\n"
+        ),
+        "{stderr}"
+    );
+    // The client's and the system's own words follow.
+    assert!(
+        stderr.contains("caused by: error connecting to server\n"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("secret"), "{stderr}");
+
+    let Some(cluster) = cluster() else {
+        return;
+    };
+    let name = cluster.database();
+    let wrong = format!(
+        "postgres://{}:s3cret@127.0.0.1:{}/{name}",
+        test_fixtures::postgres::USER,
+        cluster.port()
+    );
+    let output = netbisect_at(&wrong)
+        .args(["archive", "list"])
+        .assert()
+        .code(3);
+    let stderr = String::from_utf8_lossy(&output.get_output().stderr).to_string();
+    assert!(
+        stderr.contains(&format!(
+            "caused by: cannot use the archive at {}: authentication failed\n",
+            cluster.url_without_password(&name)
+        )),
+        "{stderr}"
+    );
+    // The server's own words.
+    assert!(
+        stderr.contains("password authentication failed for user"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("s3cret"), "{stderr}");
+}

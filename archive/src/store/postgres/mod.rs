@@ -25,6 +25,7 @@
 use crate::ArchiveError;
 use crate::location::ServerAddress;
 use crate::store::{Upgrade, UpgradeNotice};
+use postgres::error::SqlState;
 use std::cell::RefCell;
 
 mod check;
@@ -211,7 +212,8 @@ impl PgArchive {
                 .connect(postgres::NoTls)
                 .map_err(|err| ArchiveError::Server {
                     address: address.to_string(),
-                    detail: connect_detail(&err),
+                    detail: connect_failure(&err).to_string(),
+                    source: Some(err),
                 })?;
         Ok(PgArchive {
             client: RefCell::new(client),
@@ -251,6 +253,7 @@ impl PgArchive {
         ArchiveError::Server {
             address: self.address.to_string(),
             detail,
+            source: None,
         }
     }
 
@@ -308,6 +311,7 @@ fn read_version_with(
     let refused = |detail: String| ArchiveError::Server {
         address: address.to_string(),
         detail,
+        source: None,
     };
     let sql = match lookup {
         // A lookup by name in the catalog's cache: planning a query of
@@ -358,11 +362,48 @@ fn has_tables_with(client: &mut impl postgres::GenericClient) -> Result<bool, Ar
         .try_get(0)?)
 }
 
-/// What a failed connection says: the server's own words for a refused
-/// login or a missing database, else the client's.
-fn connect_detail(err: &postgres::Error) -> String {
-    match err.as_db_error() {
-        Some(db_error) => format!("the server refused: {}", db_error.message()),
-        None => format!("cannot connect: {err}"),
+/// What a failed connection was, in the words a user looks for; the
+/// client's own words, and the system's or the server's beneath them,
+/// stay in the error's sources.
+///
+/// The client tells its failures apart only by its text: a login the
+/// server refused is its error (SQLSTATE class 28), a socket that could
+/// not connect an I/O error of the system, and a host name that did not
+/// resolve an I/O error whose text is the standard library's
+/// ([`LOOKUP_FAILED`]). What is none of these is "cannot connect".
+fn connect_failure(err: &postgres::Error) -> &'static str {
+    if let Some(db_error) = err.as_db_error() {
+        return match *db_error.code() {
+            SqlState::INVALID_PASSWORD | SqlState::INVALID_AUTHORIZATION_SPECIFICATION => {
+                "authentication failed"
+            }
+            _ => "the server refused the connection",
+        };
     }
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(current) = cause {
+        if let Some(io_error) = current.downcast_ref::<std::io::Error>() {
+            return match io_error.kind() {
+                std::io::ErrorKind::ConnectionRefused => "connection refused",
+                std::io::ErrorKind::TimedOut => "connection timed out",
+                // Only a Unix socket's path can be missing.
+                std::io::ErrorKind::NotFound => "no server at the socket",
+                _ if io_error.to_string().starts_with(LOOKUP_FAILED) => "unknown host",
+                _ => "cannot connect",
+            };
+        }
+        // The client's refusal to go on: the server asked for a password
+        // that no address, PGPASSWORD or password file gave, or for an
+        // authentication method the client does not speak.
+        let text = current.to_string();
+        if text == "password missing" || text == "authentication error" {
+            return "authentication failed";
+        }
+        cause = current.source();
+    }
+    "cannot connect"
 }
+
+/// How the standard library's error for a host name that did not resolve
+/// begins (the resolver's reason follows it).
+const LOOKUP_FAILED: &str = "failed to lookup address information";
