@@ -19,16 +19,23 @@
 //! instead of deadlocking, and each run is stored once. A connection
 //! that drops mid-transaction stores nothing of it.
 //!
-//! The parts: opening and the schema here; `write` (storing), `query`
-//! (the selections), `check` (`archive check`).
+//! The parts: opening, the schema and its [`Backend`] here; `write`
+//! (storing), `query` (the selections), `check` (`archive check`) and
+//! `journal` (the bisection sessions).
 
 use crate::ArchiveError;
-use crate::location::ServerAddress;
-use crate::store::{Upgrade, UpgradeNotice};
+use crate::location::{Location, ServerAddress};
+use crate::store::backend::{Backend, RecordVisitor};
+use crate::store::check::CheckReport;
+use crate::store::query::{MetricValue, Order, RunQuery, StoredRun};
+use crate::store::write::StoreCounts;
+use crate::store::{CanonicalRun, SeriesRun, Upgrade, UpgradeNotice};
 use postgres::error::SqlState;
+use run_record::record::Metric;
 use std::cell::RefCell;
 
 mod check;
+mod journal;
 mod query;
 mod write;
 
@@ -158,12 +165,12 @@ const MIGRATIONS: &[&str] = &[
 pub(crate) struct PgArchive {
     /// Reads borrow it mutably too: the client needs `&mut` for any
     /// statement, and the archive's reads take `&self`.
-    pub(crate) client: RefCell<postgres::Client>,
-    pub(crate) address: ServerAddress,
+    client: RefCell<postgres::Client>,
+    address: ServerAddress,
     /// The schema version when opened (after any migration): what the
     /// reads may rely on. Another process can only raise it meanwhile,
     /// and each version reads the tables of the ones before.
-    pub(crate) version: u32,
+    version: u32,
 }
 
 impl PgArchive {
@@ -222,12 +229,6 @@ impl PgArchive {
         })
     }
 
-    /// The schema version, checked to be one this build reads.
-    pub(crate) fn schema_version(&self) -> Result<u32, ArchiveError> {
-        self.read_version()?
-            .ok_or_else(|| self.refused("the database holds no netbisect archive".to_string()))
-    }
-
     /// The version in `netbisect_archive`, `None` when there is no such
     /// table; a version newer than this build's is refused.
     fn read_version(&self) -> Result<Option<u32>, ArchiveError> {
@@ -249,7 +250,7 @@ impl PgArchive {
     }
 
     /// An [`ArchiveError::Server`] naming this archive.
-    pub(crate) fn refused(&self, detail: String) -> ArchiveError {
+    fn refused(&self, detail: String) -> ArchiveError {
         ArchiveError::Server {
             address: self.address.to_string(),
             detail,
@@ -284,6 +285,66 @@ impl PgArchive {
         )?;
         transaction.commit()?;
         Ok(())
+    }
+}
+
+impl Backend for PgArchive {
+    fn location(&self) -> Location {
+        Location::Server(Box::new(self.address.clone()))
+    }
+
+    /// The schema version, checked to be one this build reads.
+    fn schema_version(&self) -> Result<u32, ArchiveError> {
+        self.read_version()?
+            .ok_or_else(|| self.refused("the database holds no netbisect archive".to_string()))
+    }
+
+    fn store_all(&mut self, runs: &[CanonicalRun]) -> Result<StoreCounts, ArchiveError> {
+        write::store_all(self, runs)
+    }
+
+    fn count(&self) -> Result<u64, ArchiveError> {
+        query::count(self)
+    }
+
+    fn count_matching(&self, query: &RunQuery) -> Result<u64, ArchiveError> {
+        query::count_matching(self, query)
+    }
+
+    fn runs_in_order(
+        &self,
+        query: &RunQuery,
+        order: Order,
+    ) -> Result<Vec<StoredRun>, ArchiveError> {
+        query::runs_in_order(self, query, order)
+    }
+
+    fn for_each_record(
+        &self,
+        query: &RunQuery,
+        visit: RecordVisitor<'_>,
+    ) -> Result<(), ArchiveError> {
+        query::for_each_record(self, query, visit)
+    }
+
+    fn metric_values(
+        &self,
+        query: &RunQuery,
+        metric: Metric,
+    ) -> Result<Vec<MetricValue>, ArchiveError> {
+        query::metric_values(self, query, metric)
+    }
+
+    fn series_runs(
+        &self,
+        query: &RunQuery,
+        metric: Metric,
+    ) -> Result<Option<Vec<SeriesRun>>, ArchiveError> {
+        query::series_runs(self, query, metric)
+    }
+
+    fn check(&self) -> Result<CheckReport, ArchiveError> {
+        check::check(self)
     }
 }
 
