@@ -7,7 +7,10 @@
 //! errors of a missing session, is `Archive`'s one code.
 //!
 //! A primitive that reads takes `&self`, one that writes `&mut self`, as
-//! `Archive`'s own methods do.
+//! `Archive`'s own methods do; a backend whose driver needs `&mut` to
+//! read keeps its connection in a cell and borrows it for one statement
+//! at a time, never across a call back into the caller
+//! ([`Backend::for_each_record`]).
 
 use super::check::CheckReport;
 use super::query::{MetricValue, Order, RunQuery, StoredRun};
@@ -61,6 +64,8 @@ pub(crate) trait Backend: SessionStore + Send {
     /// Calls `visit` with each run `query` selects and its canonical
     /// bytes as stored, oldest first, without holding them all in
     /// memory, until `visit` breaks off. The bytes are not verified here.
+    /// `visit` may read this archive again: no backend holds its
+    /// connection while `visit` runs.
     fn for_each_record(
         &self,
         query: &RunQuery,

@@ -317,7 +317,8 @@ impl Archive {
 
     /// Calls `visit` with each selected run and its canonical bytes,
     /// oldest first, without holding them all in memory; the first error
-    /// `visit` returns ends the walk and is returned.
+    /// `visit` returns ends the walk and is returned. `visit` may read
+    /// this archive again, on either backend.
     pub fn for_each_record<E, F>(&self, query: &RunQuery, mut visit: F) -> Result<(), E>
     where
         E: From<ArchiveError>,

@@ -229,6 +229,15 @@ pub(crate) enum Dialect {
 /// the label as the runs are.
 pub(crate) const QUERY_LABEL: &str = "{label}";
 
+/// The run a walk of runs oldest first last read: the next selection of
+/// the walk starts after it ([`select_sql_after`]).
+pub(crate) struct RunPosition {
+    /// Its `started_at` column.
+    pub started_at: String,
+    /// Its id.
+    pub id: String,
+}
+
 /// `SELECT columns FROM from WHERE (the filters of query) ORDER BY ...
 /// LIMIT ...` in `dialect`, with its parameters in order; [`QUERY_LABEL`]
 /// in `from` is the label's parameter (the query must have a label).
@@ -239,7 +248,26 @@ pub(crate) fn select_sql(
     query: &RunQuery,
     order: Order,
 ) -> Result<(String, Vec<String>), ArchiveError> {
-    select_sql_from(dialect, columns, from, query, order)
+    select_sql_from(dialect, columns, from, query, order, None)
+}
+
+/// [`select_sql`] of the runs after `after`, oldest first: the next part
+/// of a walk that reads the runs a part at a time. `(started_at, id)`
+/// orders the runs wholly, so that no run is read twice or passed over.
+pub(crate) fn select_sql_after(
+    dialect: Dialect,
+    columns: &str,
+    query: &RunQuery,
+    after: &RunPosition,
+) -> Result<(String, Vec<String>), ArchiveError> {
+    select_sql_from(
+        dialect,
+        columns,
+        "runs",
+        query,
+        Order::OldestFirst,
+        Some(after),
+    )
 }
 
 fn select_sql_from(
@@ -248,6 +276,7 @@ fn select_sql_from(
     from: &str,
     query: &RunQuery,
     order: Order,
+    after: Option<&RunPosition>,
 ) -> Result<(String, Vec<String>), ArchiveError> {
     let mut conditions = Vec::new();
     let mut values = Vec::new();
@@ -299,6 +328,13 @@ fn select_sql_from(
     }
     if let Some(tool) = &query.source_tool {
         add("runs.source_tool = ?", tool.clone());
+    }
+    if let Some(after) = after {
+        // One comparison of both columns, which the index on
+        // (started_at, id) serves as a range.
+        let started_at = parameter(after.started_at.clone());
+        let id = parameter(after.id.clone());
+        conditions.push(format!("(runs.started_at, runs.id) > ({started_at}, {id})"));
     }
     let from = match label_placeholder {
         Some(placeholder) => from.replace(QUERY_LABEL, &placeholder),

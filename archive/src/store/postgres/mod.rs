@@ -164,7 +164,9 @@ const MIGRATIONS: &[&str] = &[
 /// An open PostgreSQL archive: one connection.
 pub(crate) struct PgArchive {
     /// Reads borrow it mutably too: the client needs `&mut` for any
-    /// statement, and the archive's reads take `&self`.
+    /// statement, and the archive's reads take `&self`. It is borrowed
+    /// for one statement or transaction at a time and never while the
+    /// archive's caller runs, so that no read finds it borrowed.
     client: RefCell<postgres::Client>,
     address: ServerAddress,
     /// The schema version when opened (after any migration): what the

@@ -6,6 +6,11 @@
 //! Every selection is sent with its parameters' types (all text), in one
 //! round trip: no statement is prepared first and closed after, which
 //! would take three, and a command makes several selections.
+//!
+//! The client is borrowed for one statement at a time. A walk of records
+//! ([`for_each_record`]) reads them [`RECORD_BATCH`] at a time, each part
+//! one selection after the last run read, and hands them over with the
+//! client free, so that what it calls may use the archive meanwhile.
 
 use super::PgArchive;
 use super::SERIES_LABEL_VERSION;
@@ -14,13 +19,19 @@ use crate::store::SeriesRun;
 use crate::store::backend::RecordVisitor;
 use crate::store::check::SERIES_LABEL_DISAGREES;
 use crate::store::query::{
-    Dialect, MetricValue, N_RUN_COLUMNS, Order, QUERY_LABEL, RUN_COLUMNS, RunQuery, SERIES_JOIN,
-    StoredRun, select_sql,
+    Dialect, MetricValue, N_RUN_COLUMNS, Order, QUERY_LABEL, RUN_COLUMNS, RunPosition, RunQuery,
+    SERIES_JOIN, StoredRun, checked_limit, select_sql, select_sql_after,
 };
 use crate::store::row::Columns;
 use crate::store::series::SERIES_RUN_COLUMNS;
 use postgres::types::{ToSql, Type};
 use run_record::record::Metric;
+
+/// Runs of a walk of records read in one selection: the memory a walk
+/// holds is this many records, and a walk of a million runs makes a
+/// thousand selections, each a range of the index on
+/// (`started_at`, `id`).
+pub(super) const RECORD_BATCH: u64 = 1000;
 
 /// The parameters of a selection as the client takes them, with their
 /// type: every one is text.
@@ -93,30 +104,56 @@ pub(super) fn runs_in_order(
 }
 
 /// Calls `visit` with each selected run and its canonical bytes, oldest
-/// first, as the rows arrive.
+/// first, [`RECORD_BATCH`] runs a selection, the client free while
+/// `visit` runs. A walk sees every run stored when it began and perhaps
+/// some stored since (those that come after the last run it read), never
+/// one twice.
 pub(super) fn for_each_record(
     archive: &PgArchive,
     query: &RunQuery,
     visit: RecordVisitor<'_>,
 ) -> Result<(), ArchiveError> {
-    use postgres::fallible_iterator::FallibleIterator;
     let columns = format!("{RUN_COLUMNS}, record");
-    let (sql, values) = select_sql(
-        Dialect::Postgres,
-        &columns,
-        "runs",
-        query,
-        Order::OldestFirst,
-    )?;
-    let mut client = archive.client.borrow_mut();
-    let mut rows = client.query_typed_raw(&sql, parameters(&values))?;
-    while let Some(row) = rows.next()? {
-        let run = StoredRun::from_row(&row)?;
-        if visit(&run, row.read_bytes(N_RUN_COLUMNS)?).is_break() {
-            break;
+    // The limit is checked whole, as a selection of it all would be.
+    query.limit.map(checked_limit).transpose()?;
+    let mut remaining = query.limit;
+    let mut after: Option<RunPosition> = None;
+    loop {
+        let batch = remaining.map_or(RECORD_BATCH, |remaining| remaining.min(RECORD_BATCH));
+        if batch == 0 {
+            return Ok(());
         }
+        let part = RunQuery {
+            limit: Some(batch),
+            ..query.clone()
+        };
+        let selection = match &after {
+            None => select_sql(
+                Dialect::Postgres,
+                &columns,
+                "runs",
+                &part,
+                Order::OldestFirst,
+            )?,
+            Some(after) => select_sql_after(Dialect::Postgres, &columns, &part, after)?,
+        };
+        let rows = select_rows(archive, selection)?;
+        for row in &rows {
+            let run = StoredRun::from_row(row)?;
+            if visit(&run, row.read_bytes(N_RUN_COLUMNS)?).is_break() {
+                return Ok(());
+            }
+            after = Some(RunPosition {
+                started_at: run.started_at,
+                id: run.id,
+            });
+        }
+        let n_read = rows.len() as u64;
+        if n_read < batch {
+            return Ok(());
+        }
+        remaining = remaining.map(|remaining| remaining - n_read);
     }
-    Ok(())
 }
 
 /// The run-level value of `metric` for each selected run that has it,
