@@ -469,52 +469,42 @@ fn a_connection_dropped_mid_import_stores_each_file_whole_or_not_at_all() {
 }
 
 #[test]
-fn a_server_that_cannot_be_reached_is_named_with_the_cause_and_never_the_password() {
-    // Nothing listens on port 1 of loopback: the connection is refused.
-    let output = netbisect_at("postgres://u:secret@127.0.0.1:1/x")
-        .args(["archive", "list"])
-        .assert()
-        .code(3);
-    let stderr = String::from_utf8_lossy(&output.get_output().stderr).to_string();
-    assert!(
-        stderr.contains(
-            "caused by: cannot use the archive at postgres://u@127.0.0.1:1/x: \
-             connection refused\n"
-        ),
-        "{stderr}"
-    );
-    // The client's and the system's own words follow.
-    assert!(
-        stderr.contains("caused by: error connecting to server\n"),
-        "{stderr}"
-    );
-    assert!(!stderr.contains("secret"), "{stderr}");
-
-    let Some(cluster) = cluster() else {
-        return;
-    };
-    let name = cluster.database();
-    let wrong = format!(
-        "postgres://{}:s3cret@127.0.0.1:{}/{name}",
-        test_fixtures::postgres::USER,
-        cluster.port()
-    );
-    let output = netbisect_at(&wrong)
-        .args(["archive", "list"])
-        .assert()
-        .code(3);
-    let stderr = String::from_utf8_lossy(&output.get_output().stderr).to_string();
-    assert!(
-        stderr.contains(&format!(
-            "caused by: cannot use the archive at {}: authentication failed\n",
-            cluster.url_without_password(&name)
-        )),
-        "{stderr}"
-    );
-    // The server's own words.
-    assert!(
-        stderr.contains("password authentication failed for user"),
-        "{stderr}"
-    );
-    assert!(!stderr.contains("s3cret"), "{stderr}");
+fn a_server_that_cannot_be_used_is_named_with_the_cause_and_never_the_password() {
+    // Each case: the address given, as it is shown, the cause named, and
+    // the words of the system or the server beneath it. Nothing listens
+    // on port 1 of loopback.
+    let mut cases = vec![(
+        "postgres://u:secret@127.0.0.1:1/x".to_string(),
+        "postgres://u@127.0.0.1:1/x".to_string(),
+        "connection refused",
+        "Connection refused",
+    )];
+    if let Some(cluster) = cluster() {
+        let name = cluster.database();
+        let user = test_fixtures::postgres::USER;
+        cases.push((
+            format!(
+                "postgres://{user}:secret@127.0.0.1:{}/{name}",
+                cluster.port()
+            ),
+            cluster.url_without_password(&name),
+            "authentication failed",
+            "password authentication failed for user",
+        ));
+    }
+    for (address, shown, cause, beneath) in cases {
+        let output = netbisect_at(&address)
+            .args(["archive", "list"])
+            .assert()
+            .code(3);
+        let stderr = String::from_utf8_lossy(&output.get_output().stderr).to_string();
+        assert!(
+            stderr.contains(&format!(
+                "caused by: cannot use the archive at {shown}: {cause}\n"
+            )),
+            "{stderr}"
+        );
+        assert!(stderr.contains(beneath), "{stderr}");
+        assert!(!stderr.contains("secret"), "{stderr}");
+    }
 }
