@@ -130,6 +130,11 @@ pub enum ArchiveError {
         address: String,
         /// What is wrong with it.
         detail: String,
+        /// The client's reading of the address, when it is the client
+        /// that could not read it (its words name the option). It holds
+        /// no part of the address's text.
+        #[source]
+        source: Option<postgres::Error>,
     },
     /// A PostgreSQL archive that cannot be used: the server cannot be
     /// reached or refuses the login, or the database is not a netbisect
@@ -138,8 +143,18 @@ pub enum ArchiveError {
     Server {
         /// The address, without its password.
         address: String,
-        /// What went wrong.
+        /// What went wrong, in a few words: for a failed connection
+        /// `connection refused`, `connection timed out`, `unknown host`,
+        /// `no server at the socket`, `authentication failed`, `the server
+        /// refused the connection` or `cannot connect`.
         detail: String,
+        /// The client's error when connecting failed, with the system's
+        /// or the server's words beneath it; `None` when the server was
+        /// reached and the database is what netbisect refuses. No error
+        /// of the client holds the password: it never echoes the
+        /// connection's settings.
+        #[source]
+        source: Option<postgres::Error>,
     },
     /// Any other PostgreSQL failure (a dropped connection, a statement
     /// the server refused); the transaction it was in stored nothing.

@@ -1,13 +1,16 @@
-//! archive: the SQLite store of run records, the importers that turn
-//! results of peer tools into run records, and the statistics over stored
-//! runs.
+//! archive: the store of run records, in a SQLite file or a PostgreSQL
+//! database, the importers that turn results of peer tools into run
+//! records, and the statistics over stored runs.
 //!
-//! - [`store`]: one SQLite file of canonical run records, keyed by
-//!   content id and indexed by commit, label, config_key, testbed, test and
-//!   the main metrics; queries for listing, comparing and history; merge
-//!   and integrity check.
-//! - [`import`]: netperf classic and omni output, iperf3 `-J`, and
-//!   canonical run records, detected from content.
+//! - [`store`]: canonical run records keyed by content id and indexed by
+//!   commit, label, config_key, testbed, test and the main metrics;
+//!   queries for listing, comparing and history; merge (between any two
+//!   archives) and integrity check. [`Archive`] is the one front door;
+//!   behind it each backend implements the same primitives.
+//! - [`location`]: where an archive lives, a file path or a
+//!   `postgres://` address, shown without its password.
+//! - [`import`]: netperf classic and omni output, uperf's text output,
+//!   iperf3 `-J`, and canonical run records, detected from content.
 //! - [`compare`]: current versus patched, group by group, with a
 //!   significance verdict per metric.
 //! - [`figures`]: titles and command lines of specs, and the figures of

@@ -105,11 +105,17 @@ impl ServerAddress {
         let bad = |detail: String| ArchiveError::BadAddress {
             address: redact(text),
             detail,
+            source: None,
         };
         if !is_server_address(text) {
             return Err(bad("not a postgres:// address".to_string()));
         }
-        let mut config: postgres::Config = text.parse().map_err(|err| bad(format!("{err}")))?;
+        let mut config: postgres::Config =
+            text.parse().map_err(|err| ArchiveError::BadAddress {
+                address: redact(text),
+                detail: "the client cannot read it".to_string(),
+                source: Some(err),
+            })?;
         if config.get_ssl_mode() == postgres::config::SslMode::Require {
             return Err(bad(
                 "sslmode=require: this netbisect is built without TLS; \

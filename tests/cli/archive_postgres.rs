@@ -467,3 +467,44 @@ fn a_connection_dropped_mid_import_stores_each_file_whole_or_not_at_all() {
     let text = check_text(&address);
     assert!(text.contains("runs: 3021, damaged: 0"), "{text}");
 }
+
+#[test]
+fn a_server_that_cannot_be_used_is_named_with_the_cause_and_never_the_password() {
+    // Each case: the address given, as it is shown, the cause named, and
+    // the words of the system or the server beneath it. Nothing listens
+    // on port 1 of loopback.
+    let mut cases = vec![(
+        "postgres://u:secret@127.0.0.1:1/x".to_string(),
+        "postgres://u@127.0.0.1:1/x".to_string(),
+        "connection refused",
+        "Connection refused",
+    )];
+    if let Some(cluster) = cluster() {
+        let name = cluster.database();
+        let user = test_fixtures::postgres::USER;
+        cases.push((
+            format!(
+                "postgres://{user}:secret@127.0.0.1:{}/{name}",
+                cluster.port()
+            ),
+            cluster.url_without_password(&name),
+            "authentication failed",
+            "password authentication failed for user",
+        ));
+    }
+    for (address, shown, cause, beneath) in cases {
+        let output = netbisect_at(&address)
+            .args(["archive", "list"])
+            .assert()
+            .code(3);
+        let stderr = String::from_utf8_lossy(&output.get_output().stderr).to_string();
+        assert!(
+            stderr.contains(&format!(
+                "caused by: cannot use the archive at {shown}: {cause}\n"
+            )),
+            "{stderr}"
+        );
+        assert!(stderr.contains(beneath), "{stderr}");
+        assert!(!stderr.contains("secret"), "{stderr}");
+    }
+}

@@ -7,77 +7,61 @@
 //! document. The archive knows nothing of what the documents mean; the
 //! command-line tool writes bisect's journal events there.
 //!
-//! Durability: every append is its own `BEGIN IMMEDIATE` transaction,
-//! committed with `synchronous = FULL`, so that when [`Archive::append_event`]
-//! returns the event survives a crash of the process, of the machine or a
-//! power loss. A repository has at most one active (not ended) session,
-//! which a unique index enforces even against concurrent starts.
-
-mod postgres;
-mod sqlite;
+//! Durability: every append is its own transaction, durable when
+//! [`Archive::append_event`] returns (on a file `BEGIN IMMEDIATE` committed
+//! with `synchronous = FULL`, on PostgreSQL with `synchronous_commit =
+//! on`), so that the event survives a crash of the process, of the
+//! machine or a power loss. A repository has at most one active (not
+//! ended) session, which a unique index enforces even against concurrent
+//! starts.
+//!
+//! Here the public reads and writes of sessions, made of the primitives
+//! every backend of the store provides (its `SessionStore`, in
+//! `store/sqlite/journal.rs` and `store/postgres/journal.rs`).
 
 use crate::ArchiveError;
-use crate::store::{Archive, Backend, dispatch};
-use serde::Serialize;
+use crate::store::Archive;
 
-/// One bisection session.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct BisectSession {
-    /// Session id, unique in this archive.
-    pub id: i64,
-    /// The repository bisected (the caller's canonical path).
-    pub repo: String,
-    /// The caller's description of the bisection (JSON).
-    pub spec: String,
-    /// The config_key runs of this session are compared under, once known.
-    pub config_key: Option<String>,
-    /// When the session started, RFC 3339.
-    pub started_at: String,
-    /// When it ended (`reset`), RFC 3339.
-    pub ended_at: Option<String>,
-    /// Events in its journal.
-    pub n_events: u64,
-}
-
-impl BisectSession {
-    /// True until the session is ended.
-    pub fn is_active(&self) -> bool {
-        self.ended_at.is_none()
-    }
-}
+pub use crate::store::session::BisectSession;
 
 impl Archive {
     /// Starts a session bisecting `repo`, described by `spec` (JSON).
     /// Fails with [`ArchiveError::SessionActive`] when `repo` already has
     /// an active session.
     pub fn start_session(&mut self, repo: &str, spec: &str) -> Result<BisectSession, ArchiveError> {
-        dispatch!(self.backend_mut(), backend => backend.start_session(repo, spec))
+        let now = run_record::time::now_rfc3339();
+        let session_id = self.backend_mut().insert_session(repo, spec, &now)?;
+        self.session(session_id)
     }
 
     /// The session with id `session_id`.
     pub fn session(&self, session_id: i64) -> Result<BisectSession, ArchiveError> {
-        dispatch!(self.backend(), backend => backend.session(session_id))
+        self.backend()
+            .session(session_id)?
+            .ok_or(ArchiveError::NoSuchSession(session_id))
     }
 
     /// The active session of `repo`, if there is one.
     pub fn active_session(&self, repo: &str) -> Result<Option<BisectSession>, ArchiveError> {
-        dispatch!(self.backend(), backend => backend.active_session(repo))
+        self.backend().active_session(repo)
     }
 
     /// Every session, oldest first.
     pub fn sessions(&self) -> Result<Vec<BisectSession>, ArchiveError> {
-        dispatch!(self.backend(), backend => backend.sessions())
+        self.backend().sessions()
     }
 
     /// Appends `event` (JSON) to the journal of the active session
     /// `session_id`, durably; returns its sequence number, from 1.
     pub fn append_event(&mut self, session_id: i64, event: &str) -> Result<u64, ArchiveError> {
-        dispatch!(self.backend_mut(), backend => backend.append_event(session_id, event))
+        let now = run_record::time::now_rfc3339();
+        self.backend_mut().append_event(session_id, event, &now)
     }
 
     /// The journal of session `session_id`, oldest event first.
     pub fn session_events(&self, session_id: i64) -> Result<Vec<String>, ArchiveError> {
-        dispatch!(self.backend(), backend => backend.session_events(session_id))
+        self.session(session_id)?;
+        self.backend().session_events(session_id)
     }
 
     /// Records the config_key the runs of session `session_id` are
@@ -87,12 +71,22 @@ impl Archive {
         session_id: i64,
         config_key: &str,
     ) -> Result<(), ArchiveError> {
-        dispatch!(self.backend_mut(), backend => backend.set_session_config_key(session_id, config_key))
+        if self
+            .backend_mut()
+            .set_session_config_key(session_id, config_key)?
+        {
+            Ok(())
+        } else {
+            Err(ArchiveError::NoSuchSession(session_id))
+        }
     }
 
     /// Ends session `session_id`: its journal is kept, and its repository
     /// may start another. Ending an ended session changes nothing.
     pub fn end_session(&mut self, session_id: i64) -> Result<BisectSession, ArchiveError> {
-        dispatch!(self.backend_mut(), backend => backend.end_session(session_id))
+        self.session(session_id)?;
+        let now = run_record::time::now_rfc3339();
+        self.backend_mut().end_session(session_id, &now)?;
+        self.session(session_id)
     }
 }

@@ -1,21 +1,17 @@
-//! `archive check`: the file's integrity, its foreign keys, and every
-//! stored run against its columns (every figure among them) and its
-//! history row.
-//!
-//! A damaged file is checked as far as it can be read: the integrity
-//! check comes first, then the runs are read in rowid order, and a page
-//! that cannot be read is stepped over (further each time it fails
-//! again), so that the report lists what is wrong and what could not be
-//! read rather than stopping at SQLite's first "malformed".
+//! `archive check`, what both backends share of it: the report
+//! ([`CheckReport`]), and the checks of a run's row ([`run_problem`]: its
+//! columns and figures against its record) and of its history row
+//! ([`check_series_row`]), each over a row of either backend. What reads
+//! the rows, and what stands in for the database's own checks, is each
+//! backend's (`sqlite/check.rs`, `postgres/check.rs`).
 
-use super::query::{MISSING_SERIES, RUN_COLUMNS, StoredRun, series_join, stored_run_of};
-use super::{CanonicalRun, SqliteArchive};
+use super::CanonicalRun;
+use super::query::{MISSING_SERIES, N_RUN_COLUMNS, RUN_COLUMNS, StoredRun};
+use super::row::Columns;
 use crate::ArchiveError;
-use crate::schema::{self, CURRENT_VERSION, V2_METRICS};
+use crate::schema::{self, V2_METRICS};
 use run_record::record::{Metric, RunRecord};
-use rusqlite::Connection;
 use serde::Serialize;
-use std::path::Path;
 
 /// What `check` found.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -63,259 +59,127 @@ impl CheckReport {
     }
 }
 
-impl SqliteArchive {
-    /// Checks the file (`PRAGMA integrity_check`, foreign keys) and every
-    /// stored run: its bytes decode to a valid record whose id, indexed
-    /// columns and figures match the row.
-    pub fn check(&self) -> Result<CheckReport, ArchiveError> {
-        check_connection(&self.connection, &self.path)
+/// What a history says of a run whose `run_series` row has another label
+/// than the run (on PostgreSQL, where `run_series` holds the label), and
+/// what `archive check` says of it.
+pub(crate) const SERIES_LABEL_DISAGREES: &str = "its run_series row disagrees with its run: label";
+
+/// Which figure columns beyond [`RUN_COLUMNS`] and the record a `runs`
+/// table has: an older file has fewer.
+#[derive(Clone, Copy)]
+pub(crate) struct FigureColumns {
+    /// One column per metric of [`V2_METRICS`] (from the file's version 2).
+    pub metrics: bool,
+    /// `imported_at` (from the file's version 4).
+    pub imported_at: bool,
+}
+
+impl FigureColumns {
+    /// The columns a run's check reads, in the order [`run_problem`]
+    /// reads them: [`RUN_COLUMNS`], the record, then the figures.
+    pub(crate) fn columns(self) -> String {
+        let mut columns = format!("{RUN_COLUMNS}, record");
+        if self.metrics {
+            for metric in V2_METRICS {
+                columns.push_str(", ");
+                columns.push_str(schema::metric_column(metric));
+            }
+        }
+        if self.imported_at {
+            columns.push_str(", imported_at");
+        }
+        columns
     }
 
-    /// Checks the file at `path` as it is, without creating, migrating
-    /// or writing it: a damaged file gets a report of what could be read.
-    /// Only a file that is no archive (or of a newer schema) is an error.
-    pub fn check_file(path: &Path) -> Result<CheckReport, ArchiveError> {
-        let connection = SqliteArchive::checking_connection(path)?;
-        check_connection(&connection, path)
+    /// How many columns [`FigureColumns::columns`] names.
+    pub(crate) fn len(self) -> usize {
+        N_RUN_COLUMNS
+            + 1
+            + if self.metrics { V2_METRICS.len() } else { 0 }
+            + usize::from(self.imported_at)
     }
 }
 
-/// The check of an open connection to the file at `path`; what cannot be
-/// read is reported, not returned as an error.
-fn check_connection(connection: &Connection, path: &Path) -> Result<CheckReport, ArchiveError> {
-    let mut unreadable = Vec::new();
-    let mut integrity = Vec::new();
-    if let Err(err) = pragma_lines(connection, "PRAGMA integrity_check", |line| {
-        integrity.push(line)
-    }) {
-        integrity.push(format!("integrity_check stopped: {err}"));
-    }
-    let schema_version = match super::open::read_header(connection, path) {
-        Ok(version) => version,
-        Err(
-            err @ (ArchiveError::NotAnArchive { .. }
-            | ArchiveError::NewerSchema { .. }
-            | ArchiveError::Open { .. }),
-        ) if integrity == ["ok"] => return Err(err),
-        Err(err) => {
-            unreadable.push(format!("the schema version: {err}"));
-            0
-        }
-    };
-    let mut foreign_key_violations = 0;
-    if let Err(err) = pragma_lines(connection, "PRAGMA foreign_key_check", |_| {
-        foreign_key_violations += 1
-    }) {
-        unreadable.push(format!("the foreign key check: {err}"));
-    }
-    let mut n_runs = 0;
-    let mut damaged_runs = Vec::new();
-    if schema_version > 0 {
-        walk_runs(connection, schema_version, &mut unreadable, |run| {
-            n_runs += 1;
-            let problem = match run {
-                Ok(row) => verify_row(&row.run, &row.bytes, &row.figures).err(),
-                Err((_, problem)) => Some(problem.clone()),
-            };
-            if let Some(problem) = problem {
-                let id = match run {
-                    Ok(row) => row.run.id.clone(),
-                    Err((id, _)) => id.clone(),
-                };
-                damaged_runs.push(DamagedRun { id, problem });
-            }
-        });
-    }
-    if schema_version >= schema::SERIES_VERSION
-        && let Err(err) = check_series(connection, schema_version, &mut damaged_runs)
-    {
-        unreadable.push(format!("the history rows (run_series): {err}"));
-    }
-    Ok(CheckReport {
-        schema_version,
-        supported_version: CURRENT_VERSION,
-        integrity,
-        integrity_checks: Vec::new(),
-        foreign_key_violations,
-        n_runs,
-        damaged_runs,
-        unreadable,
-    })
+/// What is wrong with the run of a row of [`FigureColumns::columns`]:
+/// its columns do not read, or disagree with its record; `None` when
+/// nothing is.
+pub(crate) fn run_problem(row: &impl Columns, figure_columns: FigureColumns) -> Option<DamagedRun> {
+    // The id as far as it reads: a row whose id does not is still listed.
+    let id = row.read::<String>(0).unwrap_or_default();
+    let problem = match checked_row(row, figure_columns) {
+        Ok((run, bytes, figures)) => verify_row(&run, bytes, &figures).err(),
+        Err(err) => Some(format!("its columns: {err}")),
+    }?;
+    Some(DamagedRun { id, problem })
 }
 
-/// Calls `line` with each line a pragma returns, as text.
-fn pragma_lines(
-    connection: &Connection,
-    pragma: &str,
-    mut line: impl FnMut(String),
-) -> Result<(), rusqlite::Error> {
-    let mut statement = connection.prepare(pragma)?;
-    let mut rows = statement.query([])?;
-    while let Some(row) = rows.next()? {
-        let text = match row.get_ref(0)? {
-            rusqlite::types::ValueRef::Text(text) => String::from_utf8_lossy(text).into_owned(),
-            other => format!("{other:?}"),
-        };
-        line(text);
-    }
-    Ok(())
-}
-
-/// One `runs` row as the check reads it.
-struct CheckedRow {
-    run: StoredRun,
-    bytes: Vec<u8>,
-    figures: StoredFigures,
-}
-
-/// How many times the walk over a damaged `runs` table steps over a page
-/// that cannot be read before it gives up on the rest.
-const MAX_READ_FAILURES: u32 = 64;
-
-/// Calls `visit` with every `runs` row that can be read, in rowid order
-/// (a row whose columns do not parse as `(id, problem)`); a stretch of
-/// the table that cannot be read is stepped over and said in
-/// `unreadable`.
-fn walk_runs(
-    connection: &Connection,
-    version: u32,
-    unreadable: &mut Vec<String>,
-    mut visit: impl FnMut(Result<&CheckedRow, &(String, String)>),
-) {
-    let mut columns = format!("{RUN_COLUMNS}, record, rowid");
-    if version >= 2 {
-        for metric in V2_METRICS {
-            columns.push_str(", ");
-            columns.push_str(schema::metric_column(metric));
-        }
-    }
-    if version >= 4 {
-        columns.push_str(", imported_at");
-    }
-    let last_rowid: i64 = match connection.query_row("SELECT max(rowid) FROM runs", [], |row| {
-        row.get::<_, Option<i64>>(0)
-    }) {
-        Ok(Some(last)) => last,
-        Ok(None) => return,
-        Err(err) => {
-            unreadable.push(format!("the runs table: {err}"));
-            return;
-        }
-    };
-    let sql = format!("SELECT {columns} FROM runs WHERE rowid >= ?1 ORDER BY rowid");
-    // Rowids start at 1 unless a row was given another; the smallest is
-    // read when it can be.
-    let mut from_rowid = connection
-        .query_row("SELECT min(rowid) FROM runs", [], |row| {
-            row.get::<_, Option<i64>>(0)
-        })
-        .ok()
-        .flatten()
-        .unwrap_or(1);
-    let mut step = 1_i64;
-    let mut n_failures = 0;
-    // The first rowid of the stretch that could not be read, and why.
-    let mut skipped: Option<(i64, String)> = None;
-    loop {
-        let mut read_until = None;
-        let outcome = (|| -> Result<(), rusqlite::Error> {
-            let mut statement = connection.prepare(&sql)?;
-            let mut rows = statement.query([from_rowid])?;
-            while let Some(row) = rows.next()? {
-                let rowid: i64 = row.get(13)?;
-                if let Some((first, err)) = skipped.take() {
-                    unreadable.push(format!("runs of rowids {first} to {}: {err}", rowid - 1));
-                }
-                read_until = Some(rowid);
-                match checked_row(row, version) {
-                    Ok(checked) => visit(Ok(&checked)),
-                    Err(problem) => visit(Err(&problem)),
-                }
-            }
-            Ok(())
-        })();
-        let Err(err) = outcome else { return };
-        n_failures += 1;
-        // Rows were read since the last failure: step over the next
-        // rowid; none were: step twice as far as the last time.
-        match read_until {
-            Some(rowid) => {
-                step = 1;
-                skipped = Some((rowid + 1, err.to_string()));
-                from_rowid = rowid + 1;
-            }
-            None => {
-                step = step.saturating_mul(2);
-                skipped.get_or_insert((from_rowid, err.to_string()));
-            }
-        }
-        from_rowid = from_rowid.saturating_add(step);
-        if from_rowid > last_rowid || n_failures >= MAX_READ_FAILURES {
-            if let Some((first, err)) = skipped {
-                unreadable.push(format!("runs of rowids {first} to {last_rowid}: {err}"));
-            }
-            return;
-        }
-    }
-}
-
-/// A row's columns, or `(id, problem)` when they do not parse.
-fn checked_row(row: &rusqlite::Row<'_>, version: u32) -> Result<CheckedRow, (String, String)> {
-    let id = row.get::<_, String>(0).unwrap_or_default();
-    let wrong = |err: &dyn std::fmt::Display| (id.clone(), format!("its columns: {err}"));
-    let run = stored_run_of(row).map_err(|err| wrong(&err))?;
-    let bytes: Vec<u8> = row.get(12).map_err(|err| wrong(&err))?;
+/// The run, its record's bytes and its figures, as a row of
+/// [`FigureColumns::columns`] has them.
+fn checked_row(
+    row: &impl Columns,
+    figure_columns: FigureColumns,
+) -> Result<(StoredRun, &[u8], StoredFigures), ArchiveError> {
+    let run = StoredRun::from_row(row)?;
+    let bytes = row.read_bytes(N_RUN_COLUMNS)?;
     let mut figures = StoredFigures::default();
-    if version >= 2 {
-        for (idx, metric) in V2_METRICS.iter().enumerate() {
-            let value: Option<f64> = row.get(14 + idx).map_err(|err| wrong(&err))?;
-            figures.metrics.push((*metric, value));
+    let mut idx = N_RUN_COLUMNS + 1;
+    if figure_columns.metrics {
+        for metric in V2_METRICS {
+            figures.metrics.push((metric, row.read(idx)?));
+            idx += 1;
         }
     }
-    if version >= 4 {
-        figures.imported_at = Some(row.get(14 + V2_METRICS.len()).map_err(|err| wrong(&err))?);
+    if figure_columns.imported_at {
+        figures.imported_at = Some(row.read(idx)?);
     }
-    Ok(CheckedRow {
-        run,
-        bytes,
-        figures,
-    })
+    Ok((run, bytes, figures))
 }
 
-/// Adds to `damaged_runs` every run missing from `run_series` or whose
-/// row there (`spec_key`, `series`) disagrees with its record; runs
-/// whose record does not decode are already listed. A `run_series`
-/// row without its run is a foreign key violation.
-fn check_series(
-    connection: &Connection,
-    version: u32,
+/// The selection of every run with its history row, for
+/// [`check_series_row`]: `join` is how `runs` meets `run_series`, and
+/// `label_differs` is true where a history row's label is not its run's
+/// (`false` where `run_series` has no label).
+pub(crate) fn series_check_sql(join: &str, label_differs: &str) -> String {
+    format!(
+        "SELECT runs.id, run_series.spec_key, run_series.series, runs.record, \
+         run_series.run_id IS NOT NULL, {label_differs} \
+         FROM {join} ORDER BY runs.started_at, runs.id"
+    )
+}
+
+/// Adds to `damaged_runs` what is wrong with the history row of the run
+/// of a row of [`series_check_sql`]: missing, or disagreeing with the
+/// record (`spec_key`, `series`) or with the run (its label). A run
+/// already listed (its record does not decode) is passed over.
+pub(crate) fn check_series_row(
+    row: &impl Columns,
     damaged_runs: &mut Vec<DamagedRun>,
 ) -> Result<(), ArchiveError> {
-    let mut statement = connection.prepare(&format!(
-        "SELECT id, spec_key, series, record, run_id IS NOT NULL FROM {} \
-         ORDER BY runs.started_at, id",
-        series_join(version)
-    ))?;
-    let mut rows = statement.query([])?;
-    while let Some(row) = rows.next()? {
-        let id: String = row.get(0)?;
-        let spec_key: Option<String> = row.get(1)?;
-        let series: Option<String> = row.get(2)?;
-        let bytes: Vec<u8> = row.get(3)?;
-        let has_series: bool = row.get(4)?;
-        if damaged_runs.iter().any(|damaged| damaged.id == id) {
-            continue;
-        }
-        if !has_series {
-            damaged_runs.push(DamagedRun {
-                problem: MISSING_SERIES.to_string(),
-                id,
-            });
-            continue;
-        }
-        if let Some(problem) = series_problem(&bytes, spec_key, series) {
-            damaged_runs.push(DamagedRun { problem, id });
-        }
+    let id: String = row.read(0)?;
+    if damaged_runs.iter().any(|damaged| damaged.id == id) {
+        return Ok(());
+    }
+    if !row.read::<bool>(4)? {
+        damaged_runs.push(DamagedRun {
+            problem: MISSING_SERIES.to_string(),
+            id,
+        });
+        return Ok(());
+    }
+    let mut problems = Vec::new();
+    problems.extend(series_problem(
+        row.read_bytes(3)?,
+        row.read(1)?,
+        row.read(2)?,
+    ));
+    if row.read::<bool>(5)? {
+        problems.push(SERIES_LABEL_DISAGREES.to_string());
+    }
+    if !problems.is_empty() {
+        damaged_runs.push(DamagedRun {
+            problem: problems.join("; "),
+            id,
+        });
     }
     Ok(())
 }
@@ -323,17 +187,17 @@ fn check_series(
 /// The figures of a `runs` row beyond [`StoredRun`]: the column of each
 /// metric of [`V2_METRICS`] and `imported_at`, where the schema has them.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct StoredFigures {
+struct StoredFigures {
     /// Each metric column read, with its value.
-    pub metrics: Vec<(Metric, Option<f64>)>,
+    metrics: Vec<(Metric, Option<f64>)>,
     /// `imported_at`, when the schema has it.
-    pub imported_at: Option<Option<String>>,
+    imported_at: Option<Option<String>>,
 }
 
 /// What is wrong with a run's history row (`spec_key`, `series`) given
 /// its record's bytes, if anything; nothing is said of bytes that do not
 /// decode (their run is listed already).
-pub(crate) fn series_problem(
+fn series_problem(
     bytes: &[u8],
     spec_key: Option<String>,
     series: Option<String>,
@@ -356,11 +220,7 @@ pub(crate) fn series_problem(
 
 /// Checks that a row's bytes are a valid canonical record agreeing with
 /// the row's columns and figures.
-pub(crate) fn verify_row(
-    run: &StoredRun,
-    bytes: &[u8],
-    figures: &StoredFigures,
-) -> Result<(), String> {
+fn verify_row(run: &StoredRun, bytes: &[u8], figures: &StoredFigures) -> Result<(), String> {
     let canonical = CanonicalRun::from_json(bytes).map_err(|err| err.to_string())?;
     if canonical.bytes != bytes {
         return Err("stored bytes are not canonical".to_string());

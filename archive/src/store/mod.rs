@@ -1,63 +1,62 @@
-//! The store: one SQLite file holding every run record verbatim.
+//! The store: every run record verbatim, in a SQLite file or a
+//! PostgreSQL database, behind one [`Archive`].
 //!
-//! Each run is kept as its canonical bytes (RFC 8785) under its content id,
-//! beside indexed columns for the queries `list`, `compare` and `history`
-//! make: commit, describe, label, config_key, testbed, test, source tool,
-//! start time and one column per
-//! [`Metric`]. Storing a run whose id is
-//! already present changes nothing, which makes imports and merges
-//! idempotent.
+//! Each run is kept as its canonical bytes (RFC 8785) under its content
+//! id, beside indexed columns for the queries `list`, `compare` and
+//! `history` make: commit, describe, label, config_key, testbed, test,
+//! source tool, start time and one column per [`Metric`], and a history
+//! row (`run_series`) of its samples. Storing a run whose id is already
+//! present changes nothing, which makes imports and merges idempotent.
+//! Every write is one transaction, so a process killed at any moment
+//! leaves either all or none of it.
 //!
-//! Durability and concurrency: the file is in WAL mode with foreign keys
-//! on; every write is one `BEGIN IMMEDIATE` transaction, so a process
-//! killed at any moment leaves either all or none of a write, and
-//! concurrent writers wait for each other (busy timeout) instead of
-//! failing, while readers keep reading the last committed state.
-//! `synchronous = NORMAL` keeps commits durable across a crash of the
-//! process; only a power loss can undo the last commits, never corrupt
-//! the file.
+//! The seam: [`Archive`] holds a `Box<dyn Backend>`. `Backend`
+//! (`backend.rs`) says what a backend provides: a few primitives
+//! (storing a batch, selecting runs in order, walking their records,
+//! counting, a metric's values, a history's series, the check, and the
+//! sessions of the journal), from which `Archive` makes every public read
+//! and write, with the order of runs, the verification of records as
+//! they are read and the errors the same on both. `sqlite/`
+//! (`SqliteArchive`) and `postgres/` (`PgArchive`) implement it; each
+//! writes its own SQL (from one builder, `query.rs`, where the dialects
+//! differ in parameters and prefix matches) and reads each row through
+//! one decoder per stored type over either driver's row (`row.rs`).
 //!
-//! A file that is not an archive, is damaged, or has a newer schema is
-//! refused with an error before anything is written to it. Before the
-//! first write of an open archive, `PRAGMA quick_check` runs, whatever
-//! the file's size (it reads every page once: 0.5-0.75 s for 294 MiB,
-//! as `scripts/bench-quick-check.sh` measured it); a damaged file
-//! refuses writes and names `netbisect archive check`.
-//!
-//! Reading ([`Archive::open_read_only`]) never creates a file and works on
-//! an archive the user may only read: a file or directory without write
-//! permission, or a read-only mount, is opened `immutable` (no locks, no
-//! `-wal` or `-shm` left behind to lock the owner out), or read-only
-//! through the owner's `-wal` when a writer is active.
-//!
-//! The parts: [`Archive`] and [`CanonicalRun`] here; `open` (opening,
-//! creating and migrating a file, the checks before the first write, and
-//! what a failure is called), `write` (storing and merging runs), `query`
-//! (the selections `list`, `show`, `compare` and `history` make) and
-//! `check` (`archive check`).
+//! The parts: [`Archive`] and [`CanonicalRun`] here; `backend` (the
+//! trait); `query` ([`RunQuery`], [`StoredRun`], [`MetricValue`] and the
+//! SQL of a selection), `series` ([`SeriesRun`]), `session` (what a
+//! bisection session is), `write` (what storing counts and the values a
+//! run is stored under), `check` ([`CheckReport`] and the checks of a
+//! run's rows), `row` (reading a row of either driver); then the two
+//! backends.
 
 use crate::ArchiveError;
+use crate::location::Location;
 use run_record::canonical;
 use run_record::record::{Metric, RecordError, RunRecord};
-use rusqlite::Connection;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::ops::ControlFlow;
+use std::path::Path;
 
+mod backend;
 mod check;
-mod open;
 mod postgres;
 mod query;
+mod row;
 mod series;
+pub(crate) mod session;
+mod sqlite;
 mod write;
 
-pub(crate) use self::postgres::PgArchive;
-use crate::location::Location;
+use self::postgres::PgArchive;
+use self::sqlite::SqliteArchive;
+use backend::Backend;
 
 pub use check::{CheckReport, DamagedRun};
-pub use open::BUSY_TIMEOUT;
 use query::Order;
 pub use query::{MetricValue, RunQuery, StoredRun};
 pub use series::SeriesRun;
+pub use sqlite::BUSY_TIMEOUT;
 pub use write::{MergeCounts, StoreCounts, StoreOutcome};
 
 /// A validated run record together with its canonical bytes, ready to
@@ -101,6 +100,26 @@ impl CanonicalRun {
         Ok(CanonicalRun { record, bytes })
     }
 
+    /// The run stored as `id` with `bytes` in the archive at `source`,
+    /// verified before it is copied into another: bytes that are no
+    /// valid record, or the record of another id, are
+    /// [`ArchiveError::DamagedRun`] naming `source`.
+    pub(crate) fn copied(
+        id: &str,
+        bytes: &[u8],
+        source: &dyn std::fmt::Display,
+    ) -> Result<CanonicalRun, ArchiveError> {
+        let damaged = |detail: String| ArchiveError::DamagedRun {
+            id: id.to_string(),
+            detail: format!("in {source}: {detail}"),
+        };
+        let run = CanonicalRun::from_json(bytes).map_err(|err| damaged(err.to_string()))?;
+        if run.record.id != id {
+            return Err(damaged(format!("the record's id is {}", run.record.id)));
+        }
+        Ok(run)
+    }
+
     /// The record.
     pub fn record(&self) -> &RunRecord {
         &self.record
@@ -129,40 +148,12 @@ pub type UpgradeNotice<'a> = &'a mut dyn FnMut(Upgrade);
 /// An open archive, on whichever backend holds it.
 ///
 /// Every public read and write is here; each backend implements the few
-/// primitives these are made of (storing a batch, selecting runs, their
-/// records, a metric, a history's series, the check, the journal), so
-/// that what a caller sees, and the refusals of damaged runs, are the
-/// same on both.
+/// primitives these are made of (`Backend`: storing a batch, selecting
+/// runs, their records, a metric, a history's series, the check, the
+/// journal), so that what a caller sees, and the refusals of damaged
+/// runs, are the same on both.
 pub struct Archive {
-    backend: Backend,
-}
-
-/// The backends an archive can live on.
-pub(crate) enum Backend {
-    /// One SQLite file.
-    Sqlite(SqliteArchive),
-    /// A PostgreSQL database (boxed: its client is several times the
-    /// size of a SQLite connection).
-    Postgres(Box<PgArchive>),
-}
-
-/// Calls the same method of whichever backend is behind `$archive`.
-macro_rules! dispatch {
-    ($archive:expr, $backend:ident => $call:expr) => {
-        match $archive {
-            Backend::Sqlite($backend) => $call,
-            Backend::Postgres($backend) => $call,
-        }
-    };
-}
-pub(crate) use dispatch;
-
-/// An open SQLite archive file.
-pub(crate) struct SqliteArchive {
-    pub(crate) connection: Connection,
-    path: PathBuf,
-    /// Whether `quick_check` is due before the first write.
-    check_before_write: std::cell::Cell<bool>,
+    backend: Box<dyn Backend>,
 }
 
 impl Archive {
@@ -172,7 +163,7 @@ impl Archive {
     /// writing to them.
     pub fn open(path: &Path) -> Result<Archive, ArchiveError> {
         Ok(Archive {
-            backend: Backend::Sqlite(SqliteArchive::open(path, &mut |_| {})?),
+            backend: Box::new(SqliteArchive::open(path, &mut |_| {})?),
         })
     }
 
@@ -182,7 +173,7 @@ impl Archive {
     /// may write is opened as by [`Archive::open`].
     pub fn open_read_only(path: &Path) -> Result<Archive, ArchiveError> {
         Ok(Archive {
-            backend: Backend::Sqlite(SqliteArchive::open_read_only(path, &mut |_| {})?),
+            backend: Box::new(SqliteArchive::open_read_only(path, &mut |_| {})?),
         })
     }
 
@@ -201,11 +192,9 @@ impl Archive {
         location: &Location,
         notice: UpgradeNotice<'_>,
     ) -> Result<Archive, ArchiveError> {
-        let backend = match location {
-            Location::File(path) => Backend::Sqlite(SqliteArchive::open(path, notice)?),
-            Location::Server(address) => {
-                Backend::Postgres(Box::new(PgArchive::open(address, notice)?))
-            }
+        let backend: Box<dyn Backend> = match location {
+            Location::File(path) => Box::new(SqliteArchive::open(path, notice)?),
+            Location::Server(address) => Box::new(PgArchive::open(address, notice)?),
         };
         Ok(Archive { backend })
     }
@@ -223,11 +212,9 @@ impl Archive {
         location: &Location,
         notice: UpgradeNotice<'_>,
     ) -> Result<Archive, ArchiveError> {
-        let backend = match location {
-            Location::File(path) => Backend::Sqlite(SqliteArchive::open_read_only(path, notice)?),
-            Location::Server(address) => {
-                Backend::Postgres(Box::new(PgArchive::open_read_only(address)?))
-            }
+        let backend: Box<dyn Backend> = match location {
+            Location::File(path) => Box::new(SqliteArchive::open_read_only(path, notice)?),
+            Location::Server(address) => Box::new(PgArchive::open_read_only(address)?),
         };
         Ok(Archive { backend })
     }
@@ -235,23 +222,22 @@ impl Archive {
     /// Where this archive lives, as it may be shown (an address without
     /// its password).
     pub fn location(&self) -> Location {
-        match &self.backend {
-            Backend::Sqlite(sqlite) => Location::File(sqlite.path.clone()),
-            Backend::Postgres(postgres) => Location::Server(Box::new(postgres.address.clone())),
-        }
+        self.backend.location()
     }
 
-    pub(crate) fn backend(&self) -> &Backend {
-        &self.backend
+    /// The backend, for the journal's reads.
+    pub(crate) fn backend(&self) -> &dyn Backend {
+        &*self.backend
     }
 
-    pub(crate) fn backend_mut(&mut self) -> &mut Backend {
-        &mut self.backend
+    /// The backend, for the journal's writes.
+    pub(crate) fn backend_mut(&mut self) -> &mut dyn Backend {
+        &mut *self.backend
     }
 
     /// The schema version of the archive.
     pub fn schema_version(&self) -> Result<u32, ArchiveError> {
-        dispatch!(&self.backend, backend => backend.schema_version())
+        self.backend.schema_version()
     }
 
     /// Stores one run; a run already present is left as it is.
@@ -267,7 +253,7 @@ impl Archive {
     /// Stores every run in one transaction: all of them or, on failure,
     /// none.
     pub fn store_all(&mut self, runs: &[CanonicalRun]) -> Result<StoreCounts, ArchiveError> {
-        dispatch!(&mut self.backend, backend => backend.store_all(runs))
+        self.backend.store_all(runs)
     }
 
     /// Copies into this archive every run of the archive file at `other`
@@ -286,8 +272,10 @@ impl Archive {
     /// whole batches and a second merge completes it. Merging the same
     /// archive again adds nothing.
     pub fn merge(&mut self, other: &Location) -> Result<MergeCounts, ArchiveError> {
-        if let (Backend::Sqlite(sqlite), Location::File(path)) = (&mut self.backend, other) {
-            return sqlite.merge_from(path);
+        if let Location::File(path) = other
+            && let Some(merged) = self.backend.merge_file(path)
+        {
+            return merged;
         }
         let source = Archive::open_location_read_only(other)?;
         let mut counts = MergeCounts::default();
@@ -300,23 +288,11 @@ impl Archive {
             Ok::<(), ArchiveError>(())
         };
         source.for_each_record(&RunQuery::default(), |run, bytes| {
-            let damaged = |detail: String| ArchiveError::DamagedRun {
-                id: run.id.clone(),
-                detail: format!("in {other}: {detail}"),
-            };
-            let canonical =
-                CanonicalRun::from_json(bytes).map_err(|err| damaged(err.to_string()))?;
-            if canonical.record.id != run.id {
-                return Err(damaged(format!(
-                    "the record's id is {}",
-                    canonical.record.id
-                )));
-            }
-            batch.push(canonical);
+            batch.push(CanonicalRun::copied(&run.id, bytes, other)?);
             if batch.len() == MERGE_BATCH {
                 store_batch(self, &mut batch)?;
             }
-            Ok(())
+            Ok::<(), ArchiveError>(())
         })?;
         store_batch(self, &mut batch)?;
         counts.examined = counts.added + counts.already_present;
@@ -325,28 +301,39 @@ impl Archive {
 
     /// Number of runs stored.
     pub fn count(&self) -> Result<u64, ArchiveError> {
-        dispatch!(&self.backend, backend => backend.count())
+        self.backend.count()
     }
 
     /// The runs `query` selects, oldest first, without their records.
     pub fn runs(&self, query: &RunQuery) -> Result<Vec<StoredRun>, ArchiveError> {
-        dispatch!(&self.backend, backend => backend.runs_in_order(query, Order::OldestFirst))
+        self.backend.runs_in_order(query, Order::OldestFirst)
     }
 
     /// The runs `query` selects, newest first, without their records; its
     /// limit keeps the newest.
     pub fn runs_newest_first(&self, query: &RunQuery) -> Result<Vec<StoredRun>, ArchiveError> {
-        dispatch!(&self.backend, backend => backend.runs_in_order(query, Order::NewestFirst))
+        self.backend.runs_in_order(query, Order::NewestFirst)
     }
 
     /// Calls `visit` with each selected run and its canonical bytes,
-    /// oldest first, without holding them all in memory.
-    pub fn for_each_record<E, F>(&self, query: &RunQuery, visit: F) -> Result<(), E>
+    /// oldest first, without holding them all in memory; the first error
+    /// `visit` returns ends the walk and is returned. `visit` may read
+    /// this archive again, on either backend.
+    pub fn for_each_record<E, F>(&self, query: &RunQuery, mut visit: F) -> Result<(), E>
     where
         E: From<ArchiveError>,
         F: FnMut(&StoredRun, &[u8]) -> Result<(), E>,
     {
-        dispatch!(&self.backend, backend => backend.for_each_record(query, visit))
+        let mut failure = None;
+        self.backend
+            .for_each_record(query, &mut |run, bytes| match visit(run, bytes) {
+                Ok(()) => ControlFlow::Continue(()),
+                Err(err) => {
+                    failure = Some(err);
+                    ControlFlow::Break(())
+                }
+            })?;
+        failure.map_or(Ok(()), Err)
     }
 
     /// Checks stored bytes against the run's id column: they must read as
@@ -399,7 +386,7 @@ impl Archive {
             Ok::<(), ArchiveError>(())
         })?;
         if found.len() > 1 {
-            let n_matches = dispatch!(&self.backend, backend => backend.count_matching(&query))?;
+            let n_matches = self.backend.count_matching(&query)?;
             return Err(ArchiveError::AmbiguousId {
                 prefix: id_prefix.to_string(),
                 n_matches: usize::try_from(n_matches).unwrap_or(usize::MAX),
@@ -417,7 +404,7 @@ impl Archive {
         query: &RunQuery,
         metric: Metric,
     ) -> Result<Vec<MetricValue>, ArchiveError> {
-        dispatch!(&self.backend, backend => backend.metric_values(query, metric))
+        self.backend.metric_values(query, metric)
     }
 
     /// What a history of `metric` needs of each selected run, oldest
@@ -430,7 +417,7 @@ impl Archive {
         query: &RunQuery,
         metric: Metric,
     ) -> Result<Option<Vec<SeriesRun>>, ArchiveError> {
-        dispatch!(&self.backend, backend => backend.series_runs(query, metric))
+        self.backend.series_runs(query, metric)
     }
 
     /// Checks the archive (the database's own checks, foreign keys) and
@@ -438,7 +425,7 @@ impl Archive {
     /// indexed columns match the row, and its history row matches the
     /// record.
     pub fn check(&self) -> Result<CheckReport, ArchiveError> {
-        dispatch!(&self.backend, backend => backend.check())
+        self.backend.check()
     }
 
     /// Checks the archive at `location` as it is, without creating,
@@ -463,6 +450,3 @@ pub(crate) fn decode_stored(id: &str, bytes: &[u8]) -> Result<RunRecord, Archive
         detail: err.to_string(),
     })
 }
-
-#[cfg(test)]
-mod tests;

@@ -1,9 +1,9 @@
-//! Selecting stored runs: the filters of [`RunQuery`] as SQL, the
-//! indexed columns of a run, a metric's run-level values, what a history
-//! needs of each run, and the records themselves, verified as they are
-//! read.
+//! Selecting stored runs, in the SQL of either backend: the filters of
+//! [`RunQuery`] ([`select_sql`], with the two dialects' parameters and
+//! prefix matches), what a selection reads of a run ([`StoredRun`],
+//! [`MetricValue`]) and how a row of either backend gives it.
 
-use super::{SeriesRun, SqliteArchive};
+use super::row::Columns;
 use crate::ArchiveError;
 use crate::schema;
 use run_record::record::Metric;
@@ -15,17 +15,19 @@ use std::str::FromStr;
 const FULL_HASH_LEN: usize = 64;
 
 /// `runs` with each run's history row, if any, on the whole key of
-/// `run_series` ([`schema`] version 6).
+/// `run_series` ([`schema`] version 6 of a file, and every version on
+/// PostgreSQL).
 pub(crate) const SERIES_JOIN: &str = "runs LEFT JOIN run_series ON run_series.config_key = runs.config_key \
                            AND run_series.started_at = runs.started_at \
                            AND run_series.run_id = runs.id";
 
-/// [`SERIES_JOIN`] at schema version 5, read where the file may not be
-/// upgraded: `run_series` keyed by the run id alone.
+/// [`SERIES_JOIN`] at schema version 5 of a file, read where the file may
+/// not be upgraded: `run_series` keyed by the run id alone.
 const SERIES_JOIN_V5: &str = "runs LEFT JOIN run_series ON run_series.run_id = runs.id";
 
-/// The join of `runs` to `run_series` at schema `version` (5 or later).
-pub(super) fn series_join(version: u32) -> &'static str {
+/// The join of `runs` to `run_series` in a file at schema `version` (5
+/// or later).
+pub(crate) fn series_join(version: u32) -> &'static str {
     if version >= schema::SERIES_BY_CONFIG_VERSION {
         SERIES_JOIN
     } else {
@@ -107,145 +109,70 @@ pub struct MetricValue {
     pub value: f64,
 }
 
+/// The columns of `runs` a [`StoredRun`] is read from, in the order
+/// [`StoredRun::from_row`] reads them.
 pub(crate) const RUN_COLUMNS: &str = "id, commit_id, describe, label, config_key, testbed, test, \
                            source_tool, started_at, n_iterations, throughput_bps, transaction_rate";
 
-impl SqliteArchive {
-    /// Number of runs stored.
-    pub fn count(&self) -> Result<u64, ArchiveError> {
-        let n_runs: i64 = self
-            .connection
-            .query_row("SELECT count(*) FROM runs", [], |row| row.get(0))?;
-        Ok(u64::try_from(n_runs).unwrap_or(0))
-    }
+/// How many columns [`RUN_COLUMNS`] names: a selection that reads more
+/// of a run names them after these.
+pub(crate) const N_RUN_COLUMNS: usize = 12;
 
-    pub(crate) fn runs_in_order(
-        &self,
-        query: &RunQuery,
-        order: Order,
-    ) -> Result<Vec<StoredRun>, ArchiveError> {
-        let (sql, values) = build_select_ordered(RUN_COLUMNS, query, order)?;
-        let mut statement = self.connection.prepare(&sql)?;
-        let mut rows = statement.query(rusqlite::params_from_iter(values.iter()))?;
-        let mut runs = Vec::new();
-        while let Some(row) = rows.next()? {
-            runs.push(stored_run_of(row)?);
-        }
-        Ok(runs)
+impl StoredRun {
+    /// The run a row starting with [`RUN_COLUMNS`] gives; a test or an
+    /// iteration count no record can have is [`ArchiveError::DamagedRun`].
+    pub(crate) fn from_row(row: &impl Columns) -> Result<StoredRun, ArchiveError> {
+        let id: String = row.read(0)?;
+        let damaged = |detail: String| ArchiveError::DamagedRun {
+            id: id.clone(),
+            detail,
+        };
+        let test_name: String = row.read(6)?;
+        let test = TestKind::from_str(&test_name).map_err(|err| damaged(err.to_string()))?;
+        let n_iterations: i64 = row.read(9)?;
+        let n_iterations = u32::try_from(n_iterations)
+            .map_err(|_| damaged(format!("{n_iterations} iterations")))?;
+        Ok(StoredRun {
+            commit: row.read(1)?,
+            describe: row.read(2)?,
+            label: row.read(3)?,
+            config_key: row.read(4)?,
+            testbed: row.read(5)?,
+            test,
+            source_tool: row.read(7)?,
+            started_at: row.read(8)?,
+            n_iterations,
+            throughput_bps: row.read(10)?,
+            transaction_rate: row.read(11)?,
+            id,
+        })
     }
+}
 
-    /// Calls `visit` with each selected run and its canonical bytes,
-    /// oldest first, without holding them all in memory.
-    pub fn for_each_record<E, F>(&self, query: &RunQuery, mut visit: F) -> Result<(), E>
-    where
-        E: From<ArchiveError>,
-        F: FnMut(&StoredRun, &[u8]) -> Result<(), E>,
-    {
-        let columns = format!("{RUN_COLUMNS}, record");
-        let (sql, values) = build_select(&columns, query)?;
-        let mut statement = self.connection.prepare(&sql).map_err(ArchiveError::from)?;
-        let mut rows = statement
-            .query(rusqlite::params_from_iter(values.iter()))
-            .map_err(ArchiveError::from)?;
-        while let Some(row) = rows.next().map_err(ArchiveError::from)? {
-            let run = stored_run_of(row)?;
-            let bytes: Vec<u8> = row.get(12).map_err(ArchiveError::from)?;
-            visit(&run, &bytes)?;
-        }
-        Ok(())
-    }
-
-    /// How many runs `query` selects, its limit aside.
-    pub(crate) fn count_matching(&self, query: &RunQuery) -> Result<u64, ArchiveError> {
-        let (sql, values) = build_select(
-            "count(*)",
-            &RunQuery {
-                limit: None,
-                ..query.clone()
-            },
-        )?;
-        let n_matches: i64 =
-            self.connection
-                .query_row(&sql, rusqlite::params_from_iter(values.iter()), |row| {
-                    row.get(0)
-                })?;
-        Ok(u64::try_from(n_matches).unwrap_or(0))
-    }
-
-    /// The run-level value of `metric` for each selected run that has it,
-    /// oldest first. Reads indexed columns only.
-    pub fn metric_values(
-        &self,
-        query: &RunQuery,
-        metric: Metric,
-    ) -> Result<Vec<MetricValue>, ArchiveError> {
-        let columns = format!(
+impl MetricValue {
+    /// The columns a [`MetricValue`] of `metric` is read from, in the
+    /// order [`MetricValue::from_row`] reads them.
+    pub(crate) fn columns(metric: Metric) -> String {
+        format!(
             "id, commit_id, label, config_key, started_at, {}",
             schema::metric_column(metric)
-        );
-        let (sql, values) = build_select(&columns, query)?;
-        let mut statement = self.connection.prepare(&sql)?;
-        let mut rows = statement.query(rusqlite::params_from_iter(values.iter()))?;
-        let mut found = Vec::new();
-        while let Some(row) = rows.next()? {
-            let Some(value) = row.get::<_, Option<f64>>(5)? else {
-                continue;
-            };
-            found.push(MetricValue {
-                run_id: row.get(0)?,
-                commit: row.get(1)?,
-                label: row.get(2)?,
-                config_key: row.get(3)?,
-                started_at: row.get(4)?,
-                value,
-            });
-        }
-        Ok(found)
+        )
     }
 
-    /// What a history of `metric` needs of each selected run, oldest
-    /// first, from the columns filled when the run was stored: no record
-    /// is decoded or verified (`archive check` does that). `None` when
-    /// the archive is older than those columns (one opened read-only at
-    /// an older schema): read the records then
-    /// ([`SeriesRun::of`]).
-    pub fn series_runs(
-        &self,
-        query: &RunQuery,
-        metric: Metric,
-    ) -> Result<Option<Vec<SeriesRun>>, ArchiveError> {
-        let version = self.schema_version()?;
-        if version < schema::SERIES_VERSION {
+    /// The value a row of [`MetricValue::columns`] gives; `None` when the
+    /// run has no value of the metric.
+    pub(crate) fn from_row(row: &impl Columns) -> Result<Option<MetricValue>, ArchiveError> {
+        let Some(value) = row.read::<Option<f64>>(5)? else {
             return Ok(None);
-        }
-        // The series is read whole and the metric picked from it in Rust
-        // (`SeriesRun::from_columns`), faster than `json_extract` parsing
-        // it in SQL to print the array as text again.
-        let columns = "runs.id, runs.commit_id, runs.started_at, runs.test, spec_key, series";
-        // A left join, so that a run missing from `run_series` is an
-        // error rather than left out of the history.
-        let (sql, values) = build_select_from(columns, series_join(version), query)?;
-        let mut statement = self.connection.prepare(&sql)?;
-        let mut rows = statement.query(rusqlite::params_from_iter(values.iter()))?;
-        let mut found = Vec::new();
-        while let Some(row) = rows.next()? {
-            found.push(SeriesRun::from_columns(
-                row.get(0)?,
-                row.get(1)?,
-                row.get(2)?,
-                &row.get::<_, String>(3)?,
-                row.get(4)?,
-                row.get_ref(5)?.as_str_or_null().map_err(|err| {
-                    rusqlite::Error::FromSqlConversionFailure(
-                        5,
-                        rusqlite::types::Type::Text,
-                        err.into(),
-                    )
-                })?,
-                metric,
-            )?);
-        }
-        Ok(Some(found))
+        };
+        Ok(Some(MetricValue {
+            run_id: row.read(0)?,
+            commit: row.read(1)?,
+            label: row.read(2)?,
+            config_key: row.read(3)?,
+            started_at: row.read(4)?,
+            value,
+        }))
     }
 }
 
@@ -281,44 +208,11 @@ fn like_prefix(prefix: &str) -> String {
     pattern
 }
 
-/// `SELECT columns FROM runs WHERE ... ORDER BY runs.started_at, runs.id`,
-/// with its parameters.
-fn build_select(columns: &str, query: &RunQuery) -> Result<(String, Vec<String>), ArchiveError> {
-    build_select_from(columns, "runs", query)
-}
-
 /// The order of selected runs, by start time (then id).
 #[derive(Clone, Copy)]
 pub(crate) enum Order {
     OldestFirst,
     NewestFirst,
-}
-
-pub(super) fn build_select_ordered(
-    columns: &str,
-    query: &RunQuery,
-    order: Order,
-) -> Result<(String, Vec<String>), ArchiveError> {
-    build_select_in_order(columns, "runs", query, order)
-}
-
-/// [`build_select`] from `from`: `runs`, or `runs` joined to other
-/// tables; the conditions and the order name the columns of `runs`.
-fn build_select_from(
-    columns: &str,
-    from: &str,
-    query: &RunQuery,
-) -> Result<(String, Vec<String>), ArchiveError> {
-    build_select_in_order(columns, from, query, Order::OldestFirst)
-}
-
-fn build_select_in_order(
-    columns: &str,
-    from: &str,
-    query: &RunQuery,
-    order: Order,
-) -> Result<(String, Vec<String>), ArchiveError> {
-    select_sql(Dialect::Sqlite, columns, from, query, order)
 }
 
 /// The SQL a backend speaks where the two differ: parameters (`?1` or
@@ -335,6 +229,15 @@ pub(crate) enum Dialect {
 /// the label as the runs are.
 pub(crate) const QUERY_LABEL: &str = "{label}";
 
+/// The run a walk of runs oldest first last read: the next selection of
+/// the walk starts after it ([`select_sql_after`]).
+pub(crate) struct RunPosition {
+    /// Its `started_at` column.
+    pub started_at: String,
+    /// Its id.
+    pub id: String,
+}
+
 /// `SELECT columns FROM from WHERE (the filters of query) ORDER BY ...
 /// LIMIT ...` in `dialect`, with its parameters in order; [`QUERY_LABEL`]
 /// in `from` is the label's parameter (the query must have a label).
@@ -345,22 +248,55 @@ pub(crate) fn select_sql(
     query: &RunQuery,
     order: Order,
 ) -> Result<(String, Vec<String>), ArchiveError> {
+    select_sql_from(dialect, columns, from, query, order, None)
+}
+
+/// [`select_sql`] of the runs after `after`, oldest first: the next part
+/// of a walk that reads the runs a part at a time. `(started_at, id)`
+/// orders the runs wholly, so that no run is read twice or passed over.
+pub(crate) fn select_sql_after(
+    dialect: Dialect,
+    columns: &str,
+    query: &RunQuery,
+    after: &RunPosition,
+) -> Result<(String, Vec<String>), ArchiveError> {
+    select_sql_from(
+        dialect,
+        columns,
+        "runs",
+        query,
+        Order::OldestFirst,
+        Some(after),
+    )
+}
+
+fn select_sql_from(
+    dialect: Dialect,
+    columns: &str,
+    from: &str,
+    query: &RunQuery,
+    order: Order,
+    after: Option<&RunPosition>,
+) -> Result<(String, Vec<String>), ArchiveError> {
     let mut conditions = Vec::new();
     let mut values = Vec::new();
-    // Adds a condition with its parameter; returns the parameter's
-    // placeholder.
-    let mut add = |condition: &str, value: String| -> String {
+    // Adds a parameter; returns its placeholder.
+    let mut parameter = |value: String| -> String {
         values.push(value);
-        let placeholder = match dialect {
+        match dialect {
             Dialect::Sqlite => format!("?{}", values.len()),
             Dialect::Postgres => format!("${}", values.len()),
-        };
-        conditions.push(condition.replace('?', &placeholder));
-        placeholder
+        }
     };
     let prefix_match = |column: &str, prefix: &str| match dialect {
         Dialect::Sqlite => (format!("{column} GLOB ?"), glob_prefix(prefix)),
         Dialect::Postgres => (format!("{column} LIKE ?"), like_prefix(prefix)),
+    };
+    // A condition with one parameter, `?` in `condition`.
+    let mut add = |condition: &str, value: String| -> String {
+        let placeholder = parameter(value);
+        conditions.push(condition.replace('?', &placeholder));
+        placeholder
     };
     if let Some(prefix) = &query.commit_prefix {
         let (condition, value) = prefix_match("runs.commit_id", prefix);
@@ -393,6 +329,13 @@ pub(crate) fn select_sql(
     if let Some(tool) = &query.source_tool {
         add("runs.source_tool = ?", tool.clone());
     }
+    if let Some(after) = after {
+        // One comparison of both columns, which the index on
+        // (started_at, id) serves as a range.
+        let started_at = parameter(after.started_at.clone());
+        let id = parameter(after.id.clone());
+        conditions.push(format!("(runs.started_at, runs.id) > ({started_at}, {id})"));
+    }
     let from = match label_placeholder {
         Some(placeholder) => from.replace(QUERY_LABEL, &placeholder),
         None if from.contains(QUERY_LABEL) => {
@@ -414,34 +357,16 @@ pub(crate) fn select_sql(
         });
     }
     if let Some(limit) = query.limit {
-        let limit = i64::try_from(limit)
-            .map_err(|_| ArchiveError::InvalidQuery(format!("limit {limit} is too large")))?;
-        sql.push_str(&format!(" LIMIT {limit}"));
+        sql.push_str(&format!(" LIMIT {}", checked_limit(limit)?));
     }
     Ok((sql, values))
 }
 
-pub(super) fn stored_run_of(row: &rusqlite::Row<'_>) -> Result<StoredRun, ArchiveError> {
-    let id: String = row.get(0)?;
-    let test_name: String = row.get(6)?;
-    let test = TestKind::from_str(&test_name).map_err(|err| ArchiveError::DamagedRun {
-        id: id.clone(),
-        detail: err.to_string(),
-    })?;
-    Ok(StoredRun {
-        commit: row.get(1)?,
-        describe: row.get(2)?,
-        label: row.get(3)?,
-        config_key: row.get(4)?,
-        testbed: row.get(5)?,
-        test,
-        source_tool: row.get(7)?,
-        started_at: row.get(8)?,
-        n_iterations: row.get(9)?,
-        throughput_bps: row.get(10)?,
-        transaction_rate: row.get(11)?,
-        id,
-    })
+/// `limit` as SQL takes it; one beyond what a signed 64-bit integer
+/// holds is refused.
+pub(crate) fn checked_limit(limit: u64) -> Result<i64, ArchiveError> {
+    i64::try_from(limit)
+        .map_err(|_| ArchiveError::InvalidQuery(format!("limit {limit} is too large")))
 }
 
 #[cfg(test)]

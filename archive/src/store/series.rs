@@ -1,11 +1,13 @@
 //! What a history reads of a run ([`SeriesRun`]): the archive's columns
-//! give it without decoding the record ([`crate::Archive::series_runs`]),
+//! give it without decoding the record ([`crate::Archive::series_runs`],
+//! a row of either backend read by [`SeriesRun::from_row`]),
 //! and a record gives it directly ([`SeriesRun::of`]). Of a run's stored
 //! series, an object of every metric's values, only the history's metric
 //! is built ([`metric_samples`]).
 
-use crate::error::ArchiveError;
-use crate::store::query::MISSING_SERIES;
+use super::query::MISSING_SERIES;
+use super::row::Columns;
+use crate::ArchiveError;
 use run_record::record::{Metric, RecordError, RunRecord};
 use run_record::spec::TestKind;
 use std::str::FromStr;
@@ -44,26 +46,25 @@ impl SeriesRun {
         })
     }
 
-    /// The series run a row of either backend gives: the run's columns,
-    /// its spec key from `run_series` (`None`: the run is missing there)
-    /// and its `series` object as stored (`None`: none), of which only
-    /// `metric`'s array is read ([`metric_samples`]).
-    pub(crate) fn from_columns(
-        id: String,
-        commit: Option<String>,
-        started_at: String,
-        test: &str,
-        spec_key: Option<String>,
-        series: Option<&str>,
-        metric: Metric,
-    ) -> Result<SeriesRun, ArchiveError> {
+    /// The series run a row of [`SERIES_RUN_COLUMNS`] gives, of which
+    /// only `metric`'s array of the stored series is read
+    /// ([`metric_samples`]). A run missing from `run_series` (no spec
+    /// key) is [`ArchiveError::DamagedRun`]; a run without a stored
+    /// series has no values.
+    pub(crate) fn from_row(row: &impl Columns, metric: Metric) -> Result<SeriesRun, ArchiveError> {
+        let id: String = row.read(0)?;
         let damaged = |detail: String| ArchiveError::DamagedRun {
             id: id.clone(),
             detail,
         };
-        let test = TestKind::from_str(test).map_err(|err| damaged(err.to_string()))?;
-        let spec_key = spec_key.ok_or_else(|| damaged(MISSING_SERIES.to_string()))?;
-        let samples = match series {
+        let commit = row.read(1)?;
+        let started_at = row.read(2)?;
+        let test_name: String = row.read(3)?;
+        let test = TestKind::from_str(&test_name).map_err(|err| damaged(err.to_string()))?;
+        let spec_key = row
+            .read::<Option<String>>(4)?
+            .ok_or_else(|| damaged(MISSING_SERIES.to_string()))?;
+        let samples = match row.read_text_or_null(5)? {
             Some(text) => metric_samples(text, metric)
                 .map_err(|err| damaged(format!("its stored series of {metric}: {err}")))?,
             None => Vec::new(),
@@ -78,6 +79,12 @@ impl SeriesRun {
         })
     }
 }
+
+/// The columns of `runs` joined to `run_series` (`query::SERIES_JOIN`) a
+/// [`SeriesRun`] is read from, in the order [`SeriesRun::from_row`] reads
+/// them.
+pub(crate) const SERIES_RUN_COLUMNS: &str = "runs.id, runs.commit_id, runs.started_at, runs.test, \
+     run_series.spec_key, run_series.series";
 
 /// The values of `metric` in `series`, a `run_series` object
 /// ([`crate::schema::series_json`]); a metric the object does not name

@@ -1,14 +1,14 @@
-//! Storing runs and merging archives: every write one immediate
-//! transaction, a run already present left as it is.
+//! Storing runs, what both backends share of it: what a store or a merge
+//! counts ([`StoreCounts`], [`MergeCounts`]), and the values a run is
+//! stored under ([`RunValues`]), computed once from its record and bound
+//! by each backend's driver ([`Value`]). How a batch becomes
+//! transactions and statements is each backend's.
 
-use super::open::{classify_open_error, open_existing, read_header};
-use super::query::RUN_COLUMNS;
-use super::{CanonicalRun, SqliteArchive};
+use super::CanonicalRun;
+use super::check::FigureColumns;
 use crate::ArchiveError;
 use crate::schema::{self, V2_METRICS};
-use rusqlite::{Connection, TransactionBehavior, params};
 use serde::Serialize;
-use std::path::Path;
 
 /// What storing one run did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -40,173 +40,123 @@ pub struct MergeCounts {
     pub already_present: u64,
 }
 
-impl SqliteArchive {
-    /// Stores every run in one transaction: all of them or, on failure,
-    /// none.
-    pub fn store_all(&mut self, runs: &[CanonicalRun]) -> Result<StoreCounts, ArchiveError> {
-        self.check_before_write()?;
-        self.store_all_checked(runs)
-            .map_err(|err| self.write_error(err))
+/// The columns of `runs` a run is stored in, in the order of
+/// [`RunValues::run`]: every column `archive check` reads back.
+pub(crate) fn insert_columns() -> String {
+    FigureColumns {
+        metrics: true,
+        imported_at: true,
     }
+    .columns()
+}
 
-    fn store_all_checked(&mut self, runs: &[CanonicalRun]) -> Result<StoreCounts, ArchiveError> {
-        let transaction = self
-            .connection
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let mut counts = StoreCounts::default();
-        {
-            let mut insert = prepare_insert(&transaction)?;
-            for run in runs {
-                if insert_run(&mut insert, run)? {
-                    counts.added += 1;
-                } else {
-                    counts.already_present += 1;
-                }
-            }
-        }
-        transaction.commit()?;
-        Ok(counts)
-    }
+/// How many columns [`insert_columns`] names.
+pub(crate) const N_INSERT_COLUMNS: usize = 23;
 
-    /// Copies into this archive every run of the archive at `other` that
-    /// it lacks, in one transaction. Each copied run is verified first.
-    /// Merging the same archive again adds nothing.
-    pub fn merge_from(&mut self, other: &Path) -> Result<MergeCounts, ArchiveError> {
-        self.check_before_write()?;
-        self.merge_from_checked(other)
-            .map_err(|err| self.write_error(err))
-    }
+/// The columns of a run's history row, in the order of
+/// [`RunValues::series`]: its key (`config_key`, `started_at`, `run_id`)
+/// and what it holds. PostgreSQL's `run_series` has the run's label too
+/// ([`RunValues::label`]).
+pub(crate) const SERIES_COLUMNS: &str = "config_key, started_at, run_id, spec_key, series";
 
-    fn merge_from_checked(&mut self, other: &Path) -> Result<MergeCounts, ArchiveError> {
-        let source = open_existing(other)?;
-        let version = read_header(&source, other)?;
-        if version == 0 {
-            return Err(ArchiveError::NotAnArchive {
-                path: other.to_path_buf(),
-                detail: "no archive schema".to_string(),
-            });
+/// One value of a run's row, bound by either driver.
+pub(crate) enum Value<'run> {
+    Text(Option<&'run str>),
+    /// Text computed from the record (a time with six fraction digits, a
+    /// spec key, a series).
+    ComputedText(String),
+    Integer(i64),
+    Real(Option<f64>),
+    Bytes(&'run [u8]),
+}
+
+impl rusqlite::ToSql for Value<'_> {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        match self {
+            Value::Text(text) => text.to_sql(),
+            Value::ComputedText(text) => text.to_sql(),
+            Value::Integer(integer) => integer.to_sql(),
+            Value::Real(real) => real.to_sql(),
+            Value::Bytes(bytes) => bytes.to_sql(),
         }
-        let transaction = self
-            .connection
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let mut counts = MergeCounts::default();
-        {
-            let mut exists = transaction.prepare("SELECT 1 FROM runs WHERE id = ?1")?;
-            let mut insert = prepare_insert(&transaction)?;
-            let mut select = source
-                .prepare("SELECT id, record FROM runs ORDER BY rowid")
-                .map_err(|err| classify_open_error(other, err))?;
-            let mut rows = select.query([])?;
-            while let Some(row) = rows.next()? {
-                counts.examined += 1;
-                let id: String = row.get(0)?;
-                if exists.exists([&id])? {
-                    counts.already_present += 1;
-                    continue;
-                }
-                let bytes: Vec<u8> = row.get(1)?;
-                let run =
-                    CanonicalRun::from_json(&bytes).map_err(|err| ArchiveError::DamagedRun {
-                        id: id.clone(),
-                        detail: format!("in {}: {err}", other.display()),
-                    })?;
-                if run.record.id != id {
-                    return Err(ArchiveError::DamagedRun {
-                        id,
-                        detail: format!(
-                            "in {}: the record's id is {}",
-                            other.display(),
-                            run.record.id
-                        ),
-                    });
-                }
-                if insert_run(&mut insert, &run)? {
-                    counts.added += 1;
-                } else {
-                    counts.already_present += 1;
-                }
-            }
-        }
-        transaction.commit()?;
-        Ok(counts)
     }
 }
 
-/// The statements that store one run: its `runs` row and its
-/// `run_series` row, in the caller's transaction.
-struct Insert<'conn> {
-    run: rusqlite::Statement<'conn>,
-    series: rusqlite::Statement<'conn>,
-}
-
-fn prepare_insert(connection: &Connection) -> Result<Insert<'_>, ArchiveError> {
-    let metric_columns: Vec<&str> = V2_METRICS
-        .iter()
-        .map(|m| schema::metric_column(*m))
-        .collect();
-    let sql = format!(
-        "INSERT INTO runs ({RUN_COLUMNS}, record, {}, imported_at) \
-         VALUES ({}) ON CONFLICT (id) DO NOTHING",
-        metric_columns.join(", "),
-        (1..=14 + metric_columns.len())
-            .map(|idx| format!("?{idx}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    Ok(Insert {
-        run: connection.prepare(&sql)?,
-        series: connection.prepare(
-            "INSERT INTO run_series (config_key, started_at, run_id, spec_key, series) \
-             VALUES (?1, ?2, ?3, ?4, ?5)",
-        )?,
-    })
-}
-
-/// Inserts one run and its history row; false when its id was already
-/// present.
-fn insert_run(insert: &mut Insert<'_>, run: &CanonicalRun) -> Result<bool, ArchiveError> {
-    let record = &run.record;
-    let metrics = V2_METRICS.map(|metric| record.value(metric));
-    let damaged = |detail: String| ArchiveError::DamagedRun {
-        id: record.id.clone(),
-        detail,
-    };
-    let spec_key = record.compute_spec_key()?;
-    let series = schema::series_json(record).map_err(|err| damaged(err.to_string()))?;
-    let changed = insert.run.execute(params![
-        record.id,
-        record.subject.commit,
-        record.subject.describe,
-        record.subject.label,
-        record.config_key,
-        record.testbed,
-        record.spec.test.name(),
-        record.source.tool,
-        run_record::time::sortable_utc(&record.started_at),
-        record.summary.n_iterations,
-        record.summary.throughput_bps.mean,
-        record.summary.transaction_rate.as_ref().map(|s| s.mean),
-        run.bytes,
-        metrics[0],
-        metrics[1],
-        metrics[2],
-        metrics[3],
-        metrics[4],
-        metrics[5],
-        metrics[6],
-        metrics[7],
-        metrics[8],
-        record.source.undated.then_some(&record.started_at),
-    ])?;
-    if changed != 1 {
-        return Ok(false);
+impl Value<'_> {
+    /// The value as PostgreSQL's driver binds it (its `ToSql` needs the
+    /// column's type, which the inner value's own implementation checks).
+    pub(crate) fn postgres(&self) -> &(dyn postgres::types::ToSql + Sync) {
+        match self {
+            Value::Text(text) => text,
+            Value::ComputedText(text) => text,
+            Value::Integer(integer) => integer,
+            Value::Real(real) => real,
+            Value::Bytes(bytes) => bytes,
+        }
     }
-    insert.series.execute(params![
-        record.config_key,
-        run_record::time::sortable_utc(&record.started_at),
-        record.id,
-        spec_key,
-        series
-    ])?;
-    Ok(true)
+}
+
+/// What a run is stored under: its `runs` row and its history row.
+pub(crate) struct RunValues<'run> {
+    /// The run's id.
+    pub id: &'run str,
+    /// Its `runs` row, in the order of [`insert_columns`].
+    pub run: [Value<'run>; N_INSERT_COLUMNS],
+    /// Its `run_series` row, in the order of [`SERIES_COLUMNS`].
+    pub series: [Value<'run>; 5],
+    /// Its label, which PostgreSQL's `run_series` holds too.
+    pub label: Value<'run>,
+}
+
+impl<'run> RunValues<'run> {
+    /// The values of `run`; a record whose series cannot be written is
+    /// [`ArchiveError::DamagedRun`].
+    pub(crate) fn of(run: &'run CanonicalRun) -> Result<RunValues<'run>, ArchiveError> {
+        let record = &run.record;
+        let spec_key = record.compute_spec_key()?;
+        let series = schema::series_json(record).map_err(|err| ArchiveError::DamagedRun {
+            id: record.id.clone(),
+            detail: err.to_string(),
+        })?;
+        // Six fraction digits, so that the column orders as the times.
+        let started_at = run_record::time::sortable_utc(&record.started_at);
+        let [m0, m1, m2, m3, m4, m5, m6, m7, m8] =
+            V2_METRICS.map(|metric| Value::Real(record.value(metric)));
+        Ok(RunValues {
+            id: &record.id,
+            run: [
+                Value::Text(Some(&record.id)),
+                Value::Text(record.subject.commit.as_deref()),
+                Value::Text(record.subject.describe.as_deref()),
+                Value::Text(record.subject.label.as_deref()),
+                Value::Text(Some(&record.config_key)),
+                Value::Text(Some(&record.testbed)),
+                Value::Text(Some(record.spec.test.name())),
+                Value::Text(Some(&record.source.tool)),
+                Value::ComputedText(started_at.clone()),
+                Value::Integer(i64::from(record.summary.n_iterations)),
+                Value::Real(Some(record.summary.throughput_bps.mean)),
+                Value::Real(record.summary.transaction_rate.as_ref().map(|s| s.mean)),
+                Value::Bytes(&run.bytes),
+                m0,
+                m1,
+                m2,
+                m3,
+                m4,
+                m5,
+                m6,
+                m7,
+                m8,
+                Value::Text(record.source.undated.then_some(record.started_at.as_str())),
+            ],
+            series: [
+                Value::Text(Some(&record.config_key)),
+                Value::ComputedText(started_at),
+                Value::Text(Some(&record.id)),
+                Value::ComputedText(spec_key),
+                Value::ComputedText(series),
+            ],
+            label: Value::Text(record.subject.label.as_deref()),
+        })
+    }
 }

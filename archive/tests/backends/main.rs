@@ -265,6 +265,70 @@ fn the_journal_keeps_sessions_and_events_in_order() {
     }
 }
 
+/// A walk of records may read the archive it walks, on either backend:
+/// neither holds its connection while the caller's code runs (writing is
+/// another matter: the walk borrows the archive, which a write needs
+/// whole). On PostgreSQL the walk reads a thousand runs at a time; here
+/// it crosses those parts inside groups of runs that started at the same
+/// time, and a limit ends it inside one.
+#[test]
+fn a_walk_of_records_may_read_the_archive_it_walks() {
+    let runs: Vec<CanonicalRun> = (0..2500)
+        .map(|idx| {
+            let rate = 1e6 + f64::from(idx);
+            canonical(record("cccc3333", "walk", rate, TestKind::TcpStream))
+        })
+        .collect();
+    for place in places() {
+        let location = place.location();
+        let mut archive = Archive::open_location(&location).unwrap();
+        archive.store_all(&runs).unwrap();
+        let session = archive.start_session("/src/walk", "{}").unwrap();
+        let in_order: Vec<String> = archive
+            .runs(&RunQuery::default())
+            .unwrap()
+            .into_iter()
+            .map(|run| run.id)
+            .collect();
+        for limit in [None, Some(1500)] {
+            let query = RunQuery {
+                limit,
+                ..RunQuery::default()
+            };
+            let mut visited = Vec::new();
+            archive
+                .for_each_record(&query, |run, bytes| {
+                    let position = visited.len();
+                    if position % 100 == 0 || (995..1005).contains(&position) {
+                        assert_eq!(archive.count()?, 2500);
+                        let (found, found_bytes) = archive.find(&run.id)?;
+                        assert_eq!(found, *run);
+                        assert_eq!(found_bytes, bytes);
+                        assert_eq!(archive.session(session.id)?.repo, "/src/walk");
+                    }
+                    visited.push(run.id.clone());
+                    Ok::<(), ArchiveError>(())
+                })
+                .unwrap();
+            let n_expected = limit.map_or(in_order.len(), |limit| limit as usize);
+            assert!(visited == in_order[..n_expected], "{location}: {limit:?}");
+        }
+        // The caller's error ends the walk where it was returned.
+        let mut n_visited = 0;
+        let err = archive
+            .for_each_record(&RunQuery::default(), |_, _| {
+                n_visited += 1;
+                if n_visited == 1200 {
+                    return Err(ArchiveError::NoSuchRun("stop".to_string()));
+                }
+                Ok(())
+            })
+            .unwrap_err();
+        assert!(matches!(err, ArchiveError::NoSuchRun(_)), "{err}");
+        assert_eq!(n_visited, 1200, "{location}");
+    }
+}
+
 #[test]
 fn merge_copies_between_any_two_archives_idempotently() {
     let places = places();

@@ -251,3 +251,22 @@ fn a_server_that_cannot_be_used_is_refused_naming_its_address_not_its_password()
         "DO $$ BEGIN IF to_regclass('runs') IS NOT NULL THEN RAISE 'written'; END IF; END $$",
     );
 }
+
+#[test]
+fn a_refused_connection_keeps_the_clients_error_as_its_source() {
+    // Nothing listens on port 1 of loopback.
+    let address = ServerAddress::parse("postgres://lab:pw@127.0.0.1:1/x").unwrap();
+    let err = Archive::open_location(&Location::Server(Box::new(address)))
+        .err()
+        .unwrap();
+    assert_eq!(
+        err.to_string(),
+        "cannot use the archive at postgres://lab@127.0.0.1:1/x: connection refused"
+    );
+    let source = std::error::Error::source(&err).unwrap();
+    assert!(source.is::<postgres::Error>(), "{source:?}");
+    // Beneath the client's error, the system's.
+    let beneath = source.source().unwrap();
+    let io_error = beneath.downcast_ref::<std::io::Error>().unwrap();
+    assert_eq!(io_error.kind(), std::io::ErrorKind::ConnectionRefused);
+}

@@ -19,15 +19,23 @@
 //! instead of deadlocking, and each run is stored once. A connection
 //! that drops mid-transaction stores nothing of it.
 //!
-//! The parts: opening and the schema here; `write` (storing), `query`
-//! (the selections), `check` (`archive check`).
+//! The parts: opening, the schema and its [`Backend`] here; `write`
+//! (storing), `query` (the selections), `check` (`archive check`) and
+//! `journal` (the bisection sessions).
 
 use crate::ArchiveError;
-use crate::location::ServerAddress;
-use crate::store::{Upgrade, UpgradeNotice};
+use crate::location::{Location, ServerAddress};
+use crate::store::backend::{Backend, RecordVisitor};
+use crate::store::check::CheckReport;
+use crate::store::query::{MetricValue, Order, RunQuery, StoredRun};
+use crate::store::write::StoreCounts;
+use crate::store::{CanonicalRun, SeriesRun, Upgrade, UpgradeNotice};
+use postgres::error::SqlState;
+use run_record::record::Metric;
 use std::cell::RefCell;
 
 mod check;
+mod journal;
 mod query;
 mod write;
 
@@ -156,13 +164,15 @@ const MIGRATIONS: &[&str] = &[
 /// An open PostgreSQL archive: one connection.
 pub(crate) struct PgArchive {
     /// Reads borrow it mutably too: the client needs `&mut` for any
-    /// statement, and the archive's reads take `&self`.
-    pub(crate) client: RefCell<postgres::Client>,
-    pub(crate) address: ServerAddress,
+    /// statement, and the archive's reads take `&self`. It is borrowed
+    /// for one statement or transaction at a time and never while the
+    /// archive's caller runs, so that no read finds it borrowed.
+    client: RefCell<postgres::Client>,
+    address: ServerAddress,
     /// The schema version when opened (after any migration): what the
     /// reads may rely on. Another process can only raise it meanwhile,
     /// and each version reads the tables of the ones before.
-    pub(crate) version: u32,
+    version: u32,
 }
 
 impl PgArchive {
@@ -211,19 +221,14 @@ impl PgArchive {
                 .connect(postgres::NoTls)
                 .map_err(|err| ArchiveError::Server {
                     address: address.to_string(),
-                    detail: connect_detail(&err),
+                    detail: connect_failure(&err).to_string(),
+                    source: Some(err),
                 })?;
         Ok(PgArchive {
             client: RefCell::new(client),
             address: address.clone(),
             version: 0,
         })
-    }
-
-    /// The schema version, checked to be one this build reads.
-    pub(crate) fn schema_version(&self) -> Result<u32, ArchiveError> {
-        self.read_version()?
-            .ok_or_else(|| self.refused("the database holds no netbisect archive".to_string()))
     }
 
     /// The version in `netbisect_archive`, `None` when there is no such
@@ -247,10 +252,11 @@ impl PgArchive {
     }
 
     /// An [`ArchiveError::Server`] naming this archive.
-    pub(crate) fn refused(&self, detail: String) -> ArchiveError {
+    fn refused(&self, detail: String) -> ArchiveError {
         ArchiveError::Server {
             address: self.address.to_string(),
             detail,
+            source: None,
         }
     }
 
@@ -284,6 +290,66 @@ impl PgArchive {
     }
 }
 
+impl Backend for PgArchive {
+    fn location(&self) -> Location {
+        Location::Server(Box::new(self.address.clone()))
+    }
+
+    /// The schema version, checked to be one this build reads.
+    fn schema_version(&self) -> Result<u32, ArchiveError> {
+        self.read_version()?
+            .ok_or_else(|| self.refused("the database holds no netbisect archive".to_string()))
+    }
+
+    fn store_all(&mut self, runs: &[CanonicalRun]) -> Result<StoreCounts, ArchiveError> {
+        write::store_all(self, runs)
+    }
+
+    fn count(&self) -> Result<u64, ArchiveError> {
+        query::count(self)
+    }
+
+    fn count_matching(&self, query: &RunQuery) -> Result<u64, ArchiveError> {
+        query::count_matching(self, query)
+    }
+
+    fn runs_in_order(
+        &self,
+        query: &RunQuery,
+        order: Order,
+    ) -> Result<Vec<StoredRun>, ArchiveError> {
+        query::runs_in_order(self, query, order)
+    }
+
+    fn for_each_record(
+        &self,
+        query: &RunQuery,
+        visit: RecordVisitor<'_>,
+    ) -> Result<(), ArchiveError> {
+        query::for_each_record(self, query, visit)
+    }
+
+    fn metric_values(
+        &self,
+        query: &RunQuery,
+        metric: Metric,
+    ) -> Result<Vec<MetricValue>, ArchiveError> {
+        query::metric_values(self, query, metric)
+    }
+
+    fn series_runs(
+        &self,
+        query: &RunQuery,
+        metric: Metric,
+    ) -> Result<Option<Vec<SeriesRun>>, ArchiveError> {
+        query::series_runs(self, query, metric)
+    }
+
+    fn check(&self) -> Result<CheckReport, ArchiveError> {
+        check::check(self)
+    }
+}
+
 /// `netbisect_archive`'s version through `client` (a connection or a
 /// transaction).
 /// How [`read_version_with`] looks for the archive's version table.
@@ -308,6 +374,7 @@ fn read_version_with(
     let refused = |detail: String| ArchiveError::Server {
         address: address.to_string(),
         detail,
+        source: None,
     };
     let sql = match lookup {
         // A lookup by name in the catalog's cache: planning a query of
@@ -358,11 +425,48 @@ fn has_tables_with(client: &mut impl postgres::GenericClient) -> Result<bool, Ar
         .try_get(0)?)
 }
 
-/// What a failed connection says: the server's own words for a refused
-/// login or a missing database, else the client's.
-fn connect_detail(err: &postgres::Error) -> String {
-    match err.as_db_error() {
-        Some(db_error) => format!("the server refused: {}", db_error.message()),
-        None => format!("cannot connect: {err}"),
+/// What a failed connection was, in the words a user looks for; the
+/// client's own words, and the system's or the server's beneath them,
+/// stay in the error's sources.
+///
+/// The client tells its failures apart only by its text: a login the
+/// server refused is its error (SQLSTATE class 28), a socket that could
+/// not connect an I/O error of the system, and a host name that did not
+/// resolve an I/O error whose text is the standard library's
+/// ([`LOOKUP_FAILED`]). What is none of these is "cannot connect".
+fn connect_failure(err: &postgres::Error) -> &'static str {
+    if let Some(db_error) = err.as_db_error() {
+        return match *db_error.code() {
+            SqlState::INVALID_PASSWORD | SqlState::INVALID_AUTHORIZATION_SPECIFICATION => {
+                "authentication failed"
+            }
+            _ => "the server refused the connection",
+        };
     }
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(current) = cause {
+        if let Some(io_error) = current.downcast_ref::<std::io::Error>() {
+            return match io_error.kind() {
+                std::io::ErrorKind::ConnectionRefused => "connection refused",
+                std::io::ErrorKind::TimedOut => "connection timed out",
+                // Only a Unix socket's path can be missing.
+                std::io::ErrorKind::NotFound => "no server at the socket",
+                _ if io_error.to_string().starts_with(LOOKUP_FAILED) => "unknown host",
+                _ => "cannot connect",
+            };
+        }
+        // The client's refusal to go on: the server asked for a password
+        // that no address, PGPASSWORD or password file gave, or for an
+        // authentication method the client does not speak.
+        let text = current.to_string();
+        if text == "password missing" || text == "authentication error" {
+            return "authentication failed";
+        }
+        cause = current.source();
+    }
+    "cannot connect"
 }
+
+/// How the standard library's error for a host name that did not resolve
+/// begins (the resolver's reason follows it).
+const LOOKUP_FAILED: &str = "failed to lookup address information";

@@ -1,22 +1,37 @@
-//! The selections on PostgreSQL: the SQL of the SQLite file's reads in
-//! PostgreSQL's dialect ([`Dialect::Postgres`]), each row read with
-//! checked types, so that a column of an unexpected type is an error,
-//! never a panic.
+//! The selections on PostgreSQL: [`select_sql`] in PostgreSQL's dialect,
+//! each row read by the decoder its type shares with the file, each
+//! column with checked types, so that a column of an unexpected type is
+//! an error, never a panic.
 //!
 //! Every selection is sent with its parameters' types (all text), in one
 //! round trip: no statement is prepared first and closed after, which
 //! would take three, and a command makes several selections.
+//!
+//! The client is borrowed for one statement at a time. A walk of records
+//! ([`for_each_record`]) reads them [`RECORD_BATCH`] at a time, each part
+//! one selection after the last run read, and hands them over with the
+//! client free, so that what it calls may use the archive meanwhile.
 
-use super::{PgArchive, SERIES_LABEL_VERSION};
+use super::PgArchive;
+use super::SERIES_LABEL_VERSION;
 use crate::ArchiveError;
+use crate::store::SeriesRun;
+use crate::store::backend::RecordVisitor;
+use crate::store::check::SERIES_LABEL_DISAGREES;
 use crate::store::query::{
-    Dialect, Order, QUERY_LABEL, RUN_COLUMNS, RunQuery, SERIES_JOIN, select_sql,
+    Dialect, MetricValue, N_RUN_COLUMNS, Order, QUERY_LABEL, RUN_COLUMNS, RunPosition, RunQuery,
+    SERIES_JOIN, StoredRun, checked_limit, select_sql, select_sql_after,
 };
-use crate::store::{MetricValue, SeriesRun, StoredRun};
+use crate::store::row::Columns;
+use crate::store::series::SERIES_RUN_COLUMNS;
 use postgres::types::{ToSql, Type};
 use run_record::record::Metric;
-use run_record::spec::TestKind;
-use std::str::FromStr;
+
+/// Runs of a walk of records read in one selection: the memory a walk
+/// holds is this many records, and a walk of a million runs makes a
+/// thousand selections, each a range of the index on
+/// (`started_at`, `id`).
+pub(super) const RECORD_BATCH: u64 = 1000;
 
 /// The parameters of a selection as the client takes them, with their
 /// type: every one is text.
@@ -27,191 +42,198 @@ fn parameters(values: &[String]) -> Vec<(&(dyn ToSql + Sync), Type)> {
         .collect()
 }
 
-impl PgArchive {
-    /// Number of runs stored.
-    pub(crate) fn count(&self) -> Result<u64, ArchiveError> {
-        let n_runs: i64 = self
-            .client
-            .borrow_mut()
-            .query_typed_one("SELECT count(*) FROM runs", &[])?
-            .try_get(0)?;
-        Ok(u64::try_from(n_runs).unwrap_or(0))
-    }
+/// The rows of `sql` with its text parameters `values`.
+fn select_rows(
+    archive: &PgArchive,
+    (sql, values): (String, Vec<String>),
+) -> Result<Vec<postgres::Row>, ArchiveError> {
+    Ok(archive
+        .client
+        .borrow_mut()
+        .query_typed(&sql, &parameters(&values))?)
+}
 
-    /// How many runs `query` selects, its limit aside.
-    pub(crate) fn count_matching(&self, query: &RunQuery) -> Result<u64, ArchiveError> {
-        let query = RunQuery {
-            limit: None,
+/// The one row of `sql` with its text parameters `values`.
+fn select_row(
+    archive: &PgArchive,
+    (sql, values): (String, Vec<String>),
+) -> Result<postgres::Row, ArchiveError> {
+    Ok(archive
+        .client
+        .borrow_mut()
+        .query_typed_one(&sql, &parameters(&values))?)
+}
+
+/// Number of runs stored.
+pub(super) fn count(archive: &PgArchive) -> Result<u64, ArchiveError> {
+    let n_runs: i64 = select_row(
+        archive,
+        ("SELECT count(*) FROM runs".to_string(), Vec::new()),
+    )?
+    .read(0)?;
+    Ok(u64::try_from(n_runs).unwrap_or(0))
+}
+
+/// How many runs `query` selects, its limit aside.
+pub(super) fn count_matching(archive: &PgArchive, query: &RunQuery) -> Result<u64, ArchiveError> {
+    let query = RunQuery {
+        limit: None,
+        ..query.clone()
+    };
+    let selection = select_sql(
+        Dialect::Postgres,
+        "count(*)",
+        "runs",
+        &query,
+        Order::OldestFirst,
+    )?;
+    let n_matches: i64 = select_row(archive, selection)?.read(0)?;
+    Ok(u64::try_from(n_matches).unwrap_or(0))
+}
+
+pub(super) fn runs_in_order(
+    archive: &PgArchive,
+    query: &RunQuery,
+    order: Order,
+) -> Result<Vec<StoredRun>, ArchiveError> {
+    let selection = select_sql(Dialect::Postgres, RUN_COLUMNS, "runs", query, order)?;
+    select_rows(archive, selection)?
+        .iter()
+        .map(StoredRun::from_row)
+        .collect()
+}
+
+/// Calls `visit` with each selected run and its canonical bytes, oldest
+/// first, [`RECORD_BATCH`] runs a selection, the client free while
+/// `visit` runs. A walk sees every run stored when it began and perhaps
+/// some stored since (those that come after the last run it read), never
+/// one twice.
+pub(super) fn for_each_record(
+    archive: &PgArchive,
+    query: &RunQuery,
+    visit: RecordVisitor<'_>,
+) -> Result<(), ArchiveError> {
+    let columns = format!("{RUN_COLUMNS}, record");
+    // The limit is checked whole, as a selection of it all would be.
+    query.limit.map(checked_limit).transpose()?;
+    let mut remaining = query.limit;
+    let mut after: Option<RunPosition> = None;
+    loop {
+        let batch = remaining.map_or(RECORD_BATCH, |remaining| remaining.min(RECORD_BATCH));
+        if batch == 0 {
+            return Ok(());
+        }
+        let part = RunQuery {
+            limit: Some(batch),
             ..query.clone()
         };
-        let (sql, values) = select_sql(
-            Dialect::Postgres,
-            "count(*)",
-            "runs",
-            &query,
-            Order::OldestFirst,
-        )?;
-        let n_matches: i64 = self
-            .client
-            .borrow_mut()
-            .query_typed_one(&sql, &parameters(&values))?
-            .try_get(0)?;
-        Ok(u64::try_from(n_matches).unwrap_or(0))
-    }
-
-    pub(crate) fn runs_in_order(
-        &self,
-        query: &RunQuery,
-        order: Order,
-    ) -> Result<Vec<StoredRun>, ArchiveError> {
-        let (sql, values) = select_sql(Dialect::Postgres, RUN_COLUMNS, "runs", query, order)?;
-        let rows = self
-            .client
-            .borrow_mut()
-            .query_typed(&sql, &parameters(&values))?;
-        rows.iter().map(stored_run_of).collect()
-    }
-
-    /// Calls `visit` with each selected run and its canonical bytes,
-    /// oldest first, as the rows arrive.
-    pub(crate) fn for_each_record<E, F>(&self, query: &RunQuery, mut visit: F) -> Result<(), E>
-    where
-        E: From<ArchiveError>,
-        F: FnMut(&StoredRun, &[u8]) -> Result<(), E>,
-    {
-        use postgres::fallible_iterator::FallibleIterator;
-        let columns = format!("{RUN_COLUMNS}, record");
-        let (sql, values) = select_sql(
-            Dialect::Postgres,
-            &columns,
-            "runs",
-            query,
-            Order::OldestFirst,
-        )?;
-        let mut client = self.client.borrow_mut();
-        let mut rows = client
-            .query_typed_raw(&sql, parameters(&values))
-            .map_err(ArchiveError::from)?;
-        while let Some(row) = rows.next().map_err(ArchiveError::from)? {
-            let run = stored_run_of(&row)?;
-            let bytes: &[u8] = row.try_get(12).map_err(ArchiveError::from)?;
-            visit(&run, bytes)?;
-        }
-        Ok(())
-    }
-
-    /// The run-level value of `metric` for each selected run that has it,
-    /// oldest first.
-    pub(crate) fn metric_values(
-        &self,
-        query: &RunQuery,
-        metric: Metric,
-    ) -> Result<Vec<MetricValue>, ArchiveError> {
-        // Metric names are plain identifiers, the names of the columns.
-        let columns = format!(
-            "id, commit_id, label, config_key, started_at, {}",
-            metric.name()
-        );
-        let (sql, values) = select_sql(
-            Dialect::Postgres,
-            &columns,
-            "runs",
-            query,
-            Order::OldestFirst,
-        )?;
-        let rows = self
-            .client
-            .borrow_mut()
-            .query_typed(&sql, &parameters(&values))?;
-        let mut found = Vec::new();
+        let selection = match &after {
+            None => select_sql(
+                Dialect::Postgres,
+                &columns,
+                "runs",
+                &part,
+                Order::OldestFirst,
+            )?,
+            Some(after) => select_sql_after(Dialect::Postgres, &columns, &part, after)?,
+        };
+        let rows = select_rows(archive, selection)?;
         for row in &rows {
-            let Some(value) = row.try_get::<_, Option<f64>>(5)? else {
-                continue;
-            };
-            found.push(MetricValue {
-                run_id: row.try_get(0)?,
-                commit: row.try_get(1)?,
-                label: row.try_get(2)?,
-                config_key: row.try_get(3)?,
-                started_at: row.try_get(4)?,
-                value,
+            let run = StoredRun::from_row(row)?;
+            if visit(&run, row.read_bytes(N_RUN_COLUMNS)?).is_break() {
+                return Ok(());
+            }
+            after = Some(RunPosition {
+                started_at: run.started_at,
+                id: run.id,
             });
         }
-        Ok(found)
-    }
-
-    /// What a history of `metric` needs of each selected run, from
-    /// `run_series`; a run missing there, or whose row there has another
-    /// label, is an error.
-    ///
-    /// A history of one label joins `run_series` by the label too
-    /// ([`series_join_by_label`]): then both sides are read in the same
-    /// order through `runs_history` and `run_series_history` and merged,
-    /// where the key alone would look each run up in `run_series`'s heap.
-    /// The series is read whole and the metric picked from it in Rust
-    /// ([`SeriesRun::from_columns`]), faster than the server parsing it
-    /// as jsonb to print the array as text again.
-    pub(crate) fn series_runs(
-        &self,
-        query: &RunQuery,
-        metric: Metric,
-    ) -> Result<Option<Vec<SeriesRun>>, ArchiveError> {
-        let by_label = query.label.is_some() && self.version >= SERIES_LABEL_VERSION;
-        let (sql, values) = select_sql(
-            Dialect::Postgres,
-            "runs.id, runs.commit_id, runs.started_at, runs.test, run_series.spec_key, \
-             run_series.series",
-            &if by_label {
-                series_join_by_label()
-            } else {
-                SERIES_JOIN.to_string()
-            },
-            query,
-            Order::OldestFirst,
-        )?;
-        let rows = self
-            .client
-            .borrow_mut()
-            .query_typed(&sql, &parameters(&values))?;
-        let mut found = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let id: String = row.try_get(0)?;
-            let spec_key: Option<String> = row.try_get(4)?;
-            if spec_key.is_none() && by_label {
-                self.label_disagrees(&id)?;
-            }
-            found.push(SeriesRun::from_columns(
-                id,
-                row.try_get(1)?,
-                row.try_get(2)?,
-                row.try_get(3)?,
-                spec_key,
-                row.try_get(5)?,
-                metric,
-            )?);
+        let n_read = rows.len() as u64;
+        if n_read < batch {
+            return Ok(());
         }
-        Ok(Some(found))
+        remaining = remaining.map(|remaining| remaining - n_read);
     }
+}
 
-    /// Fails naming the label when run `id`, which a history joined by
-    /// its label did not find in `run_series`, is there under another
-    /// label; else leaves the run to be said missing.
-    fn label_disagrees(&self, id: &str) -> Result<(), ArchiveError> {
-        let id = id.to_string();
-        let sql = format!(
-            "SELECT 1 FROM {SERIES_JOIN} WHERE runs.id = $1 AND run_series.run_id IS NOT NULL"
-        );
-        let found = self
-            .client
-            .borrow_mut()
-            .query_typed_opt(&sql, &parameters(std::slice::from_ref(&id)))?;
-        match found {
-            Some(_) => Err(ArchiveError::DamagedRun {
-                id,
-                detail: SERIES_LABEL_DISAGREES.to_string(),
-            }),
-            None => Ok(()),
+/// The run-level value of `metric` for each selected run that has it,
+/// oldest first.
+pub(super) fn metric_values(
+    archive: &PgArchive,
+    query: &RunQuery,
+    metric: Metric,
+) -> Result<Vec<MetricValue>, ArchiveError> {
+    let columns = MetricValue::columns(metric);
+    let selection = select_sql(
+        Dialect::Postgres,
+        &columns,
+        "runs",
+        query,
+        Order::OldestFirst,
+    )?;
+    let mut found = Vec::new();
+    for row in &select_rows(archive, selection)? {
+        found.extend(MetricValue::from_row(row)?);
+    }
+    Ok(found)
+}
+
+/// What a history of `metric` needs of each selected run, from
+/// `run_series`; a run missing there, or whose row there has another
+/// label, is an error.
+///
+/// A history of one label joins `run_series` by the label too
+/// ([`series_join_by_label`]): then both sides are read in the same
+/// order through `runs_history` and `run_series_history` and merged,
+/// where the key alone would look each run up in `run_series`'s heap.
+/// The series is read whole and the metric picked from it in Rust
+/// ([`SeriesRun::from_row`]), faster than the server parsing it as jsonb
+/// to print the array as text again.
+pub(super) fn series_runs(
+    archive: &PgArchive,
+    query: &RunQuery,
+    metric: Metric,
+) -> Result<Option<Vec<SeriesRun>>, ArchiveError> {
+    let by_label = query.label.is_some() && archive.version >= SERIES_LABEL_VERSION;
+    let from = if by_label {
+        series_join_by_label()
+    } else {
+        SERIES_JOIN.to_string()
+    };
+    let selection = select_sql(
+        Dialect::Postgres,
+        SERIES_RUN_COLUMNS,
+        &from,
+        query,
+        Order::OldestFirst,
+    )?;
+    let rows = select_rows(archive, selection)?;
+    let mut found = Vec::with_capacity(rows.len());
+    for row in &rows {
+        if by_label && row.read::<Option<String>>(4)?.is_none() {
+            label_disagrees(archive, row.read(0)?)?;
         }
+        found.push(SeriesRun::from_row(row, metric)?);
+    }
+    Ok(Some(found))
+}
+
+/// Fails naming the label when run `id`, which a history joined by its
+/// label did not find in `run_series`, is there under another label;
+/// else leaves the run to be said missing.
+fn label_disagrees(archive: &PgArchive, id: String) -> Result<(), ArchiveError> {
+    let sql =
+        format!("SELECT 1 FROM {SERIES_JOIN} WHERE runs.id = $1 AND run_series.run_id IS NOT NULL");
+    let found = archive
+        .client
+        .borrow_mut()
+        .query_typed_opt(&sql, &parameters(std::slice::from_ref(&id)))?;
+    match found {
+        Some(_) => Err(ArchiveError::DamagedRun {
+            id,
+            detail: SERIES_LABEL_DISAGREES.to_string(),
+        }),
+        None => Ok(()),
     }
 }
 
@@ -221,35 +243,4 @@ impl PgArchive {
 /// row under another label leaves its run without one.
 fn series_join_by_label() -> String {
     format!("{SERIES_JOIN} AND run_series.label = {QUERY_LABEL}")
-}
-
-/// What `archive check` and a history say of a run whose `run_series` row
-/// has another label than the run.
-pub(super) const SERIES_LABEL_DISAGREES: &str = "its run_series row disagrees with its run: label";
-
-pub(super) fn stored_run_of(row: &postgres::Row) -> Result<StoredRun, ArchiveError> {
-    let id: String = row.try_get(0)?;
-    let test_name: String = row.try_get(6)?;
-    let damaged = |detail: String| ArchiveError::DamagedRun {
-        id: id.clone(),
-        detail,
-    };
-    let test = TestKind::from_str(&test_name).map_err(|err| damaged(err.to_string()))?;
-    let n_iterations: i64 = row.try_get(9)?;
-    let n_iterations =
-        u32::try_from(n_iterations).map_err(|_| damaged(format!("{n_iterations} iterations")))?;
-    Ok(StoredRun {
-        commit: row.try_get(1)?,
-        describe: row.try_get(2)?,
-        label: row.try_get(3)?,
-        config_key: row.try_get(4)?,
-        testbed: row.try_get(5)?,
-        test,
-        source_tool: row.try_get(7)?,
-        started_at: row.try_get(8)?,
-        n_iterations,
-        throughput_bps: row.try_get(10)?,
-        transaction_rate: row.try_get(11)?,
-        id,
-    })
 }

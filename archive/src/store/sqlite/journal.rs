@@ -1,31 +1,19 @@
-//! The journal on SQLite: every append its own `BEGIN IMMEDIATE`
+//! The journal in a file: every append its own `BEGIN IMMEDIATE`
 //! transaction, committed with `synchronous = FULL`.
 
-use super::BisectSession;
+use super::SqliteArchive;
 use crate::ArchiveError;
-use crate::store::SqliteArchive;
+use crate::store::backend::SessionStore;
+use crate::store::session::{BisectSession, select_sessions_sql};
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
 
-const SESSION_COLUMNS: &str = "id, repo, spec, config_key, started_at, ended_at, \
-     (SELECT count(*) FROM bisect_events WHERE session_id = bisect_sessions.id)";
-
-fn session_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<BisectSession> {
-    Ok(BisectSession {
-        id: row.get(0)?,
-        repo: row.get(1)?,
-        spec: row.get(2)?,
-        config_key: row.get(3)?,
-        started_at: row.get(4)?,
-        ended_at: row.get(5)?,
-        n_events: u64::try_from(row.get::<_, i64>(6)?).unwrap_or(0),
-    })
-}
-
-impl SqliteArchive {
-    /// Starts a session bisecting `repo`, described by `spec` (JSON).
-    /// Fails with [`ArchiveError::SessionActive`] when `repo` already has
-    /// an active session.
-    pub fn start_session(&mut self, repo: &str, spec: &str) -> Result<BisectSession, ArchiveError> {
+impl SessionStore for SqliteArchive {
+    fn insert_session(
+        &mut self,
+        repo: &str,
+        spec: &str,
+        started_at: &str,
+    ) -> Result<i64, ArchiveError> {
         self.check_before_write()?;
         let transaction = self
             .connection
@@ -45,58 +33,36 @@ impl SqliteArchive {
         }
         transaction.execute(
             "INSERT INTO bisect_sessions (repo, spec, started_at) VALUES (?1, ?2, ?3)",
-            params![repo, spec, run_record::time::now_rfc3339()],
+            params![repo, spec, started_at],
         )?;
         let session_id = transaction.last_insert_rowid();
         transaction.commit()?;
-        self.session(session_id)
+        Ok(session_id)
     }
 
-    /// The session with id `session_id`.
-    pub fn session(&self, session_id: i64) -> Result<BisectSession, ArchiveError> {
-        self.connection
-            .query_row(
-                &format!("SELECT {SESSION_COLUMNS} FROM bisect_sessions WHERE id = ?1"),
-                [session_id],
-                session_of,
-            )
-            .optional()?
-            .ok_or(ArchiveError::NoSuchSession(session_id))
+    fn session(&self, session_id: i64) -> Result<Option<BisectSession>, ArchiveError> {
+        Ok(self.select_sessions("WHERE id = ?1", [session_id])?.pop())
     }
 
-    /// The active session of `repo`, if there is one.
-    pub fn active_session(&self, repo: &str) -> Result<Option<BisectSession>, ArchiveError> {
-        Ok(self
-            .connection
-            .query_row(
-                &format!(
-                    "SELECT {SESSION_COLUMNS} FROM bisect_sessions \
-                     WHERE repo = ?1 AND ended_at IS NULL"
-                ),
-                [repo],
-                session_of,
-            )
-            .optional()?)
+    fn active_session(&self, repo: &str) -> Result<Option<BisectSession>, ArchiveError> {
+        let filter = "WHERE repo = ?1 AND ended_at IS NULL";
+        Ok(self.select_sessions(filter, [repo])?.pop())
     }
 
-    /// Every session, oldest first.
-    pub fn sessions(&self) -> Result<Vec<BisectSession>, ArchiveError> {
-        let mut statement = self.connection.prepare(&format!(
-            "SELECT {SESSION_COLUMNS} FROM bisect_sessions ORDER BY id"
-        ))?;
-        let sessions = statement
-            .query_map([], session_of)?
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(sessions)
+    fn sessions(&self) -> Result<Vec<BisectSession>, ArchiveError> {
+        self.select_sessions("", ())
     }
 
-    /// Appends `event` (JSON) to the journal of the active session
-    /// `session_id`, durably; returns its sequence number, from 1.
-    pub fn append_event(&mut self, session_id: i64, event: &str) -> Result<u64, ArchiveError> {
+    fn append_event(
+        &mut self,
+        session_id: i64,
+        event: &str,
+        written_at: &str,
+    ) -> Result<u64, ArchiveError> {
         self.check_before_write()?;
         self.connection.pragma_update(None, "synchronous", "FULL")?;
         let appended = self
-            .append_event_in_transaction(session_id, event)
+            .append_event_in_transaction(session_id, event, written_at)
             .map_err(|err| self.write_error(err));
         // Back to the archive's usual setting whatever happened; a failure
         // here leaves the stricter one, which is harmless.
@@ -104,10 +70,59 @@ impl SqliteArchive {
         appended
     }
 
+    fn session_events(&self, session_id: i64) -> Result<Vec<String>, ArchiveError> {
+        let mut statement = self
+            .connection
+            .prepare("SELECT event FROM bisect_events WHERE session_id = ?1 ORDER BY seq")?;
+        let events = statement
+            .query_map([session_id], |row| row.get(0))?
+            .collect::<Result<Vec<String>, _>>()?;
+        Ok(events)
+    }
+
+    fn set_session_config_key(
+        &mut self,
+        session_id: i64,
+        config_key: &str,
+    ) -> Result<bool, ArchiveError> {
+        let changed = self.connection.execute(
+            "UPDATE bisect_sessions SET config_key = ?2 WHERE id = ?1",
+            params![session_id, config_key],
+        )?;
+        Ok(changed > 0)
+    }
+
+    fn end_session(&mut self, session_id: i64, ended_at: &str) -> Result<(), ArchiveError> {
+        self.connection.execute(
+            "UPDATE bisect_sessions SET ended_at = ?2 WHERE id = ?1 AND ended_at IS NULL",
+            params![session_id, ended_at],
+        )?;
+        Ok(())
+    }
+}
+
+impl SqliteArchive {
+    /// The sessions `filter` selects (a `WHERE` clause of `parameters`,
+    /// or nothing), oldest first.
+    fn select_sessions(
+        &self,
+        filter: &str,
+        parameters: impl rusqlite::Params,
+    ) -> Result<Vec<BisectSession>, ArchiveError> {
+        let mut statement = self.connection.prepare(&select_sessions_sql(filter))?;
+        let mut rows = statement.query(parameters)?;
+        let mut sessions = Vec::new();
+        while let Some(row) = rows.next()? {
+            sessions.push(BisectSession::from_row(row)?);
+        }
+        Ok(sessions)
+    }
+
     fn append_event_in_transaction(
         &mut self,
         session_id: i64,
         event: &str,
+        written_at: &str,
     ) -> Result<u64, ArchiveError> {
         let transaction = self
             .connection
@@ -132,50 +147,10 @@ impl SqliteArchive {
         transaction.execute(
             "INSERT INTO bisect_events (session_id, seq, event, written_at) \
              VALUES (?1, ?2, ?3, ?4)",
-            params![session_id, seq, event, run_record::time::now_rfc3339()],
+            params![session_id, seq, event, written_at],
         )?;
         transaction.commit()?;
         Ok(u64::try_from(seq).unwrap_or(0))
-    }
-
-    /// The journal of session `session_id`, oldest event first.
-    pub fn session_events(&self, session_id: i64) -> Result<Vec<String>, ArchiveError> {
-        self.session(session_id)?;
-        let mut statement = self
-            .connection
-            .prepare("SELECT event FROM bisect_events WHERE session_id = ?1 ORDER BY seq")?;
-        let events = statement
-            .query_map([session_id], |row| row.get(0))?
-            .collect::<Result<Vec<String>, _>>()?;
-        Ok(events)
-    }
-
-    /// Records the config_key the runs of session `session_id` are
-    /// compared under.
-    pub fn set_session_config_key(
-        &mut self,
-        session_id: i64,
-        config_key: &str,
-    ) -> Result<(), ArchiveError> {
-        let changed = self.connection.execute(
-            "UPDATE bisect_sessions SET config_key = ?2 WHERE id = ?1",
-            params![session_id, config_key],
-        )?;
-        if changed == 0 {
-            return Err(ArchiveError::NoSuchSession(session_id));
-        }
-        Ok(())
-    }
-
-    /// Ends session `session_id`: its journal is kept, and its repository
-    /// may start another. Ending an ended session changes nothing.
-    pub fn end_session(&mut self, session_id: i64) -> Result<BisectSession, ArchiveError> {
-        self.session(session_id)?;
-        self.connection.execute(
-            "UPDATE bisect_sessions SET ended_at = ?2 WHERE id = ?1 AND ended_at IS NULL",
-            params![session_id, run_record::time::now_rfc3339()],
-        )?;
-        self.session(session_id)
     }
 }
 

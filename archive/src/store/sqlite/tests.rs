@@ -1,19 +1,21 @@
-//! Unit tests of the store: migrations of older files, and the order
-//! and figures of what is stored.
+//! Unit tests of the store in a file: migrations of older files, and the
+//! order and figures of what is stored.
 
-use super::*;
+use super::open::migrate_from;
 use crate::schema::CURRENT_VERSION;
-use open::migrate_from;
-use run_record::record::{CpuFigures, Iteration, Metric};
+use crate::store::query::{Dialect, Order, RUN_COLUMNS, select_sql};
+use crate::store::{Archive, CanonicalRun, RunQuery, SeriesRun};
+use run_record::record::{CpuFigures, Iteration, Metric, RunRecord};
 use run_record::spec::TestKind;
 use rusqlite::{Connection, params};
 use test_fixtures::record::RecordBuilder;
 
-fn sqlite_connection(archive: &Archive) -> &Connection {
-    match archive.backend() {
-        Backend::Sqlite(sqlite) => &sqlite.connection,
-        Backend::Postgres(_) => unreachable!("a file was opened"),
-    }
+/// A second connection to the archive's file, as another process would
+/// have: it sees what the archive committed.
+fn sqlite_connection(archive: &Archive) -> Connection {
+    let location = archive.location();
+    let path = location.file().expect("a file was opened");
+    Connection::open(path).unwrap()
 }
 
 fn cpu_record() -> RunRecord {
@@ -250,8 +252,8 @@ fn the_newest_runs_are_read_from_the_time_index_not_sorted() {
         limit: Some(1),
         ..RunQuery::default()
     };
-    for order in [query::Order::NewestFirst, query::Order::OldestFirst] {
-        let (sql, _) = query::build_select_ordered(query::RUN_COLUMNS, &query, order).unwrap();
+    for order in [Order::NewestFirst, Order::OldestFirst] {
+        let (sql, _) = select_sql(Dialect::Sqlite, RUN_COLUMNS, "runs", &query, order).unwrap();
         let connection = sqlite_connection(&archive);
         let mut statement = connection
             .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))

@@ -14,10 +14,12 @@
 //! `-wal` truncated to nothing), so that they stay the owner's, with the
 //! archive's mode, and a reader finds them whenever a writer may come.
 
-use super::{SqliteArchive, Upgrade, UpgradeNotice};
+use super::SqliteArchive;
 use crate::ArchiveError;
 use crate::schema::{self, APPLICATION_ID, CURRENT_VERSION, MIGRATIONS};
+use crate::store::{Upgrade, UpgradeNotice};
 use rusqlite::{Connection, ErrorCode, FileControl, OpenFlags};
+use std::cell::Cell;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -29,7 +31,10 @@ impl SqliteArchive {
     /// absent and bringing an older schema up to date. Refuses files that
     /// are not archives, are damaged or have a newer schema, without
     /// writing to them.
-    pub fn open(path: &Path, notice: UpgradeNotice<'_>) -> Result<SqliteArchive, ArchiveError> {
+    pub(crate) fn open(
+        path: &Path,
+        notice: UpgradeNotice<'_>,
+    ) -> Result<SqliteArchive, ArchiveError> {
         refuse_foreign_side_files(path)?;
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
@@ -41,8 +46,8 @@ impl SqliteArchive {
     /// Opens the archive at `path` for reading: never creates it (a
     /// missing file is [`ArchiveError::NoArchive`]) and never leaves files
     /// beside it that the owner could not use. An archive this user may
-    /// write is opened as by [`Archive::open`].
-    pub fn open_read_only(
+    /// write is opened as by [`SqliteArchive::open`].
+    pub(crate) fn open_read_only(
         path: &Path,
         notice: UpgradeNotice<'_>,
     ) -> Result<SqliteArchive, ArchiveError> {
@@ -62,7 +67,7 @@ impl SqliteArchive {
         let archive = SqliteArchive {
             connection,
             path: path.to_path_buf(),
-            check_before_write: std::cell::Cell::new(false),
+            check_before_write: Cell::new(false),
         };
         let version = archive.read_version()?;
         if version == 0 {
@@ -127,7 +132,7 @@ impl SqliteArchive {
             path: path.to_path_buf(),
             // Whatever its size: SQLite's own checks see only the pages a
             // write touches, and damage elsewhere would be written over.
-            check_before_write: std::cell::Cell::new(true),
+            check_before_write: Cell::new(true),
         };
         let version = archive.read_version()?;
         // A foreign database is refused before WAL mode touches it. Tables
@@ -153,7 +158,7 @@ impl SqliteArchive {
 
     /// Runs `PRAGMA quick_check` once, before the first write, when it is
     /// due; a damaged file refuses the write.
-    pub(crate) fn check_before_write(&self) -> Result<(), ArchiveError> {
+    pub(super) fn check_before_write(&self) -> Result<(), ArchiveError> {
         if !self.check_before_write.get() {
             return Ok(());
         }
@@ -177,7 +182,7 @@ impl SqliteArchive {
 
     /// Names a failed write's cause plainly: a full file system, or a
     /// damaged file (with the command that tells more).
-    pub(crate) fn write_error(&self, err: ArchiveError) -> ArchiveError {
+    pub(super) fn write_error(&self, err: ArchiveError) -> ArchiveError {
         let code = match &err {
             ArchiveError::Sqlite(sqlite) | ArchiveError::Open { source: sqlite, .. } => {
                 sqlite.sqlite_error_code()
@@ -274,11 +279,6 @@ impl SqliteArchive {
     fn classify(&self, err: rusqlite::Error) -> ArchiveError {
         classify_open_error(&self.path, err)
     }
-
-    /// The schema version of the file.
-    pub fn schema_version(&self) -> Result<u32, ArchiveError> {
-        read_header(&self.connection, &self.path)
-    }
 }
 
 /// A `BEGIN IMMEDIATE` transaction on a shared connection reference, used
@@ -315,7 +315,7 @@ impl Drop for ImmediateTransaction<'_> {
 
 /// Applies migrations `from + 1 ..= to` on `connection`, inside the
 /// caller's transaction, and records the new version.
-pub(crate) fn migrate_from(
+pub(super) fn migrate_from(
     connection: &Connection,
     from: u32,
     to: u32,

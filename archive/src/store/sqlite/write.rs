@@ -1,0 +1,120 @@
+//! Storing runs in a file and merging another file in: every write one
+//! immediate transaction, a run already present left as it is.
+
+use super::open::{classify_open_error, open_existing, read_header};
+use crate::ArchiveError;
+use crate::store::CanonicalRun;
+use crate::store::write::{
+    MergeCounts, N_INSERT_COLUMNS, RunValues, SERIES_COLUMNS, StoreCounts, insert_columns,
+};
+use rusqlite::{Connection, TransactionBehavior};
+use std::path::Path;
+
+/// Stores every run in one transaction: all of them or, on failure,
+/// none.
+pub(super) fn store_all(
+    connection: &mut Connection,
+    runs: &[CanonicalRun],
+) -> Result<StoreCounts, ArchiveError> {
+    let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let mut counts = StoreCounts::default();
+    {
+        let mut insert = prepare_insert(&transaction)?;
+        for run in runs {
+            if insert_run(&mut insert, run)? {
+                counts.added += 1;
+            } else {
+                counts.already_present += 1;
+            }
+        }
+    }
+    transaction.commit()?;
+    Ok(counts)
+}
+
+/// Copies into the archive every run of the archive at `other` that it
+/// lacks, in one transaction. Each copied run is verified first. Merging
+/// the same archive again adds nothing.
+pub(super) fn merge_from(
+    connection: &mut Connection,
+    other: &Path,
+) -> Result<MergeCounts, ArchiveError> {
+    let source = open_existing(other)?;
+    let version = read_header(&source, other)?;
+    if version == 0 {
+        return Err(ArchiveError::NotAnArchive {
+            path: other.to_path_buf(),
+            detail: "no archive schema".to_string(),
+        });
+    }
+    let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let mut counts = MergeCounts::default();
+    {
+        let mut exists = transaction.prepare("SELECT 1 FROM runs WHERE id = ?1")?;
+        let mut insert = prepare_insert(&transaction)?;
+        let mut select = source
+            .prepare("SELECT id, record FROM runs ORDER BY rowid")
+            .map_err(|err| classify_open_error(other, err))?;
+        let mut rows = select.query([])?;
+        while let Some(row) = rows.next()? {
+            counts.examined += 1;
+            let id: String = row.get(0)?;
+            if exists.exists([&id])? {
+                counts.already_present += 1;
+                continue;
+            }
+            let bytes: Vec<u8> = row.get(1)?;
+            let run = CanonicalRun::copied(&id, &bytes, &other.display())?;
+            if insert_run(&mut insert, &run)? {
+                counts.added += 1;
+            } else {
+                counts.already_present += 1;
+            }
+        }
+    }
+    transaction.commit()?;
+    Ok(counts)
+}
+
+/// The statements that store one run: its `runs` row and its
+/// `run_series` row, in the caller's transaction.
+struct Insert<'conn> {
+    run: rusqlite::Statement<'conn>,
+    series: rusqlite::Statement<'conn>,
+}
+
+fn prepare_insert(connection: &Connection) -> Result<Insert<'_>, ArchiveError> {
+    let placeholders = |n_columns: usize| {
+        (1..=n_columns)
+            .map(|idx| format!("?{idx}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    Ok(Insert {
+        run: connection.prepare(&format!(
+            "INSERT INTO runs ({}) VALUES ({}) ON CONFLICT (id) DO NOTHING",
+            insert_columns(),
+            placeholders(N_INSERT_COLUMNS)
+        ))?,
+        series: connection.prepare(&format!(
+            "INSERT INTO run_series ({SERIES_COLUMNS}) VALUES ({})",
+            placeholders(5)
+        ))?,
+    })
+}
+
+/// Inserts one run and its history row; false when its id was already
+/// present.
+fn insert_run(insert: &mut Insert<'_>, run: &CanonicalRun) -> Result<bool, ArchiveError> {
+    let values = RunValues::of(run)?;
+    let changed = insert
+        .run
+        .execute(rusqlite::params_from_iter(&values.run))?;
+    if changed != 1 {
+        return Ok(false);
+    }
+    insert
+        .series
+        .execute(rusqlite::params_from_iter(&values.series))?;
+    Ok(true)
+}
