@@ -7,7 +7,7 @@
 //! (the culprit's posterior probability or confidence, and the size of
 //! the change).
 
-use super::chart::{ChartMarker, ChartPoint, SeriesChart, format_value, series_svg};
+use super::chart::{ChartMarker, ChartPoint, DrawnSvg, SeriesChart, format_value, series_svg};
 use super::html::{Cell, escape, page, table};
 use super::series::{LEVEL, Scale, scale_of};
 use anyhow::Context;
@@ -35,7 +35,7 @@ pub struct BisectionPage {
     /// The page.
     pub html: String,
     /// The chart alone (for `bisect report --svg`).
-    pub svg: Option<String>,
+    pub svg: Option<DrawnSvg>,
 }
 
 /// What the journal says of one commit.
@@ -375,7 +375,7 @@ pub fn bisection_page(
         Some(series_svg(&chart).context("failed to draw the bisection")?)
     };
     if let Some(svg) = &svg {
-        let _ = writeln!(body, "<figure class=\"chart\">\n{svg}</figure>");
+        let _ = writeln!(body, "<figure class=\"chart\">\n{}</figure>", svg.as_str());
     }
     let mean_header = format!("mean, {}", scale.unit);
     body.push_str(&table(

@@ -4,7 +4,7 @@
 //! and the verdict, and a chart of each group's primary metric: both
 //! sides with the 95% interval on their means.
 
-use super::chart::{ChartPoint, SeriesChart, format_value, series_svg};
+use super::chart::{ChartPoint, DrawnSvg, SeriesChart, format_value, series_svg};
 use super::html::{Cell, escape, page, table};
 use super::series::scale_of;
 use crate::exit::InputError;
@@ -86,7 +86,7 @@ pub fn compare_page(archive: &Archive, given: &str, number: usize) -> anyhow::Re
         if let Some(row) = group.rows.first()
             && let Some(svg) = sides_chart(&group.title, row, [&first.value, &second.value])?
         {
-            let _ = writeln!(body, "<figure class=\"chart\">\n{svg}</figure>");
+            let _ = writeln!(body, "<figure class=\"chart\">\n{}</figure>", svg.as_str());
         }
         body.push_str(&rows_table(&group.rows));
         if !group.env_differences.is_empty() {
@@ -136,7 +136,7 @@ fn sides_chart(
     title: &str,
     row: &ComparisonRow,
     names: [&str; 2],
-) -> anyhow::Result<Option<String>> {
+) -> anyhow::Result<Option<DrawnSvg>> {
     let (Some(first), Some(second)) = (&row.first, &row.second) else {
         return Ok(None);
     };

@@ -157,7 +157,7 @@ fn config_page(
     } else {
         let chart = history_chart(&title, history.order, &scale, &figures);
         let svg = series_svg(&chart).with_context(|| format!("failed to draw {title}"))?;
-        let _ = writeln!(body, "<figure class=\"chart\">\n{svg}</figure>");
+        let _ = writeln!(body, "<figure class=\"chart\">\n{}</figure>", svg.as_str());
         body.push_str(&points_table(&figures, history.order, &scale));
     }
     let config_keys: BTreeSet<&str> = runs
