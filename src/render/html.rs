@@ -24,10 +24,32 @@ use serde::Serialize;
 use std::sync::OnceLock;
 
 /// The built-in HTML and SVG templates: name and source.
-pub const TEMPLATES: &[(&str, &str)] = &[(
-    "site/chart-overlay.svg",
-    include_str!("../../templates/site/chart-overlay.svg"),
-)];
+pub const TEMPLATES: &[(&str, &str)] = &[
+    (
+        "site/page.html",
+        include_str!("../../templates/site/page.html"),
+    ),
+    (
+        "site/index.html",
+        include_str!("../../templates/site/index.html"),
+    ),
+    (
+        "site/config.html",
+        include_str!("../../templates/site/config.html"),
+    ),
+    (
+        "site/compare.html",
+        include_str!("../../templates/site/compare.html"),
+    ),
+    (
+        "site/experiment.html",
+        include_str!("../../templates/site/experiment.html"),
+    ),
+    (
+        "site/chart-overlay.svg",
+        include_str!("../../templates/site/chart-overlay.svg"),
+    ),
+];
 
 /// The name of the escaping this environment's formatter applies.
 const ESCAPE_MODE: &str = "html-ascii";
