@@ -46,6 +46,10 @@ pub const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../../templates/site/experiment.html"),
     ),
     (
+        "site/bisection.html",
+        include_str!("../../templates/site/bisection.html"),
+    ),
+    (
         "site/chart-overlay.svg",
         include_str!("../../templates/site/chart-overlay.svg"),
     ),

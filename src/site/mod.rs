@@ -10,8 +10,6 @@
 //! - [`experiments`]: a page per experiment, with the table `compare`
 //!   prints for it.
 //! - [`bisection`]: a bisection's page from its journal.
-//! - [`html`]: escaping and the frame of the page not yet written by a
-//!   template (the bisection's).
 //!
 //! Each page is a template of `templates/site/` (HTML, rendered by
 //! [`crate::render::html`]) over a view: a struct of its module that
@@ -58,7 +56,6 @@ pub mod chart;
 pub mod compare;
 pub mod configs;
 pub mod experiments;
-pub mod html;
 pub mod series;
 
 use crate::exit::InputError;
