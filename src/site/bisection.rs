@@ -11,8 +11,8 @@
 
 mod journal;
 
+use super::IntervalView;
 use super::chart::{ChartMarker, ChartPoint, DrawnSvg, SeriesChart, format_value, series_svg};
-use super::configs::IntervalView;
 use super::series::{LEVEL, Scale, scale_of};
 
 use anyhow::Context;
@@ -164,6 +164,8 @@ struct Known<'a> {
     outcome: Option<Outcome>,
 }
 
+/// What `graph`, when there is one, and the replay of `events` add to
+/// the journal's `summary`.
 fn known<'a>(
     graph: Option<&'a CommitGraph>,
     start: &Start,

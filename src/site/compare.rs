@@ -4,8 +4,8 @@
 //! and the verdict, and a chart of each group's primary metric: both
 //! sides with the 95% interval on their means.
 
+use super::IntervalView;
 use super::chart::{ChartPoint, DrawnSvg, SeriesChart, format_value, series_svg};
-use super::configs::IntervalView;
 use super::series::scale_of;
 use crate::exit::InputError;
 use crate::selector::{self, Selector};

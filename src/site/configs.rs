@@ -2,6 +2,7 @@
 //! (test spec and testbed, as `history` follows one) with the history of
 //! its test's primary metric, drawn as a chart and listed as a table.
 
+use super::IntervalView;
 use super::chart::{DrawnSvg, format_value, series_svg};
 use super::series::{PointFigures, history_chart, point_figures, scale_of};
 use crate::store::series_runs;
@@ -86,6 +87,7 @@ struct Ordered<'a> {
     n_outside_range: usize,
 }
 
+/// The points of `runs`, ordered as [`Ordered`] says.
 fn ordered<'a>(runs: &'a [SeriesRun], commits: Option<&[String]>) -> Ordered<'a> {
     let in_time_order = |none_in_range| Ordered {
         points: points_in_time_order(runs),
@@ -106,22 +108,6 @@ fn ordered<'a>(runs: &'a [SeriesRun], commits: Option<&[String]>) -> Ordered<'a>
         order: SeriesOrder::Git,
         none_in_range: false,
         n_outside_range: runs.len() - n_in,
-    }
-}
-
-/// Both ends of an interval, formatted.
-#[derive(Serialize)]
-pub(super) struct IntervalView {
-    pub(super) low: String,
-    pub(super) high: String,
-}
-
-impl IntervalView {
-    pub(super) fn new(low: f64, high: f64) -> IntervalView {
-        IntervalView {
-            low: format_value(low),
-            high: format_value(high),
-        }
     }
 }
 

@@ -80,6 +80,23 @@ fn render_page<T: Serialize>(template: &str, view: &T) -> anyhow::Result<String>
         .with_context(|| format!("failed to write the page of {template}"))
 }
 
+/// Both ends of an interval, formatted, as the pages' tables show it.
+#[derive(Serialize)]
+struct IntervalView {
+    low: String,
+    high: String,
+}
+
+impl IntervalView {
+    /// The interval from `low` to `high`, as the charts' values read.
+    fn new(low: f64, high: f64) -> IntervalView {
+        IntervalView {
+            low: chart::format_value(low),
+            high: chart::format_value(high),
+        }
+    }
+}
+
 /// A link to a page from the index.
 #[derive(Serialize)]
 pub struct PageLink<'a> {
