@@ -133,7 +133,7 @@ fn write_svg(
     let caption = format!("{}, {}", history.metric, history.tests.join(", "));
     let chart = site::series::history_chart(&caption, history.order, &scale, &figures);
     let svg = site::chart::series_svg(&chart).context("failed to draw the history")?;
-    site::write_file(path, &svg)
+    site::write_file(path, svg.as_str())
 }
 
 /// The history template's data: the history and `units`, the `-f`

@@ -11,7 +11,7 @@
 use crate::cli::{GlobalArgs, PublishArgs};
 use crate::commits::commits_of;
 use crate::exit::{Code, InputError};
-use crate::site::{self, IndexLinks, Site};
+use crate::site::{self, BisectionLink, IndexLinks, PageLink, Site};
 use crate::store::open_archive_read;
 use anyhow::Context;
 use archive::RunQuery;
@@ -62,22 +62,28 @@ pub fn run(global: &GlobalArgs, args: &PublishArgs) -> anyhow::Result<Code> {
         configs: &configs,
         compares: compares
             .iter()
-            .map(|page| (page.file.as_str(), page.title.as_str()))
+            .map(|page| PageLink {
+                file: &page.file,
+                title: &page.title,
+            })
             .collect(),
         experiments: experiments
             .iter()
-            .map(|page| (page.file.as_str(), page.title.as_str()))
+            .map(|page| PageLink {
+                file: &page.file,
+                title: &page.title,
+            })
             .collect(),
         bisections: bisections
             .iter()
-            .map(|page| (page.file.as_str(), page.title.as_str(), page.state.as_str()))
+            .map(|page| BisectionLink {
+                file: &page.file,
+                title: &page.title,
+                state: &page.state,
+            })
             .collect(),
-        order: if commits.is_some() {
-            "commits in git order".to_string()
-        } else {
-            "runs in time order".to_string()
-        },
-    });
+        in_git_order: commits.is_some(),
+    })?;
     for config in configs {
         site.pages.insert(config.file, config.html);
     }

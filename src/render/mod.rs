@@ -8,6 +8,7 @@
 //! [`filters`].
 
 pub mod filters;
+pub mod html;
 #[cfg(test)]
 mod rules;
 

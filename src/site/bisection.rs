@@ -5,24 +5,29 @@
 //! repository can still be opened, the commits are put in git order with
 //! their subjects, and the end is replayed as `bisect report` states it
 //! (the culprit's posterior probability or confidence, and the size of
-//! the change).
+//! the change). [`journal`] reads what the journal says; this module
+//! puts it in order and makes the page's view, which the template
+//! `templates/site/bisection.html` puts in words.
 
-use super::chart::{ChartMarker, ChartPoint, SeriesChart, format_value, series_svg};
-use super::html::{Cell, escape, page, table};
+mod journal;
+
+use super::IntervalView;
+use super::chart::{ChartMarker, ChartPoint, DrawnSvg, SeriesChart, format_value, series_svg};
 use super::series::{LEVEL, Scale, scale_of};
+
 use anyhow::Context;
 use archive::Archive;
 use archive::journal::BisectSession;
 use bisect::JournalEvent;
-use bisect::config::BisectConfig;
 use bisect::decision::Verdict;
 use bisect::graph::CommitGraph;
-use bisect::report::{BisectResult, Outcome};
+use bisect::report::{BisectResult, Outcome, Refusal};
+use journal::{CommitLog, JournalSummary, Start, session_events, summarize};
 use run_record::record::Metric;
 use run_record::spec::TestKind;
 use run_record::stats;
+use serde::Serialize;
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
 /// A bisection's page.
 pub struct BisectionPage {
@@ -35,49 +40,7 @@ pub struct BisectionPage {
     /// The page.
     pub html: String,
     /// The chart alone (for `bisect report --svg`).
-    pub svg: Option<String>,
-}
-
-/// What the journal says of one commit.
-#[derive(Default)]
-struct CommitLog {
-    samples: Vec<f64>,
-    /// The verdict, the step it was given at (from 1), its samples and
-    /// log-likelihood ratio.
-    verdict: Option<(Verdict, u32, u32, f64)>,
-    skip: Option<String>,
-    first_seen: usize,
-}
-
-/// The log of `commit`, made when the journal first names it.
-fn log_of<'a>(
-    commits: &'a mut BTreeMap<String, CommitLog>,
-    commit: &str,
-    n_seen: &mut usize,
-) -> &'a mut CommitLog {
-    let first_seen = *n_seen;
-    *n_seen += 1;
-    commits
-        .entry(commit.to_string())
-        .or_insert_with(|| CommitLog {
-            first_seen,
-            ..CommitLog::default()
-        })
-}
-
-/// The journal's events of `session`, decoded.
-pub fn session_events(
-    archive: &Archive,
-    session: &BisectSession,
-) -> anyhow::Result<Vec<JournalEvent>> {
-    let texts = archive
-        .session_events(session.id)
-        .context("failed to read the archive")?;
-    texts
-        .iter()
-        .map(|text| serde_json::from_str(text))
-        .collect::<Result<_, _>>()
-        .with_context(|| format!("the journal of bisection session {} is damaged", session.id))
+    pub svg: Option<DrawnSvg>,
 }
 
 /// The commit graph of the session's range, when its repository can
@@ -102,105 +65,116 @@ fn verdict_word(verdict: Verdict) -> &'static str {
     }
 }
 
-/// What the journal says: how the bisection started, each commit's log,
-/// and how it finished.
-struct JournalSummary {
-    /// Good end, bad end, first parents only, the options.
-    start: Option<(String, String, bool, BisectConfig)>,
-    commits: BTreeMap<String, CommitLog>,
-    /// The result and the commit of the `finished` event.
-    finished: Option<(String, Option<String>)>,
+/// The context of `templates/site/bisection.html`.
+#[derive(Serialize)]
+struct BisectionView<'a> {
+    title: &'a str,
+    /// `None` while the journal holds no start.
+    started: Option<StartedView<'a>>,
 }
 
-fn summarize(events: &[JournalEvent]) -> JournalSummary {
-    let mut summary = JournalSummary {
-        start: None,
-        commits: BTreeMap::new(),
-        finished: None,
-    };
-    let commits = &mut summary.commits;
-    let mut n_seen = 0;
-    let mut n_steps = 0;
-    for event in events {
-        match event {
-            JournalEvent::Start {
-                good,
-                bad,
-                first_parent,
-                config,
-                ..
-            } => {
-                summary.start = Some((good.clone(), bad.clone(), *first_parent, config.clone()));
-            }
-            JournalEvent::Archived { commit, samples } => {
-                log_of(commits, commit, &mut n_seen)
-                    .samples
-                    .extend(samples.iter().map(|sample| sample.value));
-            }
-            JournalEvent::Sample { commit, sample, .. } => {
-                log_of(commits, commit, &mut n_seen)
-                    .samples
-                    .push(sample.value);
-            }
-            JournalEvent::Skip { commit, reason, .. } => {
-                log_of(commits, commit, &mut n_seen).skip = Some(reason.clone());
-            }
-            JournalEvent::Verdict {
-                commit,
-                verdict,
-                n_samples,
-                llr,
-            } => {
-                n_steps += 1;
-                log_of(commits, commit, &mut n_seen).verdict =
-                    Some((*verdict, n_steps, *n_samples, *llr));
-            }
-            JournalEvent::Finished { result, commit } => {
-                summary.finished = Some((result.clone(), commit.clone()));
-            }
-            JournalEvent::Estimate { .. }
-            | JournalEvent::Interrupted { .. }
-            | JournalEvent::Started { .. } => {}
-        }
-    }
-    summary
+/// A bisection that started: how it stands and what it measured.
+#[derive(Serialize)]
+struct StartedView<'a> {
+    n_commits: usize,
+    n_samples: usize,
+    metric: &'a str,
+    state: &'a str,
+    repository_opened: bool,
+    first_bad: Option<FirstBadView<'a>>,
+    /// The commits that may be the culprit, when skips hide which.
+    range: Option<Vec<CommitView<'a>>>,
+    refused: Option<RefusedView>,
+    chart: Option<DrawnSvg>,
+    unit: &'a str,
+    rows: Vec<CommitRow<'a>>,
 }
 
-/// The page of `session`, with `graph` when the caller has loaded it
-/// (else this tries the session's repository).
-pub fn bisection_page(
-    archive: &Archive,
-    session: &BisectSession,
-    graph: Option<CommitGraph>,
-) -> anyhow::Result<BisectionPage> {
-    let events = session_events(archive, session)?;
-    let JournalSummary {
-        start,
-        commits,
-        finished,
-    } = summarize(&events);
-    let Some((good, bad, first_parent, config)) = start else {
-        // A session whose start was never journaled has nothing to show.
-        let title = format!("Bisection {} of {}", session.id, session.repo);
-        let body = format!(
-            "<h1>{}</h1>\n<p>Its journal is empty: the bisection has not started.</p>\n",
-            escape(&title)
-        );
-        return Ok(BisectionPage {
-            file: format!("bisect-{}.html", session.id),
-            html: page(&title, &body),
-            title,
-            state: "not started".to_string(),
-            svg: None,
-        });
-    };
-    let graph = graph.or_else(|| graph_of(&session.repo, &good, &bad, first_parent));
-    let scale = scale_of_metric(&config.metric);
+/// The culprit found, as `bisect report` states it.
+#[derive(Serialize)]
+struct FirstBadView<'a> {
+    id: &'a str,
+    subject: &'a str,
+    author: &'a str,
+    /// The confidence is the culprit's posterior probability.
+    by_posterior: bool,
+    confidence_pct: String,
+    /// Its change against its parent, percent, signed.
+    change_pct: Option<String>,
+    confirmed: bool,
+}
 
-    // Commits in git order (the good end first) when the graph is known,
-    // else in the order the bisection first came to them.
+/// A commit and its subject.
+#[derive(Serialize)]
+struct CommitView<'a> {
+    id: &'a str,
+    subject: &'a str,
+}
+
+/// Why the bisection was refused: its ends, in the unit shown.
+#[derive(Serialize)]
+struct RefusedView {
+    min_effect_pct: String,
+    good_mean: String,
+    bad_mean: String,
+}
+
+/// A measured commit's row.
+#[derive(Serialize)]
+struct CommitRow<'a> {
+    short: &'a str,
+    subject: &'a str,
+    /// Every sample, in the unit shown, in the order taken.
+    samples: Vec<String>,
+    mean: Option<String>,
+    interval: Option<IntervalView>,
+    decision: String,
+    culprit: bool,
+}
+
+/// The page of a session whose journal holds no start.
+fn not_started_page(session: &BisectSession) -> anyhow::Result<BisectionPage> {
+    let title = format!("Bisection {} of {}", session.id, session.repo);
+    let html = super::render_page(
+        "site/bisection.html",
+        &BisectionView {
+            title: &title,
+            started: None,
+        },
+    )?;
+    Ok(BisectionPage {
+        file: format!("bisect-{}.html", session.id),
+        html,
+        title,
+        state: "not started".to_string(),
+        svg: None,
+    })
+}
+
+/// What is known of a started bisection beside its journal: its commits
+/// in order with their subjects, and, when the repository could be
+/// opened, the replay's count of candidates after each step and its
+/// outcome.
+struct Known<'a> {
+    /// Commits in git order (the good end first) when the graph is
+    /// known, else in the order the bisection first came to them.
+    order: Vec<String>,
+    subjects: BTreeMap<&'a str, &'a str>,
+    candidates_after: BTreeMap<String, u32>,
+    outcome: Option<Outcome>,
+}
+
+/// What `graph`, when there is one, and the replay of `events` add to
+/// the journal's `summary`.
+fn known<'a>(
+    graph: Option<&'a CommitGraph>,
+    start: &Start,
+    summary: &JournalSummary,
+    events: &[JournalEvent],
+) -> Known<'a> {
+    let commits = &summary.commits;
     let mut subjects: BTreeMap<&str, &str> = BTreeMap::new();
-    let order: Vec<String> = match &graph {
+    let order: Vec<String> = match graph {
         Some(graph) => {
             subjects.insert(&graph.good.id, &graph.good.subject);
             for node in &graph.nodes {
@@ -218,26 +192,25 @@ pub fn bisection_page(
             seen.into_iter().map(|(commit, _)| commit.clone()).collect()
         }
     };
-    let status = graph
-        .as_ref()
-        .and_then(|graph| bisect::engine::status(graph, &config, &events).ok());
+    let status = graph.and_then(|graph| bisect::engine::status(graph, &start.config, events).ok());
     // What was left to search after each step, as the replay tells.
-    let candidates_after: BTreeMap<String, u32> = status
+    let candidates_after = status
         .iter()
         .flat_map(|status| &status.steps)
         .map(|step| (step.commit.id.clone(), step.candidates_after))
         .collect();
-    let outcome = status.and_then(|status| status.outcome);
+    Known {
+        order,
+        subjects,
+        candidates_after,
+        outcome: status.and_then(|status| status.outcome),
+    }
+}
 
-    let title = format!(
-        "Bisection {} of {}: {} (good {}, bad {})",
-        session.id,
-        config.metric,
-        session.repo,
-        short(&good),
-        short(&bad)
-    );
-    let state = match (&finished, &outcome) {
+/// How the bisection stands or ended, a few words: the replay's outcome
+/// when there is one, else the journal's `finished` event.
+fn state_of(finished: Option<&(String, Option<String>)>, outcome: Option<&Outcome>) -> String {
+    match (finished, outcome) {
         (_, Some(Outcome::Finished(report))) => match &report.result {
             BisectResult::FirstBad {
                 commit,
@@ -252,78 +225,165 @@ pub fn bisection_page(
         (Some((result, Some(commit))), None) => format!("{result} {}", short(commit)),
         (Some((result, None)), None) => result.clone(),
         (None, None) => "in progress".to_string(),
-    };
-
-    let mut body = format!("<h1>{}</h1>\n", escape(&title));
-    let _ = writeln!(
-        body,
-        "<p>{} commits measured, {} samples in all; the metric is <code>{}</code>. \
-         State: <strong>{}</strong>.</p>",
-        commits.len(),
-        commits.values().map(|log| log.samples.len()).sum::<usize>(),
-        escape(&config.metric),
-        escape(&state)
-    );
-    if graph.is_none() {
-        body.push_str(
-            "<p class=\"note\">The repository could not be opened: commits are shown in \
-             the order the bisection measured them, without their subjects.</p>\n",
-        );
     }
-    body.push_str(&outcome_html(outcome.as_ref(), &scale));
+}
 
-    let culprit = match (&outcome, &finished) {
+/// The first bad commit, as the replay or the journal names it.
+fn culprit_of(
+    finished: Option<&(String, Option<String>)>,
+    outcome: Option<&Outcome>,
+) -> Option<String> {
+    match (outcome, finished) {
         (Some(Outcome::Finished(report)), _) => match &report.result {
             BisectResult::FirstBad { commit, .. } => Some(commit.id.clone()),
             BisectResult::Range { .. } => None,
         },
         (None, Some((_, commit))) => commit.clone(),
         _ => None,
+    }
+}
+
+/// The page of `session`, with `graph` when the caller has loaded it
+/// (else this tries the session's repository).
+pub fn bisection_page(
+    archive: &Archive,
+    session: &BisectSession,
+    graph: Option<CommitGraph>,
+) -> anyhow::Result<BisectionPage> {
+    let events = session_events(archive, session)?;
+    let summary = summarize(&events);
+    let Some(start) = &summary.start else {
+        // A session whose start was never journaled has nothing to show.
+        return not_started_page(session);
     };
-    let mut points = Vec::new();
-    let mut markers = Vec::new();
-    let mut rows = Vec::new();
-    for commit in &order {
-        let Some(log) = commits.get(commit) else {
+    let graph =
+        graph.or_else(|| graph_of(&session.repo, &start.good, &start.bad, start.first_parent));
+    let known = known(graph.as_ref(), start, &summary, &events);
+    let scale = scale_of_metric(&start.config.metric);
+    let title = format!(
+        "Bisection {} of {}: {} (good {}, bad {})",
+        session.id,
+        start.config.metric,
+        session.repo,
+        short(&start.good),
+        short(&start.bad)
+    );
+    let state = state_of(summary.finished.as_ref(), known.outcome.as_ref());
+    let culprit = culprit_of(summary.finished.as_ref(), known.outcome.as_ref());
+    let measured = measured(&summary, start, &known, &scale, culprit.as_deref())?;
+    let svg = if measured.points.is_empty() {
+        None
+    } else {
+        let chart = SeriesChart {
+            caption: format!("Bisection {}: {}", session.id, start.config.metric),
+            x_name: if graph.is_some() {
+                "commit, in git order".to_string()
+            } else {
+                "commit, in the order measured".to_string()
+            },
+            y_name: format!("{}, {} (95% interval)", start.config.metric, scale.unit),
+            points: measured.points,
+            markers: measured.markers,
+        };
+        Some(series_svg(&chart).context("failed to draw the bisection")?)
+    };
+    let mut started = StartedView {
+        n_commits: summary.commits.len(),
+        n_samples: summary.commits.values().map(|log| log.samples.len()).sum(),
+        metric: &start.config.metric,
+        state: &state,
+        repository_opened: graph.is_some(),
+        first_bad: None,
+        range: None,
+        refused: None,
+        chart: svg.clone(),
+        unit: &scale.unit,
+        rows: measured.rows,
+    };
+    outcome_view(known.outcome.as_ref(), &scale, &mut started);
+    let html = super::render_page(
+        "site/bisection.html",
+        &BisectionView {
+            title: &title,
+            started: Some(started),
+        },
+    )?;
+    Ok(BisectionPage {
+        file: format!("bisect-{}.html", session.id),
+        html,
+        title,
+        state,
+        svg,
+    })
+}
+
+/// The measured commits, as the table's rows and the chart's points.
+struct Measured<'a> {
+    rows: Vec<CommitRow<'a>>,
+    points: Vec<ChartPoint>,
+    markers: Vec<ChartMarker>,
+}
+
+/// The decision on `commit`, in words: its step's verdict, or why it was
+/// skipped, or which end it is, and how many candidates the step left.
+fn decision_of(commit: &str, log: &CommitLog, start: &Start, known: &Known<'_>) -> String {
+    let role = if commit == start.good {
+        "good end"
+    } else if commit == start.bad {
+        "bad end"
+    } else {
+        ""
+    };
+    let decision = match (&log.verdict, &log.skip) {
+        (Some((verdict, step, n_samples, llr)), _) => format!(
+            "step {step}: {} after {n_samples} samples (log-likelihood ratio {llr:.2})",
+            verdict_word(*verdict)
+        ),
+        (None, Some(reason)) => format!("skipped: {reason}"),
+        (None, None) => role.to_string(),
+    };
+    match known.candidates_after.get(commit) {
+        Some(n_left) if log.verdict.is_some() => format!(
+            "{decision}; {n_left} candidate{} left",
+            if *n_left == 1 { "" } else { "s" }
+        ),
+        _ => decision,
+    }
+}
+
+fn measured<'a>(
+    summary: &'a JournalSummary,
+    start: &Start,
+    known: &'a Known<'_>,
+    scale: &Scale,
+    culprit: Option<&str>,
+) -> anyhow::Result<Measured<'a>> {
+    let mut measured = Measured {
+        rows: Vec::new(),
+        points: Vec::new(),
+        markers: Vec::new(),
+    };
+    for commit in &known.order {
+        let Some(log) = summary.commits.get(commit) else {
             continue;
         };
-        let role = if *commit == good {
-            "good end"
-        } else if *commit == bad {
-            "bad end"
-        } else {
-            ""
-        };
-        let decision = match (&log.verdict, &log.skip) {
-            (Some((verdict, step, n_samples, llr)), _) => format!(
-                "step {step}: {} after {n_samples} samples (log-likelihood ratio {llr:.2})",
-                verdict_word(*verdict)
-            ),
-            (None, Some(reason)) => format!("skipped: {reason}"),
-            (None, None) => role.to_string(),
-        };
-        let decision = match candidates_after.get(commit) {
-            Some(n_left) if log.verdict.is_some() => format!(
-                "{decision}; {n_left} candidate{} left",
-                if *n_left == 1 { "" } else { "s" }
-            ),
-            _ => decision,
-        };
-        let subject = subjects.get(commit.as_str()).copied().unwrap_or("");
+        let decision = decision_of(commit, log, start, known);
+        let subject = known.subjects.get(commit.as_str()).copied().unwrap_or("");
         let scaled: Vec<f64> = log
             .samples
             .iter()
             .map(|value| value / scale.divisor)
             .collect();
         let mean_interval = figures(&scaled)?;
+        let is_culprit = culprit == Some(commit.as_str());
         if let Some((mean, low, high)) = mean_interval {
-            if culprit.as_deref() == Some(commit.as_str()) {
-                markers.push(ChartMarker {
-                    index: points.len(),
+            if is_culprit {
+                measured.markers.push(ChartMarker {
+                    index: measured.points.len(),
                     text: format!("first bad {}", short(commit)),
                 });
             }
-            points.push(ChartPoint {
+            measured.points.push(ChartPoint {
                 label: commit.chars().take(8).collect(),
                 center: mean,
                 low,
@@ -339,63 +399,17 @@ pub fn bisection_page(
                 ),
             });
         }
-        let is_culprit = culprit.as_deref() == Some(commit.as_str());
-        rows.push((
-            is_culprit.then_some("change"),
-            vec![
-                Cell::Text(format!("<code>{}</code>", escape(short(commit)))),
-                Cell::Text(escape(subject)),
-                Cell::Text(samples_cell(&scaled)),
-                Cell::Num(mean_interval.map_or("-".to_string(), |(mean, _, _)| format_value(mean))),
-                Cell::Num(mean_interval.map_or("-".to_string(), |(_, low, high)| {
-                    format!("{} to {}", format_value(low), format_value(high))
-                })),
-                Cell::Text(escape(&if is_culprit {
-                    format!("{decision}; the culprit")
-                } else {
-                    decision
-                })),
-            ],
-        ));
+        measured.rows.push(CommitRow {
+            short: short(commit),
+            subject,
+            samples: scaled.iter().map(|value| format_value(*value)).collect(),
+            mean: mean_interval.map(|(mean, _, _)| format_value(mean)),
+            interval: mean_interval.map(|(_, low, high)| IntervalView::new(low, high)),
+            decision,
+            culprit: is_culprit,
+        });
     }
-    let svg = if points.is_empty() {
-        None
-    } else {
-        let chart = SeriesChart {
-            caption: format!("Bisection {}: {}", session.id, config.metric),
-            x_name: if graph.is_some() {
-                "commit, in git order".to_string()
-            } else {
-                "commit, in the order measured".to_string()
-            },
-            y_name: format!("{}, {} (95% interval)", config.metric, scale.unit),
-            points,
-            markers,
-        };
-        Some(series_svg(&chart).context("failed to draw the bisection")?)
-    };
-    if let Some(svg) = &svg {
-        let _ = writeln!(body, "<figure class=\"chart\">\n{svg}</figure>");
-    }
-    let mean_header = format!("mean, {}", scale.unit);
-    body.push_str(&table(
-        &[
-            "commit",
-            "subject",
-            "samples",
-            &mean_header,
-            "95% interval",
-            "decision",
-        ],
-        &rows,
-    ));
-    Ok(BisectionPage {
-        file: format!("bisect-{}.html", session.id),
-        html: page(&title, &body),
-        title,
-        state,
-        svg,
-    })
+    Ok(measured)
 }
 
 /// How the values of the bisected metric are shown: throughput in
@@ -416,20 +430,6 @@ fn scale_of_metric(name: &str) -> Scale {
     }
 }
 
-/// Every sample of a commit, in the order taken, behind its count: a
-/// `<details>` element opens without a script.
-fn samples_cell(samples: &[f64]) -> String {
-    if samples.is_empty() {
-        return "0".to_string();
-    }
-    let values: Vec<String> = samples.iter().map(|value| format_value(*value)).collect();
-    format!(
-        "<details><summary>{}</summary>{}</details>",
-        samples.len(),
-        values.join(" ")
-    )
-}
-
 /// Mean and 95% interval of `samples` (the mean twice with one sample).
 fn figures(samples: &[f64]) -> anyhow::Result<Option<(f64, f64, f64)>> {
     match samples.len() {
@@ -443,8 +443,9 @@ fn figures(samples: &[f64]) -> anyhow::Result<Option<(f64, f64, f64)>> {
     }
 }
 
-fn outcome_html(outcome: Option<&Outcome>, scale: &Scale) -> String {
-    let mut out = String::new();
+/// The outcome of the replay, into `view`: the culprit, the range
+/// hiding it, or the refusal.
+fn outcome_view<'a>(outcome: Option<&'a Outcome>, scale: &Scale, view: &mut StartedView<'a>) {
     match outcome {
         Some(Outcome::Finished(report)) => match &report.result {
             BisectResult::FirstBad {
@@ -454,52 +455,39 @@ fn outcome_html(outcome: Option<&Outcome>, scale: &Scale) -> String {
                 confirmed,
                 ..
             } => {
-                let _ = write!(
-                    out,
-                    "<p>First bad commit: <code>{}</code> {} ({}), {}: {confidence_pct:.1}%",
-                    escape(&commit.id),
-                    escape(&commit.subject),
-                    escape(&commit.author),
-                    match report.method {
-                        bisect::decision::Method::Posterior => "posterior probability",
-                        bisect::decision::Method::Sequential => "confidence",
-                    }
-                );
-                if let Some(change) = regression {
-                    let _ = write!(out, "; change {:+.2}% against its parent", change.diff_pct);
-                }
-                if !confirmed {
-                    out.push_str("; the confirmation repeats did not agree");
-                }
-                out.push_str(".</p>\n");
+                view.first_bad = Some(FirstBadView {
+                    id: &commit.id,
+                    subject: &commit.subject,
+                    author: &commit.author,
+                    by_posterior: report.method == bisect::decision::Method::Posterior,
+                    confidence_pct: format!("{confidence_pct:.1}"),
+                    change_pct: regression
+                        .as_ref()
+                        .map(|change| format!("{:+.2}", change.diff_pct)),
+                    confirmed: *confirmed,
+                });
             }
             BisectResult::Range { commits } => {
-                out.push_str(
-                    "<p>The culprit is one of these (skipped commits hide it):</p>\n<ul>\n",
+                view.range = Some(
+                    commits
+                        .iter()
+                        .map(|commit| CommitView {
+                            id: &commit.id,
+                            subject: &commit.subject,
+                        })
+                        .collect(),
                 );
-                for commit in commits {
-                    let _ = writeln!(
-                        out,
-                        "<li><code>{}</code> {}</li>",
-                        escape(&commit.id),
-                        escape(&commit.subject)
-                    );
-                }
-                out.push_str("</ul>\n");
             }
         },
-        Some(Outcome::Refused(refusal)) => {
-            let _ = writeln!(
-                out,
-                "<p>Refused: the ends do not differ by more than {}% and the noise \
-                 (good mean {} {unit}, bad mean {} {unit}).</p>",
-                refusal.min_effect_pct,
-                format_value(refusal.good.mean / scale.divisor),
-                format_value(refusal.bad.mean / scale.divisor),
-                unit = scale.unit
-            );
-        }
+        Some(Outcome::Refused(refusal)) => view.refused = Some(refused_view(refusal, scale)),
         None => {}
     }
-    out
+}
+
+fn refused_view(refusal: &Refusal, scale: &Scale) -> RefusedView {
+    RefusedView {
+        min_effect_pct: refusal.min_effect_pct.to_string(),
+        good_mean: format_value(refusal.good.mean / scale.divisor),
+        bad_mean: format_value(refusal.bad.mean / scale.divisor),
+    }
 }

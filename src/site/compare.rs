@@ -4,16 +4,18 @@
 //! and the verdict, and a chart of each group's primary metric: both
 //! sides with the 95% interval on their means.
 
-use super::chart::{ChartPoint, SeriesChart, format_value, series_svg};
-use super::html::{Cell, escape, page, table};
+use super::IntervalView;
+use super::chart::{ChartPoint, DrawnSvg, SeriesChart, format_value, series_svg};
 use super::series::scale_of;
 use crate::exit::InputError;
 use crate::selector::{self, Selector};
 use anyhow::Context;
-use archive::compare::{CompareOptions, ComparisonRow, SideSummary, Verdict, compare};
+use archive::compare::{
+    ChangeKind, CompareOptions, ComparisonGroup, ComparisonRow, SideSummary, Verdict, compare,
+};
 use archive::{Archive, RunQuery};
 use run_record::stats;
-use std::fmt::Write as _;
+use serde::Serialize;
 
 /// A compare page.
 pub struct ComparePage {
@@ -61,59 +63,116 @@ pub fn compare_page(archive: &Archive, given: &str, number: usize) -> anyhow::Re
     .with_context(|| format!("failed to compare {given}"))?;
 
     let title = format!("{} against {}", first.value, second.value);
-    let mut body = format!("<h1>{}</h1>\n", escape(&title));
-    let _ = writeln!(
-        body,
-        "<p>A: {}.<br>B: {}.<br>Changes are B against A; p is the two-sided \
-         Mann-Whitney test's, significant below {}.</p>",
-        escape(&first_selection.description),
-        escape(&second_selection.description),
-        comparison.alpha
-    );
-    if comparison.groups.is_empty() {
-        body.push_str("<p>The two sides have no test configuration in common.</p>\n");
-    }
-    for group in &comparison.groups {
-        let _ = writeln!(
-            body,
-            "<h2>{}</h2>\n<p>{} run{} of A, {} of B; runs again with <code>{}</code>.</p>",
-            escape(&group.title),
-            group.n_runs_first,
-            if group.n_runs_first == 1 { "" } else { "s" },
-            group.n_runs_second,
-            escape(&group.command)
-        );
-        if let Some(row) = group.rows.first()
-            && let Some(svg) = sides_chart(&group.title, row, [&first.value, &second.value])?
-        {
-            let _ = writeln!(body, "<figure class=\"chart\">\n{svg}</figure>");
-        }
-        body.push_str(&rows_table(&group.rows));
-        if !group.env_differences.is_empty() {
-            body.push_str("<p>The environments differ:</p>\n<ul>\n");
-            for change in &group.env_differences {
-                let _ = writeln!(
-                    body,
-                    "<li><code>{}</code>: {} / {}</li>",
-                    escape(&change.key),
-                    escape(change.first.as_deref().unwrap_or("-")),
-                    escape(change.second.as_deref().unwrap_or("-"))
-                );
-            }
-            body.push_str("</ul>\n");
-        }
-    }
-    for unmatched in &comparison.unmatched {
-        let _ = writeln!(
-            body,
-            "<p class=\"note\">Only on one side: {}.</p>",
-            escape(&unmatched.title)
-        );
-    }
+    let groups = comparison
+        .groups
+        .iter()
+        .map(|group| group_view(group, [&first.value, &second.value]))
+        .collect::<anyhow::Result<_>>()?;
+    let view = CompareView {
+        title: &title,
+        first_description: &first_selection.description,
+        second_description: &second_selection.description,
+        alpha: comparison.alpha.to_string(),
+        groups,
+        unmatched: comparison
+            .unmatched
+            .iter()
+            .map(|unmatched| unmatched.title.as_str())
+            .collect(),
+    };
     Ok(ComparePage {
         file: format!("compare-{number}.html"),
-        html: page(&title, &body),
+        html: super::render_page("site/compare.html", &view)?,
         title,
+    })
+}
+
+/// The context of `templates/site/compare.html`.
+#[derive(Serialize)]
+struct CompareView<'a> {
+    title: &'a str,
+    first_description: &'a str,
+    second_description: &'a str,
+    /// The significance level, as given.
+    alpha: String,
+    groups: Vec<GroupView<'a>>,
+    /// Titles of the configurations only one side has.
+    unmatched: Vec<&'a str>,
+}
+
+/// A test configuration both sides have.
+#[derive(Serialize)]
+struct GroupView<'a> {
+    title: &'a str,
+    n_runs_first: usize,
+    n_runs_second: usize,
+    command: &'a str,
+    /// Both sides of the first metric, when both have samples.
+    chart: Option<DrawnSvg>,
+    rows: Vec<RowView<'a>>,
+    env_differences: Vec<EnvDifference<'a>>,
+}
+
+/// A metric of a group, both sides in the unit shown.
+#[derive(Serialize)]
+struct RowView<'a> {
+    metric: &'a str,
+    unit: String,
+    first_mean: Option<String>,
+    second_mean: Option<String>,
+    change: Option<ChangeView>,
+    p_value: Option<String>,
+    significant: bool,
+    verdict: RowVerdict,
+}
+
+/// A change in percent, signed, with its interval when there is one.
+#[derive(Serialize)]
+struct ChangeView {
+    pct: String,
+    interval: Option<IntervalView>,
+}
+
+/// What a row's test says, as the page words it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+enum RowVerdict {
+    TooFewSamples,
+    NotSignificant,
+    Better,
+    Worse,
+    Changed,
+}
+
+/// A key of the environment whose values differ between the sides.
+#[derive(Serialize)]
+struct EnvDifference<'a> {
+    key: &'a str,
+    first: Option<&'a str>,
+    second: Option<&'a str>,
+}
+
+fn group_view<'a>(group: &'a ComparisonGroup, names: [&str; 2]) -> anyhow::Result<GroupView<'a>> {
+    let chart = match group.rows.first() {
+        Some(row) => sides_chart(&group.title, row, names)?,
+        None => None,
+    };
+    Ok(GroupView {
+        title: &group.title,
+        n_runs_first: group.n_runs_first,
+        n_runs_second: group.n_runs_second,
+        command: &group.command,
+        chart,
+        rows: group.rows.iter().map(row_view).collect(),
+        env_differences: group
+            .env_differences
+            .iter()
+            .map(|change| EnvDifference {
+                key: &change.key,
+                first: change.first.as_deref(),
+                second: change.second.as_deref(),
+            })
+            .collect(),
     })
 }
 
@@ -136,7 +195,7 @@ fn sides_chart(
     title: &str,
     row: &ComparisonRow,
     names: [&str; 2],
-) -> anyhow::Result<Option<String>> {
+) -> anyhow::Result<Option<DrawnSvg>> {
     let (Some(first), Some(second)) = (&row.first, &row.second) else {
         return Ok(None);
     };
@@ -172,56 +231,94 @@ fn sides_chart(
     ))
 }
 
-fn rows_table(rows: &[ComparisonRow]) -> String {
-    let cells: Vec<(Option<&str>, Vec<Cell>)> = rows
-        .iter()
-        .map(|row| {
-            let scale = scale_of(&row.unit, "m");
-            let mean = |side: &Option<SideSummary>| {
-                side.as_ref().map_or("-".to_string(), |side| {
-                    format_value(side.mean / scale.divisor)
-                })
-            };
-            let change = match (row.change_pct, row.change_low_pct, row.change_high_pct) {
-                (Some(pct), Some(low), Some(high)) => {
-                    format!("{pct:+.2}% ({low:+.2}% to {high:+.2}%)")
-                }
-                (Some(pct), _, _) => format!("{pct:+.2}%"),
-                _ => "-".to_string(),
-            };
-            let verdict = match row.verdict {
-                Verdict::NeedSamples => "too few samples",
-                Verdict::NotSignificant => "no significant change",
-                Verdict::Significant => match row.direction {
-                    Some(archive::compare::ChangeKind::Improvement) => "better",
-                    Some(archive::compare::ChangeKind::Regression) => "worse",
-                    None => "changed",
-                },
-            };
-            (
-                (row.verdict == Verdict::Significant).then_some("change"),
-                vec![
-                    Cell::Text(escape(&row.metric)),
-                    Cell::Text(escape(&scale.unit)),
-                    Cell::Num(mean(&row.first)),
-                    Cell::Num(mean(&row.second)),
-                    Cell::Num(change),
-                    Cell::Num(row.p_value.map_or("-".to_string(), |p| format!("{p:.4}"))),
-                    Cell::Text(verdict.to_string()),
-                ],
-            )
-        })
-        .collect();
-    table(
-        &[
-            "metric",
-            "unit",
-            "A",
-            "B",
-            "change (interval)",
-            "p",
-            "verdict",
-        ],
-        &cells,
-    )
+fn row_view(row: &ComparisonRow) -> RowView<'_> {
+    let scale = scale_of(&row.unit, "m");
+    let mean = |side: &Option<SideSummary>| {
+        side.as_ref()
+            .map(|side| format_value(side.mean / scale.divisor))
+    };
+    let change = row.change_pct.map(|pct| ChangeView {
+        pct: format!("{pct:+.2}"),
+        interval: match (row.change_low_pct, row.change_high_pct) {
+            (Some(low), Some(high)) => Some(IntervalView {
+                low: format!("{low:+.2}"),
+                high: format!("{high:+.2}"),
+            }),
+            _ => None,
+        },
+    });
+    let verdict = match row.verdict {
+        Verdict::NeedSamples => RowVerdict::TooFewSamples,
+        Verdict::NotSignificant => RowVerdict::NotSignificant,
+        Verdict::Significant => match row.direction {
+            Some(ChangeKind::Improvement) => RowVerdict::Better,
+            Some(ChangeKind::Regression) => RowVerdict::Worse,
+            None => RowVerdict::Changed,
+        },
+    };
+    RowView {
+        metric: &row.metric,
+        first_mean: mean(&row.first),
+        second_mean: mean(&row.second),
+        unit: scale.unit,
+        change,
+        p_value: row.p_value.map(|p| format!("{p:.4}")),
+        significant: row.verdict == Verdict::Significant,
+        verdict,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_verdict_has_its_words() {
+        let words = [
+            (RowVerdict::TooFewSamples, "too few samples"),
+            (RowVerdict::NotSignificant, "no significant change"),
+            (RowVerdict::Better, "better"),
+            (RowVerdict::Worse, "worse"),
+            (RowVerdict::Changed, "changed"),
+        ];
+        let rows = words
+            .iter()
+            .map(|(verdict, _)| RowView {
+                metric: "throughput_bps",
+                unit: "10^6bits/s".to_string(),
+                first_mean: None,
+                second_mean: Some("1.000".to_string()),
+                change: None,
+                p_value: None,
+                significant: false,
+                verdict: *verdict,
+            })
+            .collect();
+        let view = CompareView {
+            title: "a against b",
+            first_description: "a",
+            second_description: "b",
+            alpha: "0.05".to_string(),
+            groups: vec![GroupView {
+                title: "TCP_STREAM",
+                n_runs_first: 1,
+                n_runs_second: 2,
+                command: "netbisect bench",
+                chart: None,
+                rows,
+                env_differences: Vec::new(),
+            }],
+            unmatched: Vec::new(),
+        };
+        let html = crate::render::html::render("site/compare.html", &view).unwrap();
+        for (_, word) in words {
+            // A's mean, B's, the change, p, then the verdict's words.
+            let cells = format!(
+                "</td><td class=\"num\">-</td><td class=\"num\">1.000</td>\
+                 <td class=\"num\">-</td><td class=\"num\">-</td><td>{word}</td></tr>"
+            );
+            assert!(html.contains(&cells), "{word}: {html}");
+        }
+        assert!(html.contains("<p>1 run of A, 2 of B;"), "{html}");
+    }
 }

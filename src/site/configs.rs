@@ -2,9 +2,9 @@
 //! (test spec and testbed, as `history` follows one) with the history of
 //! its test's primary metric, drawn as a chart and listed as a table.
 
-use super::chart::{format_value, series_svg};
-use super::html::{Cell, escape, table};
-use super::series::{PointFigures, Scale, history_chart, point_figures, scale_of};
+use super::IntervalView;
+use super::chart::{DrawnSvg, format_value, series_svg};
+use super::series::{PointFigures, history_chart, point_figures, scale_of};
 use crate::store::series_runs;
 use anyhow::Context;
 use archive::history::{
@@ -14,8 +14,8 @@ use archive::store::SeriesRun;
 use archive::{Archive, RunQuery, StoredRun};
 use run_record::record::{Metric, RunRecord};
 use run_record::spec::TestKind;
+use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::Write as _;
 
 /// One configuration's page and what the index says of it.
 pub struct ConfigPage {
@@ -76,6 +76,92 @@ pub fn config_pages(
     Ok(pages)
 }
 
+/// The points of a configuration's chart, in git order when `commits`
+/// are given and some of its runs are of them, else in time order.
+struct Ordered<'a> {
+    points: Vec<PointRuns<'a>>,
+    order: SeriesOrder,
+    /// Commits were given and no run is of one of them.
+    none_in_range: bool,
+    /// Runs of commits outside the range given, left out.
+    n_outside_range: usize,
+}
+
+/// The points of `runs`, ordered as [`Ordered`] says.
+fn ordered<'a>(runs: &'a [SeriesRun], commits: Option<&[String]>) -> Ordered<'a> {
+    let in_time_order = |none_in_range| Ordered {
+        points: points_in_time_order(runs),
+        order: SeriesOrder::Time,
+        none_in_range,
+        n_outside_range: 0,
+    };
+    let Some(commits) = commits else {
+        return in_time_order(false);
+    };
+    let points = points_in_commit_order(commits, runs);
+    if points.is_empty() {
+        return in_time_order(true);
+    }
+    let n_in = points.iter().map(|point| point.runs.len()).sum::<usize>();
+    Ordered {
+        points,
+        order: SeriesOrder::Git,
+        none_in_range: false,
+        n_outside_range: runs.len() - n_in,
+    }
+}
+
+/// A point's row of a configuration's table.
+#[derive(Serialize)]
+struct PointRow<'a> {
+    label: &'a str,
+    n_runs: usize,
+    n_samples: usize,
+    mean: String,
+    median: String,
+    interval: Option<IntervalView>,
+    change: Option<&'a str>,
+}
+
+/// A configuration's chart and the table of its points.
+#[derive(Serialize)]
+struct FiguresView<'a> {
+    chart: DrawnSvg,
+    unit: &'a str,
+    points: Vec<PointRow<'a>>,
+}
+
+/// The context of `templates/site/config.html`.
+#[derive(Serialize)]
+struct ConfigView<'a> {
+    title: &'a str,
+    metric: &'a str,
+    n_runs: usize,
+    in_git_order: bool,
+    higher_is_better: bool,
+    none_in_range: bool,
+    n_outside_range: usize,
+    command: &'a str,
+    spec_key: &'a str,
+    /// `None` when no run has a value of the metric.
+    figures: Option<FiguresView<'a>>,
+    config_keys: Vec<&'a str>,
+}
+
+fn point_row(point: &PointFigures) -> PointRow<'_> {
+    PointRow {
+        label: &point.label,
+        n_runs: point.n_runs,
+        n_samples: point.n_samples,
+        mean: format_value(point.mean),
+        median: format_value(point.median),
+        interval: point
+            .interval
+            .map(|(low, high)| IntervalView::new(low, high)),
+        change: point.change.as_deref(),
+    }
+}
+
 fn config_page(
     archive: &Archive,
     by_id: &BTreeMap<&str, &StoredRun>,
@@ -94,88 +180,43 @@ fn config_page(
     let title = archive::figures::spec_title(&record.spec, &record.testbed);
     let command = archive::figures::spec_command(&record.spec);
 
-    let mut note = String::new();
-    let (points, order): (Vec<PointRuns<'_>>, SeriesOrder) = match commits {
-        Some(commits) => {
-            let points = points_in_commit_order(commits, runs);
-            if points.is_empty() {
-                note = "No run of this configuration is of a commit of the repository's \
-                        range: its runs are shown in time order."
-                    .to_string();
-                (points_in_time_order(runs), SeriesOrder::Time)
-            } else {
-                let n_in = points.iter().map(|point| point.runs.len()).sum::<usize>();
-                if n_in < runs.len() {
-                    note = format!(
-                        "{} of its {} runs are of commits outside the repository's range \
-                         and are not shown.",
-                        runs.len() - n_in,
-                        runs.len()
-                    );
-                }
-                (points, SeriesOrder::Git)
-            }
-        }
-        None => (points_in_time_order(runs), SeriesOrder::Time),
-    };
-    let history = history(&points, &HistoryOptions::new(metric, order))
+    let ordered = ordered(runs, commits);
+    let history = history(&ordered.points, &HistoryOptions::new(metric, ordered.order))
         .with_context(|| format!("failed to compute the history of {title}"))?;
     let scale = scale_of(&history.unit, "m");
-    let figures = point_figures(&history, &points, &scale)
+    let figures = point_figures(&history, &ordered.points, &scale)
         .with_context(|| format!("failed to compute the intervals of {title}"))?;
-
-    let mut body = format!("<h1>{}</h1>\n", escape(&title));
-    let _ = writeln!(
-        body,
-        "<p>{} of {} run{}, {}; {} is better. Each point is the mean of every \
-         iteration of its runs, with its 95% interval (Student's t); change \
-         points are found as <code>netbisect history</code> finds them.</p>",
-        escape(metric.name()),
-        runs.len(),
-        if runs.len() == 1 { "" } else { "s" },
-        match history.order {
-            SeriesOrder::Git => "commits in git order",
-            SeriesOrder::Time => "runs in time order",
-        },
-        if history.higher_is_better {
-            "higher"
-        } else {
-            "lower"
-        },
-    );
-    if !note.is_empty() {
-        let _ = writeln!(body, "<p class=\"note\">{}</p>", escape(&note));
-    }
-    let _ = writeln!(
-        body,
-        "<p>Runs again with <code>{}</code>; spec key <code>{}</code>.</p>",
-        escape(&command),
-        escape(spec_key)
-    );
-    if figures.is_empty() {
-        body.push_str("<p>No run has a value of this metric.</p>\n");
+    let figures_view = if figures.is_empty() {
+        None
     } else {
         let chart = history_chart(&title, history.order, &scale, &figures);
-        let svg = series_svg(&chart).with_context(|| format!("failed to draw {title}"))?;
-        let _ = writeln!(body, "<figure class=\"chart\">\n{svg}</figure>");
-        body.push_str(&points_table(&figures, history.order, &scale));
-    }
+        Some(FiguresView {
+            chart: series_svg(&chart).with_context(|| format!("failed to draw {title}"))?,
+            unit: &scale.unit,
+            points: figures.iter().map(point_row).collect(),
+        })
+    };
     let config_keys: BTreeSet<&str> = runs
         .iter()
         .filter_map(|run| by_id.get(run.id.as_str()))
         .map(|run| run.config_key.as_str())
         .collect();
-    let _ = writeln!(
-        body,
-        "<h2>Environments</h2>\n<p>{} config_key{} (a config_key also names the \
-         environment of both ends):</p>\n<ul>",
-        config_keys.len(),
-        if config_keys.len() == 1 { "" } else { "s" }
-    );
-    for key in &config_keys {
-        let _ = writeln!(body, "<li><code>{}</code></li>", escape(key));
-    }
-    body.push_str("</ul>\n");
+    let html = super::render_page(
+        "site/config.html",
+        &ConfigView {
+            title: &title,
+            metric: metric.name(),
+            n_runs: runs.len(),
+            in_git_order: history.order == SeriesOrder::Git,
+            higher_is_better: history.higher_is_better,
+            none_in_range: ordered.none_in_range,
+            n_outside_range: ordered.n_outside_range,
+            command: &command,
+            spec_key,
+            figures: figures_view,
+            config_keys: config_keys.into_iter().collect(),
+        },
+    )?;
 
     let last_run = runs
         .iter()
@@ -190,48 +231,7 @@ fn config_page(
         n_points: figures.len(),
         n_change_points: history.n_change_points,
         last_run,
-        html: super::html::page(&title, &body),
+        html,
         title,
     })
-}
-
-fn points_table(figures: &[PointFigures], order: SeriesOrder, scale: &Scale) -> String {
-    let label = match order {
-        SeriesOrder::Git => "commit",
-        SeriesOrder::Time => "time",
-    };
-    let mean = format!("mean, {}", scale.unit);
-    let rows: Vec<(Option<&str>, Vec<Cell>)> = figures
-        .iter()
-        .map(|point| {
-            let interval = match point.interval {
-                Some((low, high)) => format!("{} to {}", format_value(low), format_value(high)),
-                None => "-".to_string(),
-            };
-            (
-                point.change.as_ref().map(|_| "change"),
-                vec![
-                    Cell::Text(format!("<code>{}</code>", escape(&point.label))),
-                    Cell::Num(point.n_runs.to_string()),
-                    Cell::Num(point.n_samples.to_string()),
-                    Cell::Num(format_value(point.mean)),
-                    Cell::Num(format_value(point.median)),
-                    Cell::Num(interval),
-                    Cell::Text(escape(point.change.as_deref().unwrap_or(""))),
-                ],
-            )
-        })
-        .collect();
-    table(
-        &[
-            label,
-            "runs",
-            "samples",
-            &mean,
-            "median",
-            "95% interval",
-            "change",
-        ],
-        &rows,
-    )
 }

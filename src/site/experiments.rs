@@ -7,14 +7,13 @@
 //! The runs say which label is A's: kernel A boots first in round 1,
 //! so A's label is that of the earliest run of the lowest round.
 
-use super::html::{escape, page};
 use crate::cli::{CompareLayout, GlobalArgs};
 use crate::comparison::{ComparisonRequest, comparison_text, experiment_layout};
 use anyhow::Context;
 use archive::{Archive, ArchiveError, RunQuery};
 use run_record::record::RunRecord;
+use serde::Serialize;
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
 /// An experiment's page.
 pub struct ExperimentPage {
@@ -92,19 +91,72 @@ fn file_of(id: &str) -> String {
     }
 }
 
-/// `text` escaped for HTML, every character beyond ASCII as its numeric
-/// entity.
-fn escape_ascii(text: &str) -> String {
-    escape(text)
-        .chars()
-        .map(|character| {
-            if character.is_ascii() {
-                character.to_string()
-            } else {
-                format!("&#{};", u32::from(character))
-            }
-        })
-        .collect()
+/// The context of `templates/site/experiment.html`.
+#[derive(Serialize)]
+struct ExperimentView<'a> {
+    title: &'a str,
+    n_runs: usize,
+    /// The labels of its runs, A's first.
+    labels: &'a [&'a str],
+    /// The comparison, when the experiment has two sides.
+    compared: Option<ComparedView>,
+}
+
+/// An experiment's two sides and the table `compare` prints of them.
+#[derive(Serialize)]
+struct ComparedView {
+    first: String,
+    second: String,
+    rounds: u32,
+    n_configurations: usize,
+    /// The command that prints the table.
+    command: String,
+    /// The table, as that command prints it.
+    table: String,
+}
+
+/// The comparison of an experiment's sides `first` (A) and `second`.
+fn compared(
+    global: &GlobalArgs,
+    archive: &Archive,
+    id: &str,
+    runs: &ExperimentRuns,
+    [first, second]: [&str; 2],
+) -> anyhow::Result<ComparedView> {
+    let configurations: Vec<&RunRecord> = runs.configurations.values().collect();
+    let layout = experiment_layout(&configurations);
+    let request = ComparisonRequest {
+        first: format!("label:{first}"),
+        second: format!("label:{second}"),
+        alpha: 0.05,
+        min_effect: 0.0,
+        test: None,
+        testbed: None,
+        layout,
+        email: false,
+        units: "m".to_string(),
+        experiment: Some(id.to_string()),
+    };
+    let table = comparison_text(global, archive, &request)
+        .with_context(|| format!("failed to compare the runs of experiment {id}"))?;
+    let command = format!(
+        "netbisect compare {} {} --experiment {id}{}",
+        shlex::try_quote(&request.first).map_or_else(|_| request.first.clone(), Into::into),
+        shlex::try_quote(&request.second).map_or_else(|_| request.second.clone(), Into::into),
+        if layout == CompareLayout::Matrix {
+            " --layout matrix"
+        } else {
+            ""
+        }
+    );
+    Ok(ComparedView {
+        first: first.to_string(),
+        second: second.to_string(),
+        rounds: runs.rounds,
+        n_configurations: runs.configurations.len(),
+        command,
+        table,
+    })
 }
 
 fn experiment_page(
@@ -125,79 +177,22 @@ fn experiment_page(
                 .filter(|label| *label != first_label),
         )
         .collect();
-    let n_runs: usize = runs.n_runs.values().sum();
-    let mut body = String::new();
-    let title = match labels.as_slice() {
-        [first, second] => {
-            let title = format!("Experiment {id}: {first} against {second}");
-            let configurations: Vec<&RunRecord> = runs.configurations.values().collect();
-            let layout = experiment_layout(&configurations);
-            let request = ComparisonRequest {
-                first: format!("label:{first}"),
-                second: format!("label:{second}"),
-                alpha: 0.05,
-                min_effect: 0.0,
-                test: None,
-                testbed: None,
-                layout,
-                email: false,
-                units: "m".to_string(),
-                experiment: Some(id.to_string()),
-            };
-            let text = comparison_text(global, archive, &request)
-                .with_context(|| format!("failed to compare the runs of experiment {id}"))?;
-            let command = format!(
-                "netbisect compare {} {} --experiment {id}{}",
-                shlex::try_quote(&request.first).map_or_else(|_| request.first.clone(), Into::into),
-                shlex::try_quote(&request.second)
-                    .map_or_else(|_| request.second.clone(), Into::into),
-                if layout == CompareLayout::Matrix {
-                    " --layout matrix"
-                } else {
-                    ""
-                }
-            );
-            let _ = writeln!(
-                body,
-                "<h1>{}</h1>\n<p>{n_runs} runs in {} round{} of {} configuration{}: A is \
-                 <code>{}</code>, B <code>{}</code>. The table of <code>{}</code>:</p>\n\
-                 <pre class=\"compare\">{}</pre>",
-                escape_ascii(&title),
-                runs.rounds,
-                if runs.rounds == 1 { "" } else { "s" },
-                runs.configurations.len(),
-                if runs.configurations.len() == 1 {
-                    ""
-                } else {
-                    "s"
-                },
-                escape_ascii(first),
-                escape_ascii(second),
-                escape_ascii(&command),
-                escape_ascii(&text)
-            );
-            title
-        }
-        _ => {
-            let title = format!("Experiment {id}");
-            let _ = writeln!(
-                body,
-                "<h1>{}</h1>\n<p class=\"note\">{n_runs} run{} under {}: nothing to compare \
-                 until the experiment has runs of its two sides, one label each.</p>",
-                escape_ascii(&title),
-                if n_runs == 1 { "" } else { "s" },
-                labels
-                    .iter()
-                    .map(|label| format!("<code>{}</code>", escape_ascii(label)))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-            title
-        }
+    let (title, compared) = match labels.as_slice() {
+        [first, second] => (
+            format!("Experiment {id}: {first} against {second}"),
+            Some(compared(global, archive, id, runs, [first, second])?),
+        ),
+        _ => (format!("Experiment {id}"), None),
+    };
+    let view = ExperimentView {
+        title: &title,
+        n_runs: runs.n_runs.values().sum(),
+        labels: &labels,
+        compared,
     };
     Ok(ExperimentPage {
         file: file_of(id),
-        html: page(&title, &body),
+        html: super::render_page("site/experiment.html", &view)?,
         title,
     })
 }
@@ -217,10 +212,5 @@ mod tests {
             assert_eq!(file.len(), "experiment-.html".len() + 16, "{file}");
             assert!(!file[..file.len() - 5].contains('.'), "{file}");
         }
-    }
-
-    #[test]
-    fn text_beyond_ascii_is_escaped_as_entities() {
-        assert_eq!(escape_ascii("<a> \u{b1}1"), "&lt;a&gt; &#177;1");
     }
 }

@@ -10,7 +10,34 @@
 //! - [`experiments`]: a page per experiment, with the table `compare`
 //!   prints for it.
 //! - [`bisection`]: a bisection's page from its journal.
-//! - [`html`]: escaping and the page every file shares.
+//!
+//! Each page is a template of `templates/site/` (HTML, rendered by
+//! [`crate::render::html`]) over a view: a struct of its module that
+//! derives `Serialize` and holds what the page shows, figures already
+//! formatted, choices as flags. The templates hold the words and the
+//! markup; the code holds the arithmetic. A text that a page shares with
+//! the index or with a chart's hover (a page's title, a bisection's
+//! state and its decisions, a history's change) is made once in code, as
+//! plain text, and escaped where it is put.
+//!
+//! Escaping, where it applies:
+//! - Every value a page's template prints is escaped by the environment
+//!   (auto-escaping, for every template whose name ends in `.html` or
+//!   `.svg`): `<`, `>`, `&`, `"` and `'` become entities, and every
+//!   character beyond ASCII its numeric entity, so what they print is
+//!   ASCII. This
+//!   covers labels, commit ids and subjects, authors, testbed names,
+//!   titles, commands, config keys, the table `compare` prints, file
+//!   names in links (`href`), and figures.
+//! - A chart is put in a page as it is: it is a [`chart::DrawnSvg`], the
+//!   one value marked safe, made only by [`chart::series_svg`]. Its tags
+//!   are code's, and its text was escaped where it was put: plotters
+//!   escapes the caption, axis names, tick labels and marker texts it
+//!   writes (its own five entities; it leaves characters beyond ASCII as
+//!   they are), and the hover targets come from the auto-escaping
+//!   template `templates/site/chart-overlay.svg`.
+//! - A template's own text (its words, its markup, what its macros
+//!   return) is printed as written.
 //!
 //! Pages are self-contained: inline SVG and style, no script, no font,
 //! no address of any network; the only URL in them is the SVG namespace.
@@ -29,11 +56,11 @@ pub mod chart;
 pub mod compare;
 pub mod configs;
 pub mod experiments;
-pub mod html;
 pub mod series;
 
 use crate::exit::InputError;
 use anyhow::Context;
+use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -47,110 +74,124 @@ pub struct Site {
 /// Name of the page every other one links back to; written last.
 pub const INDEX: &str = "index.html";
 
+/// The page of `template` (a name under `templates/`) over `view`.
+fn render_page<T: Serialize>(template: &str, view: &T) -> anyhow::Result<String> {
+    crate::render::html::render(template, view)
+        .with_context(|| format!("failed to write the page of {template}"))
+}
+
+/// Both ends of an interval, formatted, as the pages' tables show it.
+#[derive(Serialize)]
+struct IntervalView {
+    low: String,
+    high: String,
+}
+
+impl IntervalView {
+    /// The interval from `low` to `high`, as the charts' values read.
+    fn new(low: f64, high: f64) -> IntervalView {
+        IntervalView {
+            low: chart::format_value(low),
+            high: chart::format_value(high),
+        }
+    }
+}
+
+/// A link to a page from the index.
+#[derive(Serialize)]
+pub struct PageLink<'a> {
+    /// File name of the page.
+    pub file: &'a str,
+    /// Its title, plain text.
+    pub title: &'a str,
+}
+
+/// A link to a bisection's page from the index, with how it stands.
+#[derive(Serialize)]
+pub struct BisectionLink<'a> {
+    /// File name of the page.
+    pub file: &'a str,
+    /// Its title, plain text.
+    pub title: &'a str,
+    /// How it stands or ended, a few words.
+    pub state: &'a str,
+}
+
 /// What the index links to, beside the configurations.
 pub struct IndexLinks<'a> {
     /// The configurations, sorted by testbed.
     pub configs: &'a [configs::ConfigPage],
-    /// Compare pages: file and title.
-    pub compares: Vec<(&'a str, &'a str)>,
-    /// Experiment pages: file and title.
-    pub experiments: Vec<(&'a str, &'a str)>,
-    /// Bisection pages: file, title and state.
-    pub bisections: Vec<(&'a str, &'a str, &'a str)>,
-    /// How the charts order their points, in words.
-    pub order: String,
+    /// Compare pages.
+    pub compares: Vec<PageLink<'a>>,
+    /// Experiment pages.
+    pub experiments: Vec<PageLink<'a>>,
+    /// Bisection pages.
+    pub bisections: Vec<BisectionLink<'a>>,
+    /// Whether the charts put their points in git order (else runs are
+    /// in time order).
+    pub in_git_order: bool,
+}
+
+/// A configuration's row in the index.
+#[derive(Serialize)]
+struct ConfigRow<'a> {
+    file: &'a str,
+    title: &'a str,
+    n_runs: usize,
+    n_points: usize,
+    n_change_points: usize,
+    last_run: &'a str,
+}
+
+/// A testbed of the index and its configurations.
+#[derive(Serialize)]
+struct TestbedView<'a> {
+    name: &'a str,
+    configs: Vec<ConfigRow<'a>>,
+}
+
+/// The context of `templates/site/index.html`.
+#[derive(Serialize)]
+struct IndexView<'a> {
+    n_runs: usize,
+    n_configs: usize,
+    in_git_order: bool,
+    testbeds: Vec<TestbedView<'a>>,
+    compares: &'a [PageLink<'a>],
+    experiments: &'a [PageLink<'a>],
+    bisections: &'a [BisectionLink<'a>],
 }
 
 /// The index page: the testbeds, each with its configurations, then the
 /// comparisons, the experiments and the bisections.
-pub fn index_page(links: &IndexLinks<'_>) -> String {
-    use html::{Cell, escape, table};
-    use std::fmt::Write as _;
-    let n_runs: usize = links.configs.iter().map(|config| config.n_runs).sum();
-    let mut testbeds: BTreeMap<&str, Vec<&configs::ConfigPage>> = BTreeMap::new();
+pub fn index_page(links: &IndexLinks<'_>) -> anyhow::Result<String> {
+    let mut testbeds: BTreeMap<&str, Vec<ConfigRow<'_>>> = BTreeMap::new();
     for config in links.configs {
-        testbeds.entry(&config.testbed).or_default().push(config);
+        testbeds
+            .entry(&config.testbed)
+            .or_default()
+            .push(ConfigRow {
+                file: &config.file,
+                title: &config.title,
+                n_runs: config.n_runs,
+                n_points: config.n_points,
+                n_change_points: config.n_change_points,
+                last_run: &config.last_run,
+            });
     }
-    let mut body = String::from("<h1>netbisect archive</h1>\n");
-    let _ = writeln!(
-        body,
-        "<p>{n_runs} run{} in {} test configuration{} on {} testbed{}; charts show \
-         each configuration's primary metric across {}.</p>",
-        if n_runs == 1 { "" } else { "s" },
-        links.configs.len(),
-        if links.configs.len() == 1 { "" } else { "s" },
-        testbeds.len(),
-        if testbeds.len() == 1 { "" } else { "s" },
-        escape(&links.order)
-    );
-    for (testbed, configs) in &testbeds {
-        let _ = writeln!(body, "<h2>Testbed {}</h2>", escape(testbed));
-        let rows: Vec<(Option<&str>, Vec<Cell>)> = configs
-            .iter()
-            .map(|config| {
-                (
-                    (config.n_change_points > 0).then_some("change"),
-                    vec![
-                        Cell::Text(format!(
-                            "<a href=\"{}\">{}</a>",
-                            escape(&config.file),
-                            escape(&config.title)
-                        )),
-                        Cell::Num(config.n_runs.to_string()),
-                        Cell::Num(config.n_points.to_string()),
-                        Cell::Num(config.n_change_points.to_string()),
-                        Cell::Text(escape(&config.last_run)),
-                    ],
-                )
-            })
-            .collect();
-        body.push_str(&table(
-            &[
-                "configuration",
-                "runs",
-                "points",
-                "change points",
-                "last run",
-            ],
-            &rows,
-        ));
-    }
-    link_list(&mut body, "Comparisons", &links.compares);
-    link_list(&mut body, "Experiments", &links.experiments);
-    if !links.bisections.is_empty() {
-        body.push_str("<h2>Bisections</h2>\n<ul>\n");
-        for (file, title, state) in &links.bisections {
-            let _ = writeln!(
-                body,
-                "<li><a href=\"{}\">{}</a>: {}</li>",
-                escape(file),
-                escape(title),
-                escape(state)
-            );
-        }
-        body.push_str("</ul>\n");
-    }
-    html::page("netbisect archive", &body)
-}
-
-/// A heading and a list of links to pages (file, title), when there are
-/// any.
-fn link_list(body: &mut String, heading: &str, links: &[(&str, &str)]) {
-    use html::escape;
-    use std::fmt::Write as _;
-    if links.is_empty() {
-        return;
-    }
-    let _ = writeln!(body, "<h2>{heading}</h2>\n<ul>");
-    for (file, title) in links {
-        let _ = writeln!(
-            body,
-            "<li><a href=\"{}\">{}</a></li>",
-            escape(file),
-            escape(title)
-        );
-    }
-    body.push_str("</ul>\n");
+    let view = IndexView {
+        n_runs: links.configs.iter().map(|config| config.n_runs).sum(),
+        n_configs: links.configs.len(),
+        in_git_order: links.in_git_order,
+        testbeds: testbeds
+            .into_iter()
+            .map(|(name, configs)| TestbedView { name, configs })
+            .collect(),
+        compares: &links.compares,
+        experiments: &links.experiments,
+        bisections: &links.bisections,
+    };
+    render_page("site/index.html", &view)
 }
 
 /// Writes one file whole: into a temporary file beside it, then renamed
@@ -304,5 +345,45 @@ mod tests {
         ] {
             assert!(!is_staging_name(OsStr::new(name)), "{name}");
         }
+    }
+
+    #[test]
+    fn the_index_escapes_every_free_text_and_stays_ascii() {
+        let hostile = "<script>x</script> & \"'\u{e9}";
+        let configs = [configs::ConfigPage {
+            file: "config-\"onload.html".to_string(),
+            testbed: hostile.to_string(),
+            title: hostile.to_string(),
+            n_runs: 1,
+            n_points: 1,
+            n_change_points: 1,
+            last_run: hostile.to_string(),
+            html: String::new(),
+        }];
+        let html = index_page(&IndexLinks {
+            configs: &configs,
+            compares: vec![PageLink {
+                file: "compare-1.html",
+                title: hostile,
+            }],
+            experiments: Vec::new(),
+            bisections: vec![BisectionLink {
+                file: "bisect-1.html",
+                title: hostile,
+                state: hostile,
+            }],
+            in_git_order: false,
+        })
+        .unwrap();
+        let escaped = "&lt;script&gt;x&lt;/script&gt; &amp; &quot;&#39;&#233;";
+        assert_eq!(html.matches(escaped).count(), 6, "{html}");
+        assert!(!html.contains("<script"), "{html}");
+        assert!(
+            html.contains("href=\"config-&quot;onload.html\">"),
+            "{html}"
+        );
+        assert!(html.contains("1 run in 1 test configuration on 1 testbed;"));
+        assert!(html.contains("<h2>Comparisons</h2>") && !html.contains("Experiments"));
+        assert!(html.is_ascii());
     }
 }

@@ -27,7 +27,7 @@ pub(super) fn report(global: &GlobalArgs, args: &BisectReportArgs) -> anyhow::Re
             Some(loaded.graph.clone()),
         )?;
         match &page.svg {
-            Some(svg) => crate::site::write_file(path, svg)?,
+            Some(svg) => crate::site::write_file(path, svg.as_str())?,
             None => {
                 return Err(input("the bisection has no measurement to draw"));
             }
