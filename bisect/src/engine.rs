@@ -11,27 +11,26 @@
 //! same answer. [`status`] replays without measuring anything.
 //!
 //! The parts: the state machine (`machine`), the journal's replay
-//! (`replay`) and the loop that feeds the one from the other and from
-//! the measurer (`driver`). This module adds what needs the planner:
-//! once the ends are measured, [`run`] journals what the rest is
-//! estimated to take ([`crate::plan`]), which simulates bisections with
-//! that same loop.
+//! (`replay`) and the one loop that feeds the one from the other and
+//! from the measurer, with K measurements in flight or one (`parallel`).
+//! This module adds what needs the planner: once the ends are measured,
+//! [`run`] and [`run_jobs`] journal what the rest is estimated to take
+//! ([`crate::plan`]), which simulates bisections with that same loop.
 
 use crate::config::BisectConfig;
-use crate::driver;
 use crate::error::EngineError;
 use crate::estimate::Estimate;
 use crate::graph::CommitGraph;
-use crate::journal::{Journal, JournalEvent};
-use crate::machine::{Action, Machine};
-use crate::measurement::{Measurer, SlotMeasurer};
-use crate::parallel::{self, Ended};
+use crate::journal::{Journal, JournalEvent, NullJournal};
+use crate::measurement::{Measurer, OneSlot, SlotMeasurer};
+use crate::parallel::{self, Ended, nothing_in_flight};
 use crate::plan::{self, PlanInput};
 use crate::progress::{Progress, Status};
 use crate::replay::Replay;
 use crate::report::Outcome;
 
-/// Runs (or resumes) the bisection of `graph` to its end.
+/// Runs (or resumes) the bisection of `graph` to its end, one
+/// measurement at a time: [`run_jobs`] with one job, `measurer` its slot.
 ///
 /// The journal is replayed first; then every fresh measurement and every
 /// verdict is appended to it before the next step starts. `progress` is
@@ -43,26 +42,26 @@ pub fn run(
     journal: &mut dyn Journal,
     progress: &mut dyn FnMut(&Progress<'_>),
 ) -> Result<Outcome, EngineError> {
-    let estimate_rest = |(good, bad): (&[f64], &[f64]), seconds_per_sample: f64| {
-        estimate_rest(graph, config, 1, good, bad, seconds_per_sample)
-    };
-    driver::drive(
+    run_jobs(
         graph,
         config,
-        measurer,
+        1,
+        &mut OneSlot::new(measurer),
         journal,
         progress,
-        Some(&estimate_rest),
     )
 }
 
 /// Runs (or resumes) the bisection of `graph` with up to `jobs`
 /// measurements in flight on the slots of `measurer` (see
-/// [`crate::schedule`] for where each goes). The journal records what
-/// each slot started and what came back, so a resumed bisection walks
-/// the same path, starts again what was in flight, and measures nothing
-/// that finished. A journal started with another number of jobs, or more
-/// than one job asked of a journal of an older netbisect, is refused
+/// [`crate::schedule`] for where each goes). With more than one job the
+/// journal records what each slot started and what came back, so a
+/// resumed bisection walks the same path, starts again what was in
+/// flight, and measures nothing that finished; with one, nothing is in
+/// flight when the next commit is chosen, and the journal is that of one
+/// measurement at a time, as [`run`] writes and every netbisect before
+/// `--jobs` wrote it. A journal started with another number of jobs, or
+/// more than one job asked of a journal of an older netbisect, is refused
 /// ([`EngineError::Jobs`], [`EngineError::JobsUnrecorded`]).
 pub fn run_jobs(
     graph: &CommitGraph,
@@ -86,7 +85,7 @@ pub fn run_jobs(
         None,
     )? {
         Ended::Outcome(outcome) => Ok(outcome),
-        Ended::Status(_) => Err(driver::nothing_in_flight()),
+        Ended::Status(_) => Err(nothing_in_flight()),
     }
 }
 
@@ -108,52 +107,22 @@ pub fn status(
     events: &[JournalEvent],
 ) -> Result<Status, EngineError> {
     graph.validate()?;
-    let mut replay = Replay::from_events(events, graph, config)?;
-    if let Some(jobs) = replay.jobs.filter(|&jobs| jobs > 1) {
-        let ended = parallel::drive(
-            graph,
-            config,
-            jobs as usize,
-            None,
-            &mut crate::journal::NullJournal,
-            &mut |_| {},
-            None,
-            Some(events.to_vec()),
-        )?;
-        return match ended {
-            Ended::Status(status) => Ok(*status),
-            Ended::Outcome(_) => Err(driver::nothing_in_flight()),
-        };
-    }
-    let mut machine = Machine::new(graph, config);
-    loop {
-        let action = machine.next()?;
-        replay.sync_verdicts(machine.take_new_verdicts(), None)?;
-        match action {
-            Action::Done(outcome) => {
-                return Ok(driver::status(
-                    &machine,
-                    None,
-                    Some(outcome),
-                    replay.estimate.clone(),
-                ));
-            }
-            Action::Wait => return Err(driver::nothing_in_flight()),
-            Action::Measure(target) => {
-                let info = machine.info(target);
-                match replay.next_measurement(&info.id) {
-                    Some(measurement) => machine.feed(target, measurement),
-                    None => {
-                        return Ok(driver::status(
-                            &machine,
-                            Some(target),
-                            None,
-                            replay.estimate.clone(),
-                        ));
-                    }
-                }
-            }
-        }
+    let jobs = Replay::from_events(events, graph, config)?
+        .jobs
+        .unwrap_or(1);
+    let ended = parallel::drive(
+        graph,
+        config,
+        jobs as usize,
+        None,
+        &mut NullJournal,
+        &mut |_| {},
+        None,
+        Some(events.to_vec()),
+    )?;
+    match ended {
+        Ended::Status(status) => Ok(*status),
+        Ended::Outcome(_) => Err(nothing_in_flight()),
     }
 }
 

@@ -98,7 +98,6 @@
 
 pub mod config;
 pub mod decision;
-mod driver;
 pub mod ends;
 pub mod engine;
 pub mod error;

@@ -251,11 +251,6 @@ impl<'g> Machine<'g> {
         });
     }
 
-    /// The next action with nothing in flight: one measurement at a time.
-    pub(crate) fn next(&mut self) -> Result<Action, EngineError> {
-        self.next_with(&InFlight::default())
-    }
-
     /// The next action while the measurements of `in_flight` run: they
     /// count as samples already taken where the machine counts samples,
     /// and the posterior places the next one beside them. With nothing in

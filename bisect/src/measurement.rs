@@ -1,7 +1,10 @@
 //! What measuring a commit once gives ([`Measurement`]: a [`Sample`] or a
-//! skip) and the [`Measurer`] trait the engine takes its measurements
-//! through: the command-line tool measures real commits (the `measure`
-//! module builds one from commands), the simulator noisy histories.
+//! skip) and the traits the engine takes its measurements through:
+//! [`Measurer`], one at a time, and [`SlotMeasurer`], several at once on
+//! numbered slots. The command-line tool measures real commits (the
+//! `measure` module builds a [`Measurer`] from commands), the simulator
+//! noisy histories. The engine's one loop runs on slots; a [`Measurer`]
+//! is its one slot through `OneSlot`.
 
 use crate::graph::CommitInfo;
 use crate::journal::BoxError;
@@ -70,5 +73,44 @@ pub trait SlotMeasurer {
     /// on one slot.
     fn seconds_per_sample(&self) -> Option<f64> {
         None
+    }
+}
+
+/// A [`Measurer`] as the one slot of a bisection of one job: a repeat
+/// is taken when the loop waits for it, so that each starts after the
+/// one before has been journaled and fed.
+pub(crate) struct OneSlot<'a> {
+    measurer: &'a mut dyn Measurer,
+    /// The commit of the repeat started and not taken yet.
+    started: Option<CommitInfo>,
+}
+
+impl<'a> OneSlot<'a> {
+    /// `measurer` as one slot.
+    pub(crate) fn new(measurer: &'a mut dyn Measurer) -> OneSlot<'a> {
+        OneSlot {
+            measurer,
+            started: None,
+        }
+    }
+}
+
+impl SlotMeasurer for OneSlot<'_> {
+    fn archived(&mut self, commit: &CommitInfo) -> Result<Vec<Sample>, BoxError> {
+        self.measurer.archived(commit)
+    }
+
+    fn start(&mut self, _slot: usize, commit: &CommitInfo) -> Result<(), BoxError> {
+        self.started = Some(commit.clone());
+        Ok(())
+    }
+
+    fn finished(&mut self) -> Result<(usize, Result<Measurement, BoxError>), BoxError> {
+        let commit = self.started.take().ok_or("no repeat was started")?;
+        Ok((0, self.measurer.measure(&commit)))
+    }
+
+    fn seconds_per_sample(&self) -> Option<f64> {
+        self.measurer.seconds_per_sample()
     }
 }

@@ -8,18 +8,17 @@
 //! engine and by [`naive_bisect`], a fixed-repeat threshold bisection,
 //! for comparison.
 //!
-//! [`engine_bisect_jobs`] bisects with K measurements at once on the
-//! engine's parallel loop ([`SimSlots`]: every repeat takes one unit of
-//! time), and counts the rounds, the wall-clock in units of one
-//! measurement, beside the measurements.
+//! [`engine_bisect`] runs the engine's loop with one job;
+//! [`engine_bisect_jobs`] with K measurements at once ([`SimSlots`]:
+//! every repeat takes one unit of time), and counts the rounds, the
+//! wall-clock in units of one measurement, beside the measurements.
 
 use crate::config::BisectConfig;
 use crate::decision::DecisionConfig;
-use crate::driver;
 use crate::error::EngineError;
 use crate::graph::{CommitGraph, CommitInfo};
 use crate::journal::{BoxError, NullJournal};
-use crate::measurement::{Measurement, Measurer, Sample, SlotMeasurer};
+use crate::measurement::{Measurement, Measurer, OneSlot, Sample, SlotMeasurer};
 use crate::parallel::{self, Ended};
 use crate::progress::Phase;
 use crate::report::{BisectResult, Outcome};
@@ -279,14 +278,19 @@ pub fn engine_bisect(
         n_measurements: 0,
     };
     let mut n_ends = 0;
-    let outcome = driver::drive(
+    let ended = parallel::drive(
         &graph,
         &config,
-        &mut measurer,
+        1,
+        Some(&mut OneSlot::new(&mut measurer)),
         &mut NullJournal,
         &mut |progress| n_ends += u32::from(progress.phase == Phase::Ends),
         None,
+        Some(Vec::new()),
     )?;
+    let Ended::Outcome(outcome) = ended else {
+        unreachable!("a live drive ends with an outcome");
+    };
     let n_total = measurer.n_measurements;
     let n_confirm = 2 * decision.confirm_repeats;
     Ok(match outcome {
@@ -387,7 +391,7 @@ impl SlotMeasurer for SimSlots<'_> {
 }
 
 /// Bisects `history` with `jobs` measurements at once, on the engine's
-/// parallel loop; with one job, the same choices as [`engine_bisect`]
+/// loop; with one job, the same choices as [`engine_bisect`]
 /// (the same repeats in the same order). Also returns the commits
 /// started, in order.
 pub fn engine_bisect_jobs(

@@ -389,3 +389,65 @@ fn the_number_of_jobs_is_the_journals() {
     assert!(matches!(err, EngineError::JobsUnrecorded), "{err}");
     assert!(err.to_string().contains("older netbisect"), "{err}");
 }
+
+#[test]
+fn one_job_journals_one_measurement_at_a_time_whichever_measurer() {
+    let history = History {
+        n_commits: 30,
+        culprit_idx: 17,
+        old_value: 1e9,
+        step_pct: 10.0,
+        cv_pct: 2.0,
+        shape: NoiseShape::Normal,
+    };
+    let graph = CommitGraph::linear(history.n_commits);
+    let mut rng = Rng::new(3);
+    let mut one_at_a_time = MemoryJournal::default();
+    let outcome = engine::run(
+        &graph,
+        &config(),
+        &mut SimMeasurer {
+            history: &history,
+            rng: &mut rng,
+            n_measurements: 0,
+        },
+        &mut one_at_a_time,
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(culprit(&outcome), "c17");
+    let mut rng = Rng::new(3);
+    let mut one_slot = MemoryJournal::default();
+    let on_slots = engine::run_jobs(
+        &graph,
+        &config(),
+        1,
+        &mut sim::SimSlots::new(&history, &mut rng),
+        &mut one_slot,
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(on_slots, outcome);
+    // No starts and no slots: with one job nothing is in flight when the
+    // next commit is chosen.
+    assert_eq!(one_slot.events, one_at_a_time.events);
+    assert!(one_slot.events.iter().all(|event| match event {
+        JournalEvent::Started { .. } => false,
+        JournalEvent::Sample { slot, .. } | JournalEvent::Skip { slot, .. } => slot.is_none(),
+        _ => true,
+    }));
+    // Either resumes the other's journal, cut anywhere.
+    for cut in (1..one_slot.events.len()).step_by(7) {
+        let prefix = one_slot.events[..cut].to_vec();
+        let mut journal = MemoryJournal { events: prefix };
+        let mut slots = Scrambled::after(&history, &journal.events);
+        let resumed = engine::run_jobs(&graph, &config(), 1, &mut slots, &mut journal, &mut |_| {})
+            .unwrap_or_else(|err| panic!("cut at {cut}: {err}"));
+        assert_eq!(culprit(&resumed), "c17", "cut at {cut}");
+        assert_eq!(
+            journal.events[..cut],
+            one_slot.events[..cut],
+            "cut at {cut}"
+        );
+    }
+}

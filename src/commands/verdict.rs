@@ -292,6 +292,160 @@ fn measure_once(
     }
 }
 
+/// What is measured: the bench test (run in-process), or the measure
+/// command, checked to exist before anything runs.
+fn bench_of(
+    args: &VerdictArgs,
+    dir: &Path,
+) -> anyhow::Result<Option<bench_core::run::BenchRequest>> {
+    match &args.measure {
+        MeasureArgs {
+            bench: Some(spec), ..
+        } => Ok(Some(parse_bench_spec(spec)?)),
+        MeasureArgs {
+            measure: Some(command),
+            ..
+        } => {
+            runner::check_command(command, dir)?;
+            Ok(None)
+        }
+        _ => Err(InputError("give --bench SPEC or --measure CMD".to_string()).into()),
+    }
+}
+
+/// The baselines' figures of `metric` and the model of the two sides
+/// they make, refused when a side has none or the sides do not differ.
+fn model_of(
+    good: &[RunRecord],
+    bad: &[RunRecord],
+    metric: Metric,
+) -> anyhow::Result<(Vec<f64>, Model)> {
+    let values = |records: &[RunRecord]| -> Vec<f64> {
+        records
+            .iter()
+            .filter_map(|record| record.sample(metric))
+            .collect()
+    };
+    let good_samples = values(good);
+    let bad_samples = values(bad);
+    if good_samples.is_empty() || bad_samples.is_empty() {
+        return Err(InputError(format!("the baselines have no {metric} figures")).into());
+    }
+    let model = Model::estimate(&[&good_samples], &[&bad_samples])
+        .filter(|model| model.new_mean != model.old_mean)
+        .ok_or_else(|| InputError("the good and bad baselines do not differ".to_string()))?;
+    Ok((good_samples, model))
+}
+
+/// Where the fresh runs come from and what they are compared with.
+struct Measuring<'a> {
+    args: &'a VerdictArgs,
+    bench: Option<&'a bench_core::run::BenchRequest>,
+    dir: &'a Path,
+    commit: Option<&'a str>,
+    metric: Metric,
+    /// The config_key of the good baseline, which fresh runs should share.
+    good_config_key: &'a str,
+}
+
+/// The fresh runs taken until the sequential test decides: their figures,
+/// their ids, the verdict and its log-likelihood ratio. Every run is
+/// stored under the commit checked out.
+struct Measured {
+    samples: Vec<f64>,
+    run_ids: Vec<String>,
+    verdict: Verdict,
+    llr: f64,
+}
+
+/// Measures one repeat at a time (`first_run` first, when the spec was
+/// learnt from it), storing each, until the sequential test of `model`
+/// decides.
+fn measure_until_decided(
+    global: &GlobalArgs,
+    archive: &mut Archive,
+    measuring: &Measuring<'_>,
+    mut first_run: Option<RunRecord>,
+    model: &Model,
+    config: &DecisionConfig,
+) -> anyhow::Result<Measured> {
+    let metric = measuring.metric;
+    let mut samples = Vec::new();
+    let mut run_ids = Vec::new();
+    let (verdict, llr) = loop {
+        let mut record = match first_run.take() {
+            Some(record) => record,
+            None => measure_once(
+                measuring.args,
+                measuring.bench,
+                measuring.dir,
+                measuring.commit,
+            )?,
+        };
+        if let Some(commit) = measuring.commit
+            && record.subject.commit.as_deref() != Some(commit)
+        {
+            record.subject.commit = Some(commit.to_string());
+            record.seal()?;
+        }
+        let value = record
+            .sample(metric)
+            .ok_or_else(|| anyhow::anyhow!("the run record has no {metric} figures"))?;
+        if record.config_key != measuring.good_config_key && !global.quiet {
+            eprintln!(
+                "netbisect: warning: run {} has another config_key than the good baseline",
+                &record.id[..12]
+            );
+        }
+        run_ids.push(record.id.clone());
+        archive
+            .store(&CanonicalRun::from_record(record)?)
+            .context("failed to store the run")?;
+        samples.push(value);
+        match decision::classify(&samples, model, config) {
+            StepDecision::NeedMore { .. } => continue,
+            StepDecision::Decided { verdict, llr } => break (verdict, llr),
+        }
+    };
+    Ok(Measured {
+        samples,
+        run_ids,
+        verdict,
+        llr,
+    })
+}
+
+/// The verdict in words: the answer, the figures beside the baselines',
+/// the change from good, and why.
+fn verdict_text(doc: &VerdictDoc, metric: Metric, test: TestKind, bound: f64) -> String {
+    let mean = doc.samples.iter().sum::<f64>() / doc.samples.len() as f64;
+    let word = match doc.verdict {
+        Verdict::Old => "old (like the good side)",
+        Verdict::New => "new (like the bad side)",
+        Verdict::Unknown | Verdict::Skip => "cannot tell",
+    };
+    let (value, unit) = shown(metric, test, mean);
+    let (good, _) = shown(metric, test, doc.good_mean);
+    let (bad, _) = shown(metric, test, doc.bad_mean);
+    let n_runs = doc.samples.len();
+    let mut text = format!(
+        "verdict: {word}\n{}: {value:.2} {unit} over {n_runs} run{}; good {good:.2}, \
+         bad {bad:.2}\n",
+        label(metric),
+        if n_runs == 1 { "" } else { "s" },
+    );
+    if let (Some(change_pct), Some(low_pct), Some(high_pct)) =
+        (doc.change_pct, doc.change_low_pct, doc.change_high_pct)
+    {
+        text.push_str(&format!(
+            "change from good: {change_pct:+.1}% [{low_pct:+.1}%, {high_pct:+.1}%] at 95%\n"
+        ));
+    }
+    let why = explanation(doc.verdict, n_runs, doc.llr, bound);
+    text.push_str(&wrap(&why, 80));
+    text
+}
+
 fn decide(global: &GlobalArgs, args: &VerdictArgs) -> anyhow::Result<Code> {
     let mut archive = open_existing_archive(global)?;
     let good = baseline(&archive, &args.good_run).context("the good baseline")?;
@@ -301,19 +455,7 @@ fn decide(global: &GlobalArgs, args: &VerdictArgs) -> anyhow::Result<Code> {
         .ok()
         .and_then(|repo| bisect::range::resolve(&repo, "HEAD").ok())
         .map(|oid| oid.to_string());
-    let bench = match &args.measure {
-        MeasureArgs {
-            bench: Some(spec), ..
-        } => Some(parse_bench_spec(spec)?),
-        MeasureArgs {
-            measure: Some(command),
-            ..
-        } => {
-            runner::check_command(command, &dir)?;
-            None
-        }
-        _ => return Err(InputError("give --bench SPEC or --measure CMD".to_string()).into()),
-    };
+    let bench = bench_of(args, &dir)?;
     // A misspelled metric is the same mistake at every commit: said
     // before anything is measured.
     let named_metric: Option<Metric> = args.metric.as_deref().map(str::parse).transpose()?;
@@ -337,111 +479,49 @@ fn decide(global: &GlobalArgs, args: &VerdictArgs) -> anyhow::Result<Code> {
             .first()
             .map_or(Metric::ThroughputBps, RunRecord::primary_metric),
     };
-    let values = |records: &[RunRecord]| -> Vec<f64> {
-        records
-            .iter()
-            .filter_map(|record| record.sample(metric))
-            .collect()
-    };
-    let good_samples = values(&good);
-    let bad_samples = values(&bad);
-    if good_samples.is_empty() || bad_samples.is_empty() {
-        return Err(InputError(format!("the baselines have no {metric} figures")).into());
-    }
-    let model = Model::estimate(&[&good_samples], &[&bad_samples])
-        .filter(|model| model.new_mean != model.old_mean)
-        .ok_or_else(|| InputError("the good and bad baselines do not differ".to_string()))?;
+    let (good_samples, model) = model_of(&good, &bad, metric)?;
     let config = DecisionConfig {
         max_repeats: args.max_repeats.max(1),
         ..DecisionConfig::default()
     };
-    let mut samples = Vec::new();
-    let mut run_ids = Vec::new();
-    let (verdict, llr) = loop {
-        let mut record = match first_run.take() {
-            Some(record) => record,
-            None => measure_once(args, bench.as_ref(), &dir, commit.as_deref())?,
-        };
-        if let Some(commit) = &commit
-            && record.subject.commit.as_deref() != Some(commit.as_str())
-        {
-            record.subject.commit = Some(commit.clone());
-            record.seal()?;
-        }
-        let value = record
-            .sample(metric)
-            .ok_or_else(|| anyhow::anyhow!("the run record has no {metric} figures"))?;
-        if record.config_key != good[0].config_key && !global.quiet {
-            eprintln!(
-                "netbisect: warning: run {} has another config_key than the good baseline",
-                &record.id[..12]
-            );
-        }
-        run_ids.push(record.id.clone());
-        archive
-            .store(&CanonicalRun::from_record(record)?)
-            .context("failed to store the run")?;
-        samples.push(value);
-        match decision::classify(&samples, &model, &config) {
-            StepDecision::NeedMore { .. } => continue,
-            StepDecision::Decided { verdict, llr } => break (verdict, llr),
-        }
+    let measuring = Measuring {
+        args,
+        bench: bench.as_ref(),
+        dir: &dir,
+        commit: commit.as_deref(),
+        metric,
+        good_config_key: &good[0].config_key,
     };
+    let measured =
+        measure_until_decided(global, &mut archive, &measuring, first_run, &model, &config)?;
     let change = run_record::stats::ratio_interval(
         &good_samples,
-        &samples,
+        &measured.samples,
         archive::compare::CHANGE_INTERVAL_LEVEL,
     )
     .ok()
     .map(|interval| interval.relative());
     let doc = VerdictDoc {
         schema: VERDICT_SCHEMA,
-        verdict,
+        verdict: measured.verdict,
         metric: metric.name().to_string(),
         commit,
         good_mean: model.old_mean,
         bad_mean: model.new_mean,
-        samples,
-        run_ids,
-        llr,
+        samples: measured.samples,
+        run_ids: measured.run_ids,
+        llr: measured.llr,
         change_pct: change.map(|change| change.change_pct),
         change_low_pct: change.map(|change| change.low_pct),
         change_high_pct: change.map(|change| change.high_pct),
     };
-    let text = || {
-        let mean = doc.samples.iter().sum::<f64>() / doc.samples.len() as f64;
-        let word = match verdict {
-            Verdict::Old => "old (like the good side)",
-            Verdict::New => "new (like the bad side)",
-            Verdict::Unknown | Verdict::Skip => "cannot tell",
-        };
-        let (value, unit) = shown(metric, spec.test, mean);
-        let (good, _) = shown(metric, spec.test, doc.good_mean);
-        let (bad, _) = shown(metric, spec.test, doc.bad_mean);
-        let n_runs = doc.samples.len();
-        let mut text = format!(
-            "verdict: {word}\n{}: {value:.2} {unit} over {n_runs} run{}; good {good:.2}, \
-             bad {bad:.2}\n",
-            label(metric),
-            if n_runs == 1 { "" } else { "s" },
-        );
-        if let Some(change) = change {
-            text.push_str(&format!(
-                "change from good: {:+.1}% [{:+.1}%, {:+.1}%] at 95%\n",
-                change.change_pct, change.low_pct, change.high_pct
-            ));
-        }
-        let why = explanation(
-            verdict,
-            n_runs,
-            llr,
-            decision::wald_bound(config.step_error),
-        );
-        text.push_str(&wrap(&why, 80));
-        Ok(text)
-    };
-    output::emit(global, || output::line(&doc, "the verdict"), text)?;
-    Ok(match verdict {
+    let bound = decision::wald_bound(config.step_error);
+    output::emit(
+        global,
+        || output::line(&doc, "the verdict"),
+        || Ok(verdict_text(&doc, metric, spec.test, bound)),
+    )?;
+    Ok(match doc.verdict {
         Verdict::Old => Code::Ok,
         Verdict::New => Code::New,
         Verdict::Unknown | Verdict::Skip => Code::CannotTell,
