@@ -9,6 +9,7 @@ mod bisect;
 mod bisect_jobs;
 mod bisect_session;
 mod compare;
+mod crate_graph;
 mod env;
 mod help;
 mod history;
