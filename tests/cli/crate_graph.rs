@@ -9,9 +9,9 @@
 //!   as its code); a member the graph does not name, or a crate it names
 //!   that is no member, is an error, so that the graph and the workspace
 //!   move together;
-//! - [`TEST_FIXTURES`] is only ever a dev-dependency, and never of a
-//!   crate it depends on itself (its tests would link a second copy of
-//!   that crate's types);
+//! - [`TEST_FIXTURES`] is only ever a dev-dependency (of any crate: the
+//!   record's crate too, whose integration tests may use it, though its
+//!   unit tests would see a second copy of the record types);
 //! - no crate but [`CLI`] depends on a crate of [`CLI_ONLY`], in any
 //!   table;
 //! - [`RECORD_CRATE`] depends on [`RECORD_DEPENDENCIES`] only, and
@@ -33,7 +33,7 @@ pub const RECORD_CRATE: &str = "run-record";
 
 /// Each crate of the workspace and the crates of ours it may depend on,
 /// in any table ([`TEST_FIXTURES`] as a dev-dependency aside, which every
-/// crate it does not depend on may have).
+/// crate may have).
 pub const CRATE_GRAPH: &[(&str, &[&str])] = &[
     // The record and what describes a run: on nothing of ours, so that
     // the archive and bisect read records without the code that
@@ -132,12 +132,7 @@ fn why_forbidden(
 ) -> Option<&'static str> {
     let name = dependency.name.as_str();
     if name == TEST_FIXTURES {
-        if !dependency.is_dev() {
-            return Some("test-fixtures is only ever a dev-dependency");
-        }
-        let fixtures_use = allowed_of(TEST_FIXTURES).unwrap_or(&[]);
-        return (package == TEST_FIXTURES || fixtures_use.contains(&package))
-            .then_some("test-fixtures depends on it, so its tests would link a second copy");
+        return (!dependency.is_dev()).then_some("test-fixtures is only ever a dev-dependency");
     }
     if ours.contains(name) {
         return (!allowed.contains(&name)).then_some("not an arrow of the crate graph");
@@ -316,15 +311,13 @@ fn the_graph_as_drawn_passes() {
         crate_graph_problems(&workspace_with(("bisect", &[]))),
         Vec::<String>::new()
     );
-    // Every crate but the one it depends on may build its tests on
-    // test-fixtures.
-    assert_eq!(
-        crate_graph_problems(&workspace_with((
-            "bench-core",
-            &[(TEST_FIXTURES, Some("dev"))]
-        ))),
-        Vec::<String>::new()
-    );
+    // Every crate may build its tests on test-fixtures.
+    for krate in [RECORD_CRATE, "bench-core"] {
+        assert_eq!(
+            crate_graph_problems(&workspace_with((krate, &[(TEST_FIXTURES, Some("dev"))]))),
+            Vec::<String>::new()
+        );
+    }
 }
 
 #[test]
@@ -354,9 +347,9 @@ fn a_forbidden_dependency_is_named_with_its_table_and_why() {
         ),
         (
             RECORD_CRATE,
-            &[(TEST_FIXTURES, dev)],
-            "run-record -> test-fixtures (dev-dependencies): test-fixtures depends on it, so \
-             its tests would link a second copy",
+            &[(TEST_FIXTURES, build)],
+            "run-record -> test-fixtures (build-dependencies): test-fixtures is only ever a \
+             dev-dependency",
         ),
         (
             "archive",
