@@ -337,7 +337,7 @@ fn a_token_holder_is_served_through_a_crowd_of_hundreds_of_addresses() {
     let (server_ns, crowd_ns) = match namespaces() {
         Ok(pair) => pair,
         Err(reason) => {
-            println!("skipped: no network namespaces: {reason}");
+            test_fixtures::skip::skip(format!("no network namespaces: {reason}"));
             return;
         }
     };

@@ -49,23 +49,10 @@ impl Place {
 /// A SQLite place, then a PostgreSQL one when a server can be had.
 fn places() -> Vec<Place> {
     let mut places = vec![Place::File(tempfile::tempdir().unwrap())];
-    if let Some(cluster) = cluster() {
+    if let Some(cluster) = Cluster::shared_or_skip() {
         places.push(Place::Server(cluster, cluster.database()));
     }
     places
-}
-
-/// The tests' PostgreSQL server; `None`, said on stderr, only where no
-/// PostgreSQL is installed.
-fn cluster() -> Option<&'static Cluster> {
-    match Cluster::shared() {
-        Ok(cluster) => Some(cluster),
-        Err(why) if !Cluster::installed() => {
-            eprintln!("skipping the PostgreSQL half: {why}");
-            None
-        }
-        Err(why) => panic!("PostgreSQL is installed but its cluster failed: {why}"),
-    }
 }
 
 fn record(commit: &str, label: &str, throughput_bps: f64, test: TestKind) -> RunRecord {
@@ -306,7 +293,7 @@ fn merge_copies_between_any_two_archives_idempotently() {
 
 #[test]
 fn concurrent_writers_store_each_run_once() {
-    let Some(cluster) = cluster() else {
+    let Some(cluster) = Cluster::shared_or_skip() else {
         return;
     };
     let name = cluster.database();
