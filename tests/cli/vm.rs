@@ -6,7 +6,7 @@
 //! kernels below.
 //! Without them they say why and pass, unless the slow tests are switched
 //! on (`NETBISECT_SLOW_TESTS=1`, as CI runs them): then a missing tool
-//! fails the test. The slowest tests (`ab`, the bisection over VM boots,
+//! fails the test (`test_fixtures::skip`). The slowest tests (`ab`, the bisection over VM boots,
 //! the KVM probe, interruptions) only run with that switch.
 
 use serde_json::Value;
