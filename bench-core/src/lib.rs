@@ -22,7 +22,9 @@
 //! `env`, `kernel`, `time`, `stats`) live in the run-record crate.
 //!
 //! Architecture invariant: bench-core depends on no crate of this workspace
-//! but run-record, and knows nothing of SQLite, git or templates.
+//! but run-record and child-process (for the UDP_RR loop's wake-up and for
+//! putting the host's settings back at a signal), and knows nothing of
+//! SQLite, PostgreSQL, git or templates.
 //!
 //! # Example
 //!

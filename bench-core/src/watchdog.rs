@@ -8,6 +8,11 @@
 //! ends every receive blocked on it (it returns end of file), however the
 //! peer behaves. A stop flag can end the receive the same way, for a
 //! server told over the control connection that the client is done.
+//!
+//! The same thread keeps UDP_RR's loss timer ([`Nudge`]): a datagram
+//! lost leaves a receive blocked with no end of file to come, so a
+//! receive whose thread makes no progress is interrupted with
+//! `child_process::wake`'s signal, and the thread counts the loss.
 
 use std::io;
 use std::os::fd::{BorrowedFd, OwnedFd};

@@ -6,7 +6,8 @@
 //! change the client's end only and put it back, also when the test
 //! fails. What the kernel did is checked with ethtool, ip and sysctl.
 //! Where no namespace can be made (not root), a test says so and passes
-//! without running.
+//! without running (a failure under `NETBISECT_SLOW_TESTS=1`, since CI
+//! runs as root).
 
 use bench_core::client::ClientOptions;
 use bench_core::host::settings::{self, SettingsError};
@@ -18,6 +19,7 @@ use std::os::fd::AsFd;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use test_fixtures::skip::skip;
 
 /// A network namespace, deleted (with its devices) when dropped.
 struct Namespace {
@@ -29,7 +31,7 @@ impl Namespace {
     /// why none can be made.
     fn new(tag: &str) -> Option<Namespace> {
         if !rustix::process::geteuid().is_root() {
-            println!("skipped: not root, so no network namespace");
+            skip("not root, so no network namespace");
             return None;
         }
         let name = format!("nbset-{tag}-{}", std::process::id());
@@ -37,11 +39,11 @@ impl Namespace {
             Ok(made) if made.status.success() => {}
             Ok(made) => {
                 let why = String::from_utf8_lossy(&made.stderr);
-                println!("skipped: ip netns add failed: {}", why.trim());
+                skip(format!("ip netns add failed: {}", why.trim()));
                 return None;
             }
             Err(err) => {
-                println!("skipped: cannot run ip: {err}");
+                skip(format!("cannot run ip: {err}"));
                 return None;
             }
         }
@@ -387,7 +389,7 @@ fn a_refused_mtu_is_named_and_what_came_before_it_is_put_back() {
             .is_ok_and(|made| made.status.success())
     });
     if !made {
-        println!("skipped: the kernel has neither VXLAN nor VLAN devices");
+        skip("the kernel has neither VXLAN nor VLAN devices");
         return;
     }
     let before = (namespace.offloads("upper"), namespace.link("upper"));

@@ -287,7 +287,7 @@ fn merge_heavy_history_finds_a_culprit_on_a_side_branch() {
 }
 
 #[test]
-fn unbuildable_commits_are_skipped_and_can_hide_the_culprit() {
+fn unbuildable_commits_are_skips_and_can_hide_the_culprit() {
     let fixture = fixture();
     let repo = GitRepo::open(&fixture.repo_path);
     // Commits 13 and 14 do not build; the culprit is 15.
@@ -360,7 +360,7 @@ fn unbuildable_commits_are_skipped_and_can_hide_the_culprit() {
 }
 
 #[test]
-fn a_hanging_measurement_is_killed_and_skipped() {
+fn a_hanging_measurement_is_killed_and_made_a_skip() {
     let fixture = fixture();
     let repo = GitRepo::open(&fixture.repo_path);
     // The first commit tested (the midpoint) hangs.

@@ -1,7 +1,8 @@
 //! child-process: the commands netbisect runs and the signals that stop
 //! them, in one small room that every part needing either shares (the
 //! bisect engine's build and measure commands, the VM runner's qemu,
-//! `bench` and `verdict`, bench-core's UDP_RR loop).
+//! `bench` and `verdict`, bench-core's UDP_RR loop and the host settings
+//! it puts back at a signal).
 //!
 //! - [`interrupt`]: one watcher of SIGINT and SIGTERM per process, which
 //!   kills the process group of every child being run and remembers the

@@ -1,7 +1,7 @@
 //! run-record: the canonical run record and everything that describes a
-//! run, with no socket, system call or network crate in sight, so that
-//! the archive and bisect can read, check and compare records without
-//! the code that measures them.
+//! run, with no socket, no network crate and no system call but reading
+//! the clock, so that the archive and bisect can read, check and compare
+//! records without the code that measures them.
 //!
 //! - [`record`]: the canonical run record (`netbisect.run/1.3`), its id and
 //!   its `config_key`.
@@ -11,7 +11,8 @@
 //! - [`guest`]: what a guest of the VM runner hands back for a run,
 //!   checked to be of the run asked.
 //! - [`kernel`]: what a kernel release string says about its commit.
-//! - [`time`]: absolute times as RFC 3339 strings.
+//! - [`time`]: absolute times as RFC 3339 strings, and the current one
+//!   ([`time::now_rfc3339`], the crate's one reading of the clock).
 //! - [`stats`]: the statistics every part of netbisect shares.
 //!
 //! Records are made by bench-core (which measures, and reads the host's
@@ -54,7 +55,8 @@
 //! ```
 //!
 //! Architecture invariant: run-record depends on no other crate of this
-//! workspace and makes no system call of its own: it does not depend on
+//! workspace and makes no system call of its own but reading the clock
+//! (through std, for [`time::now_rfc3339`]): it does not depend on
 //! socket2, libc, rustix or hmac.
 #![deny(missing_docs)]
 

@@ -2,7 +2,10 @@
 //!
 //! JSON numbers are doubles, so absolute times are never written as
 //! integers of nanoseconds; this module formats and checks the strings
-//! without pulling in a calendar crate.
+//! without pulling in a calendar crate. [`now_rfc3339`] is the one place
+//! the record's crate reads the clock (the one system call it makes):
+//! bench-core, the archive and the CLI all stamp their times through it,
+//! so that every time netbisect writes has the same form.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

@@ -1,8 +1,9 @@
 //! What the tests of every crate build the same way: run records
 //! ([`record::RecordBuilder`]) and git repositories with a fixed author and
-//! time ([`git::GitRepo`]), and a PostgreSQL server of their own
-//! ([`postgres::Cluster`]). A dev-dependency only: no production code
-//! links it.
+//! time ([`git::GitRepo`]), a PostgreSQL server of their own
+//! ([`postgres::Cluster`]), and the one way a test gives up where it
+//! cannot run ([`skip::skip`], a failure under `NETBISECT_SLOW_TESTS=1`).
+//! A dev-dependency only: no production code links it.
 //!
 //! ```
 //! use test_fixtures::record::RecordBuilder;
@@ -25,3 +26,4 @@
 pub mod git;
 pub mod postgres;
 pub mod record;
+pub mod skip;

@@ -43,10 +43,19 @@ impl Cluster {
             .map_err(Clone::clone)
     }
 
-    /// True when PostgreSQL's server binaries are installed, so that a
-    /// test without a cluster is a failure rather than a skip.
-    pub fn installed() -> bool {
-        bin_dir().is_some()
+    /// The cluster of this test process, or `None` after the test says
+    /// it skips ([`crate::skip::skip`]) where PostgreSQL's server
+    /// binaries are not installed. A cluster that fails to start where
+    /// they are is a failure.
+    pub fn shared_or_skip() -> Option<&'static Cluster> {
+        match Cluster::shared() {
+            Ok(cluster) => Some(cluster),
+            Err(why) if bin_dir().is_none() => {
+                crate::skip::skip(why);
+                None
+            }
+            Err(why) => panic!("PostgreSQL is installed but its cluster failed: {why}"),
+        }
     }
 
     fn start() -> Result<Cluster, String> {

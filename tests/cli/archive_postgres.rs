@@ -2,24 +2,13 @@
 //! the reads of the command line, merge to and from a file, and the
 //! addresses it refuses. The server is the tests' own cluster
 //! (`test_fixtures::postgres`); where PostgreSQL is not installed these
-//! tests say so and pass.
+//! tests say so and pass (and fail under `NETBISECT_SLOW_TESTS=1`).
 
 use run_record::record::RunRecord;
 use run_record::spec::TestKind;
 use std::path::Path;
 use test_fixtures::postgres::Cluster;
 use test_fixtures::record::{RecordBuilder, json_lines};
-
-fn cluster() -> Option<&'static Cluster> {
-    match Cluster::shared() {
-        Ok(cluster) => Some(cluster),
-        Err(why) if !Cluster::installed() => {
-            eprintln!("skipping: {why}");
-            None
-        }
-        Err(why) => panic!("PostgreSQL is installed but its cluster failed: {why}"),
-    }
-}
 
 /// The binary pointed at the archive `address`.
 fn netbisect_at(address: &str) -> assert_cmd::Command {
@@ -61,7 +50,7 @@ fn check_text(address: &str) -> String {
 
 #[test]
 fn eight_processes_import_overlapping_runs_and_each_is_stored_once() {
-    let Some(cluster) = cluster() else {
+    let Some(cluster) = Cluster::shared_or_skip() else {
         return;
     };
     let address = cluster.url(&cluster.database());
@@ -119,7 +108,7 @@ fn eight_processes_import_overlapping_runs_and_each_is_stored_once() {
 
 #[test]
 fn the_reads_and_merge_give_what_a_file_gives() {
-    let Some(cluster) = cluster() else {
+    let Some(cluster) = Cluster::shared_or_skip() else {
         return;
     };
     let address = cluster.url(&cluster.database());
@@ -198,7 +187,7 @@ fn addresses_that_cannot_be_used_are_refused_with_their_exit_codes() {
         .assert()
         .code(2);
 
-    let Some(cluster) = cluster() else {
+    let Some(cluster) = Cluster::shared_or_skip() else {
         return;
     };
     let name = cluster.database();
@@ -241,7 +230,7 @@ fn addresses_that_cannot_be_used_are_refused_with_their_exit_codes() {
 
 #[test]
 fn check_names_an_edited_figure_column_as_on_a_file() {
-    let Some(cluster) = cluster() else {
+    let Some(cluster) = Cluster::shared_or_skip() else {
         return;
     };
     let name = cluster.database();
@@ -316,7 +305,7 @@ fn exported_ids(address: &str) -> std::collections::BTreeSet<String> {
 
 #[test]
 fn a_connection_dropped_mid_import_stores_each_file_whole_or_not_at_all() {
-    let Some(cluster) = cluster() else {
+    let Some(cluster) = Cluster::shared_or_skip() else {
         return;
     };
     let name = cluster.database();

@@ -15,19 +15,13 @@ struct OtherUser {
     binary: crate::SharedBinary,
 }
 
-/// `nobody`, or `None` (the test then says why and skips) when no place
+/// `nobody`, or `None` (the test has said why it skips) when no place
 /// for the binary is open to it.
 fn nobody() -> Option<OtherUser> {
-    match crate::SharedBinary::new() {
-        Ok(binary) => Some(OtherUser {
-            uid: 65_534,
-            binary,
-        }),
-        Err(reason) => {
-            eprintln!("skipped: another user cannot run the binary: {reason}");
-            None
-        }
-    }
+    crate::SharedBinary::new().map(|binary| OtherUser {
+        uid: 65_534,
+        binary,
+    })
 }
 
 fn run(archive: &Path, args: &[&str], user: Option<&OtherUser>) -> (Option<i32>, String, String) {
@@ -174,7 +168,7 @@ fn an_archive_on_a_read_only_mount_is_read() {
     let output = match output {
         Ok(output) if output.status.code() != Some(99) => output,
         other => {
-            eprintln!("skipped: cannot make a read-only mount here: {other:?}");
+            test_fixtures::skip::skip(format!("cannot make a read-only mount here: {other:?}"));
             return;
         }
     };
@@ -291,7 +285,7 @@ fn a_full_file_system_is_reported_as_full() {
         .output()
         .unwrap();
     if output.status.code() == Some(99) {
-        eprintln!("skipped: cannot mount a small tmpfs here");
+        test_fixtures::skip::skip("cannot mount a small tmpfs here");
         return;
     }
     let stdout = String::from_utf8_lossy(&output.stdout);

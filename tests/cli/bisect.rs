@@ -302,7 +302,7 @@ fn a_merge_heavy_history_is_bisected_into_a_side_branch() {
 }
 
 #[test]
-fn unbuildable_commits_around_the_culprit_are_skipped() {
+fn unbuildable_commits_around_the_culprit_are_skips() {
     let fixture = fixture();
     let repo = GitRepo::open(&fixture.repo);
     // The culprit is 15; its parent 14 and its child 16 do not build.
@@ -341,7 +341,7 @@ fn unbuildable_commits_around_the_culprit_are_skipped() {
 }
 
 #[test]
-fn a_hanging_measure_command_is_killed_and_skipped() {
+fn a_hanging_measure_command_is_killed_and_made_a_skip() {
     let fixture = fixture();
     let repo = GitRepo::open(&fixture.repo);
     // The first commit tested (the midpoint) hangs.

@@ -9,6 +9,7 @@ mod bisect;
 mod bisect_jobs;
 mod bisect_session;
 mod compare;
+mod crate_graph;
 mod env;
 mod help;
 mod history;
@@ -39,12 +40,6 @@ pub fn netbisect_with(archive: &Path) -> assert_cmd::Command {
         .env("NETBISECT_ARCHIVE", archive)
         .env_remove("NETBISECT_TEMPLATE_DIR");
     command
-}
-
-/// True when the slow tests are switched on (`NETBISECT_SLOW_TESTS=1`):
-/// the soak of serve and the slowest VM tests.
-pub fn slow_tests() -> bool {
-    std::env::var("NETBISECT_SLOW_TESTS").is_ok_and(|value| value == "1")
 }
 
 /// The binary with the shared scratch archive.
@@ -80,10 +75,20 @@ pub struct SharedBinary {
 }
 
 impl SharedBinary {
+    /// Places the binary; `None` after the test says it skips
+    /// ([`test_fixtures::skip::skip`]) where no other user could reach
+    /// it.
+    pub fn new() -> Option<SharedBinary> {
+        SharedBinary::place()
+            .map_err(|reason| {
+                test_fixtures::skip::skip(format!("another user cannot run the binary: {reason}"))
+            })
+            .ok()
+    }
+
     /// Places the binary; `Err` says why no other user could reach it
-    /// (a temporary directory under a private one), for the test to say
-    /// it skips.
-    pub fn new() -> Result<SharedBinary, String> {
+    /// (a temporary directory under a private one).
+    fn place() -> Result<SharedBinary, String> {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::Builder::new()
             .prefix("netbisect-bin-")

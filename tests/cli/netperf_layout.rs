@@ -305,7 +305,7 @@ fn offload_on_and_off_pair_by_label_into_one_matrix() {
         })
     };
     if let Err(reason) = runner.join().unwrap() {
-        eprintln!("skipping the offload matrix: {reason} (needs root)");
+        test_fixtures::skip::skip(format!("the offload matrix: {reason} (needs root)"));
         return;
     }
     let text = stdout_of(netbisect(&db).args([

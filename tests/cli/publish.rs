@@ -546,7 +546,7 @@ fn each_experiment_has_a_page_with_its_comparison() {
     );
 
     let Some(browser) = chromium() else {
-        eprintln!("browser part skipped: chromium is not installed");
+        test_fixtures::skip::skip("the browser part: chromium is not installed");
         return;
     };
     let profile = tempfile::tempdir().unwrap();
@@ -697,7 +697,7 @@ fn run_chromium(browser: &Path, profile: &Path, extra: &[&str], url: &str) -> (S
 #[test]
 fn the_pages_load_in_a_real_browser() {
     let Some(browser) = chromium() else {
-        eprintln!("skipped: chromium is not installed (apt-get install chromium)");
+        test_fixtures::skip::skip("chromium is not installed (apt-get install chromium)");
         return;
     };
     let dir = tempfile::tempdir().unwrap();

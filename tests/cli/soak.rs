@@ -86,8 +86,7 @@ fn short_spec(test: TestKind) -> RunSpec {
 
 #[test]
 fn serve_survives_a_minute_of_mixed_clients() {
-    if !crate::slow_tests() {
-        eprintln!("soak: skipped, set NETBISECT_SLOW_TESTS=1 to run it");
+    if test_fixtures::skip::unless_slow_tests() {
         return;
     }
     let seconds: u64 = std::env::var("NETBISECT_SOAK_SECONDS")

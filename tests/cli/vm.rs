@@ -6,7 +6,7 @@
 //! kernels below.
 //! Without them they say why and pass, unless the slow tests are switched
 //! on (`NETBISECT_SLOW_TESTS=1`, as CI runs them): then a missing tool
-//! fails the test. The slowest tests (`ab`, the bisection over VM boots,
+//! fails the test (`test_fixtures::skip`). The slowest tests (`ab`, the bisection over VM boots,
 //! the KVM probe, interruptions) only run with that switch.
 
 use serde_json::Value;
@@ -15,6 +15,7 @@ use std::process::Stdio;
 use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 use test_fixtures::git::GitRepo;
+use test_fixtures::skip::{skip, unless_slow_tests};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_netbisect");
 /// Two releases of Debian's generic flavour (9p and virtio as modules).
@@ -38,10 +39,6 @@ fn every_core() -> RwLockWriteGuard<'static, ()> {
     GUESTS.write().unwrap_or_else(PoisonError::into_inner)
 }
 
-fn slow_switch_on() -> bool {
-    crate::slow_tests()
-}
-
 fn on_path(program: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
@@ -49,7 +46,7 @@ fn on_path(program: &str) -> bool {
 
 /// True when guests can be booted here; else says why (and fails when
 /// the slow switch demands the VM tests).
-fn vm_ready(test: &str) -> bool {
+fn vm_ready() -> bool {
     let mut missing = Vec::new();
     if !on_path("qemu-system-x86_64") {
         missing.push("qemu-system-x86_64".to_string());
@@ -65,21 +62,14 @@ fn vm_ready(test: &str) -> bool {
     if missing.is_empty() {
         return true;
     }
-    assert!(
-        !slow_switch_on(),
-        "NETBISECT_SLOW_TESTS=1 but missing: {}",
-        missing.join(", ")
-    );
-    eprintln!("{test}: skipped, missing {}", missing.join(", "));
+    skip(format!("missing {}", missing.join(", ")));
     false
 }
 
-fn slow(test: &str) -> bool {
-    if !slow_switch_on() {
-        eprintln!("{test}: skipped, set NETBISECT_SLOW_TESTS=1 to run it");
-        return false;
-    }
-    vm_ready(test)
+/// True when a slow VM test may run: the slow tests are switched on and
+/// guests can be booted; else says why.
+fn slow() -> bool {
+    !unless_slow_tests() && vm_ready()
 }
 
 fn run(archive: &Path, args: &[&str]) -> (i32, String, String) {
@@ -245,7 +235,7 @@ fn boot_dirs(dir: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn a_relative_image_boots_compressed_and_cleans_what_a_killed_run_left() {
-    if !slow("a_relative_image_boots_compressed") {
+    if !slow() {
         return;
     }
     let _guests = one_guest();
@@ -323,7 +313,7 @@ fn guest_facts(record: &Value) -> (String, String, Value) {
 
 #[test]
 fn a_kernel_is_booted_and_its_record_comes_back_to_the_archive() {
-    if !vm_ready("a_kernel_is_booted") {
+    if !vm_ready() {
         return;
     }
     let _guests = one_guest();
@@ -382,7 +372,7 @@ fn a_kernel_is_booted_and_its_record_comes_back_to_the_archive() {
 
 #[test]
 fn a_nic_pair_in_the_guest_carries_the_test_with_the_guest_sysctls() {
-    if !vm_ready("a_nic_pair") {
+    if !vm_ready() {
         return;
     }
     let _guests = one_guest();
@@ -451,11 +441,7 @@ impl Namespace {
             .output()
             .is_ok_and(|output| output.status.success());
         if !made {
-            assert!(
-                !slow_switch_on(),
-                "NETBISECT_SLOW_TESTS=1 but no network namespace can be made (root?)"
-            );
-            eprintln!("{tag}: skipped, cannot make a network namespace (root?)");
+            skip("cannot make a network namespace (root?)");
             return None;
         }
         Some(Namespace(name))
@@ -504,7 +490,7 @@ impl Drop for Namespace {
 
 #[test]
 fn host_mode_tests_the_guest_against_a_server_on_a_tap_of_this_host() {
-    if !vm_ready("host_mode") {
+    if !vm_ready() {
         return;
     }
     let _guests = one_guest();
@@ -571,7 +557,7 @@ fn host_mode_tests_the_guest_against_a_server_on_a_tap_of_this_host() {
 
 #[test]
 fn a_guest_past_its_timeout_is_killed_with_its_console_kept() {
-    if !vm_ready("a_guest_past_its_timeout") {
+    if !vm_ready() {
         return;
     }
     let _guests = one_guest();
@@ -608,7 +594,7 @@ fn a_guest_past_its_timeout_is_killed_with_its_console_kept() {
 
 #[test]
 fn a_guest_that_cannot_mount_the_host_root_says_why_and_exits_3() {
-    if !vm_ready("a_guest_that_cannot_mount") {
+    if !vm_ready() {
         return;
     }
     let _guests = one_guest();
@@ -671,7 +657,7 @@ fn experiment_id(stderr: &str) -> String {
 
 #[test]
 fn ab_runs_an_experiment_in_one_boot_per_kernel_and_round() {
-    if !slow("ab_runs_an_experiment") {
+    if !slow() {
         return;
     }
     let _guests = one_guest();
@@ -782,7 +768,7 @@ fn ab_runs_an_experiment_in_one_boot_per_kernel_and_round() {
 
 #[test]
 fn kvm_is_tried_then_tcg_said_and_recorded() {
-    if !slow("kvm_is_tried_then_tcg") {
+    if !slow() {
         return;
     }
     let _guests = one_guest();
@@ -932,7 +918,7 @@ impl KernelRange {
 
 #[test]
 fn a_kernel_range_is_bisected_through_vm_boots_and_resumes_after_kill() {
-    if !slow("a_kernel_range_is_bisected") {
+    if !slow() {
         return;
     }
     let _guests = one_guest();
@@ -1011,7 +997,7 @@ fn a_kernel_range_is_bisected_through_vm_boots_and_resumes_after_kill() {
 
 #[test]
 fn two_jobs_bisect_a_kernel_range_with_two_vms_on_cpus_of_their_own() {
-    if !slow("two_jobs_bisect_a_kernel_range") {
+    if !slow() {
         return;
     }
     let _guests = every_core();
@@ -1177,7 +1163,7 @@ fn interrupted_while_the_guest_runs(args: &[&str], signal: i32) {
 
 #[test]
 fn a_signal_kills_the_guest_of_bench_and_ab_and_exits_130() {
-    if !vm_ready("a_signal_kills_the_guest") {
+    if !vm_ready() {
         return;
     }
     let _guests = one_guest();
@@ -1213,7 +1199,7 @@ fn a_signal_kills_the_guest_of_bench_and_ab_and_exits_130() {
 
 #[test]
 fn an_experiment_killed_mid_boot_resumes_without_measuring_again() {
-    if !slow("an_experiment_killed_mid_boot") {
+    if !slow() {
         return;
     }
     let _guests = one_guest();
@@ -1300,13 +1286,13 @@ fn an_experiment_killed_mid_boot_resumes_without_measuring_again() {
 
 #[test]
 fn pair_nics_offer_offloads_and_an_offload_axis_sets_them_per_configuration() {
-    if !vm_ready("pair_nics_offer_offloads") {
+    if !vm_ready() {
         return;
     }
     let _guests = one_guest();
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("pair_nics_offer_offloads: skipped, the tap-backed pair needs root");
+        skip("the tap-backed pair needs root");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -1397,7 +1383,7 @@ const GUEST_OUTPUT: &str = "/run/netbisect/out";
 /// boot directories made there (TMPDIR) are on the file system of the
 /// netbisect binary, so that the binary is linked, not copied, into the
 /// guest's input. None (the test says why) where that cannot hold.
-fn hostile_dir(test: &str) -> Option<tempfile::TempDir> {
+fn hostile_dir() -> Option<tempfile::TempDir> {
     let target = Path::new(env!("CARGO_TARGET_TMPDIR"));
     std::fs::create_dir_all(target).unwrap();
     let dir = tempfile::Builder::new()
@@ -1409,11 +1395,10 @@ fn hostile_dir(test: &str) -> Option<tempfile::TempDir> {
         .iter()
         .any(|prefix| text.starts_with(prefix));
     if hidden || text.contains(|c: char| c.is_whitespace() || "'\"\\|".contains(c)) {
-        assert!(
-            !slow_switch_on(),
-            "{test}: the target directory {text} is hidden from the guest or needs quoting"
-        );
-        eprintln!("{test}: skipped, the guest cannot reach {text}");
+        skip(format!(
+            "the guest cannot reach the target directory {text}: it is hidden from the guest \
+             or needs quoting"
+        ));
         return None;
     }
     Some(dir)
@@ -1482,10 +1467,10 @@ fn mode_and_bytes(path: &Path) -> (u32, Vec<u8>) {
 
 #[test]
 fn a_hostile_guest_can_neither_change_the_binary_nor_make_the_host_read_a_device() {
-    if !slow("a_hostile_guest_can_neither_change_the_binary") {
+    if !slow() {
         return;
     }
-    let Some(dir) = hostile_dir("a_hostile_guest_can_neither_change_the_binary") else {
+    let Some(dir) = hostile_dir() else {
         return;
     };
     let _guests = one_guest();
@@ -1547,10 +1532,10 @@ fn a_hostile_guest_can_neither_change_the_binary_nor_make_the_host_read_a_device
 
 #[test]
 fn a_guest_record_of_another_label_and_testbed_is_refused_and_not_archived() {
-    if !slow("a_guest_record_of_another_label") {
+    if !slow() {
         return;
     }
-    let Some(dir) = hostile_dir("a_guest_record_of_another_label") else {
+    let Some(dir) = hostile_dir() else {
         return;
     };
     let _guests = one_guest();

@@ -2,10 +2,11 @@
 //! refused where it is read and listed by `check`, on both backends, and
 //! what `check` reads on PostgreSQL in place of an integrity check.
 
-use super::{Place, canonical, cluster, places, record};
+use super::{Place, canonical, places, record};
 use archive::{Archive, ArchiveError, CanonicalRun, RunQuery};
 use run_record::record::Metric;
 use run_record::spec::TestKind;
+use test_fixtures::postgres::Cluster;
 
 #[test]
 fn a_tampered_run_is_refused_on_read_and_listed_by_check() {
@@ -62,7 +63,7 @@ fn a_tampered_run_is_refused_on_read_and_listed_by_check() {
 
 #[test]
 fn check_on_postgresql_says_what_it_checked_and_finds_a_broken_catalog() {
-    let Some(cluster) = cluster() else {
+    let Some(cluster) = Cluster::shared_or_skip() else {
         return;
     };
     let place = Place::Server(cluster, cluster.database());
@@ -141,7 +142,7 @@ fn check_on_postgresql_says_what_it_checked_and_finds_a_broken_catalog() {
 /// fails naming it rather than leaving the run out.
 #[test]
 fn a_run_series_label_that_disagrees_with_its_run_is_found() {
-    let Some(cluster) = cluster() else {
+    let Some(cluster) = Cluster::shared_or_skip() else {
         return;
     };
     let place = Place::Server(cluster, cluster.database());

@@ -1,7 +1,8 @@
 //! One archive test suite on both backends: every test runs on a SQLite
 //! file and on a PostgreSQL database of a cluster the tests start
 //! themselves. Where no PostgreSQL binaries are installed the PostgreSQL
-//! half says so and passes; where they are, a cluster that does not
+//! half says so and passes (a failure under `NETBISECT_SLOW_TESTS=1`,
+//! since CI installs them); where they are, a cluster that does not
 //! start is a failure.
 //!
 //! Here the reads and writes; `check` (damage and `archive check`) and
@@ -49,23 +50,10 @@ impl Place {
 /// A SQLite place, then a PostgreSQL one when a server can be had.
 fn places() -> Vec<Place> {
     let mut places = vec![Place::File(tempfile::tempdir().unwrap())];
-    if let Some(cluster) = cluster() {
+    if let Some(cluster) = Cluster::shared_or_skip() {
         places.push(Place::Server(cluster, cluster.database()));
     }
     places
-}
-
-/// The tests' PostgreSQL server; `None`, said on stderr, only where no
-/// PostgreSQL is installed.
-fn cluster() -> Option<&'static Cluster> {
-    match Cluster::shared() {
-        Ok(cluster) => Some(cluster),
-        Err(why) if !Cluster::installed() => {
-            eprintln!("skipping the PostgreSQL half: {why}");
-            None
-        }
-        Err(why) => panic!("PostgreSQL is installed but its cluster failed: {why}"),
-    }
 }
 
 fn record(commit: &str, label: &str, throughput_bps: f64, test: TestKind) -> RunRecord {
@@ -370,7 +358,7 @@ fn merge_copies_between_any_two_archives_idempotently() {
 
 #[test]
 fn concurrent_writers_store_each_run_once() {
-    let Some(cluster) = cluster() else {
+    let Some(cluster) = Cluster::shared_or_skip() else {
         return;
     };
     let name = cluster.database();

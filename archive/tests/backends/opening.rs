@@ -2,7 +2,7 @@
 //! what is refused (a newer schema, a server that cannot be used, another
 //! program's database).
 
-use super::{Place, canonical, cluster, record};
+use super::{Place, canonical, record};
 use archive::location::ServerAddress;
 use archive::store::{SeriesRun, Upgrade};
 use archive::{Archive, ArchiveError, CanonicalRun, Location, RunQuery};
@@ -50,7 +50,7 @@ fn assert_sql(cluster: &Cluster, name: &str, condition: &str, what: &str) {
 /// naming both.
 #[test]
 fn a_postgresql_archive_at_version_1_or_2_is_upgraded_and_a_newer_one_refused() {
-    let Some(cluster) = cluster() else {
+    let Some(cluster) = Cluster::shared_or_skip() else {
         return;
     };
     let mut runs: Vec<CanonicalRun> = (0..4)
@@ -182,7 +182,7 @@ fn a_postgresql_archive_at_version_1_or_2_is_upgraded_and_a_newer_one_refused() 
 
 #[test]
 fn a_server_that_cannot_be_used_is_refused_naming_its_address_not_its_password() {
-    let Some(cluster) = cluster() else {
+    let Some(cluster) = Cluster::shared_or_skip() else {
         return;
     };
     let name = cluster.database();

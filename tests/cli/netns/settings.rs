@@ -17,7 +17,7 @@ fn namespace(tag: &str) -> Option<Namespace> {
     match Namespace::new(tag) {
         Ok(namespace) => Some(namespace),
         Err(reason) => {
-            println!("skipped: no network namespace: {reason}");
+            test_fixtures::skip::skip(format!("no network namespace: {reason}"));
             None
         }
     }
