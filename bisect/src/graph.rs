@@ -280,7 +280,7 @@ mod tests {
     }
 
     #[test]
-    fn skipped_commits_are_stepped_around() {
+    fn commits_given_up_are_stepped_around() {
         let graph = CommitGraph::linear(8);
         let candidates = graph.candidates(7, &[]);
         let skipped: BTreeSet<usize> = [3].into();

@@ -468,7 +468,7 @@ fn a_server_that_cannot_be_used_is_named_with_the_cause_and_never_the_password()
         "connection refused",
         "Connection refused",
     )];
-    if let Some(cluster) = cluster() {
+    if let Some(cluster) = Cluster::shared_or_skip() {
         let name = cluster.database();
         let user = test_fixtures::postgres::USER;
         cases.push((
