@@ -3,7 +3,7 @@
 //! asked for and writes it; a closed pipe is not an error (see
 //! [`crate::exit::stdout_error`]).
 
-use crate::cli::GlobalArgs;
+use crate::global_options::GlobalOptions;
 use crate::render::Renderer;
 use anyhow::Context;
 use run_record::record::RunRecord;
@@ -12,11 +12,11 @@ use std::io::Write;
 
 /// Writes `json()` with `--json`, else `text()`, to stdout.
 pub fn emit(
-    global: &GlobalArgs,
+    global: &GlobalOptions,
     json: impl FnOnce() -> anyhow::Result<Vec<u8>>,
     text: impl FnOnce() -> anyhow::Result<String>,
 ) -> anyhow::Result<()> {
-    let bytes = if global.json {
+    let bytes = if global.json() {
         json()?
     } else {
         text()?.into_bytes()
@@ -43,7 +43,7 @@ pub fn line<T: Serialize + ?Sized>(value: &T, what: &str) -> anyhow::Result<Vec<
 /// The built-in template `name` (or the user's, from `--template-dir`)
 /// rendered over `context`.
 pub fn template<C: Serialize>(
-    global: &GlobalArgs,
+    global: &GlobalOptions,
     name: &str,
     context: &C,
     what: &str,

@@ -5,14 +5,15 @@
 //! the experiment's id; then one comparison of the experiment's own runs
 //! (see [`crate::comparison`]).
 
-use crate::cli::{AbArgs, CompareLayout, GlobalArgs};
+use crate::cli::{AbArgs, CompareLayout};
 use crate::comparison::{ComparisonRequest, print_comparison};
 use crate::exit::{Code, InputError};
 use crate::experiment::{self, Experiment, Side};
+use crate::global_options::GlobalOptions;
 use crate::request::{configurations_of, guest_subject, request_from_args, vm};
 use crate::vm::{GuestSubject, KernelUnderTest};
 
-pub fn run(global: &GlobalArgs, args: &AbArgs) -> anyhow::Result<Code> {
+pub fn run(global: &GlobalOptions, args: &AbArgs) -> anyhow::Result<Code> {
     if args.bench.vm.kernel.is_some() {
         return Err(InputError("ab takes --kernel-a and --kernel-b, not --kernel".into()).into());
     }
@@ -72,7 +73,7 @@ pub fn run(global: &GlobalArgs, args: &AbArgs) -> anyhow::Result<Code> {
         experiment: Some(experiment.id.clone()),
     };
     comparison.check()?;
-    if !global.quiet {
+    if !global.quiet() {
         eprintln!(
             "netbisect: experiment {}: {n_configurations} configuration{} x 2 kernels x {} \
              round{}, {} boots",

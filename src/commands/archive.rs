@@ -1,8 +1,9 @@
 //! `netbisect archive`: import, list, show, export, merge and check the
 //! archive of runs.
 
-use crate::cli::{ArchiveAction, ArchiveArgs, GlobalArgs, ImportArgs, RunFilterArgs};
+use crate::cli::{ArchiveAction, ArchiveArgs, ImportArgs, RunFilterArgs};
 use crate::exit::{Code, InputError};
+use crate::global_options::GlobalOptions;
 use crate::output;
 use crate::store::{archive_location, open_archive, open_archive_read};
 use anyhow::Context;
@@ -12,7 +13,7 @@ use run_record::record::{RunRecord, Subject};
 use std::io::Write;
 use std::path::Path;
 
-pub fn run(global: &GlobalArgs, args: &ArchiveArgs) -> anyhow::Result<Code> {
+pub fn run(global: &GlobalOptions, args: &ArchiveArgs) -> anyhow::Result<Code> {
     match &args.action {
         ArchiveAction::Import(import_args) => run_import(global, import_args),
         ArchiveAction::List(filters) => run_list(global, filters),
@@ -47,7 +48,7 @@ struct FileReport {
     error: Option<String>,
 }
 
-fn run_import(global: &GlobalArgs, args: &ImportArgs) -> anyhow::Result<Code> {
+fn run_import(global: &GlobalOptions, args: &ImportArgs) -> anyhow::Result<Code> {
     if !args.labels.is_empty() && args.files.len() > 1 {
         return Err(InputError(
             "--labels names the outputs of one input; import one file with it".to_string(),
@@ -80,7 +81,7 @@ fn run_import(global: &GlobalArgs, args: &ImportArgs) -> anyhow::Result<Code> {
             Err(err) if is_file_error(&err) => {
                 n_failed += 1;
                 let message = format!("{err:#}");
-                if !global.quiet {
+                if !global.quiet() {
                     eprintln!("netbisect: error: {message}; nothing imported from it");
                 }
                 FileReport {
@@ -197,7 +198,7 @@ fn import_file(
     })
 }
 
-fn run_list(global: &GlobalArgs, filters: &RunFilterArgs) -> anyhow::Result<Code> {
+fn run_list(global: &GlobalOptions, filters: &RunFilterArgs) -> anyhow::Result<Code> {
     let archive = open_archive_read(global)?;
     let runs = archive
         .runs_newest_first(&query_of(filters))
@@ -213,7 +214,7 @@ fn run_list(global: &GlobalArgs, filters: &RunFilterArgs) -> anyhow::Result<Code
     Ok(Code::Ok)
 }
 
-fn run_show(global: &GlobalArgs, id: &str, units: &str) -> anyhow::Result<Code> {
+fn run_show(global: &GlobalOptions, id: &str, units: &str) -> anyhow::Result<Code> {
     let archive = open_archive_read(global)?;
     let (run, bytes) = archive
         .find(id)
@@ -236,7 +237,7 @@ fn run_show(global: &GlobalArgs, id: &str, units: &str) -> anyhow::Result<Code> 
     Ok(Code::Ok)
 }
 
-fn run_export(global: &GlobalArgs, filters: &RunFilterArgs) -> anyhow::Result<Code> {
+fn run_export(global: &GlobalOptions, filters: &RunFilterArgs) -> anyhow::Result<Code> {
     let archive = open_archive_read(global)?;
     let stdout = std::io::stdout().lock();
     let mut writer = std::io::BufWriter::new(stdout);
@@ -264,7 +265,7 @@ fn run_export(global: &GlobalArgs, filters: &RunFilterArgs) -> anyhow::Result<Co
     Ok(Code::Ok)
 }
 
-fn run_merge(global: &GlobalArgs, other: &Path) -> anyhow::Result<Code> {
+fn run_merge(global: &GlobalOptions, other: &Path) -> anyhow::Result<Code> {
     let other_location = archive::Location::parse(other.as_os_str())?;
     let mut archive = open_archive(global)?;
     let counts = archive
@@ -283,9 +284,9 @@ fn run_merge(global: &GlobalArgs, other: &Path) -> anyhow::Result<Code> {
     Ok(Code::Ok)
 }
 
-fn run_check(global: &GlobalArgs) -> anyhow::Result<Code> {
+fn run_check(global: &GlobalOptions) -> anyhow::Result<Code> {
     let location = archive_location(global)?;
-    let report = Archive::check_location(&location).context("failed to check the archive")?;
+    let report = Archive::check_location(location).context("failed to check the archive")?;
     let text = || {
         let mut text = format!(
             "{}\nschema version: {} (this netbisect reads up to {})\n",

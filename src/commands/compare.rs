@@ -5,11 +5,12 @@
 //! compare reports and does not judge: it exits with 0 whatever the
 //! verdicts are, 2 when a selector or an option is wrong.
 
-use crate::cli::{CompareArgs, GlobalArgs};
+use crate::cli::CompareArgs;
 use crate::comparison::{ComparisonRequest, print_comparison};
 use crate::exit::Code;
+use crate::global_options::GlobalOptions;
 
-pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<Code> {
+pub fn run(global: &GlobalOptions, args: &CompareArgs) -> anyhow::Result<Code> {
     let request = ComparisonRequest {
         first: args.first.clone(),
         second: args.second.clone(),

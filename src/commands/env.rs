@@ -2,11 +2,12 @@
 //! An interface that does not exist is an input error, not an empty
 //! description.
 
-use crate::cli::{EnvArgs, GlobalArgs};
+use crate::cli::EnvArgs;
 use crate::exit::{Code, InputError};
+use crate::global_options::GlobalOptions;
 use crate::output;
 
-pub fn run(global: &GlobalArgs, args: &EnvArgs) -> anyhow::Result<Code> {
+pub fn run(global: &GlobalOptions, args: &EnvArgs) -> anyhow::Result<Code> {
     if let Some(name) = &args.interface
         && !bench_core::host::interface_exists(name)
     {

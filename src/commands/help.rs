@@ -7,8 +7,9 @@
 //! `netbisect-archive-import.1`), each listing the pages of its
 //! subcommands, all written alongside.
 
-use crate::cli::{Cli, CompletionsArgs, GlobalArgs, ManArgs};
+use crate::cli::{Cli, CompletionsArgs, ManArgs};
 use crate::exit::Code;
+use crate::global_options::GlobalOptions;
 use crate::output;
 use anyhow::Context;
 use clap::CommandFactory;
@@ -21,7 +22,7 @@ pub fn completions(args: &CompletionsArgs) -> anyhow::Result<Code> {
     Ok(Code::Ok)
 }
 
-pub fn man(global: &GlobalArgs, args: &ManArgs) -> anyhow::Result<Code> {
+pub fn man(global: &GlobalOptions, args: &ManArgs) -> anyhow::Result<Code> {
     // `help` is clap's, not a command with a page of its own.
     let mut command = Cli::command().disable_help_subcommand(true);
     command.build();
@@ -36,7 +37,7 @@ pub fn man(global: &GlobalArgs, args: &ManArgs) -> anyhow::Result<Code> {
     };
     std::fs::create_dir_all(dir).with_context(|| format!("failed to create {}", dir.display()))?;
     let n_pages = write_pages(&command, dir)?;
-    if !global.quiet {
+    if !global.quiet() {
         eprintln!(
             "netbisect: wrote {n_pages} manual pages to {} (netbisect.1 and one per command)",
             dir.display()

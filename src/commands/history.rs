@@ -15,9 +15,10 @@
 //! older than those columns (opened read-only, so not upgraded) is read
 //! record by record.
 
-use crate::cli::{GlobalArgs, HistoryArgs};
+use crate::cli::HistoryArgs;
 use crate::commits::commits_of;
 use crate::exit::{Code, InputError};
+use crate::global_options::GlobalOptions;
 use crate::output;
 use crate::site;
 use crate::store::{open_archive_read, series_runs};
@@ -31,7 +32,7 @@ use run_record::record::RunRecord;
 use run_record::stats::ChangePointOptions;
 use std::collections::BTreeMap;
 
-pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<Code> {
+pub fn run(global: &GlobalOptions, args: &HistoryArgs) -> anyhow::Result<Code> {
     let order = if args.repo.is_some() {
         SeriesOrder::Git
     } else {
@@ -79,7 +80,7 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<Code> {
                 ))
                 .into());
             }
-            if n_in_range < runs.len() && global.verbose > 0 {
+            if n_in_range < runs.len() && global.verbose() {
                 eprintln!(
                     "netbisect: {} of the {} selected runs are of commits outside {range}",
                     runs.len() - n_in_range,

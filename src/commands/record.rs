@@ -1,15 +1,16 @@
 //! `netbisect record check`: validate canonical run records, for example
 //! the output of a `--measure` command, before anything relies on them.
 
-use crate::cli::{GlobalArgs, RecordAction, RecordArgs};
+use crate::cli::{RecordAction, RecordArgs};
 use crate::exit::Code;
+use crate::global_options::GlobalOptions;
 use crate::output;
 use anyhow::Context;
 use run_record::record::RunRecord;
 use std::io::Read;
 use std::path::Path;
 
-pub fn run(global: &GlobalArgs, args: &RecordArgs) -> anyhow::Result<Code> {
+pub fn run(global: &GlobalOptions, args: &RecordArgs) -> anyhow::Result<Code> {
     match &args.action {
         RecordAction::Check { files } => {
             for file in files {

@@ -4,8 +4,9 @@
 //! is counted, by kind, at most once a second. With `--quiet`, only the
 //! listener, refusals and those counts.
 
-use crate::cli::{GlobalArgs, ServeArgs};
+use crate::cli::ServeArgs;
 use crate::exit::{Code, InputError};
+use crate::global_options::GlobalOptions;
 use anyhow::Context;
 use bench_core::auth::Token;
 use bench_core::server::{DEFAULT_EVENT_LIMIT, EventLevel, Server, ServerConfig, ServerEvent};
@@ -36,7 +37,7 @@ fn raise_descriptor_limit(wanted: u64) {
     }
 }
 
-pub fn run(global: &GlobalArgs, args: &ServeArgs) -> anyhow::Result<Code> {
+pub fn run(global: &GlobalOptions, args: &ServeArgs) -> anyhow::Result<Code> {
     let mut config = ServerConfig::new(SocketAddr::new(args.listen, args.port));
     if let Some(path) = &args.token_file {
         config.token = Some(Token::from_file(path).map_err(|err| InputError(err.to_string()))?);
@@ -48,7 +49,7 @@ pub fn run(global: &GlobalArgs, args: &ServeArgs) -> anyhow::Result<Code> {
     config.control_timeout = Duration::from_secs_f64(args.timeout);
     config.max_test_memory = args.max_test_memory.saturating_mul(1 << 20);
     config.max_total_memory = args.max_total_memory.saturating_mul(1 << 20);
-    config.event_level = if global.quiet {
+    config.event_level = if global.quiet() {
         EventLevel::Notices
     } else {
         EventLevel::All

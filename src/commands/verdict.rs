@@ -13,8 +13,9 @@
 //! the commit checked out (HEAD), so the next verdict or bisection can
 //! reuse it.
 
-use crate::cli::{GlobalArgs, MeasureArgs, VerdictArgs};
+use crate::cli::{MeasureArgs, VerdictArgs};
 use crate::exit::{Code, InputError};
+use crate::global_options::GlobalOptions;
 use crate::output;
 use anyhow::Context;
 use archive::{Archive, ArchiveError, CanonicalRun, RunQuery};
@@ -135,7 +136,7 @@ struct VerdictDoc {
     change_high_pct: Option<f64>,
 }
 
-pub fn run(global: &GlobalArgs, args: &VerdictArgs) -> anyhow::Result<Code> {
+pub fn run(global: &GlobalOptions, args: &VerdictArgs) -> anyhow::Result<Code> {
     match decide(global, args) {
         Ok(code) => Ok(code),
         Err(err) => {
@@ -362,7 +363,7 @@ struct Measured {
 /// learnt from it), storing each, until the sequential test of `model`
 /// decides.
 fn measure_until_decided(
-    global: &GlobalArgs,
+    global: &GlobalOptions,
     archive: &mut Archive,
     measuring: &Measuring<'_>,
     mut first_run: Option<RunRecord>,
@@ -391,7 +392,7 @@ fn measure_until_decided(
         let value = record
             .sample(metric)
             .ok_or_else(|| anyhow::anyhow!("the run record has no {metric} figures"))?;
-        if record.config_key != measuring.good_config_key && !global.quiet {
+        if record.config_key != measuring.good_config_key && !global.quiet() {
             eprintln!(
                 "netbisect: warning: run {} has another config_key than the good baseline",
                 &record.id[..12]
@@ -446,7 +447,7 @@ fn verdict_text(doc: &VerdictDoc, metric: Metric, test: TestKind, bound: f64) ->
     text
 }
 
-fn decide(global: &GlobalArgs, args: &VerdictArgs) -> anyhow::Result<Code> {
+fn decide(global: &GlobalOptions, args: &VerdictArgs) -> anyhow::Result<Code> {
     let mut archive = open_existing_archive(global)?;
     let good = baseline(&archive, &args.good_run).context("the good baseline")?;
     let bad = baseline(&archive, &args.bad_run).context("the bad baseline")?;

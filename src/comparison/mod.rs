@@ -7,8 +7,9 @@
 mod reproduce;
 mod tables;
 
-use crate::cli::{CompareLayout, GlobalArgs};
+use crate::cli::CompareLayout;
 use crate::exit::InputError;
+use crate::global_options::GlobalOptions;
 use crate::output;
 use crate::selector::{self, Selector};
 use crate::store::open_archive_read;
@@ -85,7 +86,7 @@ impl ComparisonRequest {
 }
 
 /// Compares the two sides of `args` in the archive and prints the result.
-pub fn print_comparison(global: &GlobalArgs, args: &ComparisonRequest) -> anyhow::Result<()> {
+pub fn print_comparison(global: &GlobalOptions, args: &ComparisonRequest) -> anyhow::Result<()> {
     args.check()?;
     let archive = open_archive_read(global)?;
     let compared = compare_sides(global, &archive, args)?;
@@ -96,7 +97,7 @@ pub fn print_comparison(global: &GlobalArgs, args: &ComparisonRequest) -> anyhow
             .iter()
             .filter(|group| !group.env_differences.is_empty() || group.config_keys_differ)
             .count();
-        if n_differing > 0 && !global.quiet {
+        if n_differing > 0 && !global.quiet() {
             eprintln!(
                 "netbisect: warning: the environments of the sides differ in {n_differing} \
                  group{} (see env_differences, config_keys_differ)",
@@ -111,7 +112,7 @@ pub fn print_comparison(global: &GlobalArgs, args: &ComparisonRequest) -> anyhow
 /// The text `compare` prints for `args` (never its `--json`), from
 /// `archive`: what a published page shows of an experiment.
 pub fn comparison_text(
-    global: &GlobalArgs,
+    global: &GlobalOptions,
     archive: &Archive,
     args: &ComparisonRequest,
 ) -> anyhow::Result<String> {
@@ -130,7 +131,7 @@ struct Compared {
 
 impl Compared {
     /// The `compare` template's text (or `compare-stats`'s).
-    fn text(&self, global: &GlobalArgs, args: &ComparisonRequest) -> anyhow::Result<String> {
+    fn text(&self, global: &GlobalOptions, args: &ComparisonRequest) -> anyhow::Result<String> {
         match args.layout {
             CompareLayout::Stats => {
                 output::template(global, "compare-stats", &self.comparison, "the comparison")
@@ -151,7 +152,7 @@ impl Compared {
 
 /// The sides of `args` read from `archive` and compared.
 fn compare_sides(
-    global: &GlobalArgs,
+    global: &GlobalOptions,
     archive: &Archive,
     args: &ComparisonRequest,
 ) -> anyhow::Result<Compared> {
@@ -200,7 +201,7 @@ fn compare_sides(
             .into_iter()
             .flatten()
         {
-            if !global.quiet {
+            if !global.quiet() {
                 eprintln!("netbisect: warning: {ambiguity}");
             }
         }
@@ -209,7 +210,7 @@ fn compare_sides(
             (&mut second_selection, second),
         ] {
             if let Some(mixed) = mixed_kernels(&selection.records) {
-                if !global.quiet {
+                if !global.quiet() {
                     eprintln!(
                         "netbisect: warning: {} pools the runs of {mixed}; give one kernel or \
                          commit per side (an experiment's own runs: --experiment ID)",

@@ -5,7 +5,7 @@
 
 use super::progress::Progress;
 use super::{Boot, Experiment};
-use crate::cli::GlobalArgs;
+use crate::global_options::GlobalOptions;
 use crate::store::{open_archive, store_run};
 use crate::vm::{self, GuestSubject, Notes};
 use anyhow::Context;
@@ -31,7 +31,7 @@ pub struct Outcome {
 /// configuration or boot is noted and the rest go on. A signal stops it
 /// with what finished stored.
 pub fn run(
-    global: &GlobalArgs,
+    global: &GlobalOptions,
     experiment: &Experiment,
     console_dir: &Path,
 ) -> anyhow::Result<Outcome> {
@@ -124,8 +124,8 @@ pub fn run(
                 &subject,
                 console_dir,
                 Notes {
-                    quiet: global.quiet,
-                    verbose: global.verbose > 0,
+                    quiet: global.quiet(),
+                    verbose: global.verbose(),
                 },
                 &mut store,
             )
@@ -156,7 +156,7 @@ pub fn run(
 /// The configurations of `boot` the archive holds a run of already: runs
 /// of the experiment, round and side, whose spec is the configuration's.
 fn measured(
-    global: &GlobalArgs,
+    global: &GlobalOptions,
     experiment: &Experiment,
     boot: Boot,
 ) -> anyhow::Result<BTreeSet<usize>> {

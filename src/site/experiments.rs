@@ -7,8 +7,9 @@
 //! The runs say which label is A's: kernel A boots first in round 1,
 //! so A's label is that of the earliest run of the lowest round.
 
-use crate::cli::{CompareLayout, GlobalArgs};
+use crate::cli::CompareLayout;
 use crate::comparison::{ComparisonRequest, comparison_text, experiment_layout};
+use crate::global_options::GlobalOptions;
 use anyhow::Context;
 use archive::{Archive, ArchiveError, RunQuery};
 use run_record::record::RunRecord;
@@ -42,7 +43,7 @@ struct ExperimentRuns {
 /// The experiments of `archive`'s runs, each with its page, in order of
 /// their ids.
 pub fn experiment_pages(
-    global: &GlobalArgs,
+    global: &GlobalOptions,
     archive: &Archive,
 ) -> anyhow::Result<Vec<ExperimentPage>> {
     let mut experiments: BTreeMap<String, ExperimentRuns> = BTreeMap::new();
@@ -117,7 +118,7 @@ struct ComparedView {
 
 /// The comparison of an experiment's sides `first` (A) and `second`.
 fn compared(
-    global: &GlobalArgs,
+    global: &GlobalOptions,
     archive: &Archive,
     id: &str,
     runs: &ExperimentRuns,
@@ -160,7 +161,7 @@ fn compared(
 }
 
 fn experiment_page(
-    global: &GlobalArgs,
+    global: &GlobalOptions,
     archive: &Archive,
     id: &str,
     runs: &ExperimentRuns,

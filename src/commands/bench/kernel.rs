@@ -4,8 +4,8 @@
 //! has finished it, and printed as bench prints a run (`--json`: one
 //! record a line).
 
-use crate::cli::GlobalArgs;
 use crate::exit::Code;
+use crate::global_options::GlobalOptions;
 use crate::output;
 use crate::progress::Reporter;
 use crate::request::{BenchInvocation, KernelRun};
@@ -13,7 +13,7 @@ use crate::store::{store_and_print, store_run, warn_of_refused_settings};
 use crate::vm::{self, KernelUnderTest};
 
 pub fn run(
-    global: &GlobalArgs,
+    global: &GlobalOptions,
     invocation: &BenchInvocation,
     kernel: &KernelRun,
 ) -> anyhow::Result<Code> {
@@ -68,8 +68,8 @@ pub fn run(
         &kernel.subject,
         &std::env::temp_dir(),
         vm::Notes {
-            quiet: global.quiet,
-            verbose: global.verbose > 0,
+            quiet: global.quiet(),
+            verbose: global.verbose(),
         },
         &mut stored,
     )?;
@@ -82,7 +82,7 @@ pub fn run(
             .context(format!("{what} failed in the guest; no run was recorded")));
     }
     for record in &records {
-        if global.json {
+        if global.json() {
             warn_of_refused_settings(global, record);
             output::write_stdout(&output::record(record)?)?;
         } else {

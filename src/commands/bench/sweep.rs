@@ -12,8 +12,8 @@
 //! of the swept size delivered per second (throughput / 8 / size).
 //! Absent CPU figures are `null`. `stopped` is set when a size failed.
 
-use crate::cli::GlobalArgs;
 use crate::exit::Code;
+use crate::global_options::GlobalOptions;
 use crate::output;
 use crate::request::{BenchInvocation, SizeSweep};
 use crate::store::{store_run, warn_of_refused_settings};
@@ -105,7 +105,7 @@ pub struct SweepRow {
 /// Runs `bench --sweep`, checked already: one run per size; stops at the
 /// first size that fails.
 pub fn run(
-    global: &GlobalArgs,
+    global: &GlobalOptions,
     invocation: &BenchInvocation,
     size_sweep: &SizeSweep,
 ) -> anyhow::Result<Code> {
@@ -130,7 +130,7 @@ pub fn run(
                 };
                 progress.finish();
                 let what = stop_message(&stopped, n_sizes, records.len(), !output.archive);
-                if !global.json && !records.is_empty() {
+                if !global.json() && !records.is_empty() {
                     let table = sweep_table(&base.spec, &sweep.parameter, &records, n_sizes);
                     print_table(
                         global,
@@ -148,14 +148,14 @@ pub fn run(
         if output.archive {
             store_run(global, &record)?;
         }
-        if global.json {
+        if global.json() {
             output::write_stdout(&output::record(&record)?)?;
         }
         progress.advance(1);
         records.push(record);
     }
     progress.finish();
-    if !global.json {
+    if !global.json() {
         print_table(
             global,
             &output.units,
@@ -192,7 +192,7 @@ struct SweepContext<'a> {
     units: &'a str,
 }
 
-fn print_table(global: &GlobalArgs, units: &str, table: SweepTable) -> anyhow::Result<()> {
+fn print_table(global: &GlobalOptions, units: &str, table: SweepTable) -> anyhow::Result<()> {
     let context = SweepContext {
         table: &table,
         units,

@@ -23,12 +23,13 @@
 
 mod progress;
 mod report;
+use crate::cli::MeasureArgs;
 use crate::cli::{
     BisectAction, BisectArgs, BisectRepoArgs, BisectRunArgs, BisectStartArgs, DirectionArg,
     MethodArg,
 };
-use crate::cli::{GlobalArgs, MeasureArgs};
 use crate::exit::{Code, InputError};
+use crate::global_options::GlobalOptions;
 use anyhow::Context;
 use bisect::config::BisectConfig;
 use bisect::decision::{DecisionConfig, Method as WalkMethod};
@@ -50,7 +51,7 @@ mod slots;
 mod status;
 pub mod wiring;
 
-pub fn run(global: &GlobalArgs, args: &BisectArgs) -> anyhow::Result<Code> {
+pub fn run(global: &GlobalOptions, args: &BisectArgs) -> anyhow::Result<Code> {
     match &args.action {
         BisectAction::Start(start_args) => start(global, start_args),
         BisectAction::Run(run_args) => run_session(global, run_args),
@@ -80,7 +81,7 @@ fn metric_of(
     }
 }
 
-fn start(global: &GlobalArgs, args: &BisectStartArgs) -> anyhow::Result<Code> {
+fn start(global: &GlobalOptions, args: &BisectStartArgs) -> anyhow::Result<Code> {
     let repo = range::open_repository(&args.repo).map_err(input)?;
     let key = repo_key(&repo, &args.repo)?;
     let workdir = PathBuf::from(&key);
@@ -228,7 +229,7 @@ fn jobs_of(loaded: &session::Loaded, asked: Option<u32>) -> anyhow::Result<usize
     Ok(jobs as usize)
 }
 
-fn run_session(global: &GlobalArgs, run_args: &BisectRunArgs) -> anyhow::Result<Code> {
+fn run_session(global: &GlobalOptions, run_args: &BisectRunArgs) -> anyhow::Result<Code> {
     let args = &run_args.repo;
     let loaded = load(global, args.repo.as_deref())?;
     let spec = &loaded.spec;
@@ -250,8 +251,8 @@ fn run_session(global: &GlobalArgs, run_args: &BisectRunArgs) -> anyhow::Result<
             session: kernel.clone(),
             console_dir: dir.join("consoles"),
             notes: crate::vm::Notes {
-                quiet: global.quiet,
-                verbose: global.verbose > 0,
+                quiet: global.quiet(),
+                verbose: global.verbose(),
             },
         })),
         (Some(text), None) => Method::Bench(Box::new(crate::request::parse_bench_spec(text)?)),
@@ -350,7 +351,7 @@ fn run_session(global: &GlobalArgs, run_args: &BisectRunArgs) -> anyhow::Result<
     print_outcome(global, &loaded, config_key.as_deref(), &outcome)
 }
 
-fn reset(global: &GlobalArgs, args: &BisectRepoArgs) -> anyhow::Result<Code> {
+fn reset(global: &GlobalOptions, args: &BisectRepoArgs) -> anyhow::Result<Code> {
     let mut loaded = load(global, args.repo.as_deref())?;
     let dir = state_dir(&loaded.repo);
     let lock = lock_state(&dir)?;
@@ -374,7 +375,7 @@ fn reset(global: &GlobalArgs, args: &BisectRepoArgs) -> anyhow::Result<Code> {
     let _ = std::fs::remove_file(dir.join("lock"));
     let _ = std::fs::remove_dir(&dir);
     let session = loaded.archive.end_session(loaded.session.id)?;
-    if !global.quiet {
+    if !global.quiet() {
         eprintln!(
             "netbisect: bisection session {} of {} ended; its runs stay in the archive",
             session.id, session.repo

@@ -6,8 +6,9 @@
 use super::input;
 use super::session::{Loaded, SessionSpec, load, status_of};
 use super::wiring;
-use crate::cli::{BisectReportArgs, GlobalArgs};
+use crate::cli::BisectReportArgs;
 use crate::exit::Code;
+use crate::global_options::GlobalOptions;
 use crate::output;
 use archive::{Archive, RunQuery};
 use bisect::decision::DecisionConfig;
@@ -15,7 +16,7 @@ use bisect::report::Outcome;
 use run_record::record::RunRecord;
 use serde::Serialize;
 
-pub(super) fn report(global: &GlobalArgs, args: &BisectReportArgs) -> anyhow::Result<Code> {
+pub(super) fn report(global: &GlobalOptions, args: &BisectReportArgs) -> anyhow::Result<Code> {
     let loaded = load(global, args.repo.repo.as_deref())?;
     let status = status_of(&loaded)?;
     if status.outcome.is_some()
@@ -345,7 +346,7 @@ fn environment(good: Option<&RunRecord>, bad: Option<&RunRecord>) -> Vec<EnvLine
 /// from runs under `config_key`, so that runs of another test archived for
 /// the same commits never name the report.
 pub(super) fn print_outcome(
-    global: &GlobalArgs,
+    global: &GlobalOptions,
     loaded: &Loaded,
     config_key: Option<&str>,
     outcome: &Outcome,

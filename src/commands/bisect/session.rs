@@ -8,7 +8,7 @@
 
 use super::input;
 use super::wiring;
-use crate::cli::GlobalArgs;
+use crate::global_options::GlobalOptions;
 use anyhow::Context;
 use archive::Archive;
 use archive::journal::BisectSession;
@@ -95,7 +95,7 @@ pub(super) struct Loaded {
 /// The active session of the repository at (or containing) `path`; with
 /// no path, that of the repository of the current directory, else the
 /// one bisection in progress, wherever its repository is.
-pub(super) fn load(global: &GlobalArgs, path: Option<&Path>) -> anyhow::Result<Loaded> {
+pub(super) fn load(global: &GlobalOptions, path: Option<&Path>) -> anyhow::Result<Loaded> {
     // No archive holds no session: said so, and none is created.
     if let Some(archive_path) = crate::store::missing_archive(global)? {
         return Err(input(format!(

@@ -5,8 +5,9 @@
 //! ([`StatusDoc`]).
 
 use super::session::{Loaded, SessionSpec, load, status_of};
-use crate::cli::{BisectRepoArgs, GlobalArgs};
+use crate::cli::BisectRepoArgs;
 use crate::exit::Code;
+use crate::global_options::GlobalOptions;
 use crate::output;
 use archive::journal::BisectSession;
 use bisect::estimate::Estimate;
@@ -58,7 +59,7 @@ pub struct StatusDoc {
     pub estimate: Option<Estimate>,
 }
 
-pub(super) fn status(global: &GlobalArgs, args: &BisectRepoArgs) -> anyhow::Result<Code> {
+pub(super) fn status(global: &GlobalOptions, args: &BisectRepoArgs) -> anyhow::Result<Code> {
     let loaded = load(global, args.repo.as_deref())?;
     let status = status_of(&loaded)?;
     print_status(
@@ -83,7 +84,7 @@ fn state_name(status: &Status) -> &'static str {
 }
 
 pub(super) fn print_status(
-    global: &GlobalArgs,
+    global: &GlobalOptions,
     session: &BisectSession,
     spec: &SessionSpec,
     graph: &CommitGraph,
@@ -147,7 +148,7 @@ fn log_lines(loaded: &Loaded, status: &Status) -> Vec<String> {
     lines
 }
 
-pub(super) fn log(global: &GlobalArgs, args: &BisectRepoArgs) -> anyhow::Result<Code> {
+pub(super) fn log(global: &GlobalOptions, args: &BisectRepoArgs) -> anyhow::Result<Code> {
     let loaded = load(global, args.repo.as_deref())?;
     let status = status_of(&loaded)?;
     let lines = log_lines(&loaded, &status);
