@@ -11,7 +11,7 @@
 //! never fails because of it, and one that does fails at the moment it
 //! did when every use read the option anew.
 
-use crate::exit::InputError;
+use crate::exit::{self, InputError};
 use archive::Location;
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -112,7 +112,7 @@ impl ArchiveChoice {
     /// `$HOME/.local/share/netbisect/archive.db`. Read at the first call
     /// and kept; an error is not kept, since it ends the command that
     /// asked (a second call would read the same error again).
-    pub fn location(&self) -> anyhow::Result<&Location> {
+    pub fn location(&self) -> exit::Result<&Location> {
         if let Some(location) = self.location.get() {
             return Ok(location);
         }
@@ -124,7 +124,7 @@ impl ArchiveChoice {
     }
 }
 
-fn default_archive_path() -> anyhow::Result<PathBuf> {
+fn default_archive_path() -> exit::Result<PathBuf> {
     let absolute_env = |name: &str| {
         std::env::var_os(name)
             .map(PathBuf::from)

@@ -7,10 +7,9 @@
 //! table ([`store_and_print`]), after a warning of the settings the
 //! kernel did not grant ([`warn_of_refused_settings`]).
 
-use crate::exit::Code;
+use crate::exit::{self, Code, Context};
 use crate::global_options::GlobalOptions;
 use crate::output;
-use anyhow::Context;
 use archive::store::SeriesRun;
 use archive::store::Upgrade;
 use archive::{Archive, Location, RunQuery};
@@ -21,13 +20,13 @@ use std::path::PathBuf;
 /// The archive: `--archive` / `NETBISECT_ARCHIVE` (a file, or a
 /// `postgres://` or `postgresql://` address), else the default file
 /// (see [`crate::global_options::ArchiveChoice::location`]).
-pub fn archive_location(global: &GlobalOptions) -> anyhow::Result<&Location> {
+pub fn archive_location(global: &GlobalOptions) -> exit::Result<&Location> {
     global.archive.location()
 }
 
 /// Opens (creating it and its directory if needed) the archive the
 /// command line names.
-pub fn open_archive(global: &GlobalOptions) -> anyhow::Result<Archive> {
+pub fn open_archive(global: &GlobalOptions) -> exit::Result<Archive> {
     let location = archive_location(global)?;
     if let Some(parent) = location
         .file()
@@ -45,10 +44,10 @@ pub fn open_archive(global: &GlobalOptions) -> anyhow::Result<Archive> {
 /// command that has nothing to do without one (a bisection's session,
 /// verdict's baselines): a missing file is an error ("no archive at
 /// PATH"), never a new empty archive.
-pub fn open_existing_archive(global: &GlobalOptions) -> anyhow::Result<Archive> {
+pub fn open_existing_archive(global: &GlobalOptions) -> exit::Result<Archive> {
     if let Some(path) = missing_archive(global)? {
         return Err(
-            anyhow::Error::new(archive::ArchiveError::NoArchive { path })
+            exit::Failure::from(archive::ArchiveError::NoArchive { path })
                 .context("failed to open the archive"),
         );
     }
@@ -59,7 +58,7 @@ pub fn open_existing_archive(global: &GlobalOptions) -> anyhow::Result<Archive> 
 
 /// The archive's file when the command line names a file that does not
 /// exist (a database server's address is never missing: the server says).
-pub fn missing_archive(global: &GlobalOptions) -> anyhow::Result<Option<PathBuf>> {
+pub fn missing_archive(global: &GlobalOptions) -> exit::Result<Option<PathBuf>> {
     Ok(archive_location(global)?
         .file()
         .filter(|path| std::fs::symlink_metadata(path).is_err())
@@ -69,7 +68,7 @@ pub fn missing_archive(global: &GlobalOptions) -> anyhow::Result<Option<PathBuf>
 /// Opens the archive for a command that only reads: a missing file is an
 /// error ("no archive at PATH"), never a new empty archive, and an archive
 /// the user may only read is read without writing beside it.
-pub fn open_archive_read(global: &GlobalOptions) -> anyhow::Result<Archive> {
+pub fn open_archive_read(global: &GlobalOptions) -> exit::Result<Archive> {
     let location = archive_location(global)?;
     Archive::open_location_read_only_noting(location, &mut upgrade_notice(global, location))
         .context("failed to open the archive")
@@ -115,7 +114,7 @@ pub fn store_and_print(
     global: &GlobalOptions,
     output: &RunOutput,
     record: &RunRecord,
-) -> anyhow::Result<Code> {
+) -> exit::Result<Code> {
     warn_of_refused_settings(global, record);
     let stored = if output.archive {
         store_run(global, record)
@@ -155,7 +154,7 @@ pub fn warn_of_refused_settings(global: &GlobalOptions, record: &RunRecord) {
 
 /// Stores a finished, sealed record in the archive. Storing the same run
 /// twice is a no-op.
-pub fn store_run(global: &GlobalOptions, record: &RunRecord) -> anyhow::Result<()> {
+pub fn store_run(global: &GlobalOptions, record: &RunRecord) -> exit::Result<()> {
     let location = archive_location(global)?;
     let mut archive = open_archive(global)?;
     let run = archive::CanonicalRun::from_record(record.clone())
@@ -176,7 +175,7 @@ pub fn series_runs(
     archive: &Archive,
     query: &RunQuery,
     metric: Metric,
-) -> anyhow::Result<Vec<SeriesRun>> {
+) -> exit::Result<Vec<SeriesRun>> {
     if let Some(runs) = archive
         .series_runs(query, metric)
         .context("failed to read the archive")?

@@ -7,10 +7,10 @@
 
 use crate::cli::CompareArgs;
 use crate::comparison::{ComparisonRequest, print_comparison};
-use crate::exit::Code;
+use crate::exit::{self, Code};
 use crate::global_options::GlobalOptions;
 
-pub fn run(global: &GlobalOptions, args: &CompareArgs) -> anyhow::Result<Code> {
+pub fn run(global: &GlobalOptions, args: &CompareArgs) -> exit::Result<Code> {
     let request = ComparisonRequest {
         first: args.first.clone(),
         second: args.second.clone(),

@@ -3,11 +3,11 @@
 //! description.
 
 use crate::cli::EnvArgs;
-use crate::exit::{Code, InputError};
+use crate::exit::{self, Code, InputError};
 use crate::global_options::GlobalOptions;
 use crate::output;
 
-pub fn run(global: &GlobalOptions, args: &EnvArgs) -> anyhow::Result<Code> {
+pub fn run(global: &GlobalOptions, args: &EnvArgs) -> exit::Result<Code> {
     if let Some(name) = &args.interface
         && !bench_core::host::interface_exists(name)
     {

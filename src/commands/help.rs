@@ -8,13 +8,12 @@
 //! subcommands, all written alongside.
 
 use crate::cli::{Cli, CompletionsArgs, ManArgs};
-use crate::exit::Code;
+use crate::exit::{self, Code, Context};
 use crate::global_options::GlobalOptions;
 use crate::output;
-use anyhow::Context;
 use clap::CommandFactory;
 
-pub fn completions(args: &CompletionsArgs) -> anyhow::Result<Code> {
+pub fn completions(args: &CompletionsArgs) -> exit::Result<Code> {
     let mut command = Cli::command();
     let mut buffer = Vec::new();
     clap_complete::generate(args.shell, &mut command, "netbisect", &mut buffer);
@@ -22,7 +21,7 @@ pub fn completions(args: &CompletionsArgs) -> anyhow::Result<Code> {
     Ok(Code::Ok)
 }
 
-pub fn man(global: &GlobalOptions, args: &ManArgs) -> anyhow::Result<Code> {
+pub fn man(global: &GlobalOptions, args: &ManArgs) -> exit::Result<Code> {
     // `help` is clap's, not a command with a page of its own.
     let mut command = Cli::command().disable_help_subcommand(true);
     command.build();
@@ -48,7 +47,7 @@ pub fn man(global: &GlobalOptions, args: &ManArgs) -> anyhow::Result<Code> {
 
 /// Writes the page of `command` and of every subcommand below it to
 /// `dir`; returns how many.
-fn write_pages(command: &clap::Command, dir: &std::path::Path) -> anyhow::Result<usize> {
+fn write_pages(command: &clap::Command, dir: &std::path::Path) -> exit::Result<usize> {
     let mut n_pages = 0;
     for subcommand in command.get_subcommands().filter(|sub| !sub.is_hide_set()) {
         n_pages += write_pages(subcommand, dir)?;

@@ -17,12 +17,11 @@
 
 use crate::cli::HistoryArgs;
 use crate::commits::commits_of;
-use crate::exit::{Code, InputError};
+use crate::exit::{self, Code, Context, InputError};
 use crate::global_options::GlobalOptions;
 use crate::output;
 use crate::site;
 use crate::store::{open_archive_read, series_runs};
-use anyhow::Context;
 use archive::history::{
     HistoryOptions, PointRuns, SeriesOrder, history, points_in_commit_order, points_in_time_order,
 };
@@ -32,7 +31,7 @@ use run_record::record::RunRecord;
 use run_record::stats::ChangePointOptions;
 use std::collections::BTreeMap;
 
-pub fn run(global: &GlobalOptions, args: &HistoryArgs) -> anyhow::Result<Code> {
+pub fn run(global: &GlobalOptions, args: &HistoryArgs) -> exit::Result<Code> {
     let order = if args.repo.is_some() {
         SeriesOrder::Git
     } else {
@@ -127,7 +126,7 @@ fn write_svg(
     history: &archive::history::History,
     points: &[PointRuns<'_>],
     units: &str,
-) -> anyhow::Result<()> {
+) -> exit::Result<()> {
     let scale = site::series::scale_of(&history.unit, units);
     let figures = site::series::point_figures(history, points, &scale)
         .context("failed to compute the intervals of the history")?;
@@ -148,7 +147,7 @@ struct HistoryContext<'a> {
 
 /// The runs whose spec key starts with `prefix` (all of them without
 /// one).
-fn with_spec_key(runs: Vec<SeriesRun>, prefix: Option<&str>) -> anyhow::Result<Vec<SeriesRun>> {
+fn with_spec_key(runs: Vec<SeriesRun>, prefix: Option<&str>) -> exit::Result<Vec<SeriesRun>> {
     let n_selected = runs.len();
     let kept: Vec<SeriesRun> = runs
         .into_iter()
@@ -166,7 +165,7 @@ fn with_spec_key(runs: Vec<SeriesRun>, prefix: Option<&str>) -> anyhow::Result<V
 
 /// Fails, listing them, when the points hold runs of several spec keys;
 /// the configurations are named from a record of each.
-fn check_one_configuration(archive: &Archive, points: &[PointRuns<'_>]) -> anyhow::Result<()> {
+fn check_one_configuration(archive: &Archive, points: &[PointRuns<'_>]) -> exit::Result<()> {
     let mut configurations: BTreeMap<&str, (usize, &str)> = BTreeMap::new();
     for run in points.iter().flat_map(|point| &point.runs) {
         configurations

@@ -22,12 +22,12 @@ mod templates;
 mod verdict;
 
 use crate::cli::{BisectAction, Command};
-use crate::exit::Code;
+use crate::exit::{self, Code};
 use crate::global_options::GlobalOptions;
 use child_process::interrupt::Mode;
 
 /// Runs `command` with the options every command takes.
-pub fn run(global: &GlobalOptions, command: &Command) -> anyhow::Result<Code> {
+pub fn run(global: &GlobalOptions, command: &Command) -> exit::Result<Code> {
     match command {
         Command::Record(args) => record::run(global, args),
         Command::Env(args) => env::run(global, args),

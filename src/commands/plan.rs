@@ -6,12 +6,11 @@
 //! when it does not, and exit 5 with `--strict`.
 
 use crate::cli::PlanArgs;
-use crate::exit::{Code, InputError};
+use crate::exit::{self, Code, Context, InputError};
 use crate::global_options::GlobalOptions;
 use crate::output;
 use crate::request::parse_bench_spec;
 use crate::store::{missing_archive, open_archive_read};
-use anyhow::Context;
 use archive::RunQuery;
 use bisect::decision::DecisionConfig;
 use bisect::estimate::Estimate;
@@ -42,7 +41,7 @@ pub struct Plan {
     pub estimate: Estimate,
 }
 
-pub fn run(global: &GlobalOptions, args: &PlanArgs) -> anyhow::Result<Code> {
+pub fn run(global: &GlobalOptions, args: &PlanArgs) -> exit::Result<Code> {
     let request = parse_bench_spec(&args.test)?;
     let metric = Metric::primary_for(&request.spec);
     // Runs of the same spec and testbed, in the environment of the newest

@@ -10,14 +10,13 @@
 
 use crate::cli::PublishArgs;
 use crate::commits::commits_of;
-use crate::exit::{Code, InputError};
+use crate::exit::{self, Code, Context, InputError};
 use crate::global_options::GlobalOptions;
 use crate::site::{self, BisectionLink, IndexLinks, PageLink, Site};
 use crate::store::open_archive_read;
-use anyhow::Context;
 use archive::RunQuery;
 
-pub fn run(global: &GlobalOptions, args: &PublishArgs) -> anyhow::Result<Code> {
+pub fn run(global: &GlobalOptions, args: &PublishArgs) -> exit::Result<Code> {
     // Every --compare is read before the archive is.
     for given in &args.compare {
         site::compare::parse_sides(given)?;

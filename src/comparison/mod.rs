@@ -8,7 +8,7 @@ mod reproduce;
 mod tables;
 
 use crate::cli::CompareLayout;
-use crate::exit::InputError;
+use crate::exit::{self, InputError};
 use crate::global_options::GlobalOptions;
 use crate::output;
 use crate::selector::{self, Selector};
@@ -47,7 +47,7 @@ pub struct ComparisonRequest {
 
 impl ComparisonRequest {
     /// Checks the options before any archive is read.
-    pub fn check(&self) -> anyhow::Result<()> {
+    pub fn check(&self) -> exit::Result<()> {
         if self.email && self.layout == CompareLayout::Stats {
             return Err(InputError(
                 "--email prints netperf's tables: give --layout netperf or matrix".to_string(),
@@ -65,7 +65,7 @@ impl ComparisonRequest {
     }
 
     /// The pairs of sides A and B name, in order.
-    fn selectors(&self) -> anyhow::Result<Vec<(Selector, Selector)>> {
+    fn selectors(&self) -> exit::Result<Vec<(Selector, Selector)>> {
         let first_words: Vec<&str> = self.first.split(',').collect();
         let second_words: Vec<&str> = self.second.split(',').collect();
         if first_words.len() != second_words.len() {
@@ -86,7 +86,7 @@ impl ComparisonRequest {
 }
 
 /// Compares the two sides of `args` in the archive and prints the result.
-pub fn print_comparison(global: &GlobalOptions, args: &ComparisonRequest) -> anyhow::Result<()> {
+pub fn print_comparison(global: &GlobalOptions, args: &ComparisonRequest) -> exit::Result<()> {
     args.check()?;
     let archive = open_archive_read(global)?;
     let compared = compare_sides(global, &archive, args)?;
@@ -115,7 +115,7 @@ pub fn comparison_text(
     global: &GlobalOptions,
     archive: &Archive,
     args: &ComparisonRequest,
-) -> anyhow::Result<String> {
+) -> exit::Result<String> {
     args.check()?;
     compare_sides(global, archive, args)?.text(global, args)
 }
@@ -131,7 +131,7 @@ struct Compared {
 
 impl Compared {
     /// The `compare` template's text (or `compare-stats`'s).
-    fn text(&self, global: &GlobalOptions, args: &ComparisonRequest) -> anyhow::Result<String> {
+    fn text(&self, global: &GlobalOptions, args: &ComparisonRequest) -> exit::Result<String> {
         match args.layout {
             CompareLayout::Stats => {
                 output::template(global, "compare-stats", &self.comparison, "the comparison")
@@ -155,7 +155,7 @@ fn compare_sides(
     global: &GlobalOptions,
     archive: &Archive,
     args: &ComparisonRequest,
-) -> anyhow::Result<Compared> {
+) -> exit::Result<Compared> {
     let selectors = args.selectors()?;
     let filters = RunQuery {
         test: args.test,
@@ -296,10 +296,10 @@ fn mixed_kernels(records: &[run_record::record::RunRecord]) -> Option<String> {
 
 /// Options out of range are the user's to fix; anything else (a damaged
 /// record) is reported as it is.
-fn input_error_of(err: CompareError) -> anyhow::Error {
+fn input_error_of(err: CompareError) -> exit::Failure {
     match err {
         CompareError::InvalidOption(_) => InputError(err.to_string()).into(),
-        other => anyhow::Error::new(other).context("failed to compare the runs"),
+        other => exit::Failure::from(other).context("failed to compare the runs"),
     }
 }
 

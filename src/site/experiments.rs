@@ -9,8 +9,8 @@
 
 use crate::cli::CompareLayout;
 use crate::comparison::{ComparisonRequest, comparison_text, experiment_layout};
+use crate::exit::{self, Context};
 use crate::global_options::GlobalOptions;
-use anyhow::Context;
 use archive::{Archive, ArchiveError, RunQuery};
 use run_record::record::RunRecord;
 use serde::Serialize;
@@ -45,7 +45,7 @@ struct ExperimentRuns {
 pub fn experiment_pages(
     global: &GlobalOptions,
     archive: &Archive,
-) -> anyhow::Result<Vec<ExperimentPage>> {
+) -> exit::Result<Vec<ExperimentPage>> {
     let mut experiments: BTreeMap<String, ExperimentRuns> = BTreeMap::new();
     archive
         .for_each_record(&RunQuery::default(), |run, bytes| {
@@ -123,7 +123,7 @@ fn compared(
     id: &str,
     runs: &ExperimentRuns,
     [first, second]: [&str; 2],
-) -> anyhow::Result<ComparedView> {
+) -> exit::Result<ComparedView> {
     let configurations: Vec<&RunRecord> = runs.configurations.values().collect();
     let layout = experiment_layout(&configurations);
     let request = ComparisonRequest {
@@ -165,7 +165,7 @@ fn experiment_page(
     archive: &Archive,
     id: &str,
     runs: &ExperimentRuns,
-) -> anyhow::Result<ExperimentPage> {
+) -> exit::Result<ExperimentPage> {
     let first_label = runs
         .first
         .as_ref()

@@ -3,7 +3,7 @@
 //! printed as bench prints a run (`--json`: one record a line). A
 //! configuration that fails is named and the rest go on.
 
-use crate::exit::Code;
+use crate::exit::{self, Code};
 use crate::global_options::GlobalOptions;
 use crate::output;
 use crate::progress::Reporter;
@@ -16,7 +16,7 @@ pub fn run(
     global: &GlobalOptions,
     invocation: &BenchInvocation,
     configurations: &[Configuration],
-) -> anyhow::Result<Code> {
+) -> exit::Result<Code> {
     let progress = Reporter::new(global, configurations.len() as u64);
     let mut n_failed = 0;
     for (config_idx, configuration) in configurations.iter().enumerate() {
@@ -58,9 +58,9 @@ pub fn run(
     if n_failed == 0 {
         Ok(Code::Ok)
     } else {
-        Err(anyhow::anyhow!(
+        Err(exit::Failure::msg(format!(
             "{n_failed} of {} configurations failed (named above)",
             configurations.len()
-        ))
+        )))
     }
 }

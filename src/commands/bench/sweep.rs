@@ -12,7 +12,7 @@
 //! of the swept size delivered per second (throughput / 8 / size).
 //! Absent CPU figures are `null`. `stopped` is set when a size failed.
 
-use crate::exit::Code;
+use crate::exit::{self, Code};
 use crate::global_options::GlobalOptions;
 use crate::output;
 use crate::request::{BenchInvocation, SizeSweep};
@@ -108,7 +108,7 @@ pub fn run(
     global: &GlobalOptions,
     invocation: &BenchInvocation,
     size_sweep: &SizeSweep,
-) -> anyhow::Result<Code> {
+) -> exit::Result<Code> {
     let SizeSweep { sweep, specs } = size_sweep;
     let base = &invocation.request;
     let output = &invocation.output;
@@ -141,7 +141,7 @@ pub fn run(
                         },
                     )?;
                 }
-                return Err(anyhow::Error::new(err).context(what));
+                return Err(exit::Failure::from(err).context(what));
             }
         };
         warn_of_refused_settings(global, &record);
@@ -192,7 +192,7 @@ struct SweepContext<'a> {
     units: &'a str,
 }
 
-fn print_table(global: &GlobalOptions, units: &str, table: SweepTable) -> anyhow::Result<()> {
+fn print_table(global: &GlobalOptions, units: &str, table: SweepTable) -> exit::Result<()> {
     let context = SweepContext {
         table: &table,
         units,

@@ -7,7 +7,7 @@ use super::input;
 use super::session::{Loaded, SessionSpec, load, status_of};
 use super::wiring;
 use crate::cli::BisectReportArgs;
-use crate::exit::Code;
+use crate::exit::{self, Code};
 use crate::global_options::GlobalOptions;
 use crate::output;
 use archive::{Archive, RunQuery};
@@ -16,7 +16,7 @@ use bisect::report::Outcome;
 use run_record::record::RunRecord;
 use serde::Serialize;
 
-pub(super) fn report(global: &GlobalOptions, args: &BisectReportArgs) -> anyhow::Result<Code> {
+pub(super) fn report(global: &GlobalOptions, args: &BisectReportArgs) -> exit::Result<Code> {
     let loaded = load(global, args.repo.repo.as_deref())?;
     let status = status_of(&loaded)?;
     if status.outcome.is_some()
@@ -350,7 +350,7 @@ pub(super) fn print_outcome(
     loaded: &Loaded,
     config_key: Option<&str>,
     outcome: &Outcome,
-) -> anyhow::Result<Code> {
+) -> exit::Result<Code> {
     let (report, refusal, code) = match outcome {
         Outcome::Finished(report) => (Some(report), None, Code::Ok),
         Outcome::Refused(refusal) => (None, Some(refusal), Code::Refused),

@@ -6,7 +6,7 @@
 
 use super::session::{Loaded, SessionSpec, load, status_of};
 use crate::cli::BisectRepoArgs;
-use crate::exit::Code;
+use crate::exit::{self, Code};
 use crate::global_options::GlobalOptions;
 use crate::output;
 use archive::journal::BisectSession;
@@ -59,7 +59,7 @@ pub struct StatusDoc {
     pub estimate: Option<Estimate>,
 }
 
-pub(super) fn status(global: &GlobalOptions, args: &BisectRepoArgs) -> anyhow::Result<Code> {
+pub(super) fn status(global: &GlobalOptions, args: &BisectRepoArgs) -> exit::Result<Code> {
     let loaded = load(global, args.repo.as_deref())?;
     let status = status_of(&loaded)?;
     print_status(
@@ -89,7 +89,7 @@ pub(super) fn print_status(
     spec: &SessionSpec,
     graph: &CommitGraph,
     status: &Status,
-) -> anyhow::Result<()> {
+) -> exit::Result<()> {
     let doc = StatusDoc {
         schema: STATUS_SCHEMA,
         session: session.id,
@@ -148,7 +148,7 @@ fn log_lines(loaded: &Loaded, status: &Status) -> Vec<String> {
     lines
 }
 
-pub(super) fn log(global: &GlobalOptions, args: &BisectRepoArgs) -> anyhow::Result<Code> {
+pub(super) fn log(global: &GlobalOptions, args: &BisectRepoArgs) -> exit::Result<Code> {
     let loaded = load(global, args.repo.as_deref())?;
     let status = status_of(&loaded)?;
     let lines = log_lines(&loaded, &status);
