@@ -13,6 +13,7 @@
 //! `run_record::guest`'s to tell (the fuzz target `guest_output` feeds
 //! it anything).
 
+use super::guest_root::GuestRoot;
 use super::script::{PLAN_FILE, guest_script, run_file};
 use super::{GUEST_DIR, GuestJob, KernelImage, NetMode, RunOutput, VmError, VmOptions, busybox};
 use super::{initramfs, io};
@@ -41,6 +42,8 @@ const UNLOCKED_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The directories and files of one boot, removed when dropped.
 pub(super) struct GuestDir {
+    /// The guest's root: what of this host it sees.
+    pub(super) root: GuestRoot,
     /// Held locked while this run lives; see [`LOCK_FILE`].
     _lock: std::fs::File,
     /// Removed with everything in it when dropped.
@@ -100,10 +103,10 @@ impl GuestDir {
                 .map_err(io(format!("create {name}")))?;
             std::io::Write::write_all(&mut file, bytes).map_err(io(format!("write {name}")))?;
         }
-        // The guest's tmpfs on /tmp, /var/tmp and /run hides what the host
-        // keeps there, a netbisect built or installed under /tmp included:
-        // the guest runs the binary from its input directory, which it
-        // may only read, so a link to the host's binary is safe there.
+        // The guest's root holds nothing of where the binary was built or
+        // installed (a home, a target directory of mode 0700, /tmp): it
+        // runs the binary from its input directory, which it may only
+        // read, so a link to the host's binary is safe there.
         place_binary(&job.binary, &input.join(GUEST_BINARY))?;
         let (guest_input, guest_output) = guest_dirs();
         let job = &GuestJob {
@@ -119,8 +122,13 @@ impl GuestDir {
         std::fs::write(input.join(PLAN_FILE), plan).map_err(io("write the guest's plan"))?;
         let initrd = work.path().join("initramfs.cpio");
         let busybox = busybox()?;
+        let root = GuestRoot::of_this_host(&options.shares);
+        // The power-off takes the guest's devices, /usr's share with
+        // them, while the shell waits: a sleep it can no longer start must
+        // not end init (a panic, whose trace would fill the console's
+        // tail), hence the loop of the shell's own.
         let command = format!(
-            "sh {}/guest.sh; echo o > /proc/sysrq-trigger; sleep 30",
+            "sh {}/guest.sh; echo o > /proc/sysrq-trigger; sleep 30 || while :; do :; done",
             guest_input.display()
         );
         initramfs::write(
@@ -128,6 +136,7 @@ impl GuestDir {
                 busybox: &busybox,
                 release: image.release.as_deref(),
                 nics: options.net != NetMode::Loopback,
+                root: &root,
                 input_dir: &guest_input.to_string_lossy(),
                 output_dir: &guest_output.to_string_lossy(),
                 command: &command,
@@ -136,6 +145,7 @@ impl GuestDir {
         )?;
         let console = work.path().join("console.log");
         Ok(GuestDir {
+            root,
             _lock: lock,
             _work: work,
             input,

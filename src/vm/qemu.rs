@@ -1,8 +1,9 @@
 //! qemu for one guest: its command line (the machine, the kernel and
-//! initramfs, the console to a file, the host's root and the input
-//! directory read-only, the output directory and the NICs of the network
-//! mode), the runner that starts it under a watcher of this process, and
-//! what the record's `vm` section says of it.
+//! initramfs, the console to a file, the input directory and the
+//! directories of the guest's root read-only, the output directory and
+//! the NICs of the network mode), the runner that starts it under a
+//! watcher of this process, and what the record's `vm` section says of
+//! it.
 
 use super::guest_dir::GuestDir;
 use super::{NetMode, QEMU, RUNNER, VmError, VmOptions, initramfs, io};
@@ -21,8 +22,9 @@ pub(super) struct Boot<'a> {
 }
 
 /// qemu's command line: the machine, the kernel and initramfs, the
-/// console to a file, the host's root and the input directory read-only
-/// and the output directory over 9p, and the NICs of the network mode.
+/// console to a file, the input directory and the guest root's
+/// directories read-only and the output directory over 9p, and the NICs
+/// of the network mode.
 pub(super) fn qemu_arguments(
     boot: &Boot<'_>,
     options: &VmOptions,
@@ -69,11 +71,6 @@ pub(super) fn qemu_arguments(
         "chardev:nbconsole".to_string(),
         "-virtfs".to_string(),
         format!(
-            "local,path=/,mount_tag={},security_model=none,readonly=on,multidevs=remap",
-            initramfs::ROOT_TAG
-        ),
-        "-virtfs".to_string(),
-        format!(
             "local,path={},mount_tag={},security_model=none,readonly=on,multidevs=remap",
             qemu_value(&guest_dir.input),
             initramfs::INPUT_TAG
@@ -85,6 +82,16 @@ pub(super) fn qemu_arguments(
             initramfs::SHARED_TAG
         ),
     ]);
+    for dir in &guest_dir.root.mounts {
+        qemu.extend([
+            "-virtfs".to_string(),
+            format!(
+                "local,path={},mount_tag={},security_model=none,readonly=on,multidevs=remap",
+                qemu_value(&dir.path),
+                dir.tag
+            ),
+        ]);
+    }
     match options.net {
         NetMode::Loopback => {}
         NetMode::Pair => {

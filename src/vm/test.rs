@@ -36,6 +36,7 @@ impl KernelUnderTest {
         let image = super::check_image(image, options.net)?;
         super::check_command_line(&image, &options)?;
         super::check_tools()?;
+        super::check_shares(&options.shares)?;
         if let Some(tap) = &options.tap {
             super::tap_link(tap)?;
         }
