@@ -1,15 +1,18 @@
-//! The host's side of one boot: a temporary directory holding what the
-//! guest reads (its input directory, shared read-only: the netbisect
-//! binary, the guest script, the specs, a token), what it writes (its
-//! output directory), the initramfs and the console log; and reading back
-//! what the guest wrote.
+//! The host's side of one boot: a temporary directory, this user's only
+//! (0700), holding what the guest reads (its input directory, shared
+//! read-only: the netbisect binary, the guest script, the specs, a
+//! token), what it writes (its output directory), the initramfs and the
+//! console log; and reading back what the guest wrote.
 //!
 //! The guest is not trusted: nothing of the host's is reachable through a
 //! directory it may write (the binary is linked only into the read-only
-//! input), and what it wrote is opened without following links, only as
-//! a regular file, and read up to a cap, so that a link to a device or a
-//! file of the host, a FIFO or an endless file cannot make the host read
-//! what it should not or forever. What the bytes read say is
+//! input); qemu keeps the modes the guest gives its files apart from the
+//! files (see [`super::qemu`]), so that on this host they are this user's
+//! 0600 whatever the guest made; what it wrote is opened without
+//! following links, only as a regular file (in the guest's eyes too),
+//! and read up to a cap, so that a link to a device or a file of the
+//! host, a FIFO or an endless file cannot make the host read what it
+//! should not or forever. What the bytes read say is
 //! `run_record::guest`'s to tell (the fuzz target `guest_output` feeds
 //! it anything).
 
@@ -20,7 +23,7 @@ use super::{initramfs, io};
 use run_record::guest::{self, RunStatus};
 use rustix::fs::{FileType, Mode, OFlags};
 use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 
 /// The name of the netbisect binary in the input directory.
@@ -29,6 +32,12 @@ const GUEST_BINARY: &str = "netbisect";
 pub(super) const MAX_RECORD_BYTES: u64 = 64 << 20;
 /// Largest message (stderr, a status, a setup error) read back, bytes.
 pub(super) const MAX_MESSAGE_BYTES: u64 = 64 << 10;
+/// Where qemu's mapped-file model keeps the modes and owners the guest
+/// gave the files of a directory: one file each, of lines such as
+/// `virtfs.mode=33188`.
+const GUEST_MODES_DIR: &str = ".virtfs_metadata";
+/// Largest file of [`GUEST_MODES_DIR`] read, bytes.
+const MAX_GUEST_MODES_BYTES: u64 = 4096;
 
 /// The prefix of a boot's temporary directory.
 const WORK_PREFIX: &str = "netbisect-vm-";
@@ -73,8 +82,11 @@ impl GuestDir {
         job: &GuestJob,
     ) -> Result<GuestDir, VmError> {
         remove_abandoned(&std::env::temp_dir());
+        // This user's only: what the guest wrote is not for others to
+        // read or run, even before it is checked.
         let work = tempfile::Builder::new()
             .prefix(WORK_PREFIX)
+            .permissions(std::fs::Permissions::from_mode(0o700))
             .tempdir()
             .map_err(io("create the directories shared with the guest"))?;
         let lock = std::fs::File::create(work.path().join(LOCK_FILE))
@@ -90,7 +102,10 @@ impl GuestDir {
         let input = work.path().join("input");
         let output = work.path().join("output");
         for dir in [&input, &output] {
-            std::fs::create_dir(dir).map_err(io("create the directories shared with the guest"))?;
+            std::fs::DirBuilder::new()
+                .mode(0o700)
+                .create(dir)
+                .map_err(io("create the directories shared with the guest"))?;
         }
         for (name, bytes) in &job.files {
             // Only for this user (and the guest, which runs as root): the
@@ -237,8 +252,31 @@ fn remove_abandoned(temp: &Path) {
     }
 }
 
+/// The type the guest gave `name` in `dir`, where qemu keeps it apart
+/// from the file ([`GUEST_MODES_DIR`]): `None` when it kept none.
+fn guest_file_type(dir: &Path, name: &str) -> Option<FileType> {
+    let fd = rustix::fs::open(
+        dir.join(GUEST_MODES_DIR).join(name),
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    let mut text = String::new();
+    std::fs::File::from(fd)
+        .take(MAX_GUEST_MODES_BYTES)
+        .read_to_string(&mut text)
+        .ok()?;
+    let mode: u32 = text
+        .lines()
+        .find_map(|line| line.strip_prefix("virtfs.mode="))?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(FileType::from_raw_mode(mode))
+}
+
 /// Reads `name` in `dir` as the guest left it: without following a link,
-/// only a regular file, at most `cap` bytes.
+/// only a regular file (in the guest's eyes too), at most `cap` bytes.
 fn read_guest_file(dir: &Path, name: &str, cap: u64) -> Result<Option<Vec<u8>>, VmError> {
     let path = dir.join(name);
     let refused = |why: String| VmError::GuestOutput {
@@ -266,7 +304,13 @@ fn read_guest_file(dir: &Path, name: &str, cap: u64) -> Result<Option<Vec<u8>>, 
         what: format!("read {}", path.display()),
         source: err.into(),
     })?;
-    let kind = FileType::from_raw_mode(stat.st_mode);
+    let kind = match FileType::from_raw_mode(stat.st_mode) {
+        FileType::RegularFile => guest_file_type(dir, name).unwrap_or(FileType::RegularFile),
+        other => other,
+    };
+    if kind == FileType::Symlink {
+        return Err(refused("it is a symbolic link".to_string()));
+    }
     if kind != FileType::RegularFile {
         return Err(refused(format!("it is a {kind:?}, not a regular file")));
     }
@@ -324,6 +368,31 @@ mod tests {
         assert!(err.contains("not a regular file"), "{err}");
         std::fs::create_dir(path.join("dir")).unwrap();
         assert!(read_guest_file(path, "dir", 16).is_err());
+    }
+
+    #[test]
+    fn what_the_guest_made_a_link_or_a_fifo_is_refused_though_a_file_here() {
+        // As qemu's mapped-file model leaves them: regular files on this
+        // host, the guest's types beside them.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path();
+        std::fs::create_dir(path.join(GUEST_MODES_DIR)).unwrap();
+        for (name, mode) in [("link", 0o120777), ("fifo", 0o010644), ("file", 0o100644)] {
+            std::fs::write(path.join(name), b"/dev/zero").unwrap();
+            std::fs::write(
+                path.join(GUEST_MODES_DIR).join(name),
+                format!("virtfs.uid=0\nvirtfs.gid=0\nvirtfs.mode={mode}\n"),
+            )
+            .unwrap();
+        }
+        let err = read_guest_file(path, "link", 16).unwrap_err().to_string();
+        assert!(err.contains("it is a symbolic link"), "{err}");
+        let err = read_guest_file(path, "fifo", 16).unwrap_err().to_string();
+        assert!(err.contains("not a regular file"), "{err}");
+        assert_eq!(
+            read_guest_file(path, "file", 16).unwrap(),
+            Some(b"/dev/zero".to_vec())
+        );
     }
 
     #[test]

@@ -7,8 +7,9 @@
 //! The guest is not trusted: a kernel and its userspace from an arbitrary
 //! commit range may be hostile. It sees a root assembled from what it
 //! needs (see [`guest_root`]: this host's `/usr` read-only and a small
-//! `/etc`, not this host's `/`) and writes only to its output directory
-//! (see [`guest_dir`]).
+//! `/etc`, not this host's `/`), writes only to its output directory,
+//! whose modes never become this host's, and everything of a boot lies
+//! in a directory only this user may enter (see [`guest_dir`]).
 //!
 //! The guest's userspace is an initramfs written here (see [`initramfs`]):
 //! busybox, the few modules the guest needs and an init that assembles

@@ -1,9 +1,9 @@
 //! qemu for one guest: its command line (the machine, the kernel and
 //! initramfs, the console to a file, the input directory and the
-//! directories of the guest's root read-only, the output directory and
-//! the NICs of the network mode), the runner that starts it under a
-//! watcher of this process, and what the record's `vm` section says of
-//! it.
+//! directories of the guest's root read-only, the output directory with
+//! the guest's modes kept apart, and the NICs of the network mode), the
+//! runner that starts it under a watcher of this process, and what the
+//! record's `vm` section says of it.
 
 use super::guest_dir::GuestDir;
 use super::{NetMode, QEMU, RUNNER, VmError, VmOptions, initramfs, io};
@@ -75,9 +75,16 @@ pub(super) fn qemu_arguments(
             qemu_value(&guest_dir.input),
             initramfs::INPUT_TAG
         ),
+        // The guest's modes and owners are kept in files of qemu's beside
+        // what it writes (mapped-file, which any file system takes, tmpfs
+        // without user xattrs too), never given to the files themselves:
+        // on this host they are this user's, 0600 and directories 0700,
+        // whatever the guest makes of them (setuid, executable, devices,
+        // links).
         "-virtfs".to_string(),
         format!(
-            "local,path={},mount_tag={},security_model=none,multidevs=remap",
+            "local,path={},mount_tag={},security_model=mapped-file,fmode=0600,dmode=0700,\
+             multidevs=remap",
             qemu_value(&guest_dir.output),
             initramfs::SHARED_TAG
         ),

@@ -1599,6 +1599,161 @@ fn a_guest_record_of_another_label_and_testbed_is_refused_and_not_archived() {
     assert!(stderr.contains("its label is other, not asked"), "{stderr}");
 }
 
+/// Starts `command` (a hostile guest's, whose TMPDIR is `dir`) and waits
+/// until its guest has made `ready` in its output directory; returns the
+/// child and the boot's directory.
+fn spawn_until_ready(
+    mut command: std::process::Command,
+    dir: &Path,
+) -> (std::process::Child, PathBuf) {
+    let mut child = command
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(400);
+    loop {
+        if let Some(boot) = boot_dirs(dir)
+            .into_iter()
+            .find(|boot| boot.join("output/ready").exists())
+        {
+            return (child, boot);
+        }
+        if child.try_wait().unwrap().is_some() || Instant::now() > deadline {
+            let _ = child.kill();
+            let output = child.wait_with_output().unwrap();
+            panic!(
+                "the guest did not get ready: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// What the user nobody may do with the boot directory `boot` in
+/// `tmpdir`: the lines of what it could (`listed-tmpdir` first, which it
+/// must, else the check proves nothing); None where this test cannot
+/// become nobody (not root, or no setpriv).
+fn done_as_nobody(tmpdir: &Path, boot: &Path) -> Option<String> {
+    if !rustix::process::geteuid().is_root() || !on_path("setpriv") {
+        return None;
+    }
+    let output = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .args([
+            "sh",
+            "-c",
+            "ls \"$1\" >/dev/null 2>&1 && echo listed-tmpdir\n\
+             ls \"$2\" >/dev/null 2>&1 && echo entered-boot\n\
+             cat \"$2/output/id\" >/dev/null 2>&1 && echo read-program\n\
+             \"$2/output/id\" >/dev/null 2>&1 && echo ran-program\n\
+             cat \"$2/console.log\" >/dev/null 2>&1 && echo read-console\n\
+             cat \"$2/input/spec-000.json\" >/dev/null 2>&1 && echo read-input\n",
+            "sh",
+        ])
+        .arg(tmpdir)
+        .arg(boot)
+        .output()
+        .unwrap();
+    Some(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// Every path under `dir`, links not followed.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if std::fs::symlink_metadata(&path).unwrap().is_dir() {
+                pending.push(path.clone());
+            }
+            found.push(path);
+        }
+    }
+    found
+}
+
+#[test]
+fn a_guest_that_plants_a_setuid_program_leaves_nothing_others_may_read_or_run() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    if !slow("a_guest_that_plants_a_setuid_program") {
+        return;
+    }
+    let Some(dir) = hostile_dir("a_guest_that_plants_a_setuid_program") else {
+        return;
+    };
+    let _guests = one_guest();
+    // TMPDIR as /tmp is: every user may pass through it and list it.
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
+    // The guest, root in its VM, copies a program into its output
+    // directory and makes it setuid and setgid root, a directory and
+    // another program writable and runnable by all, a link and a device;
+    // then it waits while this test looks.
+    let script = format!(
+        "d={GUEST_OUTPUT}\n\
+         : > \"$d/started\"\n\
+         cp /usr/bin/id \"$d/id\" && chmod 6755 \"$d/id\"\n\
+         mkdir \"$d/sub\" && cp /usr/bin/id \"$d/sub/id\" && chmod 4777 \"$d/sub/id\"\n\
+         chmod 0777 \"$d/sub\" \"$d\"\n\
+         ln -s /usr/bin/id \"$d/link\"\n\
+         mknod \"$d/null\" c 1 3\n\
+         ls -ln \"$d\" > \"$d/listing\"\n\
+         : > \"$d/ready\"\n\
+         i=0\n\
+         while [ ! -e \"$d/go\" ] && [ $i -lt 600 ]; do sleep 0.2; i=$((i+1)); done\n"
+    );
+    let command = hostile_command(dir.path(), &script, &[]);
+    let (child, boot) = spawn_until_ready(command, dir.path());
+    let output = boot.join("output");
+    // In the guest's eyes the program is setuid: the attack was made.
+    let listing = std::fs::read_to_string(output.join("listing")).unwrap();
+    assert!(listing.contains("-rwsr-sr-x"), "{listing}");
+    // The boot's directory is this user's only, and what the guest made
+    // is neither setuid, setgid nor executable, nor for others to read.
+    let meta = std::fs::symlink_metadata(&boot).unwrap();
+    assert_eq!(meta.mode() & 0o7777, 0o700, "{}", boot.display());
+    assert_eq!(meta.uid(), rustix::process::geteuid().as_raw());
+    let made = walk(&output);
+    assert!(made.iter().any(|path| path.ends_with("sub/id")), "{made:?}");
+    for path in &made {
+        let meta = std::fs::symlink_metadata(path).unwrap();
+        let allowed = if meta.is_dir() { 0o700 } else { 0o600 };
+        assert!(
+            meta.is_dir() || meta.is_file(),
+            "{} is neither a file nor a directory",
+            path.display()
+        );
+        assert_eq!(
+            meta.mode() & 0o7777 & !allowed,
+            0,
+            "{} is {:o}",
+            path.display(),
+            meta.mode()
+        );
+    }
+    // Another user reaches nothing of it, while the guest runs.
+    match done_as_nobody(dir.path(), &boot) {
+        Some(done) if done.contains("listed-tmpdir") => {
+            assert_eq!(done.trim(), "listed-tmpdir", "nobody could: {done}");
+        }
+        Some(_) => eprintln!(
+            "a_guest_that_plants_a_setuid_program: {} is out of nobody's reach, \
+             so only the modes were checked",
+            dir.path().display()
+        ),
+        None => {
+            eprintln!("a_guest_that_plants_a_setuid_program: not root, only the modes were checked")
+        }
+    }
+    std::fs::write(output.join("go"), b"").unwrap();
+    let ended = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&ended.stderr);
+    assert_ne!(ended.status.code(), Some(0), "{stderr}");
+    nothing_kept_of_a_hostile_run(dir.path(), &stderr);
+}
+
 /// The console file an error names.
 fn console_named(stderr: &str) -> String {
     let path = stderr
