@@ -2,7 +2,8 @@
 //! (0700), holding what the guest reads (its input directory, shared
 //! read-only: the netbisect binary, the guest script, the specs, a
 //! token), what it writes (its output directory), the initramfs and the
-//! console log; and reading back what the guest wrote.
+//! console log; reading back what the guest wrote; and the bounds of what
+//! it may leave on this host.
 //!
 //! The guest is not trusted: nothing of the host's is reachable through a
 //! directory it may write (the binary is linked only into the read-only
@@ -14,7 +15,11 @@
 //! host, a FIFO or an endless file cannot make the host read what it
 //! should not or forever. What the bytes read say is
 //! `run_record::guest`'s to tell (the fuzz target `guest_output` feeds
-//! it anything).
+//! it anything). What the guest holds on this host, its output directory
+//! and its console log, is measured while it runs and bounded
+//! ([`MAX_OUTPUT_BYTES`], [`MAX_OUTPUT_ENTRIES`]); the files of a run are
+//! removed once the run is handed over, so that the bound holds for a
+//! job of any length.
 
 use super::guest_root::GuestRoot;
 use super::script::{PLAN_FILE, guest_script, run_file};
@@ -23,7 +28,9 @@ use super::{initramfs, io};
 use run_record::guest::{self, RunStatus};
 use rustix::fs::{FileType, Mode, OFlags};
 use std::io::Read;
-use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt as _};
+use std::os::unix::fs::{
+    DirBuilderExt as _, MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _,
+};
 use std::path::{Path, PathBuf};
 
 /// The name of the netbisect binary in the input directory.
@@ -32,6 +39,13 @@ const GUEST_BINARY: &str = "netbisect";
 pub(super) const MAX_RECORD_BYTES: u64 = 64 << 20;
 /// Largest message (stderr, a status, a setup error) read back, bytes.
 pub(super) const MAX_MESSAGE_BYTES: u64 = 64 << 10;
+/// Most bytes the guest may hold on this host at once, in its output
+/// directory and console log together: a few records of the largest
+/// size, since each run's files go once it is handed over.
+pub(super) const MAX_OUTPUT_BYTES: u64 = 4 * MAX_RECORD_BYTES;
+/// Most files and directories the guest may make in its output
+/// directory (a run leaves three).
+pub(super) const MAX_OUTPUT_ENTRIES: u64 = 10_000;
 /// Where qemu's mapped-file model keeps the modes and owners the guest
 /// gave the files of a directory: one file each, of lines such as
 /// `virtfs.mode=33188`.
@@ -177,6 +191,30 @@ impl GuestDir {
         read_guest_file(&self.output, name, cap)
     }
 
+    /// Removes run `run_idx`'s files once it is handed over, with the
+    /// modes qemu kept of them: nothing reads them again, and what the
+    /// guest holds on this host stays within its bound however many runs
+    /// it makes.
+    pub(super) fn discard_run(&self, run_idx: usize) {
+        for stem in ["record", "err", "status"] {
+            let name = run_file(stem, run_idx);
+            let _ = std::fs::remove_file(self.output.join(&name));
+            let _ = std::fs::remove_file(self.output.join(GUEST_MODES_DIR).join(&name));
+        }
+    }
+
+    /// Checks what the guest holds on this host, its output directory and
+    /// its console log, against [`MAX_OUTPUT_BYTES`] and
+    /// [`MAX_OUTPUT_ENTRIES`].
+    pub(super) fn check_bounds(&self) -> Result<(), VmError> {
+        check_held(
+            &self.output,
+            &self.console,
+            MAX_OUTPUT_BYTES,
+            MAX_OUTPUT_ENTRIES,
+        )
+    }
+
     /// Whether the guest has marked `name` written (a status file).
     pub(super) fn has(&self, name: &str) -> bool {
         std::fs::symlink_metadata(self.output.join(name)).is_ok()
@@ -211,7 +249,6 @@ impl GuestDir {
 /// when they died: those whose lock nobody holds, and those without a
 /// lock made over a minute ago. A link is never followed.
 fn remove_abandoned(temp: &Path) {
-    use std::os::unix::fs::MetadataExt as _;
     let Ok(entries) = std::fs::read_dir(temp) else {
         return;
     };
@@ -250,6 +287,65 @@ fn remove_abandoned(temp: &Path) {
             let _ = std::fs::remove_dir_all(&path);
         }
     }
+}
+
+/// Checks what a guest holds on this host, `output` and `console`,
+/// against `max_bytes` and `max_entries`.
+fn check_held(
+    output: &Path,
+    console: &Path,
+    max_bytes: u64,
+    max_entries: u64,
+) -> Result<(), VmError> {
+    let console = std::fs::symlink_metadata(console)
+        .map(|meta| held_bytes(&meta))
+        .unwrap_or(0);
+    let (bytes, entries) = usage(output, max_entries);
+    if entries > max_entries {
+        return Err(VmError::OutputLimit {
+            limit: format!("{max_entries} files"),
+            what: "in its output directory",
+        });
+    }
+    if bytes.saturating_add(console) > max_bytes {
+        return Err(VmError::OutputLimit {
+            limit: format!("{} MiB", max_bytes >> 20),
+            what: "written to this host (its output directory and console log together)",
+        });
+    }
+    Ok(())
+}
+
+/// The bytes a file or directory takes: its length, or its blocks where
+/// more (a file the guest grew with holes is counted at its length).
+fn held_bytes(meta: &std::fs::Metadata) -> u64 {
+    meta.len().max(meta.blocks().saturating_mul(512))
+}
+
+/// The bytes and the entries under `dir`, links not followed; the count
+/// stops past `max_entries`.
+fn usage(dir: &Path, max_entries: u64) -> (u64, u64) {
+    let (mut bytes, mut entries) = (0u64, 0u64);
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let Ok(listing) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in listing.flatten() {
+            entries += 1;
+            if entries > max_entries {
+                return (bytes, entries);
+            }
+            let Ok(meta) = entry.metadata() else {
+                continue;
+            };
+            bytes = bytes.saturating_add(held_bytes(&meta));
+            if meta.is_dir() {
+                pending.push(entry.path());
+            }
+        }
+    }
+    (bytes, entries)
 }
 
 /// The type the guest gave `name` in `dir`, where qemu keeps it apart
@@ -368,6 +464,46 @@ mod tests {
         assert!(err.contains("not a regular file"), "{err}");
         std::fs::create_dir(path.join("dir")).unwrap();
         assert!(read_guest_file(path, "dir", 16).is_err());
+    }
+
+    #[test]
+    fn what_the_guest_holds_is_bounded_in_bytes_and_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let output = dir.path().join("output");
+        let console = dir.path().join("console.log");
+        std::fs::create_dir_all(output.join("sub")).unwrap();
+        std::fs::write(output.join("sub/record"), vec![b'x'; 1000]).unwrap();
+        std::fs::write(&console, vec![b'x'; 1000]).unwrap();
+        assert!(check_held(&output, &console, 1 << 20, 10).is_ok());
+        // A file grown with holes counts at its length.
+        std::fs::File::create(output.join("sparse"))
+            .unwrap()
+            .set_len(2 << 20)
+            .unwrap();
+        let err = check_held(&output, &console, 1 << 20, 10)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "the guest passed the limit of 1 MiB written to this host (its output \
+             directory and console log together); the VM was stopped"
+        );
+        std::fs::remove_file(output.join("sparse")).unwrap();
+        // The console counts with the output directory.
+        std::fs::write(&console, vec![b'x'; 1 << 20]).unwrap();
+        assert!(check_held(&output, &console, 1 << 20, 10).is_err());
+        std::fs::write(&console, b"").unwrap();
+        for idx in 0..10 {
+            std::fs::write(output.join(format!("f{idx}")), b"").unwrap();
+        }
+        let err = check_held(&output, &console, 1 << 20, 10)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "the guest passed the limit of 10 files in its output directory; the VM was stopped"
+        );
+        assert_eq!(usage(&output, 5).1, 6);
     }
 
     #[test]

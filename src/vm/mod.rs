@@ -8,8 +8,9 @@
 //! commit range may be hostile. It sees a root assembled from what it
 //! needs (see [`guest_root`]: this host's `/usr` read-only and a small
 //! `/etc`, not this host's `/`), writes only to its output directory,
-//! whose modes never become this host's, and everything of a boot lies
-//! in a directory only this user may enter (see [`guest_dir`]).
+//! whose modes never become this host's, within a bound of bytes and
+//! files, and everything of a boot lies in a directory only this user
+//! may enter (see [`guest_dir`]).
 //!
 //! The guest's userspace is an initramfs written here (see [`initramfs`]):
 //! busybox, the few modules the guest needs and an init that assembles
@@ -321,6 +322,15 @@ pub enum VmError {
         name: String,
         /// Why it is refused.
         why: String,
+    },
+    /// The guest passed a bound of what it may leave on this host and was
+    /// stopped.
+    #[error("the guest passed the limit of {limit} {what}; the VM was stopped")]
+    OutputLimit {
+        /// The limit, with its unit.
+        limit: String,
+        /// What it bounds.
+        what: &'static str,
     },
     /// One run of the guest gave no record.
     #[error("the test in the guest failed: {0}")]

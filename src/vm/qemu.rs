@@ -2,10 +2,10 @@
 //! initramfs, the console to a file, the input directory and the
 //! directories of the guest's root read-only, the output directory with
 //! the guest's modes kept apart, and the NICs of the network mode), the
-//! runner that starts it under a watcher of this process, and what the
-//! record's `vm` section says of it.
+//! runner that starts it under a watcher of this process and the limits
+//! of what it writes, and what the record's `vm` section says of it.
 
-use super::guest_dir::GuestDir;
+use super::guest_dir::{GuestDir, MAX_OUTPUT_BYTES};
 use super::{NetMode, QEMU, RUNNER, VmError, VmOptions, initramfs, io};
 use child_process::group::GroupChild;
 use run_record::env::VmEnv;
@@ -197,6 +197,16 @@ pub(super) fn pair_backend() -> PairBackend {
 const WATCHER: &str = "exec 3<&0; \"$@\" & v=$!; { read _ <&3; kill -9 0; } & w=$!; \
      wait $v; s=$?; kill $w 2>/dev/null; wait $w 2>/dev/null; exit $s";
 
+/// What the runner's shell does before the watcher: no file qemu writes
+/// (the console log, a file of the output directory) may pass the bound
+/// of what the guest holds on this host, by more than one 512-byte block
+/// (so that the bound's check sees it passed); a write past it fails
+/// instead of killing qemu (SIGXFSZ ignored), and qemu leaves no core.
+fn limits() -> String {
+    let blocks = MAX_OUTPUT_BYTES / 512 + 1;
+    format!("ulimit -c 0 2>/dev/null; ulimit -f {blocks} 2>/dev/null; trap '' XFSZ; ")
+}
+
 /// Starts qemu under a shell that also watches a pipe from this process:
 /// when this process dies, however it dies (kill -9 included), the pipe
 /// closes and the watcher kills the whole group, qemu with it. The pair's
@@ -224,13 +234,14 @@ pub(super) fn start_runner(
              ip link set {PAIR_TAP}1 mtu 65521 up && ip link set {PAIR_TAP}2 mtu 65521 up && \
              ip link set nbbridge up || \
              {{ echo 'netbisect-runner: cannot bridge the taps of --vm-net pair'; exit 97; }}; \
-             {WATCHER}"
+             {limits}{WATCHER}",
+            limits = limits()
         );
         command.args(["--net", "--", "sh", "-c", &setup]);
         command
     } else {
         let mut command = Command::new("sh");
-        command.args(["-c", WATCHER]);
+        command.args(["-c", &format!("{}{WATCHER}", limits())]);
         command
     };
     command.arg("sh");

@@ -1832,3 +1832,34 @@ fn a_guest_reads_nothing_of_the_host_users_files() {
     assert!(etc.contains("passwd"), "{etc}");
     assert!(!etc.contains("shadow"), "{etc}");
 }
+
+#[test]
+fn a_guest_writing_past_its_output_bound_is_stopped_with_the_limit_named() {
+    if !slow("a_guest_writing_past_its_output_bound") {
+        return;
+    }
+    let Some(dir) = hostile_dir("a_guest_writing_past_its_output_bound") else {
+        return;
+    };
+    let _guests = one_guest();
+    // 300 MiB into the output directory, then a wait the host must not
+    // sit through.
+    let script = format!(
+        "d={GUEST_OUTPUT}\n\
+         : > \"$d/started\"\n\
+         dd if=/dev/zero of=\"$d/big\" bs=1M count=300 2>/dev/null\n\
+         echo 'hostile: written'\n\
+         sleep 600\n"
+    );
+    let started = Instant::now();
+    let (code, stderr) = bench_with_hostile_guest(dir.path(), &script, &[]);
+    assert_eq!(code, 3, "{stderr}");
+    assert!(
+        stderr.contains(
+            "the guest passed the limit of 256 MiB written to this host (its output \
+             directory and console log together); the VM was stopped"
+        ),
+        "{stderr}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(300), "{stderr}");
+}
