@@ -60,6 +60,11 @@ pub struct VmOptionArgs {
     /// /dev/vhost-net and NICs on taps (--vm-net host, or pair as root)
     #[arg(long)]
     pub vm_vhost: bool,
+    /// A directory of this host the guest may read, at the same path
+    /// (repeatable): the guest sees only /usr and a small /etc of this
+    /// host otherwise
+    #[arg(long, value_name = "DIR")]
+    pub vm_share: Vec<PathBuf>,
     /// Transmit queue size of the guest's virtio-net NICs: 256, 512 or
     /// 1024 descriptors (qemu keeps 256 for backends other than
     /// vhost-user)
@@ -81,6 +86,7 @@ impl VmOptionArgs {
             || self.vm_accel.is_some()
             || self.vm_vhost
             || self.vm_tx_queue_size.is_some()
+            || !self.vm_share.is_empty()
     }
 }
 

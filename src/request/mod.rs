@@ -52,8 +52,9 @@ pub enum BenchMode {
     /// One run per configuration of several `--sweep` axes, on this host.
     Configurations(Vec<Configuration>),
     /// In a VM booting a kernel under test (`--kernel`), every
-    /// configuration in one boot.
-    Kernel(KernelRun),
+    /// configuration in one boot (boxed: its VM options outweigh the
+    /// other modes).
+    Kernel(Box<KernelRun>),
 }
 
 /// A checked `--sweep`: the sizes and one spec per size.
@@ -94,12 +95,12 @@ impl BenchInvocation {
             return Ok(BenchInvocation {
                 request,
                 output,
-                mode: BenchMode::Kernel(KernelRun {
+                mode: BenchMode::Kernel(Box::new(KernelRun {
                     image: image.clone(),
                     options,
                     subject: guest_subject(args),
                     configurations,
-                }),
+                })),
             });
         }
         let size_sweep = match args.sweep.as_slice() {

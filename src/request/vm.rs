@@ -40,6 +40,7 @@ pub fn vm_options(
         tap: args.vm_tap.clone(),
         vhost: args.vm_vhost,
         tx_queue_size: args.vm_tx_queue_size,
+        shares: vm::check_shares(&args.vm_share).map_err(|err| InputError(err.to_string()))?,
         ..defaults
     };
     match (options.net, &options.tap) {

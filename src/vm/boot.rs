@@ -185,6 +185,8 @@ fn boot_once(
             }));
         }
     }
+    // What the guest wrote between the last look and its end.
+    guest_dir.check_bounds()?;
     // Runs the guest finished while qemu was ending.
     collect_finished(&guest_dir, options, accel, &mut watch, finished)?;
     check_ending(&guest_dir, console_dir, &watch, probing)?;
@@ -217,8 +219,9 @@ struct Watch {
 /// every run), noting when the guest reached its first test
 /// and handing over each run as it finishes; gives up when the guest
 /// makes no progress within its timeout (counted from the start of the
-/// boot, then from the end of each run), on a signal, or for a KVM probe
-/// that does not reach the test in time.
+/// boot, then from the end of each run), when it passes a bound of what
+/// it may leave on this host (looked at every [`POLL_INTERVAL`]), on a
+/// signal, or for a KVM probe that does not reach the test in time.
 fn wait_for_guest(
     runner: &mut Runner,
     guest_dir: &GuestDir,
@@ -237,6 +240,7 @@ fn wait_for_guest(
         if collect_finished(guest_dir, options, accel, watch, finished)? > 0 {
             last_progress = Instant::now();
         }
+        guest_dir.check_bounds()?;
         // Every run handed over and the script at its end: nothing the
         // guest does from here (its power-off, seconds under emulation)
         // is waited for; the group is ended next.
@@ -286,6 +290,7 @@ fn collect_finished(
         };
         let vm = vm_env(options, accel, watch.reached_test);
         finished(watch.n_finished, output, &vm);
+        guest_dir.discard_run(watch.n_finished);
         watch.n_finished += 1;
         n_new += 1;
     }

@@ -1,11 +1,31 @@
 //! The guest's console: its last lines kept in a file when a guest fails,
-//! and what they say about why.
+//! and what they say about why (read from its end only, since a guest
+//! may fill it up to its output bound).
 
 use super::{CONSOLE_TAIL_LINES, VmError, initramfs, io};
 use std::path::{Path, PathBuf};
 
+/// The most of the console's end read for its last lines, bytes: a
+/// guest may write up to its output bound there.
+const MAX_TAIL_BYTES: u64 = 1 << 20;
+
+/// The console's last [`MAX_TAIL_BYTES`] (the first line possibly cut).
+fn console_tail(path: &Path) -> Vec<u8> {
+    use std::io::{Read as _, Seek as _};
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return Vec::new();
+    };
+    let length = file.metadata().map(|meta| meta.len()).unwrap_or(0);
+    let start = length.saturating_sub(MAX_TAIL_BYTES);
+    let mut bytes = Vec::new();
+    if file.seek(std::io::SeekFrom::Start(start)).is_ok() {
+        let _ = file.take(MAX_TAIL_BYTES).read_to_end(&mut bytes);
+    }
+    bytes
+}
+
 fn console_lines(path: &Path) -> Vec<String> {
-    let bytes = std::fs::read(path).unwrap_or_default();
+    let bytes = console_tail(path);
     String::from_utf8_lossy(&bytes)
         .lines()
         .map(|line| {

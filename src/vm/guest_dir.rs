@@ -1,25 +1,36 @@
-//! The host's side of one boot: a temporary directory holding what the
-//! guest reads (its input directory, shared read-only: the netbisect
-//! binary, the guest script, the specs, a token), what it writes (its
-//! output directory), the initramfs and the console log; and reading back
-//! what the guest wrote.
+//! The host's side of one boot: a temporary directory, this user's only
+//! (0700), holding what the guest reads (its input directory, shared
+//! read-only: the netbisect binary, the guest script, the specs, a
+//! token), what it writes (its output directory), the initramfs and the
+//! console log; reading back what the guest wrote; and the bounds of what
+//! it may leave on this host.
 //!
 //! The guest is not trusted: nothing of the host's is reachable through a
 //! directory it may write (the binary is linked only into the read-only
-//! input), and what it wrote is opened without following links, only as
-//! a regular file, and read up to a cap, so that a link to a device or a
-//! file of the host, a FIFO or an endless file cannot make the host read
-//! what it should not or forever. What the bytes read say is
+//! input); qemu keeps the modes the guest gives its files apart from the
+//! files (see [`super::qemu`]), so that on this host they are this user's
+//! 0600 whatever the guest made; what it wrote is opened without
+//! following links, only as a regular file (in the guest's eyes too),
+//! and read up to a cap, so that a link to a device or a file of the
+//! host, a FIFO or an endless file cannot make the host read what it
+//! should not or forever. What the bytes read say is
 //! `run_record::guest`'s to tell (the fuzz target `guest_output` feeds
-//! it anything).
+//! it anything). What the guest holds on this host, its output directory
+//! and its console log, is measured while it runs and bounded
+//! ([`MAX_OUTPUT_BYTES`], [`MAX_OUTPUT_ENTRIES`]); the files of a run are
+//! removed once the run is handed over, so that the bound holds for a
+//! job of any length.
 
+use super::guest_root::GuestRoot;
 use super::script::{PLAN_FILE, guest_script, run_file};
 use super::{GUEST_DIR, GuestJob, KernelImage, NetMode, RunOutput, VmError, VmOptions, busybox};
 use super::{initramfs, io};
 use run_record::guest::{self, RunStatus};
 use rustix::fs::{FileType, Mode, OFlags};
 use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{
+    DirBuilderExt as _, MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _,
+};
 use std::path::{Path, PathBuf};
 
 /// The name of the netbisect binary in the input directory.
@@ -28,6 +39,19 @@ const GUEST_BINARY: &str = "netbisect";
 pub(super) const MAX_RECORD_BYTES: u64 = 64 << 20;
 /// Largest message (stderr, a status, a setup error) read back, bytes.
 pub(super) const MAX_MESSAGE_BYTES: u64 = 64 << 10;
+/// Most bytes the guest may hold on this host at once, in its output
+/// directory and console log together: a few records of the largest
+/// size, since each run's files go once it is handed over.
+pub(super) const MAX_OUTPUT_BYTES: u64 = 4 * MAX_RECORD_BYTES;
+/// Most files and directories the guest may make in its output
+/// directory (a run leaves three).
+pub(super) const MAX_OUTPUT_ENTRIES: u64 = 10_000;
+/// Where qemu's mapped-file model keeps the modes and owners the guest
+/// gave the files of a directory: one file each, of lines such as
+/// `virtfs.mode=33188`.
+const GUEST_MODES_DIR: &str = ".virtfs_metadata";
+/// Largest file of [`GUEST_MODES_DIR`] read, bytes.
+const MAX_GUEST_MODES_BYTES: u64 = 4096;
 
 /// The prefix of a boot's temporary directory.
 const WORK_PREFIX: &str = "netbisect-vm-";
@@ -41,6 +65,8 @@ const UNLOCKED_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The directories and files of one boot, removed when dropped.
 pub(super) struct GuestDir {
+    /// The guest's root: what of this host it sees.
+    pub(super) root: GuestRoot,
     /// Held locked while this run lives; see [`LOCK_FILE`].
     _lock: std::fs::File,
     /// Removed with everything in it when dropped.
@@ -70,8 +96,11 @@ impl GuestDir {
         job: &GuestJob,
     ) -> Result<GuestDir, VmError> {
         remove_abandoned(&std::env::temp_dir());
+        // This user's only: what the guest wrote is not for others to
+        // read or run, even before it is checked.
         let work = tempfile::Builder::new()
             .prefix(WORK_PREFIX)
+            .permissions(std::fs::Permissions::from_mode(0o700))
             .tempdir()
             .map_err(io("create the directories shared with the guest"))?;
         let lock = std::fs::File::create(work.path().join(LOCK_FILE))
@@ -87,7 +116,10 @@ impl GuestDir {
         let input = work.path().join("input");
         let output = work.path().join("output");
         for dir in [&input, &output] {
-            std::fs::create_dir(dir).map_err(io("create the directories shared with the guest"))?;
+            std::fs::DirBuilder::new()
+                .mode(0o700)
+                .create(dir)
+                .map_err(io("create the directories shared with the guest"))?;
         }
         for (name, bytes) in &job.files {
             // Only for this user (and the guest, which runs as root): the
@@ -100,10 +132,10 @@ impl GuestDir {
                 .map_err(io(format!("create {name}")))?;
             std::io::Write::write_all(&mut file, bytes).map_err(io(format!("write {name}")))?;
         }
-        // The guest's tmpfs on /tmp, /var/tmp and /run hides what the host
-        // keeps there, a netbisect built or installed under /tmp included:
-        // the guest runs the binary from its input directory, which it
-        // may only read, so a link to the host's binary is safe there.
+        // The guest's root holds nothing of where the binary was built or
+        // installed (a home, a target directory of mode 0700, /tmp): it
+        // runs the binary from its input directory, which it may only
+        // read, so a link to the host's binary is safe there.
         place_binary(&job.binary, &input.join(GUEST_BINARY))?;
         let (guest_input, guest_output) = guest_dirs();
         let job = &GuestJob {
@@ -119,8 +151,13 @@ impl GuestDir {
         std::fs::write(input.join(PLAN_FILE), plan).map_err(io("write the guest's plan"))?;
         let initrd = work.path().join("initramfs.cpio");
         let busybox = busybox()?;
+        let root = GuestRoot::of_this_host(&options.shares);
+        // The power-off takes the guest's devices, /usr's share with
+        // them, while the shell waits: a sleep it can no longer start must
+        // not end init (a panic, whose trace would fill the console's
+        // tail), hence the loop of the shell's own.
         let command = format!(
-            "sh {}/guest.sh; echo o > /proc/sysrq-trigger; sleep 30",
+            "sh {}/guest.sh; echo o > /proc/sysrq-trigger; sleep 30 || while :; do :; done",
             guest_input.display()
         );
         initramfs::write(
@@ -128,6 +165,7 @@ impl GuestDir {
                 busybox: &busybox,
                 release: image.release.as_deref(),
                 nics: options.net != NetMode::Loopback,
+                root: &root,
                 input_dir: &guest_input.to_string_lossy(),
                 output_dir: &guest_output.to_string_lossy(),
                 command: &command,
@@ -136,6 +174,7 @@ impl GuestDir {
         )?;
         let console = work.path().join("console.log");
         Ok(GuestDir {
+            root,
             _lock: lock,
             _work: work,
             input,
@@ -150,6 +189,30 @@ impl GuestDir {
     /// than `cap` bytes.
     pub(super) fn read(&self, name: &str, cap: u64) -> Result<Option<Vec<u8>>, VmError> {
         read_guest_file(&self.output, name, cap)
+    }
+
+    /// Removes run `run_idx`'s files once it is handed over, with the
+    /// modes qemu kept of them: nothing reads them again, and what the
+    /// guest holds on this host stays within its bound however many runs
+    /// it makes.
+    pub(super) fn discard_run(&self, run_idx: usize) {
+        for stem in ["record", "err", "status"] {
+            let name = run_file(stem, run_idx);
+            let _ = std::fs::remove_file(self.output.join(&name));
+            let _ = std::fs::remove_file(self.output.join(GUEST_MODES_DIR).join(&name));
+        }
+    }
+
+    /// Checks what the guest holds on this host, its output directory and
+    /// its console log, against [`MAX_OUTPUT_BYTES`] and
+    /// [`MAX_OUTPUT_ENTRIES`].
+    pub(super) fn check_bounds(&self) -> Result<(), VmError> {
+        check_held(
+            &self.output,
+            &self.console,
+            MAX_OUTPUT_BYTES,
+            MAX_OUTPUT_ENTRIES,
+        )
     }
 
     /// Whether the guest has marked `name` written (a status file).
@@ -186,7 +249,6 @@ impl GuestDir {
 /// when they died: those whose lock nobody holds, and those without a
 /// lock made over a minute ago. A link is never followed.
 fn remove_abandoned(temp: &Path) {
-    use std::os::unix::fs::MetadataExt as _;
     let Ok(entries) = std::fs::read_dir(temp) else {
         return;
     };
@@ -227,8 +289,90 @@ fn remove_abandoned(temp: &Path) {
     }
 }
 
+/// Checks what a guest holds on this host, `output` and `console`,
+/// against `max_bytes` and `max_entries`.
+fn check_held(
+    output: &Path,
+    console: &Path,
+    max_bytes: u64,
+    max_entries: u64,
+) -> Result<(), VmError> {
+    let console = std::fs::symlink_metadata(console)
+        .map(|meta| held_bytes(&meta))
+        .unwrap_or(0);
+    let (bytes, entries) = usage(output, max_entries);
+    if entries > max_entries {
+        return Err(VmError::OutputLimit {
+            limit: format!("{max_entries} files"),
+            what: "in its output directory",
+        });
+    }
+    if bytes.saturating_add(console) > max_bytes {
+        return Err(VmError::OutputLimit {
+            limit: format!("{} MiB", max_bytes >> 20),
+            what: "written to this host (its output directory and console log together)",
+        });
+    }
+    Ok(())
+}
+
+/// The bytes a file or directory takes: its length, or its blocks where
+/// more (a file the guest grew with holes is counted at its length).
+fn held_bytes(meta: &std::fs::Metadata) -> u64 {
+    meta.len().max(meta.blocks().saturating_mul(512))
+}
+
+/// The bytes and the entries under `dir`, links not followed; the count
+/// stops past `max_entries`.
+fn usage(dir: &Path, max_entries: u64) -> (u64, u64) {
+    let (mut bytes, mut entries) = (0u64, 0u64);
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let Ok(listing) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in listing.flatten() {
+            entries += 1;
+            if entries > max_entries {
+                return (bytes, entries);
+            }
+            let Ok(meta) = entry.metadata() else {
+                continue;
+            };
+            bytes = bytes.saturating_add(held_bytes(&meta));
+            if meta.is_dir() {
+                pending.push(entry.path());
+            }
+        }
+    }
+    (bytes, entries)
+}
+
+/// The type the guest gave `name` in `dir`, where qemu keeps it apart
+/// from the file ([`GUEST_MODES_DIR`]): `None` when it kept none.
+fn guest_file_type(dir: &Path, name: &str) -> Option<FileType> {
+    let fd = rustix::fs::open(
+        dir.join(GUEST_MODES_DIR).join(name),
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    let mut text = String::new();
+    std::fs::File::from(fd)
+        .take(MAX_GUEST_MODES_BYTES)
+        .read_to_string(&mut text)
+        .ok()?;
+    let mode: u32 = text
+        .lines()
+        .find_map(|line| line.strip_prefix("virtfs.mode="))?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(FileType::from_raw_mode(mode))
+}
+
 /// Reads `name` in `dir` as the guest left it: without following a link,
-/// only a regular file, at most `cap` bytes.
+/// only a regular file (in the guest's eyes too), at most `cap` bytes.
 fn read_guest_file(dir: &Path, name: &str, cap: u64) -> Result<Option<Vec<u8>>, VmError> {
     let path = dir.join(name);
     let refused = |why: String| VmError::GuestOutput {
@@ -256,7 +400,13 @@ fn read_guest_file(dir: &Path, name: &str, cap: u64) -> Result<Option<Vec<u8>>, 
         what: format!("read {}", path.display()),
         source: err.into(),
     })?;
-    let kind = FileType::from_raw_mode(stat.st_mode);
+    let kind = match FileType::from_raw_mode(stat.st_mode) {
+        FileType::RegularFile => guest_file_type(dir, name).unwrap_or(FileType::RegularFile),
+        other => other,
+    };
+    if kind == FileType::Symlink {
+        return Err(refused("it is a symbolic link".to_string()));
+    }
     if kind != FileType::RegularFile {
         return Err(refused(format!("it is a {kind:?}, not a regular file")));
     }
@@ -314,6 +464,71 @@ mod tests {
         assert!(err.contains("not a regular file"), "{err}");
         std::fs::create_dir(path.join("dir")).unwrap();
         assert!(read_guest_file(path, "dir", 16).is_err());
+    }
+
+    #[test]
+    fn what_the_guest_holds_is_bounded_in_bytes_and_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let output = dir.path().join("output");
+        let console = dir.path().join("console.log");
+        std::fs::create_dir_all(output.join("sub")).unwrap();
+        std::fs::write(output.join("sub/record"), vec![b'x'; 1000]).unwrap();
+        std::fs::write(&console, vec![b'x'; 1000]).unwrap();
+        assert!(check_held(&output, &console, 1 << 20, 10).is_ok());
+        // A file grown with holes counts at its length.
+        std::fs::File::create(output.join("sparse"))
+            .unwrap()
+            .set_len(2 << 20)
+            .unwrap();
+        let err = check_held(&output, &console, 1 << 20, 10)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "the guest passed the limit of 1 MiB written to this host (its output \
+             directory and console log together); the VM was stopped"
+        );
+        std::fs::remove_file(output.join("sparse")).unwrap();
+        // The console counts with the output directory.
+        std::fs::write(&console, vec![b'x'; 1 << 20]).unwrap();
+        assert!(check_held(&output, &console, 1 << 20, 10).is_err());
+        std::fs::write(&console, b"").unwrap();
+        for idx in 0..10 {
+            std::fs::write(output.join(format!("f{idx}")), b"").unwrap();
+        }
+        let err = check_held(&output, &console, 1 << 20, 10)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "the guest passed the limit of 10 files in its output directory; the VM was stopped"
+        );
+        assert_eq!(usage(&output, 5).1, 6);
+    }
+
+    #[test]
+    fn what_the_guest_made_a_link_or_a_fifo_is_refused_though_a_file_here() {
+        // As qemu's mapped-file model leaves them: regular files on this
+        // host, the guest's types beside them.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path();
+        std::fs::create_dir(path.join(GUEST_MODES_DIR)).unwrap();
+        for (name, mode) in [("link", 0o120777), ("fifo", 0o010644), ("file", 0o100644)] {
+            std::fs::write(path.join(name), b"/dev/zero").unwrap();
+            std::fs::write(
+                path.join(GUEST_MODES_DIR).join(name),
+                format!("virtfs.uid=0\nvirtfs.gid=0\nvirtfs.mode={mode}\n"),
+            )
+            .unwrap();
+        }
+        let err = read_guest_file(path, "link", 16).unwrap_err().to_string();
+        assert!(err.contains("it is a symbolic link"), "{err}");
+        let err = read_guest_file(path, "fifo", 16).unwrap_err().to_string();
+        assert!(err.contains("not a regular file"), "{err}");
+        assert_eq!(
+            read_guest_file(path, "file", 16).unwrap(),
+            Some(b"/dev/zero".to_vec())
+        );
     }
 
     #[test]

@@ -1,20 +1,21 @@
 //! The guest's initramfs, written here at each boot (it costs a few
 //! milliseconds): a static busybox, the modules the guest needs taken from
-//! `/lib/modules/RELEASE` of the image's release, and an `/init` that
-//! mounts the host's root file system over 9p read-only, tmpfs where the
-//! guest writes, the shared directory read-write, then hands over to the
-//! guest script on the host's root and powers the guest off.
+//! `/lib/modules/RELEASE` of the image's release, the skeleton of the
+//! guest's root (see [`super::guest_root`]) and an `/init` that builds
+//! that root on a tmpfs, mounts this host's `/usr` and the other shared
+//! directories over 9p read-only, tmpfs where the guest writes, the input
+//! directory read-only and the output directory read-write, then hands
+//! over to the guest script on that root and powers the guest off.
 //!
 //! The archive is cpio's "newc" format, the one the kernel unpacks.
 
 use super::VmError;
+use super::guest_root::{GuestRoot, RootEntry};
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-/// The 9p tag of the host's root file system.
-pub const ROOT_TAG: &str = "nbroot";
-/// The 9p tag of the shared directory.
+/// The 9p tag of the output directory.
 pub const SHARED_TAG: &str = "nbshared";
 /// The 9p tag of the input directory, which the guest may only read.
 pub const INPUT_TAG: &str = "nbinput";
@@ -28,8 +29,11 @@ pub const INIT_NAME: &str = "netbisect-init";
 const BASE_MODULES: &[&str] = &["virtio_pci", "9pnet_virtio", "9p"];
 const NIC_MODULES: &[&str] = &["virtio_net"];
 
-/// Where the guest writes on top of the read-only root.
+/// Where the guest writes on top of its read-only root.
 const TMPFS_DIRS: &[&str] = &["/run", "/tmp", "/var/tmp"];
+
+/// Where the skeleton of the guest's root lies in the initramfs.
+const SKELETON: &str = "skel";
 
 /// `e_type` of an ELF program header that names a dynamic loader.
 const PT_INTERP: u32 = 3;
@@ -42,6 +46,8 @@ pub struct Contents<'a> {
     pub release: Option<&'a str>,
     /// Whether the guest has NICs (their driver is loaded).
     pub nics: bool,
+    /// The guest's root.
+    pub root: &'a GuestRoot,
     /// Where the input directory (read-only) is mounted in the guest.
     pub input_dir: &'a str,
     /// Where the output directory is mounted in the guest.
@@ -72,6 +78,25 @@ pub fn write(contents: &Contents<'_>, path: &Path) -> Result<(), VmError> {
     // mounted.
     archive.entry("dev/console", 0o020600, (5, 1), &[])?;
     archive.entry("bin/busybox", 0o100755, (0, 0), &busybox)?;
+    archive.entry(SKELETON, 0o040755, (0, 0), &[])?;
+    for entry in &contents.root.entries {
+        match entry {
+            RootEntry::Dir(name, mode) => {
+                archive.entry(&format!("{SKELETON}/{name}"), 0o040000 | mode, (0, 0), &[])?;
+            }
+            RootEntry::File(name, bytes) => {
+                archive.entry(&format!("{SKELETON}/{name}"), 0o100644, (0, 0), bytes)?;
+            }
+            RootEntry::Link(name, target) => {
+                archive.entry(
+                    &format!("{SKELETON}/{name}"),
+                    0o120777,
+                    (0, 0),
+                    target.as_bytes(),
+                )?;
+            }
+        }
+    }
     let mut names = Vec::new();
     for (idx, module) in modules.iter().enumerate() {
         let bytes = std::fs::read(module).map_err(|source| VmError::Io {
@@ -117,28 +142,62 @@ fn init_script(contents: &Contents<'_>, modules: &[String]) -> String {
     let nine_p = "trans=virtio,version=9p2000.L,msize=512000";
     let _ = writeln!(
         script,
-        "$b mount -t 9p -o {nine_p},ro,cache=loose {ROOT_TAG} /newroot || \
-         die 'cannot mount the host root over 9p: the kernel needs \
-         CONFIG_NET_9P_VIRTIO and CONFIG_9P_FS (built in, or as modules \
-         installed in /lib/modules/RELEASE of this host)'"
+        "$b mount -t tmpfs -o mode=0755 tmpfs /newroot && $b cp -a /{SKELETON}/. /newroot/ || \
+         die 'cannot build the guest root in memory'"
     );
+    let (system, shares): (Vec<_>, Vec<_>) =
+        contents.root.mounts.iter().partition(|dir| dir.system);
+    for dir in system {
+        let why = if dir.path == Path::new("/usr") {
+            "cannot mount the host root over 9p (its /usr): the kernel needs \
+             CONFIG_NET_9P_VIRTIO and CONFIG_9P_FS (built in, or as modules \
+             installed in /lib/modules/RELEASE of this host)"
+                .to_string()
+        } else {
+            format!("cannot mount the host's {} over 9p", dir.path.display())
+        };
+        let _ = writeln!(
+            script,
+            "$b mount -t 9p -o {nine_p},ro,cache=loose {tag} {at} || die {why}",
+            tag = dir.tag,
+            at = super::quote(&format!("/newroot{}", dir.path.display())),
+            why = super::quote(&why),
+        );
+    }
     for dir in TMPFS_DIRS {
         let _ = writeln!(
             script,
-            "[ -d /newroot{dir} ] && $b mount -t tmpfs -o mode=1777 tmpfs /newroot{dir}"
+            "$b mount -t tmpfs -o mode=1777 tmpfs /newroot{dir} || die 'cannot mount {dir}'"
         );
     }
     let (input, output) = (contents.input_dir, contents.output_dir);
-    let _ = write!(
+    let _ = writeln!(
         script,
         "$b mkdir -p /newroot{input} /newroot{output}\n\
          $b mount -t 9p -o {nine_p},ro,cache=loose {INPUT_TAG} /newroot{input} || \
          die 'cannot mount the input directory over 9p'\n\
          $b mount -t 9p -o {nine_p} {SHARED_TAG} /newroot{output} || \
-         die 'cannot mount the shared directory over 9p'\n\
-         $b mount -t proc proc /newroot/proc || die 'cannot mount /proc'\n\
+         die 'cannot mount the shared directory over 9p'"
+    );
+    // After the tmpfs mounts, so that a share under /tmp is not hidden.
+    for dir in shares {
+        let at = super::quote(&format!("/newroot{}", dir.path.display()));
+        let _ = writeln!(
+            script,
+            "$b mkdir -p {at} && $b mount -t 9p -o {nine_p},ro {tag} {at} || die {why}",
+            tag = dir.tag,
+            why = super::quote(&format!(
+                "cannot mount --vm-share {} over 9p",
+                dir.path.display()
+            )),
+        );
+    }
+    let _ = write!(
+        script,
+        "$b mount -t proc proc /newroot/proc || die 'cannot mount /proc'\n\
          $b mount -t sysfs sysfs /newroot/sys || die 'cannot mount /sys'\n\
          $b mount -t devtmpfs devtmpfs /newroot/dev || die 'cannot mount /dev'\n\
+         $b mount -o remount,ro /newroot || say 'the guest root stays writable'\n\
          $b umount /proc /sys /dev\n\
          $b ip link set lo up\n\
          export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n\

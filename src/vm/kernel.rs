@@ -1,8 +1,8 @@
 //! What an image is before it boots: an x86 bzImage (its setup header
 //! names the release), and whether the kernel has what the guest needs
-//! (9p to share the host's root file system, virtio-net for the NIC
-//! modes), read from the host's modules of that release or from the
-//! `.config` of the tree it was built in.
+//! (9p to share this host's /usr and the run's files, virtio-net for
+//! the NIC modes), read from the host's modules of that release or from
+//! the `.config` of the tree it was built in.
 
 use super::{NetMode, VmError};
 use std::path::{Path, PathBuf};
@@ -68,7 +68,7 @@ struct Feature {
 }
 
 const NINE_P: Feature = Feature {
-    what: "9p over virtio (to share the host's root file system)",
+    what: "9p over virtio (to share this host's /usr and the run's files)",
     modules: &["9p.ko", "9pnet_virtio.ko"],
     configs: &["CONFIG_NET_9P", "CONFIG_NET_9P_VIRTIO", "CONFIG_9P_FS"],
 };

@@ -1,16 +1,24 @@
-//! The VM runner: boots a kernel image with qemu, the host's root file
-//! system shared read-only over 9p (so the host's netbisect binary runs in
-//! the guest unchanged), runs `netbisect bench --json` inside, and brings
-//! the record back through a host directory shared with the guest, which
-//! console noise cannot corrupt.
+//! The VM runner: boots a kernel image with qemu, runs `netbisect bench
+//! --json` inside (the host's binary, unchanged, from a directory shared
+//! with the guest read-only over 9p), and brings the record back through
+//! a host directory shared with the guest, which console noise cannot
+//! corrupt.
+//!
+//! The guest is not trusted: a kernel and its userspace from an arbitrary
+//! commit range may be hostile. It sees a root assembled from what it
+//! needs (see [`guest_root`]: this host's `/usr` read-only and a small
+//! `/etc`, not this host's `/`), writes only to its output directory,
+//! whose modes never become this host's, within a bound of bytes and
+//! files, and everything of a boot lies in a directory only this user
+//! may enter (see [`guest_dir`]).
 //!
 //! The guest's userspace is an initramfs written here (see [`initramfs`]):
-//! busybox, the few modules the guest needs and an init that mounts the
-//! host's root and runs the guest script; qemu boots the kernel unpacked,
-//! at its PVH entry (see [`vmlinux`]). Under TCG on a shared two-core
-//! host, virtme-ng's general-purpose guest (systemd-tmpfiles, udev) and
-//! the emulated decompression of the bzImage took 22-49 s from the start
-//! of the boot to the test; this takes 6-11 s.
+//! busybox, the few modules the guest needs and an init that assembles
+//! the guest's root and runs the guest script; qemu boots the kernel
+//! unpacked, at its PVH entry (see [`vmlinux`]). Under TCG on a shared
+//! two-core host, virtme-ng's general-purpose guest (systemd-tmpfiles,
+//! udev) and the emulated decompression of the bzImage took 22-49 s from
+//! the start of the boot to the test; this takes 6-11 s.
 //!
 //! It knows nothing of archives or git: it takes the bench arguments the
 //! guest should run with and returns the record's bytes and the
@@ -28,6 +36,7 @@
 mod boot;
 mod console;
 mod guest_dir;
+mod guest_root;
 mod initramfs;
 mod kernel;
 mod qemu;
@@ -38,6 +47,7 @@ mod test;
 mod vmlinux;
 
 pub use boot::{GuestEvents, run_guest};
+pub use guest_root::check_shares;
 pub use kernel::{KernelImage, check_image};
 pub use script::{GuestPlan, PlannedRun, run_file};
 pub use settings::GuestSettings;
@@ -147,6 +157,10 @@ pub struct VmOptions {
     /// The NICs' transmit queue size, descriptors.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tx_queue_size: Option<u32>,
+    /// Directories of this host the guest sees read-only, at the same
+    /// path, beside its root (`--vm-share`): absolute, links resolved.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shares: Vec<PathBuf>,
     /// The host's CPUs qemu is pinned to, as a CPU list (`2-3`): each
     /// slot of `bisect run --jobs` gets its own. Not an option of the
     /// command line.
@@ -167,6 +181,7 @@ impl Default for VmOptions {
             tap: None,
             vhost: false,
             tx_queue_size: None,
+            shares: Vec::new(),
             host_cpus: None,
         }
     }
@@ -309,6 +324,15 @@ pub enum VmError {
         /// Why it is refused.
         why: String,
     },
+    /// The guest passed a bound of what it may leave on this host and was
+    /// stopped.
+    #[error("the guest passed the limit of {limit} {what}; the VM was stopped")]
+    OutputLimit {
+        /// The limit, with its unit.
+        limit: String,
+        /// What it bounds.
+        what: &'static str,
+    },
     /// One run of the guest gave no record.
     #[error("the test in the guest failed: {0}")]
     RunFailed(String),
@@ -340,6 +364,7 @@ impl ExitCoded for VmError {
             | VmError::Boot { .. }
             | VmError::TimedOut { .. }
             | VmError::GuestOutput { .. }
+            | VmError::OutputLimit { .. }
             | VmError::RunFailed(_)
             | VmError::Guest { .. } => Code::Runtime,
         }

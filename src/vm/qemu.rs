@@ -1,10 +1,11 @@
 //! qemu for one guest: its command line (the machine, the kernel and
-//! initramfs, the console to a file, the host's root and the input
-//! directory read-only, the output directory and the NICs of the network
-//! mode), the runner that starts it under a watcher of this process, and
-//! what the record's `vm` section says of it.
+//! initramfs, the console to a file, the input directory and the
+//! directories of the guest's root read-only, the output directory with
+//! the guest's modes kept apart, and the NICs of the network mode), the
+//! runner that starts it under a watcher of this process and the limits
+//! of what it writes, and what the record's `vm` section says of it.
 
-use super::guest_dir::GuestDir;
+use super::guest_dir::{GuestDir, MAX_OUTPUT_BYTES};
 use super::{NetMode, QEMU, RUNNER, VmError, VmOptions, initramfs, io};
 use child_process::group::GroupChild;
 use run_record::env::VmEnv;
@@ -21,8 +22,9 @@ pub(super) struct Boot<'a> {
 }
 
 /// qemu's command line: the machine, the kernel and initramfs, the
-/// console to a file, the host's root and the input directory read-only
-/// and the output directory over 9p, and the NICs of the network mode.
+/// console to a file, the input directory and the guest root's
+/// directories read-only and the output directory over 9p, and the NICs
+/// of the network mode.
 pub(super) fn qemu_arguments(
     boot: &Boot<'_>,
     options: &VmOptions,
@@ -69,22 +71,34 @@ pub(super) fn qemu_arguments(
         "chardev:nbconsole".to_string(),
         "-virtfs".to_string(),
         format!(
-            "local,path=/,mount_tag={},security_model=none,readonly=on,multidevs=remap",
-            initramfs::ROOT_TAG
-        ),
-        "-virtfs".to_string(),
-        format!(
             "local,path={},mount_tag={},security_model=none,readonly=on,multidevs=remap",
             qemu_value(&guest_dir.input),
             initramfs::INPUT_TAG
         ),
+        // The guest's modes and owners are kept in files of qemu's beside
+        // what it writes (mapped-file, which any file system takes, tmpfs
+        // without user xattrs too), never given to the files themselves:
+        // on this host they are this user's, 0600 and directories 0700,
+        // whatever the guest makes of them (setuid, executable, devices,
+        // links).
         "-virtfs".to_string(),
         format!(
-            "local,path={},mount_tag={},security_model=none,multidevs=remap",
+            "local,path={},mount_tag={},security_model=mapped-file,fmode=0600,dmode=0700,\
+             multidevs=remap",
             qemu_value(&guest_dir.output),
             initramfs::SHARED_TAG
         ),
     ]);
+    for dir in &guest_dir.root.mounts {
+        qemu.extend([
+            "-virtfs".to_string(),
+            format!(
+                "local,path={},mount_tag={},security_model=none,readonly=on,multidevs=remap",
+                qemu_value(&dir.path),
+                dir.tag
+            ),
+        ]);
+    }
     match options.net {
         NetMode::Loopback => {}
         NetMode::Pair => {
@@ -183,6 +197,16 @@ pub(super) fn pair_backend() -> PairBackend {
 const WATCHER: &str = "exec 3<&0; \"$@\" & v=$!; { read _ <&3; kill -9 0; } & w=$!; \
      wait $v; s=$?; kill $w 2>/dev/null; wait $w 2>/dev/null; exit $s";
 
+/// What the runner's shell does before the watcher: no file qemu writes
+/// (the console log, a file of the output directory) may pass the bound
+/// of what the guest holds on this host, by more than one 512-byte block
+/// (so that the bound's check sees it passed); a write past it fails
+/// instead of killing qemu (SIGXFSZ ignored), and qemu leaves no core.
+fn limits() -> String {
+    let blocks = MAX_OUTPUT_BYTES / 512 + 1;
+    format!("ulimit -c 0 2>/dev/null; ulimit -f {blocks} 2>/dev/null; trap '' XFSZ; ")
+}
+
 /// Starts qemu under a shell that also watches a pipe from this process:
 /// when this process dies, however it dies (kill -9 included), the pipe
 /// closes and the watcher kills the whole group, qemu with it. The pair's
@@ -210,13 +234,14 @@ pub(super) fn start_runner(
              ip link set {PAIR_TAP}1 mtu 65521 up && ip link set {PAIR_TAP}2 mtu 65521 up && \
              ip link set nbbridge up || \
              {{ echo 'netbisect-runner: cannot bridge the taps of --vm-net pair'; exit 97; }}; \
-             {WATCHER}"
+             {limits}{WATCHER}",
+            limits = limits()
         );
         command.args(["--net", "--", "sh", "-c", &setup]);
         command
     } else {
         let mut command = Command::new("sh");
-        command.args(["-c", WATCHER]);
+        command.args(["-c", &format!("{}{WATCHER}", limits())]);
         command
     };
     command.arg("sh");

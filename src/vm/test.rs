@@ -35,6 +35,7 @@ impl KernelUnderTest {
         let image = super::check_image(image, options.net)?;
         super::check_command_line(&image, &options)?;
         super::check_tools()?;
+        super::check_shares(&options.shares)?;
         if let Some(tap) = &options.tap {
             super::tap_link(tap)?;
         }
@@ -261,6 +262,7 @@ fn one_run_token() -> exit::Result<(bench_core::auth::Token, Vec<u8>)> {
     // A token is read from a file only this user may read.
     let dir = tempfile::Builder::new()
         .prefix("netbisect-token-")
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
         .tempdir()
         .context("cannot create a directory for the guest's token")?;
     let path = dir.path().join("token");

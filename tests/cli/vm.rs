@@ -1377,12 +1377,14 @@ fn pair_nics_offer_offloads_and_an_offload_axis_sets_them_per_configuration() {
 const GUEST_INPUT: &str = "/run/netbisect/in";
 const GUEST_OUTPUT: &str = "/run/netbisect/out";
 
-/// A directory for a hostile guest's test, under the build's target
-/// directory: the guest, which hides this host's /tmp under its own,
-/// reaches it through the read-only mount of this host's root, and the
-/// boot directories made there (TMPDIR) are on the file system of the
-/// netbisect binary, so that the binary is linked, not copied, into the
-/// guest's input. None (the test says why) where that cannot hold.
+/// A directory for a hostile guest's test: TMPDIR of its runs (their
+/// boot directories are made there), its archive, and `share/`, where the
+/// payload is, which the guest reads at the same path through
+/// `--vm-share` (it sees nothing else of this host but `/usr`). Under the
+/// build's target directory, so that the boot directories are on the
+/// file system of the netbisect binary, which is then linked, not
+/// copied, into the guest's input. None (the test says why) where the
+/// path holds a character the payload's command line cannot carry.
 fn hostile_dir() -> Option<tempfile::TempDir> {
     let target = Path::new(env!("CARGO_TARGET_TMPDIR"));
     std::fs::create_dir_all(target).unwrap();
@@ -1390,14 +1392,13 @@ fn hostile_dir() -> Option<tempfile::TempDir> {
         .prefix("hostile-")
         .tempdir_in(target)
         .unwrap();
+    std::fs::create_dir(dir.path().join("share")).unwrap();
     let text = dir.path().to_string_lossy().into_owned();
-    let hidden = ["/tmp/", "/run/", "/var/tmp/"]
-        .iter()
-        .any(|prefix| text.starts_with(prefix));
-    if hidden || text.contains(|c: char| c.is_whitespace() || "'\"\\|".contains(c)) {
+    // The payload's path is written into a sed expression in single
+    // quotes inside the double quotes of a kernel argument.
+    if text.contains(|c: char| c.is_control() || "'\"\\|&".contains(c)) {
         skip(format!(
-            "the guest cannot reach the target directory {text}: it is hidden from the guest \
-             or needs quoting"
+            "the guest's command line cannot name the target directory {text}"
         ));
         return None;
     }
@@ -1405,7 +1406,7 @@ fn hostile_dir() -> Option<tempfile::TempDir> {
 }
 
 /// The `--vm-append` arguments that make the guest run `script` (a file
-/// the guest reaches through the host's root) where it would run the
+/// the guest reaches through `--vm-share`) where it would run the
 /// runner's guest script: busybox is the initramfs's init, and runs the
 /// runner's own /init with that one command changed.
 fn hostile_append(script: &Path) -> Vec<String> {
@@ -1422,38 +1423,56 @@ fn hostile_append(script: &Path) -> Vec<String> {
     ]
 }
 
+/// `bench --kernel` with a guest that runs `script` instead of the
+/// runner's (written to `dir/share`, which the guest reads), and the
+/// `extra` arguments; TMPDIR and the archive in `dir`.
+fn hostile_command(dir: &Path, script: &str, extra: &[&str]) -> std::process::Command {
+    let share = dir.join("share");
+    let path = share.join("hostile.sh");
+    std::fs::write(&path, script).unwrap();
+    let mut command = std::process::Command::new(BINARY);
+    command
+        .args([
+            "bench",
+            "--kernel",
+            KERNEL_OLD,
+            "--vm-accel",
+            "tcg",
+            "--vm-timeout",
+            TIMEOUT,
+            "-l",
+            "0.5",
+        ])
+        .arg("--vm-share")
+        .arg(&share)
+        .args(extra);
+    for arg in hostile_append(&path) {
+        command.arg("--vm-append").arg(arg);
+    }
+    command
+        .env("NETBISECT_ARCHIVE", dir.join("archive.db"))
+        .env_remove("NETBISECT_TEMPLATE_DIR")
+        .env("TMPDIR", dir)
+        .env("XDG_CACHE_HOME", dir);
+    command
+}
+
+/// After a hostile guest's run: no qemu left, nothing archived, and the
+/// boot's directory gone.
+fn nothing_kept_of_a_hostile_run(dir: &Path, stderr: &str) {
+    nothing_left_running(&format!("{}/netbisect-vm-", dir.display()));
+    let (_, listed, _) = run(&dir.join("archive.db"), &["--json", "archive", "list"]);
+    assert_eq!(listed.trim(), "", "{stderr}");
+    assert_eq!(boot_dirs(dir), Vec::<PathBuf>::new());
+}
+
 /// Runs `bench --kernel` with a guest that runs `script` instead of the
 /// runner's; returns the exit code and stderr.
 fn bench_with_hostile_guest(dir: &Path, script: &str, extra: &[&str]) -> (i32, String) {
-    let path = dir.join("hostile.sh");
-    std::fs::write(&path, script).unwrap();
-    let archive = dir.join("archive.db");
-    let mut args: Vec<String> = [
-        "bench",
-        "--kernel",
-        KERNEL_OLD,
-        "--vm-accel",
-        "tcg",
-        "--vm-timeout",
-        TIMEOUT,
-        "-l",
-        "0.5",
-    ]
-    .iter()
-    .map(|arg| arg.to_string())
-    .collect();
-    args.extend(extra.iter().map(|arg| arg.to_string()));
-    for arg in hostile_append(&path) {
-        args.extend(["--vm-append".to_string(), arg]);
-    }
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (code, _, stderr) = run(&archive, &args);
-    nothing_left_running(&format!("{}/netbisect-vm-", dir.display()));
-    // Nothing was archived, and the boot's directory is gone.
-    let (_, listed, _) = run(&archive, &["--json", "archive", "list"]);
-    assert_eq!(listed.trim(), "", "{stderr}");
-    assert_eq!(boot_dirs(dir), Vec::<PathBuf>::new());
-    (code, stderr)
+    let output = hostile_command(dir, script, extra).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    nothing_kept_of_a_hostile_run(dir, &stderr);
+    (output.status.code().unwrap_or(-1), stderr)
 }
 
 /// The mode and bytes of a file.
@@ -1477,10 +1496,10 @@ fn a_hostile_guest_can_neither_change_the_binary_nor_make_the_host_read_a_device
     let binary = std::fs::canonicalize(BINARY).unwrap();
     let before = mode_and_bytes(&binary);
     // The guest, root in its VM, mounts its input directory (where the
-    // binary is a link to this very file) and this host's root
-    // read-write, and goes for the binary through both; then it says run
-    // 0 ended well, its record a link to /dev/zero, and its setup error
-    // one too.
+    // binary is a link to this very file) and its root read-write, and
+    // goes for the binary through both (this host's path to it is not in
+    // the guest's root); then it says run 0 ended well, its record a link
+    // to /dev/zero, and its setup error one too.
     let script = format!(
         "in={GUEST_INPUT} d={GUEST_OUTPUT} bin={bin}\n\
          : > \"$d/started\"\n\
@@ -1561,4 +1580,269 @@ fn a_guest_record_of_another_label_and_testbed_is_refused_and_not_archived() {
         "{stderr}"
     );
     assert!(stderr.contains("its label is other, not asked"), "{stderr}");
+}
+
+/// Starts `command` (a hostile guest's, whose TMPDIR is `dir`) and waits
+/// until its guest has made `ready` in its output directory; returns the
+/// child and the boot's directory.
+fn spawn_until_ready(
+    mut command: std::process::Command,
+    dir: &Path,
+) -> (std::process::Child, PathBuf) {
+    let mut child = command
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(400);
+    loop {
+        if let Some(boot) = boot_dirs(dir)
+            .into_iter()
+            .find(|boot| boot.join("output/ready").exists())
+        {
+            return (child, boot);
+        }
+        if child.try_wait().unwrap().is_some() || Instant::now() > deadline {
+            let _ = child.kill();
+            let output = child.wait_with_output().unwrap();
+            panic!(
+                "the guest did not get ready: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// What the user nobody may do with the boot directory `boot` in
+/// `tmpdir`: the lines of what it could (`listed-tmpdir` first, which it
+/// must, else the check proves nothing); None where this test cannot
+/// become nobody (not root, or no setpriv).
+fn done_as_nobody(tmpdir: &Path, boot: &Path) -> Option<String> {
+    if !rustix::process::geteuid().is_root() || !on_path("setpriv") {
+        return None;
+    }
+    let output = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .args([
+            "sh",
+            "-c",
+            "ls \"$1\" >/dev/null 2>&1 && echo listed-tmpdir\n\
+             ls \"$2\" >/dev/null 2>&1 && echo entered-boot\n\
+             cat \"$2/output/id\" >/dev/null 2>&1 && echo read-program\n\
+             \"$2/output/id\" >/dev/null 2>&1 && echo ran-program\n\
+             cat \"$2/console.log\" >/dev/null 2>&1 && echo read-console\n\
+             cat \"$2/input/spec-000.json\" >/dev/null 2>&1 && echo read-input\n",
+            "sh",
+        ])
+        .arg(tmpdir)
+        .arg(boot)
+        .output()
+        .unwrap();
+    Some(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// Every path under `dir`, links not followed.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if std::fs::symlink_metadata(&path).unwrap().is_dir() {
+                pending.push(path.clone());
+            }
+            found.push(path);
+        }
+    }
+    found
+}
+
+#[test]
+fn a_guest_that_plants_a_setuid_program_leaves_nothing_others_may_read_or_run() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    if !slow() {
+        return;
+    }
+    let Some(dir) = hostile_dir() else {
+        return;
+    };
+    let _guests = one_guest();
+    // TMPDIR as /tmp is: every user may pass through it and list it.
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
+    // The guest, root in its VM, copies a program into its output
+    // directory and makes it setuid and setgid root, a directory and
+    // another program writable and runnable by all, a link and a device;
+    // then it waits while this test looks.
+    let script = format!(
+        "d={GUEST_OUTPUT}\n\
+         : > \"$d/started\"\n\
+         cp /usr/bin/id \"$d/id\" && chmod 6755 \"$d/id\"\n\
+         mkdir \"$d/sub\" && cp /usr/bin/id \"$d/sub/id\" && chmod 4777 \"$d/sub/id\"\n\
+         chmod 0777 \"$d/sub\" \"$d\"\n\
+         ln -s /usr/bin/id \"$d/link\"\n\
+         mknod \"$d/null\" c 1 3\n\
+         ls -ln \"$d\" > \"$d/listing\"\n\
+         : > \"$d/ready\"\n\
+         i=0\n\
+         while [ ! -e \"$d/go\" ] && [ $i -lt 600 ]; do sleep 0.2; i=$((i+1)); done\n"
+    );
+    let command = hostile_command(dir.path(), &script, &[]);
+    let (child, boot) = spawn_until_ready(command, dir.path());
+    let output = boot.join("output");
+    // In the guest's eyes the program is setuid: the attack was made.
+    let listing = std::fs::read_to_string(output.join("listing")).unwrap();
+    assert!(listing.contains("-rwsr-sr-x"), "{listing}");
+    // The boot's directory is this user's only, and what the guest made
+    // is neither setuid, setgid nor executable, nor for others to read.
+    let meta = std::fs::symlink_metadata(&boot).unwrap();
+    assert_eq!(meta.mode() & 0o7777, 0o700, "{}", boot.display());
+    assert_eq!(meta.uid(), rustix::process::geteuid().as_raw());
+    let made = walk(&output);
+    assert!(made.iter().any(|path| path.ends_with("sub/id")), "{made:?}");
+    for path in &made {
+        let meta = std::fs::symlink_metadata(path).unwrap();
+        let allowed = if meta.is_dir() { 0o700 } else { 0o600 };
+        assert!(
+            meta.is_dir() || meta.is_file(),
+            "{} is neither a file nor a directory",
+            path.display()
+        );
+        assert_eq!(
+            meta.mode() & 0o7777 & !allowed,
+            0,
+            "{} is {:o}",
+            path.display(),
+            meta.mode()
+        );
+    }
+    // Another user reaches nothing of it, while the guest runs.
+    match done_as_nobody(dir.path(), &boot) {
+        Some(done) if done.contains("listed-tmpdir") => {
+            assert_eq!(done.trim(), "listed-tmpdir", "nobody could: {done}");
+        }
+        Some(_) => eprintln!(
+            "a_guest_that_plants_a_setuid_program: {} is out of nobody's reach, \
+             so only the modes were checked",
+            dir.path().display()
+        ),
+        None => {
+            eprintln!("a_guest_that_plants_a_setuid_program: not root, only the modes were checked")
+        }
+    }
+    std::fs::write(output.join("go"), b"").unwrap();
+    let ended = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&ended.stderr);
+    assert_ne!(ended.status.code(), Some(0), "{stderr}");
+    nothing_kept_of_a_hostile_run(dir.path(), &stderr);
+}
+
+/// The console file an error names.
+fn console_named(stderr: &str) -> String {
+    let path = stderr
+        .split_whitespace()
+        .find(|word| word.contains("netbisect-console-"))
+        .map(|word| PathBuf::from(word.trim_end_matches([';', ')', ','])))
+        .unwrap_or_else(|| panic!("no console path in {stderr}"));
+    std::fs::read_to_string(path).unwrap()
+}
+
+#[test]
+fn a_guest_reads_nothing_of_the_host_users_files() {
+    use std::os::unix::fs::PermissionsExt;
+    if !slow() {
+        return;
+    }
+    let Some(dir) = hostile_dir() else {
+        return;
+    };
+    let _guests = one_guest();
+    // The user's home, outside what the guest is given, with a file
+    // only the user may read; and a file of the share, which the guest
+    // must read, so that a payload that reads nothing cannot pass.
+    let home = dir.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let secret = home.join("secret");
+    let secret_text = format!("netbisect-secret-{}", std::process::id());
+    std::fs::write(&secret, &secret_text).unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let control = dir.path().join("share/control");
+    let control_text = format!("netbisect-control-{}", std::process::id());
+    std::fs::write(&control, &control_text).unwrap();
+    // The guest reads the secret by its path; mounts every 9p tag it is
+    // offered that is not mounted yet; and tries the secret's path, and
+    // every tail of it, under the root of each 9p mount.
+    let script = format!(
+        "s={secret}\n\
+         : > \"{GUEST_OUTPUT}/started\"\n\
+         echo \"hostile: control $(cat {control})\"\n\
+         echo \"hostile: direct $(cat \"$s\" 2>&1)\"\n\
+         echo \"hostile: etc $(ls /etc | tr '\\n' ' ')\"\n\
+         for f in /sys/bus/virtio/drivers/9pnet_virtio/*/mount_tag; do\n\
+         \x20 t=$(cat \"$f\"); mkdir -p \"/tmp/m/$t\"\n\
+         \x20 mount -t 9p -o trans=virtio,version=9p2000.L \"$t\" \"/tmp/m/$t\" 2>/dev/null \
+         && echo \"hostile: mounted $t\"\n\
+         done\n\
+         for m in $(awk '$3 == \"9p\" {{ print $2 }}' /proc/mounts); do\n\
+         \x20 p=${{s#/}}\n\
+         \x20 while :; do\n\
+         \x20   cat \"$m/$p\" 2>/dev/null | sed 's/^/hostile: leaked /'\n\
+         \x20   case $p in */*) p=${{p#*/}} ;; *) break ;; esac\n\
+         \x20 done\n\
+         done\n\
+         echo 'hostile: done'\n",
+        secret = secret.display(),
+        control = control.display(),
+    );
+    let mut command = hostile_command(dir.path(), &script, &[]);
+    command.env("HOME", &home);
+    let output = command.output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    nothing_kept_of_a_hostile_run(dir.path(), &stderr);
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    let console = console_named(&stderr);
+    assert!(
+        console.contains(&format!("hostile: control {control_text}")),
+        "{console}"
+    );
+    assert!(console.contains("hostile: done"), "{console}");
+    assert!(!console.contains(&secret_text), "{console}");
+    // The guest's /etc is its own: no password hashes of this host.
+    let etc = console
+        .lines()
+        .find(|line| line.contains("hostile: etc "))
+        .unwrap_or_else(|| panic!("{console}"));
+    assert!(etc.contains("passwd"), "{etc}");
+    assert!(!etc.contains("shadow"), "{etc}");
+}
+
+#[test]
+fn a_guest_writing_past_its_output_bound_is_stopped_with_the_limit_named() {
+    if !slow() {
+        return;
+    }
+    let Some(dir) = hostile_dir() else {
+        return;
+    };
+    let _guests = one_guest();
+    // 300 MiB into the output directory, then a wait the host must not
+    // sit through.
+    let script = format!(
+        "d={GUEST_OUTPUT}\n\
+         : > \"$d/started\"\n\
+         dd if=/dev/zero of=\"$d/big\" bs=1M count=300 2>/dev/null\n\
+         echo 'hostile: written'\n\
+         sleep 600\n"
+    );
+    let started = Instant::now();
+    let (code, stderr) = bench_with_hostile_guest(dir.path(), &script, &[]);
+    assert_eq!(code, 3, "{stderr}");
+    assert!(
+        stderr.contains(
+            "the guest passed the limit of 256 MiB written to this host (its output \
+             directory and console log together); the VM was stopped"
+        ),
+        "{stderr}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(300), "{stderr}");
 }

@@ -268,6 +268,9 @@ fn kernel_words(kernel: &wiring::KernelSession) -> Vec<String> {
     if options.timeout_s != defaults.timeout_s {
         words.push(format!("--vm-timeout {}", options.timeout_s));
     }
+    for share in &options.shares {
+        words.push(format!("--vm-share {}", quote(&share.to_string_lossy())));
+    }
     match options.accel {
         crate::vm::AccelChoice::Auto => {}
         crate::vm::AccelChoice::Kvm => words.push("--vm-accel kvm".to_string()),
