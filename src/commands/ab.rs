@@ -5,8 +5,8 @@
 //! the experiment's id; then one comparison of the experiment's own runs
 //! (see [`crate::comparison`]).
 
-use crate::cli::{AbArgs, CompareLayout};
-use crate::comparison::{ComparisonRequest, print_comparison};
+use crate::cli::AbArgs;
+use crate::comparison::{CompareLayout, ComparisonRequest, print_comparison};
 use crate::exit::{self, Code, InputError};
 use crate::experiment::{self, Experiment, Side};
 use crate::global_options::GlobalOptions;

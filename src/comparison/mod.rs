@@ -7,7 +7,8 @@
 mod reproduce;
 mod tables;
 
-use crate::cli::CompareLayout;
+pub use tables::CompareLayout;
+
 use crate::exit::{self, InputError};
 use crate::global_options::GlobalOptions;
 use crate::output;

@@ -3,12 +3,23 @@
 //! configuration of a test in one table (matrices), the sides as
 //! `--email` introduces them, and what the sides do not share.
 
-use crate::cli::CompareLayout;
 use archive::compare::{Comparison, ComparisonGroup, Side, UnmatchedGroup};
 use archive::figures::{spec_options, spec_value};
 use run_record::spec::{RunSpec, TestKind};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
+
+/// How a comparison lays out its tables (`--layout`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompareLayout {
+    /// netperf's tables, a row per side, size sweeps of a test in one.
+    Netperf,
+    /// One table per test, a row per configuration.
+    Matrix,
+    /// Mean, spread, change and p value of every metric (the
+    /// `compare-stats` template).
+    Stats,
+}
 
 /// The short name of a side in the rows of a table: the selector without
 /// its kind, a commit or run id cut to 12 digits.

@@ -7,8 +7,7 @@
 //! The runs say which label is A's: kernel A boots first in round 1,
 //! so A's label is that of the earliest run of the lowest round.
 
-use crate::cli::CompareLayout;
-use crate::comparison::{ComparisonRequest, comparison_text, experiment_layout};
+use crate::comparison::{CompareLayout, ComparisonRequest, comparison_text, experiment_layout};
 use crate::exit::{self, Context};
 use crate::global_options::GlobalOptions;
 use archive::{Archive, ArchiveError, RunQuery};
