@@ -24,8 +24,8 @@
 //! one (it does not compile). What a library boxes of ours (a
 //! bisection's measurer and journal, `bisect::journal::BoxError`) is a
 //! boxed `Failure`, whose code the engine's error hands on. Two things
-//! are decided at the end, in [`classify`]: a signal received ends the
-//! process with 130 whatever the failure, and a closed stdout, which
+//! are decided at the end: a signal received ends the process with 130
+//! whatever the failure ([`classify`]), and a closed stdout, which
 //! declares 0, is no failure at all ([`is_broken_pipe`]).
 //!
 //! Why a code carried and not read off the error chain at the end: stable
