@@ -10,6 +10,7 @@
 use crate::cli::GlobalArgs;
 use crate::exit::{Code, InputError};
 use crate::output;
+use crate::views::run::RunContext;
 use anyhow::Context;
 use archive::store::SeriesRun;
 use archive::store::Upgrade;
@@ -148,14 +149,12 @@ pub fn store_and_print(
         global,
         || output::record(record),
         || {
-            // A run kept out of the archive says so next to its id, which
-            // `archive show` would not find.
-            let context = serde_json::json!({
-                "record": record,
-                "units": output.units,
-                "banner": output.banner,
-                "stored": output.archive,
-            });
+            let context = RunContext {
+                record,
+                units: &output.units,
+                banner: output.banner,
+                stored: output.archive,
+            };
             output::template(global, "run", &context, "the run")
         },
     )?;

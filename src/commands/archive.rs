@@ -5,6 +5,8 @@ use crate::cli::{ArchiveAction, ArchiveArgs, GlobalArgs, ImportArgs, RunFilterAr
 use crate::exit::{Code, InputError};
 use crate::output;
 use crate::store::{archive_location, open_archive, open_archive_read};
+use crate::views::archive_list::ArchiveListContext;
+use crate::views::run::RunContext;
 use anyhow::Context;
 use archive::import::{self, ImportOptions};
 use archive::{Archive, RunQuery};
@@ -206,7 +208,7 @@ fn run_list(global: &GlobalArgs, filters: &RunFilterArgs) -> anyhow::Result<Code
         global,
         || output::pretty(&runs, "runs"),
         || {
-            let context = serde_json::json!({ "runs": runs });
+            let context = ArchiveListContext { runs: &runs };
             output::template(global, "archive-list", &context, "the list of runs")
         },
     )?;
@@ -229,7 +231,12 @@ fn run_show(global: &GlobalArgs, id: &str, units: &str) -> anyhow::Result<Code> 
         },
         || {
             let record = RunRecord::from_slice(&bytes).context("the stored run is not readable")?;
-            let context = serde_json::json!({ "record": record, "units": units });
+            let context = RunContext {
+                record: &record,
+                units,
+                banner: true,
+                stored: true,
+            };
             output::template(global, "run", &context, "the run")
         },
     )?;

@@ -1,7 +1,8 @@
 //! What the tests of every crate build the same way: run records
-//! ([`record::RecordBuilder`]) and git repositories with a fixed author and
-//! time ([`git::GitRepo`]), and a PostgreSQL server of their own
-//! ([`postgres::Cluster`]). A dev-dependency only: no production code
+//! ([`record::RecordBuilder`], [`record::sampled_run`]), samples scattered
+//! the same way on every machine ([`noise::Noise`]), git repositories with
+//! a fixed author and time ([`git::GitRepo`]), and a PostgreSQL server of
+//! their own ([`postgres::Cluster`]). A dev-dependency only: no production code
 //! links it.
 //!
 //! ```
@@ -23,5 +24,6 @@
 #![deny(missing_docs)]
 
 pub mod git;
+pub mod noise;
 pub mod postgres;
 pub mod record;

@@ -1,18 +1,20 @@
-//! What the `compare` template is given for netperf's layout and the
-//! matrix: size sweeps of a test as one table (families), every
-//! configuration of a test in one table (matrices), the sides as
+//! The context of `compare` (netperf's layout and the matrix) and of
+//! `compare-stats`: the archive's comparison, as `compare --json` prints
+//! it, and for `compare` size sweeps of a test as one table (families),
+//! every configuration of a test in one table (matrices), the sides as
 //! `--email` introduces them, and what the sides do not share.
 
 use crate::cli::CompareLayout;
 use archive::compare::{Comparison, ComparisonGroup, Side, UnmatchedGroup};
 use archive::figures::{spec_options, spec_value};
+use run_record::record::RunRecord;
 use run_record::spec::{RunSpec, TestKind};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The short name of a side in the rows of a table: the selector without
 /// its kind, a commit or run id cut to 12 digits.
-pub(super) fn short_name(value: &str) -> String {
+pub fn short_name(value: &str) -> String {
     let is_hex = value.len() > 12 && value.bytes().all(|byte| byte.is_ascii_hexdigit());
     if is_hex {
         value[..12].to_string()
@@ -62,9 +64,21 @@ struct MatrixRow {
     group: usize,
 }
 
+/// What `--email` adds: the records of each side, and what the
+/// comparison's own module found of them.
+pub struct Email<'r> {
+    /// The records of side A and of side B.
+    pub side_records: &'r [Vec<RunRecord>; 2],
+    /// Runs of one experiment: the `netbisect ab` command that makes it
+    /// again.
+    pub ab_command: Option<String>,
+    /// Runs in VMs: how the guests were made.
+    pub measured_in: Option<String>,
+}
+
 /// What the `compare` template is given.
 #[derive(Debug, Serialize)]
-pub(super) struct NetperfContext<'a> {
+pub struct CompareContext<'a> {
     #[serde(flatten)]
     comparison: &'a Comparison,
     /// netperf's -f letter.
@@ -89,18 +103,21 @@ pub(super) struct NetperfContext<'a> {
     matrices: Vec<Matrix>,
     /// With no configuration on both sides: what each side has and the
     /// parameters only one side has.
-    nothing_in_common: Vec<String>,
+    pub nothing_in_common: Vec<String>,
 }
 
-impl<'a> NetperfContext<'a> {
-    pub(super) fn new(
+impl<'a> CompareContext<'a> {
+    /// The context of `comparison` in `layout`, its groups' settings
+    /// (where several pairs of sides were merged) beside it, throughput
+    /// in netperf's `-f` `units`, with what `email` adds.
+    pub fn new(
         comparison: &'a Comparison,
         settings: &[String],
         layout: CompareLayout,
         units: &'a str,
-        email_records: Option<&[Vec<run_record::record::RunRecord>; 2]>,
-    ) -> NetperfContext<'a> {
-        let email = email_records.is_some();
+        email: Option<Email<'_>>,
+    ) -> CompareContext<'a> {
+        let email_records = email.as_ref().map(|email| email.side_records);
         let families = families(&comparison.groups, layout);
         let matrices = if layout == CompareLayout::Matrix {
             matrices(&comparison.groups, settings)
@@ -151,23 +168,15 @@ impl<'a> NetperfContext<'a> {
             .map(|(name, description, records)| EmailSide::of(name, description, records))
             .collect()
         });
-        let ab_command = email_records.and_then(|records| {
-            super::reproduce::ab_command(
-                [&records[0], &records[1]],
-                [&comparison.first_name, &comparison.second_name],
-            )
-        });
+        let (ab_command, measured_in) =
+            email.map_or((None, None), |email| (email.ab_command, email.measured_in));
         if ab_command.is_some() {
             commands.clear();
         }
-        let measured_in = email_records.and_then(|records| {
-            let all: Vec<&run_record::record::RunRecord> = records.iter().flatten().collect();
-            super::reproduce::measured_in(&all)
-        });
-        NetperfContext {
+        CompareContext {
             comparison,
             units,
-            email,
+            email: email_records.is_some(),
             email_sides,
             ab_command,
             measured_in,
@@ -199,7 +208,7 @@ struct EmailSide {
 }
 
 impl EmailSide {
-    fn of(name: &str, description: &str, records: &[run_record::record::RunRecord]) -> EmailSide {
+    fn of(name: &str, description: &str, records: &[RunRecord]) -> EmailSide {
         let collect = |values: Vec<Option<String>>| -> Vec<String> {
             values
                 .into_iter()
