@@ -17,6 +17,8 @@ use archive::{Archive, RunQuery};
 use run_record::spec::TestKind;
 
 use crate::views::compare::{CompareContext, Email, short_name};
+use crate::views::compare_stats::CompareStatsContext;
+use crate::views::units::Units;
 
 /// What to compare and how to print it.
 #[derive(Clone, Debug)]
@@ -132,16 +134,25 @@ impl Compared {
     /// The `compare` template's text (or `compare-stats`'s).
     fn text(&self, global: &GlobalArgs, args: &ComparisonRequest) -> anyhow::Result<String> {
         match args.layout {
-            CompareLayout::Stats => {
-                output::template(global, "compare-stats", &self.comparison, "the comparison")
-            }
+            CompareLayout::Stats => output::template(
+                global,
+                "compare-stats",
+                &CompareStatsContext::new(&self.comparison),
+                "the comparison",
+            ),
             CompareLayout::Netperf | CompareLayout::Matrix => {
+                let units = Units::of_letter(&args.units).ok_or_else(|| {
+                    InputError(format!(
+                        "unknown unit letter '{}' (use k, m, g, K, M or G)",
+                        args.units
+                    ))
+                })?;
                 let email = args.email.then(|| self.email());
                 let context = CompareContext::new(
                     &self.comparison,
                     &self.settings,
                     args.layout,
-                    &args.units,
+                    units,
                     email,
                 );
                 output::template(global, "compare", &context, "the comparison")

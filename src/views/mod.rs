@@ -12,6 +12,7 @@ pub mod archive_list;
 pub mod bisect_report;
 pub mod bisect_status;
 pub mod compare;
+pub mod compare_stats;
 pub mod env;
 pub mod history;
 pub mod plan;
@@ -19,3 +20,4 @@ pub mod run;
 #[cfg(test)]
 pub mod samples;
 pub mod sweep;
+pub mod units;

@@ -9,6 +9,8 @@
 use super::Sample;
 use crate::cli::CompareLayout;
 use crate::views::compare::CompareContext;
+use crate::views::compare_stats::CompareStatsContext;
+use crate::views::units::Units;
 use archive::compare::{CompareOptions, Comparison, compare};
 use run_record::env::HostEnv;
 use run_record::record::{CpuFigures, RunRecord};
@@ -277,6 +279,7 @@ fn nothing_in_common() -> Comparison {
 
 pub fn samples() -> Vec<Sample> {
     let (first, noise) = base_vs_patched();
+    let units = Units::of_letter("m").expect("netperf's m");
     let mut samples = Vec::new();
     for (case, comparison) in [
         ("base-vs-patched", first),
@@ -285,12 +288,16 @@ pub fn samples() -> Vec<Sample> {
     ] {
         let settings = vec![String::new(); comparison.groups.len()];
         let mut context =
-            CompareContext::new(&comparison, &settings, CompareLayout::Netperf, "m", None);
+            CompareContext::new(&comparison, &settings, CompareLayout::Netperf, units, None);
         // The sample shows the table's end without the list of what only
         // one side has; tests/cli/netperf_layout.rs pins that list.
         context.nothing_in_common.clear();
         samples.push(Sample::new("compare", case, &context));
-        samples.push(Sample::new("compare-stats", case, &comparison));
+        samples.push(Sample::new(
+            "compare-stats",
+            case,
+            &CompareStatsContext::new(&comparison),
+        ));
     }
     samples
 }

@@ -23,8 +23,17 @@ mod plan;
 mod run;
 mod sweep;
 
-use crate::render::Renderer;
+use crate::render::{CONTEXT_VERSION, Renderer};
 use serde::Serialize;
+
+/// A context with the version the renderer gives every template beside
+/// it, as a template sees it.
+#[derive(Serialize)]
+struct Versioned<'a, C> {
+    context_version: u32,
+    #[serde(flatten)]
+    context: &'a C,
+}
 
 /// One case of one template: its context as JSON and the text the
 /// built-in template makes of it.
@@ -33,8 +42,9 @@ pub struct Sample {
     pub template: &'static str,
     /// The case's name.
     pub case: String,
-    /// The context serialised as the committed file holds it: indented,
-    /// members in the order of the types, and a newline.
+    /// The context serialised as the committed file holds it, with the
+    /// `context_version` the renderer adds: indented, members in the
+    /// order of the types, and a newline.
     pub json: String,
     /// The built-in template rendered over the typed context, or what
     /// failed.
@@ -48,7 +58,12 @@ impl Sample {
         Sample {
             template,
             case: case.to_string(),
-            json: serde_json::to_string_pretty(context).expect("a context serialises") + "\n",
+            json: serde_json::to_string_pretty(&Versioned {
+                context_version: CONTEXT_VERSION,
+                context,
+            })
+            .expect("a context serialises")
+                + "\n",
             text: Renderer::new(None)
                 .render(template, context)
                 .map_err(|err| err.to_string()),
