@@ -7,6 +7,7 @@ use crate::output;
 use crate::store::{archive_location, open_archive, open_archive_read};
 use crate::views::archive_list::ArchiveListContext;
 use crate::views::run::RunContext;
+use crate::views::units::Units;
 use anyhow::Context;
 use archive::import::{self, ImportOptions};
 use archive::{Archive, RunQuery};
@@ -231,12 +232,8 @@ fn run_show(global: &GlobalArgs, id: &str, units: &str) -> anyhow::Result<Code> 
         },
         || {
             let record = RunRecord::from_slice(&bytes).context("the stored run is not readable")?;
-            let context = RunContext {
-                record: &record,
-                units,
-                banner: true,
-                stored: true,
-            };
+            let units = Units::parse(units).map_err(|err| InputError(err.to_string()))?;
+            let context = RunContext::new(&record, units, true, true);
             output::template(global, "run", &context, "the run")
         },
     )?;

@@ -141,12 +141,7 @@ impl Compared {
                 "the comparison",
             ),
             CompareLayout::Netperf | CompareLayout::Matrix => {
-                let units = Units::of_letter(&args.units).ok_or_else(|| {
-                    InputError(format!(
-                        "unknown unit letter '{}' (use k, m, g, K, M or G)",
-                        args.units
-                    ))
-                })?;
+                let units = Units::parse(&args.units).map_err(|err| InputError(err.to_string()))?;
                 let email = args.email.then(|| self.email());
                 let context = CompareContext::new(
                     &self.comparison,

@@ -17,6 +17,11 @@ pub struct Units {
     bits_per_s: f64,
 }
 
+/// A letter netperf's `-f` does not know.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown unit letter '{0}' (use k, m, g, K, M or G)")]
+pub struct UnknownUnits(pub String);
+
 /// The letters, each with the name a column head gives it.
 const UNITS: [(&str, &str); 6] = [
     ("k", "10^3bits/s"),
@@ -28,8 +33,14 @@ const UNITS: [(&str, &str); 6] = [
 ];
 
 impl Units {
+    /// The unit of netperf's `-f letter` (the command line accepts only
+    /// the letters netperf knows).
+    pub fn parse(letter: &str) -> Result<Units, UnknownUnits> {
+        Units::of_letter(letter).ok_or_else(|| UnknownUnits(letter.to_string()))
+    }
+
     /// The unit of netperf's `-f letter`; `None` for a letter netperf
-    /// does not know (the command line accepts only those it knows).
+    /// does not know.
     pub fn of_letter(letter: &str) -> Option<Units> {
         let (letter, name) = UNITS.into_iter().find(|(known, _)| *known == letter)?;
         let bits_per_s = netperf_divisor(letter).ok()?;
@@ -62,5 +73,9 @@ mod tests {
         assert_eq!(Units::of_letter("K").unwrap().figure(Some(8192.0)), "1.00");
         assert_eq!(mega.figure(None), "-");
         assert_eq!(Units::of_letter("x"), None);
+        assert_eq!(
+            Units::parse("x").unwrap_err().to_string(),
+            "unknown unit letter 'x' (use k, m, g, K, M or G)"
+        );
     }
 }

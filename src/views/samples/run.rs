@@ -10,6 +10,7 @@
 
 use super::Sample;
 use crate::views::run::RunContext;
+use crate::views::units::Units;
 use run_record::record::{
     BufferTruth, ConfidenceOutcome, CpuConfidence, CpuDetail, CpuFigures, EndReport, EndsReport,
     FlowFigures, HostCpu, Iteration, LatencyFigures, LatencyHistogram, RunRecord, SocketTruth,
@@ -607,13 +608,8 @@ pub fn samples() -> Vec<Sample> {
     ]
     .iter()
     .map(|(case, record)| {
-        let context = RunContext {
-            record,
-            units: "m",
-            banner: true,
-            stored: true,
-        };
-        Sample::new("run", case, &context)
+        let units = Units::parse("m").expect("netperf's m");
+        Sample::new("run", case, &RunContext::new(record, units, true, true))
     })
     .collect()
 }
