@@ -22,6 +22,7 @@ use crate::output;
 use crate::site;
 use crate::store::{open_archive_read, series_runs};
 use crate::views::history::HistoryContext;
+use crate::views::units::Units;
 use anyhow::Context;
 use archive::history::{
     HistoryOptions, PointRuns, SeriesOrder, history, points_in_commit_order, points_in_time_order,
@@ -109,10 +110,9 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<Code> {
         global,
         || output::pretty(&history, "the history"),
         || {
-            let context = HistoryContext {
-                history: &history,
-                units: &args.units.units,
-            };
+            let units =
+                Units::parse(&args.units.units).map_err(|err| InputError(err.to_string()))?;
+            let context = HistoryContext::new(&history, units);
             output::template(global, "history", &context, "the history")
         },
     )?;

@@ -10,7 +10,7 @@ use crate::exit::{Code, InputError};
 use crate::output;
 use crate::request::parse_bench_spec;
 use crate::store::{missing_archive, open_archive_read};
-use crate::views::plan::Plan;
+use crate::views::plan::{Plan, PlanContext};
 use anyhow::Context;
 use archive::RunQuery;
 use bisect::decision::DecisionConfig;
@@ -117,7 +117,7 @@ pub fn run(global: &GlobalArgs, args: &PlanArgs) -> anyhow::Result<Code> {
     output::emit(
         global,
         || output::pretty(&plan, "the plan"),
-        || output::template(global, "plan", &plan, "the plan"),
+        || output::template(global, "plan", &PlanContext::new(&plan), "the plan"),
     )?;
     Ok(if below_target && args.strict {
         Code::BelowTarget

@@ -386,6 +386,6 @@ pub fn wrap_command(value: Value, width: usize) -> Vec<String> {
         .collect()
 }
 
-mod history;
+pub mod history;
 #[cfg(test)]
 mod tests;

@@ -2,7 +2,10 @@
 //! report or refusal, as `bisect report --json` prints it), the test
 //! and environment of its ends, and the commands that reproduce it.
 
-use bisect::report::{BisectReport, Outcome, Refusal};
+use crate::render::filters::fixed_text;
+use crate::views::bisection::{StepRow, short_id, step_rows, unit_of, value_of};
+use bisect::graph::CommitInfo;
+use bisect::report::{BisectReport, BisectResult, EndSummary, Outcome, Refusal};
 use run_record::record::RunRecord;
 use run_record::spec::RunSpec;
 use serde::Serialize;
@@ -37,6 +40,47 @@ pub struct ReportContext<'a> {
     pub environment: Vec<EnvLine>,
     /// True when the change is for the worse in the metric's direction.
     pub is_regression: bool,
+    /// The unit of the metric's figures (`10^6bits/s`, `usec`).
+    pub unit: String,
+    /// The good end and the bad end, as the table of the ends prints
+    /// them.
+    pub end_rows: Vec<EndRow>,
+    /// A first bad commit: its parent and it, as the table of the
+    /// regression prints them.
+    pub culprit_rows: Vec<EndRow>,
+    /// The steps of the bisection, as the table of steps prints them.
+    pub step_rows: Vec<StepRow>,
+}
+
+/// A commit in a table of means: the good and the bad end, or the
+/// culprit and its parent.
+#[derive(Debug, Serialize)]
+pub struct EndRow {
+    /// The commit, cut to 12 digits.
+    pub commit: String,
+    /// The mean of its samples in the metric's unit.
+    pub mean: String,
+    /// Their standard deviation, percent of the mean (`4.2%`; `-%`
+    /// where the mean is zero).
+    pub spread: String,
+    /// How many samples.
+    pub n_samples: usize,
+}
+
+impl EndRow {
+    /// The row of `end` of a bisection on `metric`.
+    fn of(metric: &str, end: &EndSummary) -> EndRow {
+        let spread = (end.mean != 0.0).then(|| end.stddev / end.mean * 100.0);
+        EndRow {
+            commit: short_id(&end.commit.id),
+            mean: value_of(metric, Some(end.mean)),
+            spread: format!(
+                "{}%",
+                spread.map_or_else(|| "-".to_string(), |spread| fixed_text(spread, 1))
+            ),
+            n_samples: end.samples.len(),
+        }
+    }
 }
 
 impl<'a> ReportContext<'a> {
@@ -54,6 +98,10 @@ impl<'a> ReportContext<'a> {
             Outcome::Refused(refusal) => (None, Some(refusal)),
         };
         let [good, bad] = ends;
+        let (metric, good_end, bad_end) = match outcome {
+            Outcome::Finished(report) => (&report.metric, &report.good, &report.bad),
+            Outcome::Refused(refusal) => (&refusal.metric, &refusal.good, &refusal.bad),
+        };
         ReportContext {
             kind: if report.is_some() {
                 "report"
@@ -68,10 +116,51 @@ impl<'a> ReportContext<'a> {
             reproduce,
             environment: environment(good, bad),
             is_regression: report.is_some_and(BisectReport::is_regression),
+            unit: unit_of(metric),
+            end_rows: vec![EndRow::of(metric, good_end), EndRow::of(metric, bad_end)],
+            culprit_rows: report.map_or_else(Vec::new, culprit_rows),
+            step_rows: report.map_or_else(Vec::new, |report| step_rows(metric, &report.steps)),
         }
     }
 }
 
+/// The parent and the culprit of a first bad commit, with the means of
+/// the regression between them.
+fn culprit_rows(report: &BisectReport) -> Vec<EndRow> {
+    let BisectResult::FirstBad {
+        commit,
+        parent,
+        culprit_samples,
+        parent_samples,
+        regression,
+        ..
+    } = &report.result
+    else {
+        return Vec::new();
+    };
+    let row = |commit: &CommitInfo, mean: Option<f64>, samples: &[f64]| EndRow {
+        commit: short_id(&commit.id),
+        mean: value_of(&report.metric, mean),
+        spread: String::new(),
+        n_samples: samples.len(),
+    };
+    vec![
+        row(
+            parent,
+            regression.as_ref().map(|r| r.old_mean),
+            parent_samples,
+        ),
+        row(
+            commit,
+            regression.as_ref().map(|r| r.new_mean),
+            culprit_samples,
+        ),
+    ]
+}
+
+/// What the report says of the ends' environment, from their first
+/// archived runs: the testbed, the CPU, the governor, the congestion
+/// control, and each end's kernel.
 fn environment(good: Option<&RunRecord>, bad: Option<&RunRecord>) -> Vec<EnvLine> {
     let mut lines = Vec::new();
     let Some(first) = good.or(bad) else {

@@ -1,6 +1,8 @@
 //! The context of `bisect-status`: where a bisection stands, the
-//! document `bisect status --json` prints.
+//! document `bisect status --json` prints, and beside it the figures of
+//! the table of steps and the estimate's time as printed.
 
+use crate::views::bisection::{StepRow, duration, step_rows, unit_of};
 use bisect::estimate::Estimate;
 use bisect::graph::CommitInfo;
 use bisect::progress::Phase;
@@ -47,4 +49,45 @@ pub struct StatusDoc {
     /// What the rest was estimated to take once the ends were measured
     /// (`null` before, or when the ends gave no usable step).
     pub estimate: Option<Estimate>,
+}
+
+/// What the `bisect-status` template is given.
+#[derive(Debug, Serialize)]
+pub struct StatusContext<'a> {
+    /// The status, as `bisect status --json` prints it.
+    #[serde(flatten)]
+    pub status: &'a StatusDoc,
+    /// The unit of the metric's figures (`10^6bits/s`, `usec`).
+    pub unit: String,
+    /// The steps so far, as the table of steps prints them.
+    pub step_rows: Vec<StepRow>,
+    /// The step under way, from 1.
+    pub step_now: usize,
+    /// The steps the whole bisection is expected to take.
+    pub steps_expected: usize,
+    /// What the estimate says the rest takes, mean and 95th percentile,
+    /// as people read a time; none before a measurement was timed.
+    pub rest_time: Option<[String; 2]>,
+}
+
+impl<'a> StatusContext<'a> {
+    /// The context of `status`.
+    pub fn new(status: &'a StatusDoc) -> StatusContext<'a> {
+        let rest_time = status
+            .estimate
+            .as_ref()
+            .filter(|estimate| estimate.seconds_per_run > 0.0)
+            .map(|estimate| {
+                [estimate.mean_after_ends, f64::from(estimate.p95_after_ends)]
+                    .map(|runs| duration(runs * estimate.seconds_per_run))
+            });
+        StatusContext {
+            status,
+            unit: unit_of(&status.metric),
+            step_rows: step_rows(&status.metric, &status.steps),
+            step_now: status.steps.len() + 1,
+            steps_expected: status.steps.len() + status.est_steps_left as usize,
+            rest_time,
+        }
+    }
 }

@@ -11,6 +11,7 @@
 pub mod archive_list;
 pub mod bisect_report;
 pub mod bisect_status;
+pub mod bisection;
 pub mod compare;
 pub mod compare_stats;
 pub mod env;

@@ -1,6 +1,7 @@
 //! The context of `plan`: the plan of a bisection, as `plan --json`
-//! prints it.
+//! prints it, and its times as people read them.
 
+use crate::views::bisection::duration;
 use bisect::estimate::Estimate;
 use serde::Serialize;
 
@@ -25,4 +26,26 @@ pub struct Plan {
     pub target_pct: f64,
     /// The estimate.
     pub estimate: Estimate,
+}
+
+/// What the `plan` template is given.
+#[derive(Debug, Serialize)]
+pub struct PlanContext<'a> {
+    /// The plan, as `plan --json` prints it.
+    #[serde(flatten)]
+    pub plan: &'a Plan,
+    /// The time a bisection takes, mean and 95th percentile, as people
+    /// read a time (`16.9 h`).
+    pub time: [String; 2],
+}
+
+impl<'a> PlanContext<'a> {
+    /// The context of `plan`.
+    pub fn new(plan: &'a Plan) -> PlanContext<'a> {
+        let estimate = &plan.estimate;
+        PlanContext {
+            plan,
+            time: [estimate.mean_seconds, estimate.p95_seconds].map(duration),
+        }
+    }
 }

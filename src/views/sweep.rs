@@ -9,6 +9,8 @@
 //! of the swept size delivered per second (throughput / 8 / size).
 //! Absent CPU figures are `null`. `stopped` is set when a size failed.
 
+use crate::views::bisection::short_id;
+use crate::views::units::Units;
 use run_record::record::{Metric, RunRecord};
 use run_record::spec::{AddressFamily, RunSpec, SweepParameter, TestKind};
 use serde::Serialize;
@@ -93,14 +95,40 @@ pub struct SweepRow {
     pub run_id: String,
 }
 
-/// What the `sweep` template is given: the table and netperf's -f unit.
+/// What the `sweep` template is given: the table, the unit of
+/// throughput, and what the template prints of them.
 #[derive(Serialize)]
 pub struct SweepContext<'a> {
     /// The table.
     #[serde(flatten)]
     pub table: &'a SweepTable,
     /// netperf's `-f` letter of throughput.
-    pub units: &'a str,
+    pub units: &'static str,
+    /// The unit of throughput as a column head names it (`10^6bits/s`).
+    pub unit_name: &'static str,
+    /// The address family as netperf's banner names it (`AF_INET`).
+    pub address_family: &'static str,
+    /// Some size missed its `-I` interval.
+    pub confidence_missed: bool,
+    /// The runs' ids cut to 12 digits, one per row.
+    pub run_ids: Vec<String>,
+}
+
+impl<'a> SweepContext<'a> {
+    /// The context of `table`, throughput in `units`.
+    pub fn new(table: &'a SweepTable, units: Units) -> SweepContext<'a> {
+        SweepContext {
+            table,
+            units: units.letter,
+            unit_name: units.name,
+            address_family: match table.family {
+                AddressFamily::Ipv4 => "AF_INET",
+                AddressFamily::Ipv6 => "AF_INET6",
+            },
+            confidence_missed: table.rows.iter().any(|row| row.confidence_missed),
+            run_ids: table.rows.iter().map(|row| short_id(&row.run_id)).collect(),
+        }
+    }
 }
 
 /// The table over `records`, the finished runs of a sweep of `n_sizes`
@@ -260,7 +288,8 @@ mod tests {
         assert_eq!(row.ops_per_s, 1e6);
         assert_eq!(row.local_cpu_pct, None);
 
-        let text = Renderer::new(None).render("sweep", &table).unwrap();
+        let context = SweepContext::new(&table, Units::parse("m").unwrap());
+        let text = Renderer::new(None).render("sweep", &context).unwrap();
         assert!(
             text.contains("    1000  1000000.00      8000.00       -"),
             "{text}"

@@ -51,6 +51,11 @@ impl Units {
         })
     }
 
+    /// Bits per second in one unit.
+    pub fn bits_per_s(self) -> f64 {
+        self.bits_per_s
+    }
+
     /// `bits_per_s` in this unit: a figure with two decimals, or more
     /// where it needs them; `-` for none.
     pub fn figure(self, bits_per_s: Option<f64>) -> String {

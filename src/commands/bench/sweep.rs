@@ -5,11 +5,12 @@
 //! The table's data is [`crate::views::sweep::SweepTable`].
 
 use crate::cli::GlobalArgs;
-use crate::exit::Code;
+use crate::exit::{Code, InputError};
 use crate::output;
 use crate::request::{BenchInvocation, SizeSweep};
 use crate::store::{store_run, warn_of_refused_settings};
 use crate::views::sweep::{Stopped, SweepContext, SweepTable, sweep_table};
+use crate::views::units::Units;
 use bench_core::run::{BenchRequest, bench};
 use run_record::record::RunRecord;
 
@@ -96,10 +97,8 @@ fn stop_message(stopped: &Stopped, n_sizes: usize, n_finished: usize, no_archive
 }
 
 fn print_table(global: &GlobalArgs, units: &str, table: SweepTable) -> anyhow::Result<()> {
-    let context = SweepContext {
-        table: &table,
-        units,
-    };
+    let units = Units::parse(units).map_err(|err| InputError(err.to_string()))?;
+    let context = SweepContext::new(&table, units);
     let text = output::template(global, "sweep", &context, "the sweep")?;
     output::write_stdout(text.as_bytes())
 }

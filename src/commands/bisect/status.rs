@@ -8,7 +8,7 @@ use super::session::{Loaded, SessionSpec, load, status_of};
 use crate::cli::{BisectRepoArgs, GlobalArgs};
 use crate::exit::Code;
 use crate::output;
-use crate::views::bisect_status::{STATUS_SCHEMA, StatusDoc};
+use crate::views::bisect_status::{STATUS_SCHEMA, StatusContext, StatusDoc};
 use archive::journal::BisectSession;
 use bisect::graph::{CommitGraph, CommitInfo};
 use bisect::progress::Status;
@@ -67,7 +67,10 @@ pub(super) fn print_status(
     output::emit(
         global,
         || output::line(&doc, "the status"),
-        || output::template(global, "bisect-status", &doc, "the status"),
+        || {
+            let context = StatusContext::new(&doc);
+            output::template(global, "bisect-status", &context, "the status")
+        },
     )
 }
 

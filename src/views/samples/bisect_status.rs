@@ -3,7 +3,7 @@
 
 use super::Sample;
 use super::bisect::{commit, estimate, throughput_steps};
-use crate::views::bisect_status::{STATUS_SCHEMA, StatusDoc};
+use crate::views::bisect_status::{STATUS_SCHEMA, StatusContext, StatusDoc};
 use bisect::estimate::Estimate;
 use bisect::progress::Phase;
 
@@ -94,9 +94,12 @@ pub fn samples() -> Vec<Sample> {
         }),
         ..in_progress("throughput_bps", estimate())
     };
-    vec![
-        Sample::new("bisect-status", "in-progress", &running),
-        Sample::new("bisect-status", "latency-in-progress", &latency),
-        Sample::new("bisect-status", "finished", &finished),
+    [
+        ("in-progress", running),
+        ("latency-in-progress", latency),
+        ("finished", finished),
     ]
+    .iter()
+    .map(|(case, status)| Sample::new("bisect-status", case, &StatusContext::new(status)))
+    .collect()
 }

@@ -5,6 +5,7 @@
 
 use super::Sample;
 use crate::views::history::HistoryContext;
+use crate::views::units::Units;
 use archive::history::{
     History, HistoryOptions, PointRuns, SeriesOrder, history, points_in_commit_order,
     points_in_time_order,
@@ -112,11 +113,8 @@ pub fn samples() -> Vec<Sample> {
     ]
     .iter()
     .map(|(case, history)| {
-        let context = HistoryContext {
-            history,
-            units: "m",
-        };
-        Sample::new("history", case, &context)
+        let units = Units::parse("m").expect("netperf's m");
+        Sample::new("history", case, &HistoryContext::new(history, units))
     })
     .collect()
 }

@@ -2,7 +2,7 @@
 //! commits with an hour a run, and four measurements at once.
 
 use super::Sample;
-use crate::views::plan::Plan;
+use crate::views::plan::{Plan, PlanContext};
 use bisect::estimate::Estimate;
 
 /// A plan of `test` on `metric` with `estimate`, the rest as `plan`
@@ -82,9 +82,12 @@ pub fn samples() -> Vec<Sample> {
             ..super::bisect::estimate()
         },
     );
-    vec![
-        Sample::new("plan", "archived-noise", &archived),
-        Sample::new("plan", "extreme", &extreme),
-        Sample::new("plan", "jobs", &jobs),
+    [
+        ("archived-noise", archived),
+        ("extreme", extreme),
+        ("jobs", jobs),
     ]
+    .iter()
+    .map(|(case, plan)| Sample::new("plan", case, &PlanContext::new(plan)))
+    .collect()
 }

@@ -5,6 +5,7 @@
 
 use super::Sample;
 use crate::views::sweep::{Stopped, SweepContext, SweepRow, SweepTable};
+use crate::views::units::Units;
 use run_record::spec::{AddressFamily, TestKind};
 
 /// What a row is of: a send size, or a request and a response size.
@@ -288,10 +289,7 @@ pub fn samples() -> Vec<Sample> {
         ("extreme", rr_extreme()),
         ("udp-stream-extreme", udp_extreme()),
     ] {
-        let context = SweepContext {
-            table: &table,
-            units: "m",
-        };
+        let context = SweepContext::new(&table, Units::parse("m").expect("netperf's m"));
         samples.push(Sample::new("sweep", case, &context));
     }
     samples
