@@ -3,10 +3,12 @@
 //! command works on (the record, the comparison, the report, as `--json`
 //! prints them) and, beside it, what Rust computes for the page.
 //!
-//! The contexts are the interface of `--template-dir`: a user's template
-//! of the same name is given the same context (see ARCHITECTURE.md,
-//! "Template contexts"). `samples` (tests only) makes every template's
-//! sample contexts from these types.
+//! The contexts are the interface of `--template-dir`, versioned by
+//! [`crate::render::CONTEXT_VERSION`]: a user's template of the same name
+//! is given the same context (see ARCHITECTURE.md, "Template contexts").
+//! Templates keep the words; widths, sums, units and marks are computed
+//! here. `samples` (tests only) makes every template's sample contexts
+//! from these types.
 
 pub mod archive_list;
 pub mod bisect_report;

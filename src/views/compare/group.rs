@@ -68,6 +68,18 @@ impl SideRow<'_> {
         format!("{change}{flag}")
     }
 
+    /// The side's row of `figures` with its CPU figures beside them,
+    /// then its tail.
+    fn row_with_cpu(&self, figures: [String; 3]) -> TableRow {
+        TableRow::of(
+            [self.name.to_string()]
+                .into_iter()
+                .chain(figures)
+                .chain(cpu_figures(self.figures))
+                .chain([self.tail()]),
+        )
+    }
+
     /// The side's CPU line: its name's column blank, then its figures.
     fn cpu_line(&self) -> TableRow {
         TableRow::in_set(
@@ -203,17 +215,10 @@ fn stream_rows(
             TableRow::blank(),
         ];
         for side in sides {
-            let [local_cpu, remote_cpu, local_demand, remote_demand] = cpu_figures(side.figures);
-            rows.push(TableRow::of([
-                side.name.to_string(),
+            rows.push(side.row_with_cpu([
                 bytes(side.figures.recv_socket_bytes),
                 seconds(side.figures.elapsed_s),
                 throughput(side),
-                local_cpu,
-                remote_cpu,
-                local_demand,
-                remote_demand,
-                side.tail(),
             ]));
         }
         return (rows, vec![vec![-10, 7, 6, 10, 6, 6, 7, 7, 9]]);
@@ -380,17 +385,10 @@ fn request_response_rows(
             TableRow::blank(),
         ];
         for side in sides {
-            let [local_cpu, remote_cpu, local_demand, remote_demand] = cpu_figures(side.figures);
-            rows.push(TableRow::of([
-                side.name.to_string(),
+            rows.push(side.row_with_cpu([
                 sizes[0].clone(),
                 sizes[1].clone(),
                 figure(side.figures.transaction_rate, 2),
-                local_cpu,
-                remote_cpu,
-                local_demand,
-                remote_demand,
-                side.tail(),
             ]));
         }
         return (rows, vec![vec![-10, 7, 6, 10, 6, 6, 7, 7, 9]]);

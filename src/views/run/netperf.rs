@@ -84,6 +84,16 @@ impl Figures {
         lines.iter().cloned().chain([String::new()]).collect()
     }
 
+    /// The heads `cells` and, where the run measured CPU, `cpu_cells`.
+    fn heads_with_cpu(&self, cells: &[&str], cpu_cells: &[&str]) -> Vec<String> {
+        let cpu_cells = if self.with_cpu { cpu_cells } else { &[] };
+        cells
+            .iter()
+            .chain(cpu_cells)
+            .map(|cell| cell.to_string())
+            .collect()
+    }
+
     /// The four CPU figures, where the run measured CPU.
     fn cpu_cells(&self) -> Vec<String> {
         if self.with_cpu {
@@ -157,35 +167,27 @@ fn stream(record: &RunRecord, figures: &Figures) -> Vec<String> {
     let unit = figures.units.name;
     let cpu = figures.with_cpu;
     if too_wide(&[recv_socket, send_socket, &send_size]) {
-        let with = |cells: &[&str], cpu_cells: [&str; 4]| -> Vec<String> {
-            let extra: &[&str] = if cpu { &cpu_cells } else { &[] };
-            cells
-                .iter()
-                .chain(extra)
-                .map(|cell| cell.to_string())
-                .collect()
-        };
         let last_head = if cpu {
             unit.to_string()
         } else {
             format!("{unit}ec")
         };
         let mut rows = figures.head_rows([
-            with(
+            figures.heads_with_cpu(
                 &["Recv", "Send", "Send", "", ""],
-                ["Util", "Util", "S.dem", "S.dem"],
+                &["Util", "Util", "S.dem", "S.dem"],
             ),
-            with(
+            figures.heads_with_cpu(
                 &["Socket", "Socket", "Message", "Elapsed", ""],
-                ["local", "remote", "local", "remote"],
+                &["local", "remote", "local", "remote"],
             ),
-            with(
+            figures.heads_with_cpu(
                 &["Size", "Size", "Size", "Time", "Throughput"],
-                [who[0], who[1], who[0], who[1]],
+                &[who[0], who[1], who[0], who[1]],
             ),
-            with(
+            figures.heads_with_cpu(
                 &["bytes", "bytes", "bytes", "secs.", &last_head],
-                ["% S", "% S", "us/KB", "us/KB"],
+                &["% S", "% S", "us/KB", "us/KB"],
             ),
         ]);
         rows.push(TableRow::of(
@@ -310,27 +312,19 @@ fn datagrams(record: &RunRecord, figures: &Figures) -> Vec<String> {
     let [local_util, remote_util, local_demand, remote_demand] = figures.cpu.clone();
     let elapsed = &figures.elapsed;
     if too_wide(&[local_send, remote_recv, &send_size]) {
-        let with = |cells: [&str; 6], cpu_cells: [&str; 2]| -> Vec<String> {
-            let extra: &[&str] = if cpu { &cpu_cells } else { &[] };
-            cells
-                .iter()
-                .chain(extra)
-                .map(|cell| cell.to_string())
-                .collect()
-        };
         let last_head = format!("{unit}ec");
         let mut rows = figures.head_rows([
-            with(
-                ["Socket", "Message", "Elapsed", "Messages", "", ""],
-                ["CPU", "Service"],
+            figures.heads_with_cpu(
+                &["Socket", "Message", "Elapsed", "Messages", "", ""],
+                &["CPU", "Service"],
             ),
-            with(
-                ["Size", "Size", "Time", "Okay", "Errors", "Throughput"],
-                ["Util", "Demand"],
+            figures.heads_with_cpu(
+                &["Size", "Size", "Time", "Okay", "Errors", "Throughput"],
+                &["Util", "Demand"],
             ),
-            with(
-                ["bytes", "bytes", "secs", "#", "#", &last_head],
-                ["% S", "us/KB"],
+            figures.heads_with_cpu(
+                &["bytes", "bytes", "secs", "#", "#", &last_head],
+                &["% S", "us/KB"],
             ),
         ]);
         let cpu_of = |cells: [String; 2]| if cpu { cells.to_vec() } else { Vec::new() };
@@ -431,27 +425,19 @@ fn request_response(record: &RunRecord, figures: &Figures) -> Vec<String> {
         &response,
     ];
     if too_wide(&sizes.map(String::as_str)) {
-        let with = |cells: [&str; 6], cpu_cells: [&str; 4]| -> Vec<String> {
-            let extra: &[&str] = if cpu { &cpu_cells } else { &[] };
-            cells
-                .iter()
-                .chain(extra)
-                .map(|cell| cell.to_string())
-                .collect()
-        };
         let mut rows = figures.head_rows([
             vec!["Local".to_string(), "/Remote".to_string()],
-            with(
-                ["Socket", "Size", "Request", "Resp.", "Elapsed", "Trans."],
-                ["CPU", "CPU", "S.dem", "S.dem"],
+            figures.heads_with_cpu(
+                &["Socket", "Size", "Request", "Resp.", "Elapsed", "Trans."],
+                &["CPU", "CPU", "S.dem", "S.dem"],
             ),
-            with(
-                ["Send", "Recv", "Size", "Size", "Time", "Rate"],
-                ["local", "remote", "local", "remote"],
+            figures.heads_with_cpu(
+                &["Send", "Recv", "Size", "Size", "Time", "Rate"],
+                &["local", "remote", "local", "remote"],
             ),
-            with(
-                ["bytes", "bytes", "bytes", "bytes", "secs.", "per sec"],
-                ["% S", "% S", "us/Tr", "us/Tr"],
+            figures.heads_with_cpu(
+                &["bytes", "bytes", "bytes", "bytes", "secs.", "per sec"],
+                &["% S", "% S", "us/Tr", "us/Tr"],
             ),
         ]);
         rows.push(TableRow::of(
