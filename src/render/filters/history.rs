@@ -221,17 +221,7 @@ pub fn rows_of(points: &[Point], options: &RowsOptions) -> HistoryRows {
             "{label:<label_width$}  {:>3}  {mean:>10}  {spread:>5}",
             point.n_samples
         );
-        let bar = match (point.mean, min_mean, max_mean) {
-            (None, _, _) => String::new(),
-            (Some(_), Some(min), Some(max)) if max == min => "#".repeat(bar_width),
-            (Some(mean), Some(min), Some(max)) => {
-                let steps = ((mean - min) / (max - min) * bar_width.saturating_sub(1) as f64)
-                    .round()
-                    .max(0.0);
-                "#".repeat(1 + steps as usize)
-            }
-            (Some(_), _, _) => String::new(),
-        };
+        let bar = bar(point.mean, [min_mean, max_mean], bar_width);
         let Some((change_pct, p_value)) = point.change else {
             lines.push(if bar.is_empty() {
                 row
@@ -265,5 +255,20 @@ pub fn rows_of(points: &[Point], options: &RowsOptions) -> HistoryRows {
         fixed_width,
         bar_width,
         lines,
+    }
+}
+
+/// The bar of a point of `mean`: from one `#` at the smallest of the
+/// means `range` to `width` at the largest; none without a mean.
+fn bar(mean: Option<f64>, range: [Option<f64>; 2], width: usize) -> String {
+    match (mean, range) {
+        (Some(_), [Some(min), Some(max)]) if max == min => "#".repeat(width),
+        (Some(mean), [Some(min), Some(max)]) => {
+            let steps = ((mean - min) / (max - min) * width.saturating_sub(1) as f64)
+                .round()
+                .max(0.0);
+            "#".repeat(1 + steps as usize)
+        }
+        _ => String::new(),
     }
 }

@@ -393,6 +393,17 @@ fn request_response_rows(
         }
         return (rows, vec![vec![-10, 7, 6, 10, 6, 6, 7, 7, 9]]);
     }
+    sockets_rows(sides, sizes, frame)
+}
+
+/// Request/response tests without CPU figures: the sockets of both ends
+/// (a line each), the sizes, the time, the rate and the throughput (left
+/// out of a mail).
+fn sockets_rows(
+    sides: &[SideRow<'_>; 2],
+    sizes: [String; 2],
+    frame: &Frame<'_>,
+) -> (Vec<TableRow>, Vec<Vec<i64>>) {
     let mut rows = vec![
         TableRow::of(["", "Local", "/Remote"]),
         TableRow::of([

@@ -87,6 +87,34 @@ fn numeric_order(spec: &RunSpec) -> (Option<u32>, Option<u32>, u32, u32, u32, u3
     )
 }
 
+/// Of the option titles of each member of a matrix: those every member
+/// shares (for the title), and the flags of the others (the columns), in
+/// the order titles name the parameters.
+fn common_and_columns(options: &[Vec<String>]) -> (Vec<String>, Vec<String>) {
+    let common: Vec<String> = options
+        .first()
+        .into_iter()
+        .flatten()
+        .filter(|title| options.iter().all(|each| each.contains(title)))
+        .cloned()
+        .collect();
+    let mut columns: Vec<String> = Vec::new();
+    for title in options.iter().flatten() {
+        let (flag, _) = flag_and_value(title);
+        if !common.contains(title) && !columns.iter().any(|column| column == flag) {
+            columns.push(flag.to_string());
+        }
+    }
+    let rank_of = |flag: &str| {
+        TITLE_ORDER
+            .iter()
+            .position(|known| *known == flag)
+            .unwrap_or(TITLE_ORDER.len())
+    };
+    columns.sort_by_key(|flag| rank_of(flag));
+    (common, columns)
+}
+
 /// One matrix per test and testbed, with the parameters that differ
 /// between its configurations as columns, and the setting of each pair
 /// of sides when there are several.
@@ -113,28 +141,7 @@ pub(super) fn matrices(groups: &[ComparisonGroup], settings: &[String]) -> Vec<M
                     .collect()
             })
             .collect();
-        let common: Vec<String> = options[0]
-            .iter()
-            .filter(|title| options.iter().all(|each| each.contains(title)))
-            .cloned()
-            .collect();
-        let mut columns: Vec<String> = Vec::new();
-        for each in &options {
-            for title in each {
-                let (flag, _) = flag_and_value(title);
-                if !common.contains(title) && !columns.iter().any(|column| column == flag) {
-                    columns.push(flag.to_string());
-                }
-            }
-        }
-        // Columns in the order titles name the parameters.
-        let rank_of = |flag: &str| {
-            TITLE_ORDER
-                .iter()
-                .position(|known| *known == flag)
-                .unwrap_or(TITLE_ORDER.len())
-        };
-        columns.sort_by_key(|flag| rank_of(flag));
+        let (common, mut columns) = common_and_columns(&options);
         let with_setting = members.iter().any(|&idx| !settings[idx].is_empty());
         members.sort_by(|&a, &b| {
             numeric_order(&groups[a].run_spec)

@@ -256,7 +256,6 @@ pub(super) fn family_table(
         };
         marks.see(row);
         let flag = marks.see_sides(group);
-        let (a, b) = (&group.first_figures, &group.second_figures);
         let spec = &group.run_spec;
         let size = if request_response {
             format!(
@@ -266,69 +265,15 @@ pub(super) fn family_table(
         } else {
             format!("-m {}", spec.send_size_bytes)
         };
-        for (side, figures) in [a, b].into_iter().enumerate() {
+        for (side, figures) in [&group.first_figures, &group.second_figures]
+            .into_iter()
+            .enumerate()
+        {
             if figures.confidence_missed {
                 missed[side].push(size.clone());
             }
         }
-        let units = frame.units;
-        match family.swept {
-            Swept::Datagram => {
-                rows.push(TableRow::of([
-                    spec.send_size_bytes.to_string(),
-                    "send".into(),
-                    whole(a.messages_sent),
-                    whole(a.send_errors),
-                    units.figure(a.sent_throughput_bps),
-                    whole(b.messages_sent),
-                    whole(b.send_errors),
-                    units.figure(b.sent_throughput_bps),
-                    flag.into(),
-                ]));
-                rows.push(TableRow::of([
-                    String::new(),
-                    "recv".into(),
-                    whole(a.messages_received),
-                    String::new(),
-                    units.figure(a.throughput_bps),
-                    whole(b.messages_received),
-                    String::new(),
-                    units.figure(b.throughput_bps),
-                    change(row),
-                ]));
-            }
-            Swept::RequestResponse => rows.push(TableRow::of([
-                spec.request_size_bytes.to_string(),
-                spec.response_size_bytes.to_string(),
-                figure(a.transaction_rate, 2),
-                figure(b.transaction_rate, 2),
-                change(row),
-                units.figure(a.throughput_bps),
-                units.figure(b.throughput_bps),
-                flag.into(),
-            ])),
-            Swept::SendSize => rows.push(TableRow::of([
-                spec.send_size_bytes.to_string(),
-                units.figure(a.throughput_bps),
-                units.figure(b.throughput_bps),
-                change(row),
-                flag.into(),
-            ])),
-        }
-        if cpu {
-            // The CPU line's set of widths, and the columns it leaves
-            // blank before the figures (those that name the row).
-            let (set, n_blank) = match family.swept {
-                Swept::Datagram => (2, 2),
-                Swept::RequestResponse => (1, 2),
-                Swept::SendSize => (1, 1),
-            };
-            let blank = std::iter::repeat_n(String::new(), n_blank);
-            rows.push(TableRow::in_set(
-                set,
-                blank.chain(cpu_figures(a)).chain(cpu_figures(b)),
-            ));
-        }
+        rows.extend(size_rows(group, family.swept, cpu, frame, flag));
     }
     let [first_missed, second_missed] = missed;
     FamilyTable {
@@ -351,6 +296,82 @@ pub(super) fn family_table(
         })
         .collect(),
     }
+}
+
+/// The rows of one size of a family: its figures (a send and a receive
+/// line for datagrams), `flag` where a side missed its interval, and
+/// the CPU line under them.
+fn size_rows(
+    group: &ComparisonGroup,
+    swept: Swept,
+    cpu: bool,
+    frame: &Frame<'_>,
+    flag: &str,
+) -> Vec<TableRow> {
+    let Some(row) = group.rows.first() else {
+        return Vec::new();
+    };
+    let (a, b) = (&group.first_figures, &group.second_figures);
+    let spec = &group.run_spec;
+    let units = frame.units;
+    let mut rows = match swept {
+        Swept::Datagram => vec![
+            TableRow::of([
+                spec.send_size_bytes.to_string(),
+                "send".into(),
+                whole(a.messages_sent),
+                whole(a.send_errors),
+                units.figure(a.sent_throughput_bps),
+                whole(b.messages_sent),
+                whole(b.send_errors),
+                units.figure(b.sent_throughput_bps),
+                flag.into(),
+            ]),
+            TableRow::of([
+                String::new(),
+                "recv".into(),
+                whole(a.messages_received),
+                String::new(),
+                units.figure(a.throughput_bps),
+                whole(b.messages_received),
+                String::new(),
+                units.figure(b.throughput_bps),
+                change(row),
+            ]),
+        ],
+        Swept::RequestResponse => vec![TableRow::of([
+            spec.request_size_bytes.to_string(),
+            spec.response_size_bytes.to_string(),
+            figure(a.transaction_rate, 2),
+            figure(b.transaction_rate, 2),
+            change(row),
+            units.figure(a.throughput_bps),
+            units.figure(b.throughput_bps),
+            flag.into(),
+        ])],
+        Swept::SendSize => vec![TableRow::of([
+            spec.send_size_bytes.to_string(),
+            units.figure(a.throughput_bps),
+            units.figure(b.throughput_bps),
+            change(row),
+            flag.into(),
+        ])],
+    };
+    if cpu {
+        // The CPU line's set of widths, and the columns it leaves blank
+        // before the figures (those that name the row).
+        let (set, n_blank) = match swept {
+            Swept::Datagram => (2, 2),
+            Swept::RequestResponse => (1, 2),
+            Swept::SendSize => (1, 1),
+        };
+        let blank = std::iter::repeat_n(String::new(), n_blank);
+        rows.push(TableRow::in_set(
+            set,
+            blank.chain(cpu_figures(a)).chain(cpu_figures(b)),
+        ));
+    }
+    rows
 }
 
 /// Every configuration of a test as one table.

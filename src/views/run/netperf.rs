@@ -299,81 +299,101 @@ impl Datagrams {
 /// size) and one of what was received (the remote socket), each with the
 /// CPU figures of its end.
 fn datagrams(record: &RunRecord, figures: &Figures) -> Vec<String> {
-    let spec = &record.spec;
     let [local_send, _, _, remote_recv] = &figures.sockets;
-    let send_size = spec.send_size_bytes.to_string();
+    let send_size = record.spec.send_size_bytes.to_string();
     let counts = Datagrams::of(record);
-    let sent_throughput = figures.units.figure(Some(counts.sent_bps));
-    let throughput = figures
-        .units
-        .figure(Some(record.summary.throughput_bps.mean));
-    let unit = figures.units.name;
-    let cpu = figures.with_cpu;
-    let [local_util, remote_util, local_demand, remote_demand] = figures.cpu.clone();
+    let units = figures.units;
+    let too_wide = too_wide(&[local_send, remote_recv, &send_size]);
     let elapsed = &figures.elapsed;
-    if too_wide(&[local_send, remote_recv, &send_size]) {
-        let last_head = format!("{unit}ec");
-        let mut rows = figures.head_rows([
-            figures.heads_with_cpu(
-                &["Socket", "Message", "Elapsed", "Messages", "", ""],
-                &["CPU", "Service"],
-            ),
-            figures.heads_with_cpu(
-                &["Size", "Size", "Time", "Okay", "Errors", "Throughput"],
-                &["Util", "Demand"],
-            ),
-            figures.heads_with_cpu(
-                &["bytes", "bytes", "secs", "#", "#", &last_head],
-                &["% S", "us/KB"],
-            ),
-        ]);
-        let cpu_of = |cells: [String; 2]| if cpu { cells.to_vec() } else { Vec::new() };
-        rows.push(TableRow::of(
-            [
-                local_send.clone(),
-                send_size,
-                elapsed.clone(),
-                counts.sent,
-                counts.failed,
-                sent_throughput,
-            ]
-            .into_iter()
-            .chain(cpu_of([local_util, local_demand])),
-        ));
-        rows.push(TableRow::of(
-            [
-                remote_recv.clone(),
-                String::new(),
-                elapsed.clone(),
-                counts.received,
-                String::new(),
-                throughput,
-            ]
-            .into_iter()
-            .chain(cpu_of([remote_util, remote_demand])),
-        ));
-        let widths = [6, 7, 7, 10, 6, 12]
-            .into_iter()
-            .chain(if cpu { vec![6, 7] } else { vec![] });
-        return laid_out(&rows, widths.collect());
+    let sent = [
+        local_send.clone(),
+        send_size,
+        elapsed.clone(),
+        counts.sent,
+        counts.failed,
+        units.figure(Some(counts.sent_bps)),
+    ];
+    let received = [
+        remote_recv.clone(),
+        String::new(),
+        elapsed.clone(),
+        counts.received,
+        String::new(),
+        units.figure(Some(record.summary.throughput_bps.mean)),
+    ];
+    let [local_util, remote_util, local_demand, remote_demand] = figures.cpu.clone();
+    let cpu = [[local_util, local_demand], [remote_util, remote_demand]];
+    if too_wide {
+        datagrams_wide(figures, [sent, received], cpu)
+    } else {
+        datagrams_classic(figures, [sent, received], cpu)
     }
+}
+
+/// UDP_STREAM's lines (`cells` sent and received, each with the `cpu`
+/// utilisation and service demand of its end) in columns widened to
+/// their cells.
+fn datagrams_wide(
+    figures: &Figures,
+    cells: [[String; 6]; 2],
+    cpu: [[String; 2]; 2],
+) -> Vec<String> {
+    let last_head = format!("{}ec", figures.units.name);
+    let mut rows = figures.head_rows([
+        figures.heads_with_cpu(
+            &["Socket", "Message", "Elapsed", "Messages", "", ""],
+            &["CPU", "Service"],
+        ),
+        figures.heads_with_cpu(
+            &["Size", "Size", "Time", "Okay", "Errors", "Throughput"],
+            &["Util", "Demand"],
+        ),
+        figures.heads_with_cpu(
+            &["bytes", "bytes", "secs", "#", "#", &last_head],
+            &["% S", "us/KB"],
+        ),
+    ]);
+    for (cells, cpu) in cells.into_iter().zip(cpu) {
+        let cpu = if figures.with_cpu {
+            cpu.to_vec()
+        } else {
+            Vec::new()
+        };
+        rows.push(TableRow::of(cells.into_iter().chain(cpu)));
+    }
+    let cpu_widths = if figures.with_cpu { vec![6, 7] } else { vec![] };
+    laid_out(
+        &rows,
+        [6, 7, 7, 10, 6, 12].into_iter().chain(cpu_widths).collect(),
+    )
+}
+
+/// UDP_STREAM's lines (`cells` sent and received, each with the `cpu`
+/// figures of its end) in netperf's own columns.
+fn datagrams_classic(
+    figures: &Figures,
+    cells: [[String; 6]; 2],
+    cpu: [[String; 2]; 2],
+) -> Vec<String> {
+    let unit = figures.units.name;
+    let [sent, received] = &cells;
     let sent = format!(
         "{}  {}    {} {} {} {}",
-        right(local_send, 6),
-        right(&send_size, 6),
-        left(elapsed, 6),
-        right(&counts.sent, 10),
-        right(&counts.failed, 6),
-        right(&sent_throughput, 10)
+        right(&sent[0], 6),
+        right(&sent[1], 6),
+        left(&sent[2], 6),
+        right(&sent[3], 10),
+        right(&sent[4], 6),
+        right(&sent[5], 10)
     );
     let received = format!(
         "{}            {} {}        {}",
-        right(remote_recv, 6),
-        left(elapsed, 6),
-        right(&counts.received, 10),
-        right(&throughput, 10)
+        right(&received[0], 6),
+        left(&received[2], 6),
+        right(&received[3], 10),
+        right(&received[5], 10)
     );
-    if cpu {
+    if figures.with_cpu {
         let mut lines = figures.head_lines(&[
             "Socket  Message  Elapsed      Messages                   CPU      Service".into(),
             "Size    Size     Time         Okay Errors   Throughput   Util     Demand".into(),
@@ -382,14 +402,9 @@ fn datagrams(record: &RunRecord, figures: &Figures) -> Vec<String> {
                 left(&format!("{unit}ec"), 12)
             ),
         ]);
-        lines.push(format!(
-            "{sent}   {}   {local_demand}",
-            left(&local_util, 6)
-        ));
-        lines.push(format!(
-            "{received}   {}   {remote_demand}",
-            left(&remote_util, 6)
-        ));
+        for (line, [util, demand]) in [sent, received].into_iter().zip(cpu) {
+            lines.push(format!("{line}   {}   {demand}", left(&util, 6)));
+        }
         return lines;
     }
     let mut lines = figures.head_lines(&[
