@@ -1,11 +1,9 @@
 //! Filters every table needs: fixed-width alignment, consistent
 //! decimals, signed percentages, unit scaling as netperf's `-f` does it,
-//! and wrapping long labels; and [`plain`], the one way text from a
-//! record (a label, a testbed, a commit subject, a host name) reaches a
-//! terminal or a mail: control characters and non-ASCII letters escaped,
-//! so that output is ASCII and each character one column.
+//! and wrapping long labels; every text they print is [`plain`] first.
 
 use super::table::{TableRow, lay_out, unique_short_names};
+use super::text::{plain, wrap_text};
 use minijinja::value::Value;
 use minijinja::{Environment, Error, ErrorKind};
 
@@ -88,28 +86,6 @@ pub fn table(rows: Value, widths: Value, limit: usize) -> Result<Vec<String>, Er
 pub fn short_names(names: Value, width: usize) -> Result<Vec<String>, Error> {
     let names: Vec<String> = names.try_iter()?.map(|name| text_of(&name)).collect();
     Ok(unique_short_names(&names, width))
-}
-
-/// `text` as it is printed: every control character escaped (`\n`,
-/// `\t`, `\r`, else `\x1b`) and every character beyond ASCII as
-/// `\u{e9}`. Printable ASCII is kept, the backslash too, so that plain
-/// text of plain text is the same text.
-pub fn plain(text: &str) -> std::borrow::Cow<'_, str> {
-    if text.bytes().all(|byte| (0x20..0x7f).contains(&byte)) {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            ' '..='~' => out.push(c),
-            c if c.is_ascii() => out.push_str(&format!("\\x{:02x}", u32::from(c))),
-            c => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
-        }
-    }
-    std::borrow::Cow::Owned(out)
 }
 
 /// The columns a value takes when printed: its [`plain`] characters
@@ -294,32 +270,6 @@ pub(crate) fn netperf_divisor(letter: &str) -> Result<f64, Error> {
 /// `width`, so that no line is wider.
 pub fn wrap_words(value: Value, width: usize) -> Vec<String> {
     wrap_text(&text_of(&value), width)
-}
-
-/// `text`, printable ASCII already ([`plain`]), in lines of at most
-/// `width` columns: [`wrap_words`]'s lines.
-pub fn wrap_text(text: &str, width: usize) -> Vec<String> {
-    let width = width.max(1);
-    let mut lines = Vec::new();
-    let mut line = String::new();
-    for word in text.split_whitespace() {
-        if !line.is_empty() && line.len() + 1 + word.len() > width {
-            lines.push(std::mem::take(&mut line));
-        }
-        if !line.is_empty() {
-            line.push(' ');
-        }
-        line.push_str(word);
-        // Plain text is ASCII: a byte is a column.
-        while line.len() > width {
-            let rest = line.split_off(width);
-            lines.push(std::mem::replace(&mut line, rest));
-        }
-    }
-    if !line.is_empty() {
-        lines.push(line);
-    }
-    lines
 }
 
 /// Splits a shell command into lines of at most `width` columns, only

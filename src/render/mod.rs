@@ -13,6 +13,7 @@ pub mod filters;
 #[cfg(test)]
 mod rules;
 pub mod table;
+pub mod text;
 
 use minijinja::{AutoEscape, Environment, UndefinedBehavior};
 use serde::Serialize;
@@ -108,7 +109,7 @@ impl Renderer {
             let text = if value.is_safe() {
                 std::borrow::Cow::Borrowed(text.as_str())
             } else {
-                filters::plain(&text)
+                text::plain(&text)
             };
             out.write_str(&text).map_err(|err| {
                 minijinja::Error::new(minijinja::ErrorKind::WriteFailure, err.to_string())

@@ -5,7 +5,7 @@
 //! the table. The views lay their tables out with [`lay_out`]; templates
 //! reach it through the `table` filter.
 
-use super::filters::{plain, wrap_text};
+use super::text::{plain, wrap_text};
 
 /// One row of a table: its cells, laid out with the widths of set `set`
 /// (0 for the figures; another set for a line under them, such as a

@@ -3,7 +3,7 @@
 //! out ([`crate::render::filters::history::rows_of`]).
 
 use crate::render::filters::history::{HistoryRows, Point, RowsOptions, rows_of};
-use crate::render::filters::plain;
+use crate::render::text::plain;
 use crate::views::units::Units;
 use archive::history::{History, SeriesOrder};
 use serde::Serialize;

@@ -15,8 +15,8 @@ pub use group::GroupTable;
 pub use tables::{FamilyTable, Marks, MatrixTable};
 
 use crate::cli::CompareLayout;
-use crate::render::filters::plain;
 use crate::render::table::unique_short_names;
+use crate::render::text::plain;
 use crate::views::units::Units;
 use archive::compare::{Comparison, Side, UnmatchedGroup, Verdict};
 use group::group_table;
