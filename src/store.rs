@@ -7,9 +7,11 @@
 //! table ([`store_and_print`]), after a warning of the settings the
 //! kernel did not grant ([`warn_of_refused_settings`]).
 
-use crate::exit::{self, Code, Context};
+use crate::exit::{self, Code, Context, InputError};
 use crate::global_options::GlobalOptions;
 use crate::output;
+use crate::views::run::RunContext;
+use crate::views::units::Units;
 use archive::store::SeriesRun;
 use archive::store::Upgrade;
 use archive::{Archive, Location, RunQuery};
@@ -125,14 +127,8 @@ pub fn store_and_print(
         global,
         || output::record(record),
         || {
-            // A run kept out of the archive says so next to its id, which
-            // `archive show` would not find.
-            let context = serde_json::json!({
-                "record": record,
-                "units": output.units,
-                "banner": output.banner,
-                "stored": output.archive,
-            });
+            let units = Units::parse(&output.units).map_err(|err| InputError(err.to_string()))?;
+            let context = RunContext::new(record, units, output.banner, output.archive);
             output::template(global, "run", &context, "the run")
         },
     )?;

@@ -6,6 +6,9 @@ use crate::exit::{self, Code, Context, ExitCoded, InputError};
 use crate::global_options::GlobalOptions;
 use crate::output;
 use crate::store::{archive_location, open_archive, open_archive_read};
+use crate::views::archive_list::ArchiveListContext;
+use crate::views::run::RunContext;
+use crate::views::units::Units;
 use archive::import::{self, ImportOptions};
 use archive::{Archive, RunQuery};
 use run_record::record::{RunRecord, Subject};
@@ -209,7 +212,7 @@ fn run_list(global: &GlobalOptions, filters: &RunFilterArgs) -> exit::Result<Cod
         global,
         || output::pretty(&runs, "runs"),
         || {
-            let context = serde_json::json!({ "runs": runs });
+            let context = ArchiveListContext { runs: &runs };
             output::template(global, "archive-list", &context, "the list of runs")
         },
     )?;
@@ -232,7 +235,8 @@ fn run_show(global: &GlobalOptions, id: &str, units: &str) -> exit::Result<Code>
         },
         || {
             let record = RunRecord::from_slice(&bytes).context("the stored run is not readable")?;
-            let context = serde_json::json!({ "record": record, "units": units });
+            let units = Units::parse(units).map_err(|err| InputError(err.to_string()))?;
+            let context = RunContext::new(&record, units, true, true);
             output::template(global, "run", &context, "the run")
         },
     )?;

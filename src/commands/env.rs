@@ -6,6 +6,7 @@ use crate::cli::EnvArgs;
 use crate::exit::{self, Code, InputError};
 use crate::global_options::GlobalOptions;
 use crate::output;
+use crate::views::env::EnvContext;
 
 pub fn run(global: &GlobalOptions, args: &EnvArgs) -> exit::Result<Code> {
     if let Some(name) = &args.interface
@@ -21,7 +22,7 @@ pub fn run(global: &GlobalOptions, args: &EnvArgs) -> exit::Result<Code> {
         global,
         || output::pretty(&env, "the environment"),
         || {
-            let context = serde_json::json!({ "env": env });
+            let context = EnvContext { env: &env };
             output::template(global, "env", &context, "the environment")
         },
     )?;
