@@ -10,6 +10,7 @@
 use crate::exit::{self, Code, Context, InputError};
 use crate::global_options::GlobalOptions;
 use crate::output;
+use crate::render::text::plain;
 use crate::views::run::RunContext;
 use crate::views::units::Units;
 use archive::store::SeriesRun;
@@ -144,7 +145,10 @@ pub fn warn_of_refused_settings(global: &GlobalOptions, record: &RunRecord) {
         return;
     }
     for refused in record.system.iter().flat_map(SystemOutcome::refused) {
-        eprintln!("netbisect: warning: the kernel did not grant {refused}");
+        output::note(&format!(
+            "warning: the kernel did not grant {}",
+            plain(&refused)
+        ));
     }
 }
 

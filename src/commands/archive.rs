@@ -5,6 +5,7 @@ use crate::cli::{ArchiveAction, ArchiveArgs, ImportArgs, RunFilterArgs};
 use crate::exit::{self, Code, Context, ExitCoded, InputError};
 use crate::global_options::GlobalOptions;
 use crate::output;
+use crate::render::text::plain;
 use crate::store::{archive_location, open_archive, open_archive_read};
 use crate::views::archive_list::ArchiveListContext;
 use crate::views::run::RunContext;
@@ -84,7 +85,7 @@ fn run_import(global: &GlobalOptions, args: &ImportArgs) -> exit::Result<Code> {
                 n_failed += 1;
                 let message = file_error.to_string();
                 if !global.quiet() {
-                    eprintln!("netbisect: error: {message}; nothing imported from it");
+                    output::note(&format!("error: {message}; nothing imported from it"));
                 }
                 FileReport {
                     file: file.display().to_string(),
@@ -253,7 +254,7 @@ fn run_export(global: &GlobalOptions, filters: &RunFilterArgs) -> exit::Result<C
     archive.for_each_record(&query_of(filters), |run, bytes| {
         if let Err(err) = Archive::verify_stored(run, bytes) {
             n_damaged += 1;
-            eprintln!("netbisect: warning: left out: {err}");
+            output::note(&format!("warning: left out: {err}"));
             return Ok(());
         }
         writer
@@ -312,7 +313,11 @@ fn run_check(global: &GlobalOptions) -> exit::Result<Code> {
             report.damaged_runs.len()
         ));
         for damaged in &report.damaged_runs {
-            text.push_str(&format!("  {}: {}\n", damaged.id, damaged.problem));
+            text.push_str(&format!(
+                "  {}: {}\n",
+                plain(&damaged.id),
+                plain(&damaged.problem)
+            ));
         }
         for what in &report.unreadable {
             text.push_str(&format!("could not read {what}\n"));

@@ -12,6 +12,7 @@ pub use crate::views::compare::CompareLayout;
 use crate::exit::{self, InputError};
 use crate::global_options::GlobalOptions;
 use crate::output;
+use crate::render::text::plain;
 use crate::selector::{self, Selector};
 use crate::store::open_archive_read;
 use archive::compare::{CompareError, CompareOptions, Comparison, compare};
@@ -227,7 +228,7 @@ fn compare_sides(
             .flatten()
         {
             if !global.quiet() {
-                eprintln!("netbisect: warning: {ambiguity}");
+                output::note(&format!("warning: {ambiguity}"));
             }
         }
         for (selection, selector) in [
@@ -236,11 +237,12 @@ fn compare_sides(
         ] {
             if let Some(mixed) = mixed_kernels(&selection.records) {
                 if !global.quiet() {
-                    eprintln!(
-                        "netbisect: warning: {} pools the runs of {mixed}; give one kernel or \
+                    output::note(&format!(
+                        "warning: {} pools the runs of {}; give one kernel or \
                          commit per side (an experiment's own runs: --experiment ID)",
-                        selector.value
-                    );
+                        selector.value,
+                        plain(&mixed)
+                    ));
                 }
                 selection.description = format!("{}; POOLS {mixed}", selection.description);
             }

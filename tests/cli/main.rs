@@ -13,6 +13,7 @@ mod crate_graph;
 mod env;
 mod help;
 mod history;
+mod hostile_text;
 mod imports;
 mod layout;
 mod netns;
