@@ -129,7 +129,10 @@ pub fn store_and_print(
         || output::record(record),
         || {
             let units = Units::parse(&output.units).map_err(|err| InputError(err.to_string()))?;
-            let context = RunContext::new(record, units, output.banner, output.archive);
+            let mut context = RunContext::new(record, units, output.banner, output.archive);
+            if global.verbose() {
+                context = context.with_sockets_at_end();
+            }
             output::template(global, "run", &context, "the run")
         },
     )?;

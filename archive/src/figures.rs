@@ -1,7 +1,8 @@
 //! What a netperf-style table needs of a set of runs: the title and the
 //! command line of a spec, and the figures of one side of a comparison in
-//! netperf's columns (socket sizes as granted, elapsed time, throughput,
-//! rate, CPU utilisation and service demand, datagrams, confidence).
+//! netperf's columns (socket sizes as granted right after setup, elapsed
+//! time, throughput, rate, CPU utilisation and service demand, datagrams,
+//! confidence).
 //!
 //! A title names every parameter of the spec that is not netperf's
 //! default for the test, and always the test length, so that two groups
@@ -230,16 +231,18 @@ pub fn spec_command(spec: &RunSpec) -> String {
 }
 
 /// The figures of one side of a comparison group, in netperf's columns.
-/// Sizes come from the side's earliest run (its last iteration's ends, or
-/// for an import the buffers its text reported as granted); every other
-/// figure is the mean over every iteration of every run.
+/// Sizes come from the side's earliest run (its last iteration's ends
+/// right after setup, as netperf prints them, or for an import the
+/// buffers its text reported as granted); every other figure is the mean
+/// over every iteration of every run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct SideFigures {
     /// Runs of the side.
     pub n_runs: usize,
     /// Iterations over all runs.
     pub n_iterations: usize,
-    /// Receive socket of the receiving end, bytes, as granted at the end.
+    /// Receive socket of the receiving end, bytes, as granted right after
+    /// setup.
     pub recv_socket_bytes: Option<u64>,
     /// Send socket of the sending end.
     pub send_socket_bytes: Option<u64>,
@@ -346,10 +349,10 @@ impl SideFigures {
             .and_then(|iteration| iteration.ends.as_ref())
         {
             let (local, remote) = (&ends.local.socket, &ends.remote.socket);
-            figures.local_send_socket_bytes = Some(local.send_buffer.at_end_bytes);
-            figures.local_recv_socket_bytes = Some(local.recv_buffer.at_end_bytes);
-            figures.remote_send_socket_bytes = Some(remote.send_buffer.at_end_bytes);
-            figures.remote_recv_socket_bytes = Some(remote.recv_buffer.at_end_bytes);
+            figures.local_send_socket_bytes = Some(local.send_buffer.after_setup_bytes);
+            figures.local_recv_socket_bytes = Some(local.recv_buffer.after_setup_bytes);
+            figures.remote_send_socket_bytes = Some(remote.send_buffer.after_setup_bytes);
+            figures.remote_recv_socket_bytes = Some(remote.recv_buffer.after_setup_bytes);
             let maerts = runs
                 .first()
                 .is_some_and(|run| run.spec.test == run_record::spec::TestKind::TcpMaerts);
@@ -358,8 +361,8 @@ impl SideFigures {
             } else {
                 (local, remote)
             };
-            figures.send_socket_bytes = Some(sender.send_buffer.at_end_bytes);
-            figures.recv_socket_bytes = Some(receiver.recv_buffer.at_end_bytes);
+            figures.send_socket_bytes = Some(sender.send_buffer.after_setup_bytes);
+            figures.recv_socket_bytes = Some(receiver.recv_buffer.after_setup_bytes);
         } else if let Some(run) = runs.first() {
             figures.set_reported_sockets(run);
         }

@@ -16,9 +16,9 @@ struct Figures {
     heads: bool,
     /// The run measured CPU (`-c` or `-C`).
     with_cpu: bool,
-    /// Socket buffers when the test ended, as printed: local send, local
-    /// receive, remote send, remote receive (`-` where an imported run's
-    /// text gave none).
+    /// Socket buffers right after setup, as netperf prints them: local
+    /// send, local receive, remote send, remote receive (`-` where an
+    /// imported run's text gave none).
     sockets: [String; 4],
     /// Seconds an iteration took, on average.
     elapsed: String,
@@ -104,15 +104,17 @@ impl Figures {
     }
 }
 
-/// The socket buffers when the test ended: the last iteration's, or for
+/// The socket buffers as netperf prints them, read back right after
+/// setup (the last iteration's: an autotuned buffer grows as the test
+/// runs, and its size at the end is no size the test began with), or for
 /// an imported run those its text reported as granted.
 fn sockets(record: &RunRecord) -> [String; 4] {
     if let Some(ends) = record.iterations.last().and_then(|last| last.ends.as_ref()) {
         return [
-            ends.local.socket.send_buffer.at_end_bytes,
-            ends.local.socket.recv_buffer.at_end_bytes,
-            ends.remote.socket.send_buffer.at_end_bytes,
-            ends.remote.socket.recv_buffer.at_end_bytes,
+            ends.local.socket.send_buffer.after_setup_bytes,
+            ends.local.socket.recv_buffer.after_setup_bytes,
+            ends.remote.socket.send_buffer.after_setup_bytes,
+            ends.remote.socket.recv_buffer.after_setup_bytes,
         ]
         .map(|bytes| bytes.to_string());
     }

@@ -1,5 +1,6 @@
 //! Samples of `run`: each test kind as a loopback run makes it (TCP_RR
-//! and TCP_STREAM plain; TCP_RR with CPU figures and latency; TCP_CRR
+//! and TCP_STREAM plain, and TCP_STREAM's autotuned buffers as `archive
+//! show` prints them; TCP_RR with CPU figures and latency; TCP_CRR
 //! with flows, threads, warm-up and an interval reached; TCP_STREAM with
 //! flows and an interval missed; UDP_STREAM plain, with CPU figures,
 //! with failed sends), and a UDP_STREAM run imported from netperf's text.
@@ -20,20 +21,20 @@ use run_record::spec::{ConfidenceSpec, RunSpec, TestKind};
 use test_fixtures::record::RecordBuilder;
 
 /// One end of a connection on loopback, from `port` to `peer_port`, its
-/// socket buffers (send, receive) as they were when the test ended.
+/// socket buffers (send, receive) as they were after setup and when the
+/// test ended (the same: buffers that were not autotuned).
 fn end(port: u16, peer_port: u16, buffers: [u64; 2]) -> EndReport {
+    let buffer = |bytes: u64| BufferTruth {
+        after_setup_bytes: bytes,
+        at_end_bytes: bytes,
+        ..BufferTruth::default()
+    };
     EndReport {
         socket: SocketTruth {
             local_address: format!("127.0.0.1:{port}"),
             peer_address: format!("127.0.0.1:{peer_port}"),
-            send_buffer: BufferTruth {
-                at_end_bytes: buffers[0],
-                ..BufferTruth::default()
-            },
-            recv_buffer: BufferTruth {
-                at_end_bytes: buffers[1],
-                ..BufferTruth::default()
-            },
+            send_buffer: buffer(buffers[0]),
+            recv_buffer: buffer(buffers[1]),
         },
         ..EndReport::default()
     }
@@ -171,6 +172,26 @@ fn tcp_stream() -> RunRecord {
         |_| {},
         "52292c22c8d4f9f7a3af2024edcfb0b54545b160cbfba42f926aa936751fb869",
     )
+}
+
+/// TCP_STREAM as `archive show` prints it, its buffers left to
+/// autotuning: netperf's sizes after setup in the table, the larger ones
+/// the kernel had grown them to by the end under it.
+fn tcp_stream_autotuned() -> RunRecord {
+    let mut record = tcp_stream();
+    let ends = record.iterations[0]
+        .ends
+        .as_mut()
+        .expect("the sample has its ends");
+    for (buffer, after_setup) in [
+        (&mut ends.local.socket.send_buffer, 16384),
+        (&mut ends.local.socket.recv_buffer, 131072),
+        (&mut ends.remote.socket.send_buffer, 16384),
+        (&mut ends.remote.socket.recv_buffer, 131072),
+    ] {
+        buffer.after_setup_bytes = after_setup;
+    }
+    record
 }
 
 fn tcp_rr() -> RunRecord {
@@ -611,5 +632,16 @@ pub fn samples() -> Vec<Sample> {
         let units = Units::parse("m").expect("netperf's m");
         Sample::new("run", case, &RunContext::new(record, units, true, true))
     })
+    .chain([Sample::new(
+        "run",
+        "tcp-stream-autotuned-shown",
+        &RunContext::new(
+            &tcp_stream_autotuned(),
+            Units::parse("m").expect("netperf's m"),
+            true,
+            true,
+        )
+        .with_sockets_at_end(),
+    )])
     .collect()
 }
