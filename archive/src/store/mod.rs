@@ -37,6 +37,8 @@ use run_record::record::{Metric, RecordError, RunRecord};
 use serde_json::Value;
 use std::ops::ControlFlow;
 use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
 
 mod backend;
 mod check;
@@ -145,6 +147,21 @@ pub struct Upgrade {
 /// What is called just before an upgrade starts.
 pub type UpgradeNotice<'a> = &'a mut dyn FnMut(Upgrade);
 
+/// A statement of the archive's that waits for a lock another session
+/// holds (a table locked by another program, another writer's long
+/// transaction, another netbisect's upgrade), for a caller that tells
+/// its user ([`Archive::report_lock_waits`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LockWait {
+    /// How long the statement has waited so far.
+    pub waited: Duration,
+}
+
+/// What is called, on a thread of the archive's own, while a statement
+/// waits for a lock: when the wait is first seen, then every few
+/// seconds until it ends.
+pub type LockWaitReport = Arc<dyn Fn(LockWait) + Send + Sync>;
+
 /// An open archive, on whichever backend holds it.
 ///
 /// Every public read and write is here; each backend implements the few
@@ -154,6 +171,8 @@ pub type UpgradeNotice<'a> = &'a mut dyn FnMut(Upgrade);
 /// runs, are the same on both.
 pub struct Archive {
     backend: Box<dyn Backend>,
+    /// Who hears of lock waits, also those of an archive a merge reads.
+    lock_waits: Option<LockWaitReport>,
 }
 
 impl Archive {
@@ -162,9 +181,10 @@ impl Archive {
     /// that are not archives, are damaged or have a newer schema, without
     /// writing to them.
     pub fn open(path: &Path) -> Result<Archive, ArchiveError> {
-        Ok(Archive {
-            backend: Box::new(SqliteArchive::open(path, &mut |_| {})?),
-        })
+        Ok(Archive::of(Box::new(SqliteArchive::open(
+            path,
+            &mut |_| {},
+        )?)))
     }
 
     /// Opens the archive file at `path` for reading: never creates it (a
@@ -172,9 +192,10 @@ impl Archive {
     /// files beside it that the owner could not use. An archive this user
     /// may write is opened as by [`Archive::open`].
     pub fn open_read_only(path: &Path) -> Result<Archive, ArchiveError> {
-        Ok(Archive {
-            backend: Box::new(SqliteArchive::open_read_only(path, &mut |_| {})?),
-        })
+        Ok(Archive::of(Box::new(SqliteArchive::open_read_only(
+            path,
+            &mut |_| {},
+        )?)))
     }
 
     /// Opens the archive at `location`, as [`Archive::open`] does a file;
@@ -196,7 +217,7 @@ impl Archive {
             Location::File(path) => Box::new(SqliteArchive::open(path, notice)?),
             Location::Server(address) => Box::new(PgArchive::open(address, notice)?),
         };
-        Ok(Archive { backend })
+        Ok(Archive::of(backend))
     }
 
     /// Opens the archive at `location` for reading, as
@@ -216,7 +237,26 @@ impl Archive {
             Location::File(path) => Box::new(SqliteArchive::open_read_only(path, notice)?),
             Location::Server(address) => Box::new(PgArchive::open_read_only(address)?),
         };
-        Ok(Archive { backend })
+        Ok(Archive::of(backend))
+    }
+
+    fn of(backend: Box<dyn Backend>) -> Archive {
+        Archive {
+            backend,
+            lock_waits: None,
+        }
+    }
+
+    /// From now on, calls `report` while a statement of this archive
+    /// waits for a lock another session holds. On PostgreSQL a thread
+    /// watches the statements that run for over a second (from a second
+    /// connection, opened only then) and calls `report` when the server
+    /// shows one waiting, then every 5 s while it waits; the server's
+    /// `lock_timeout` ends the wait. A SQLite file's waits for another
+    /// writer are bounded by [`BUSY_TIMEOUT`] and not reported.
+    pub fn report_lock_waits(&mut self, report: LockWaitReport) {
+        self.backend.report_lock_waits(Arc::clone(&report));
+        self.lock_waits = Some(report);
     }
 
     /// Where this archive lives, as it may be shown (an address without
