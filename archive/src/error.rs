@@ -202,6 +202,21 @@ pub enum ArchiveError {
     SessionEnded(i64),
 }
 
+impl ArchiveError {
+    /// True when a PostgreSQL server refused to store a value of a run:
+    /// a data exception (SQLSTATE class 22: text it cannot hold, a value
+    /// too long for its column) or a limit of the server (class 54: an
+    /// index entry too large). The run is at fault, not the connection.
+    pub(crate) fn refuses_a_value(&self) -> bool {
+        let (ArchiveError::StoreFailed { error, .. } | ArchiveError::Postgres(error)) = self else {
+            return false;
+        };
+        error
+            .code()
+            .is_some_and(|code| code.code().starts_with("22") || code.code().starts_with("54"))
+    }
+}
+
 /// A client error as a person reads it: the server's own severity and
 /// words when it answered (the client's `Display` says only "db
 /// error"), else the client's; a statement ended at one of the

@@ -61,6 +61,20 @@ impl Location {
             Location::Server(_) => None,
         }
     }
+
+    /// Fails with [`ArchiveError::NoArchive`] when this is a file that is
+    /// not there, as a read says it; an address is never missing here
+    /// (the server says what it has).
+    pub fn check_exists(&self) -> Result<(), ArchiveError> {
+        match self.file() {
+            Some(path) if std::fs::symlink_metadata(path).is_err() => {
+                Err(ArchiveError::NoArchive {
+                    path: path.to_path_buf(),
+                })
+            }
+            _ => Ok(()),
+        }
+    }
 }
 
 impl fmt::Display for Location {

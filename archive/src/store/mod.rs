@@ -42,6 +42,7 @@ use std::time::Duration;
 
 mod backend;
 mod check;
+mod merge;
 mod postgres;
 mod query;
 mod row;
@@ -59,7 +60,7 @@ use query::Order;
 pub use query::{MetricValue, RunQuery, StoredRun};
 pub use series::SeriesRun;
 pub use sqlite::BUSY_TIMEOUT;
-pub use write::{MergeCounts, StoreCounts, StoreOutcome};
+pub use write::{MergeCounts, RefusedRun, StoreCounts, StoreOutcome};
 
 /// A validated run record together with its canonical bytes, ready to
 /// store.
@@ -71,8 +72,10 @@ pub struct CanonicalRun {
 
 impl CanonicalRun {
     /// Wraps a sealed record; fails when its id is not that of its content
-    /// (call [`RunRecord::seal`] first).
+    /// (call [`RunRecord::seal`] first), or when a name of it is beyond
+    /// what every archive stores ([`RunRecord::check_names`]).
     pub fn from_record(record: RunRecord) -> Result<CanonicalRun, ArchiveError> {
+        record.check_names()?;
         let computed = record.compute_id()?;
         if computed != record.id {
             return Err(ArchiveError::NotSealed {
@@ -102,22 +105,18 @@ impl CanonicalRun {
         Ok(CanonicalRun { record, bytes })
     }
 
-    /// The run stored as `id` with `bytes` in the archive at `source`,
-    /// verified before it is copied into another: bytes that are no
-    /// valid record, or the record of another id, are
-    /// [`ArchiveError::DamagedRun`] naming `source`.
-    pub(crate) fn copied(
-        id: &str,
-        bytes: &[u8],
-        source: &dyn std::fmt::Display,
-    ) -> Result<CanonicalRun, ArchiveError> {
-        let damaged = |detail: String| ArchiveError::DamagedRun {
+    /// The run stored as `id` with `bytes` in another archive, checked
+    /// before it is copied into this one: bytes the record check refuses
+    /// (a damaged run, or one stored before a limit of the check), or the
+    /// record of another id, are the [`RefusedRun`] a merge reports.
+    pub(crate) fn copied(id: &str, bytes: &[u8]) -> Result<CanonicalRun, RefusedRun> {
+        let refused = |reason: String| RefusedRun {
             id: id.to_string(),
-            detail: format!("in {source}: {detail}"),
+            reason,
         };
-        let run = CanonicalRun::from_json(bytes).map_err(|err| damaged(err.to_string()))?;
+        let run = CanonicalRun::from_json(bytes).map_err(|err| refused(err.to_string()))?;
         if run.record.id != id {
-            return Err(damaged(format!("the record's id is {}", run.record.id)));
+            return Err(refused(format!("its record's id is {}", run.record.id)));
         }
         Ok(run)
     }
@@ -296,49 +295,6 @@ impl Archive {
         self.backend.store_all(runs)
     }
 
-    /// Copies into this archive every run of the archive file at `other`
-    /// that it lacks. Each copied run is verified first. Merging the same
-    /// archive again adds nothing. Between two files this is one
-    /// transaction; see [`Archive::merge`] otherwise.
-    pub fn merge_from(&mut self, other: &Path) -> Result<MergeCounts, ArchiveError> {
-        self.merge(&Location::File(other.to_path_buf()))
-    }
-
-    /// Copies into this archive every run of the archive at `other` that
-    /// it lacks, from either backend into either, verifying each run
-    /// first. Between two SQLite files this is one transaction; otherwise
-    /// the runs are read as a stream and stored [`MERGE_BATCH`] at a
-    /// time, each batch one transaction, so that a merge cut short keeps
-    /// whole batches and a second merge completes it. Merging the same
-    /// archive again adds nothing.
-    pub fn merge(&mut self, other: &Location) -> Result<MergeCounts, ArchiveError> {
-        if let Location::File(path) = other
-            && let Some(merged) = self.backend.merge_file(path)
-        {
-            return merged;
-        }
-        let source = Archive::open_location_read_only(other)?;
-        let mut counts = MergeCounts::default();
-        let mut batch = Vec::with_capacity(MERGE_BATCH);
-        let mut store_batch = |archive: &mut Archive, batch: &mut Vec<CanonicalRun>| {
-            let stored = archive.store_all(batch)?;
-            counts.added += stored.added;
-            counts.already_present += stored.already_present;
-            batch.clear();
-            Ok::<(), ArchiveError>(())
-        };
-        source.for_each_record(&RunQuery::default(), |run, bytes| {
-            batch.push(CanonicalRun::copied(&run.id, bytes, other)?);
-            if batch.len() == MERGE_BATCH {
-                store_batch(self, &mut batch)?;
-            }
-            Ok::<(), ArchiveError>(())
-        })?;
-        store_batch(self, &mut batch)?;
-        counts.examined = counts.added + counts.already_present;
-        Ok(counts)
-    }
-
     /// Number of runs stored.
     pub fn count(&self) -> Result<u64, ArchiveError> {
         self.backend.count()
@@ -479,8 +435,7 @@ impl Archive {
     }
 }
 
-/// Runs per transaction of a merge that is not between two files.
-pub const MERGE_BATCH: usize = 1000;
+pub use merge::MERGE_BATCH;
 
 /// `bytes` read as the record of run `id`; a record that does not decode
 /// or verify is [`ArchiveError::DamagedRun`].
