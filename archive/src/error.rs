@@ -203,6 +203,24 @@ pub enum ArchiveError {
 }
 
 impl ArchiveError {
+    /// True for what the user can fix: a wrong file, address, run id or
+    /// query, a session that is not there or not in the state asked.
+    pub fn is_input(&self) -> bool {
+        matches!(
+            self,
+            ArchiveError::NotAnArchive { .. }
+                | ArchiveError::NoArchive { .. }
+                | ArchiveError::NewerSchema { .. }
+                | ArchiveError::NoSuchRun(_)
+                | ArchiveError::AmbiguousId { .. }
+                | ArchiveError::InvalidQuery(_)
+                | ArchiveError::SessionActive { .. }
+                | ArchiveError::NoSuchSession(_)
+                | ArchiveError::SessionEnded(_)
+                | ArchiveError::BadAddress { .. }
+        )
+    }
+
     /// True when a PostgreSQL server refused to store a value of a run:
     /// a data exception (SQLSTATE class 22: text it cannot hold, a value
     /// too long for its column) or a limit of the server (class 54: an

@@ -7,15 +7,15 @@ mod kernel;
 mod product;
 mod sweep;
 
-use crate::cli::{BenchArgs, GlobalArgs};
-use crate::exit::Code;
+use crate::cli::BenchArgs;
+use crate::exit::{self, Code, Context};
+use crate::global_options::GlobalOptions;
 use crate::progress::Reporter;
 use crate::request::{BenchInvocation, BenchMode};
 use crate::store::store_and_print;
-use anyhow::Context;
 use bench_core::run::bench;
 
-pub fn run(global: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<Code> {
+pub fn run(global: &GlobalOptions, args: &BenchArgs) -> exit::Result<Code> {
     let invocation = BenchInvocation::from_args(args)?;
     match &invocation.mode {
         BenchMode::Kernel(kernel) => kernel::run(global, &invocation, kernel),
@@ -60,6 +60,8 @@ fn test_banner(request: &bench_core::run::BenchRequest) -> String {
 #[cfg(test)]
 mod render_tests {
     use crate::render::Renderer;
+    use crate::views::run::RunContext;
+    use crate::views::units::Units;
     use bench_core::client::combine;
     use bench_core::run::summarize;
     use run_record::record::{BufferTruth, EndReport, RunRecord, SocketTruth};
@@ -147,8 +149,9 @@ mod render_tests {
     }
 
     fn render(record: &RunRecord) -> String {
+        let units = Units::parse("m").unwrap();
         let text = Renderer::new(None)
-            .render("run", &serde_json::json!({ "record": record }))
+            .render("run", &RunContext::new(record, units, true, true))
             .unwrap();
         for line in text.lines() {
             assert!(line.is_ascii() && !line.contains('\t'), "{line:?}");

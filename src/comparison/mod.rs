@@ -2,13 +2,15 @@
 //! (see [`crate::selector`]) side by side, group by group, with a
 //! significance verdict per metric; `--json` prints the archive's
 //! `Comparison`, the text is the `compare` template's (netperf's layout,
-//! the matrix, `--email`, see [`tables`]) or `compare-stats`.
+//! the matrix, `--email`, see [`crate::views::compare`]) or
+//! `compare-stats`.
 
 mod reproduce;
-mod tables;
 
-use crate::cli::{CompareLayout, GlobalArgs};
-use crate::exit::InputError;
+pub use crate::views::compare::CompareLayout;
+
+use crate::exit::{self, InputError};
+use crate::global_options::GlobalOptions;
 use crate::output;
 use crate::selector::{self, Selector};
 use crate::store::open_archive_read;
@@ -16,7 +18,9 @@ use archive::compare::{CompareError, CompareOptions, Comparison, compare};
 use archive::{Archive, RunQuery};
 use run_record::spec::TestKind;
 
-use tables::{NetperfContext, short_name};
+use crate::views::compare::{CompareContext, Email, short_name};
+use crate::views::compare_stats::CompareStatsContext;
+use crate::views::units::Units;
 
 /// What to compare and how to print it.
 #[derive(Clone, Debug)]
@@ -46,7 +50,7 @@ pub struct ComparisonRequest {
 
 impl ComparisonRequest {
     /// Checks the options before any archive is read.
-    pub fn check(&self) -> anyhow::Result<()> {
+    pub fn check(&self) -> exit::Result<()> {
         if self.email && self.layout == CompareLayout::Stats {
             return Err(InputError(
                 "--email prints netperf's tables: give --layout netperf or matrix".to_string(),
@@ -64,7 +68,7 @@ impl ComparisonRequest {
     }
 
     /// The pairs of sides A and B name, in order.
-    fn selectors(&self) -> anyhow::Result<Vec<(Selector, Selector)>> {
+    fn selectors(&self) -> exit::Result<Vec<(Selector, Selector)>> {
         let first_words: Vec<&str> = self.first.split(',').collect();
         let second_words: Vec<&str> = self.second.split(',').collect();
         if first_words.len() != second_words.len() {
@@ -85,7 +89,7 @@ impl ComparisonRequest {
 }
 
 /// Compares the two sides of `args` in the archive and prints the result.
-pub fn print_comparison(global: &GlobalArgs, args: &ComparisonRequest) -> anyhow::Result<()> {
+pub fn print_comparison(global: &GlobalOptions, args: &ComparisonRequest) -> exit::Result<()> {
     args.check()?;
     let archive = open_archive_read(global)?;
     let compared = compare_sides(global, &archive, args)?;
@@ -96,7 +100,7 @@ pub fn print_comparison(global: &GlobalArgs, args: &ComparisonRequest) -> anyhow
             .iter()
             .filter(|group| !group.env_differences.is_empty() || group.config_keys_differ)
             .count();
-        if n_differing > 0 && !global.quiet {
+        if n_differing > 0 && !global.quiet() {
             eprintln!(
                 "netbisect: warning: the environments of the sides differ in {n_differing} \
                  group{} (see env_differences, config_keys_differ)",
@@ -111,10 +115,10 @@ pub fn print_comparison(global: &GlobalArgs, args: &ComparisonRequest) -> anyhow
 /// The text `compare` prints for `args` (never its `--json`), from
 /// `archive`: what a published page shows of an experiment.
 pub fn comparison_text(
-    global: &GlobalArgs,
+    global: &GlobalOptions,
     archive: &Archive,
     args: &ComparisonRequest,
-) -> anyhow::Result<String> {
+) -> exit::Result<String> {
     args.check()?;
     compare_sides(global, archive, args)?.text(global, args)
 }
@@ -130,18 +134,23 @@ struct Compared {
 
 impl Compared {
     /// The `compare` template's text (or `compare-stats`'s).
-    fn text(&self, global: &GlobalArgs, args: &ComparisonRequest) -> anyhow::Result<String> {
+    fn text(&self, global: &GlobalOptions, args: &ComparisonRequest) -> exit::Result<String> {
         match args.layout {
-            CompareLayout::Stats => {
-                output::template(global, "compare-stats", &self.comparison, "the comparison")
-            }
+            CompareLayout::Stats => output::template(
+                global,
+                "compare-stats",
+                &CompareStatsContext::new(&self.comparison),
+                "the comparison",
+            ),
             CompareLayout::Netperf | CompareLayout::Matrix => {
-                let context = NetperfContext::new(
+                let units = Units::parse(&args.units).map_err(|err| InputError(err.to_string()))?;
+                let email = args.email.then(|| self.email());
+                let context = CompareContext::new(
                     &self.comparison,
                     &self.settings,
                     args.layout,
-                    &args.units,
-                    args.email.then_some(&self.side_records),
+                    units,
+                    email,
                 );
                 output::template(global, "compare", &context, "the comparison")
             }
@@ -149,12 +158,29 @@ impl Compared {
     }
 }
 
+impl Compared {
+    /// What `--email` adds to the text: the records of the sides, the
+    /// command that makes their experiment again, where they were made.
+    fn email(&self) -> Email<'_> {
+        let [first, second] = &self.side_records;
+        let all: Vec<&run_record::record::RunRecord> = first.iter().chain(second).collect();
+        Email {
+            side_records: &self.side_records,
+            ab_command: reproduce::ab_command(
+                [first, second],
+                [&self.comparison.first_name, &self.comparison.second_name],
+            ),
+            measured_in: reproduce::measured_in(&all),
+        }
+    }
+}
+
 /// The sides of `args` read from `archive` and compared.
 fn compare_sides(
-    global: &GlobalArgs,
+    global: &GlobalOptions,
     archive: &Archive,
     args: &ComparisonRequest,
-) -> anyhow::Result<Compared> {
+) -> exit::Result<Compared> {
     let selectors = args.selectors()?;
     let filters = RunQuery {
         test: args.test,
@@ -200,7 +226,7 @@ fn compare_sides(
             .into_iter()
             .flatten()
         {
-            if !global.quiet {
+            if !global.quiet() {
                 eprintln!("netbisect: warning: {ambiguity}");
             }
         }
@@ -209,7 +235,7 @@ fn compare_sides(
             (&mut second_selection, second),
         ] {
             if let Some(mixed) = mixed_kernels(&selection.records) {
-                if !global.quiet {
+                if !global.quiet() {
                     eprintln!(
                         "netbisect: warning: {} pools the runs of {mixed}; give one kernel or \
                          commit per side (an experiment's own runs: --experiment ID)",
@@ -295,10 +321,10 @@ fn mixed_kernels(records: &[run_record::record::RunRecord]) -> Option<String> {
 
 /// Options out of range are the user's to fix; anything else (a damaged
 /// record) is reported as it is.
-fn input_error_of(err: CompareError) -> anyhow::Error {
+fn input_error_of(err: CompareError) -> exit::Failure {
     match err {
         CompareError::InvalidOption(_) => InputError(err.to_string()).into(),
-        other => anyhow::Error::new(other).context("failed to compare the runs"),
+        other => exit::Failure::from(other).context("failed to compare the runs"),
     }
 }
 

@@ -8,8 +8,9 @@
 //! need more than their first `--end-repeats`, two lines say why and how
 //! many more repeats of each it takes at most.
 
-use crate::cli::GlobalArgs;
+use crate::global_options::GlobalOptions;
 use crate::progress::Reporter;
+use crate::views::bisection::duration;
 use bisect::ends::EndsWait;
 use bisect::estimate::Estimate;
 use bisect::progress::{EndsProgress, Phase, Progress};
@@ -31,7 +32,7 @@ pub struct ProgressPrinter {
 
 impl ProgressPrinter {
     /// A printer as `global` asks (`--progress`, `-q`).
-    pub fn new(global: &GlobalArgs, confirm_repeats: u32) -> ProgressPrinter {
+    pub fn new(global: &GlobalOptions, confirm_repeats: u32) -> ProgressPrinter {
         ProgressPrinter {
             reporter: Reporter::new(global, None),
             started: Instant::now(),
@@ -168,18 +169,6 @@ pub fn rest_of(estimate: &Estimate) -> String {
         text.push_str(&format!(", {} at once", estimate.jobs));
     }
     text
-}
-
-/// Seconds as `plan` prints them: seconds, minutes from 2 min, hours
-/// from 2 h.
-fn duration(seconds: f64) -> String {
-    if seconds >= 7200.0 {
-        format!("{:.1} h", seconds / 3600.0)
-    } else if seconds >= 120.0 {
-        format!("{:.1} min", seconds / 60.0)
-    } else {
-        format!("{seconds:.1} s")
-    }
 }
 
 #[cfg(test)]
