@@ -156,7 +156,7 @@ fn server_error(address: &ServerAddress, detail: String) -> ArchiveError {
 }
 
 /// `duration` in seconds, as a person reads a bound: `10 s`, `2.5 s`.
-pub(super) fn seconds_text(duration: Duration) -> String {
+fn seconds_text(duration: Duration) -> String {
     let seconds = duration.as_secs_f64();
     if seconds.fract() == 0.0 {
         format!("{seconds:.0} s")

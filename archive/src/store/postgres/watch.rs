@@ -23,13 +23,13 @@ use std::time::{Duration, Instant};
 
 /// How long a statement runs before the watcher looks whether it waits
 /// for a lock.
-pub(super) const FIRST_LOOK: Duration = Duration::from_secs(1);
+const FIRST_LOOK: Duration = Duration::from_secs(1);
 
 /// How often a running statement is looked at after the first look.
 const LOOK_EVERY: Duration = Duration::from_secs(1);
 
 /// How often a wait is reported after its first report.
-pub(super) const REPORT_EVERY: Duration = Duration::from_secs(5);
+const REPORT_EVERY: Duration = Duration::from_secs(5);
 
 /// The client of a session, borrowed for one statement or transaction at
 /// a time, and the watch of its waits when a caller asked for one.
