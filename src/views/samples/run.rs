@@ -1,6 +1,7 @@
 //! Samples of `run`: each test kind as a loopback run makes it (TCP_RR
 //! and TCP_STREAM plain, and TCP_STREAM's autotuned buffers as `archive
-//! show` prints them; TCP_RR with CPU figures and latency; TCP_CRR
+//! show` prints them; TCP_RR with CPU figures and latency, and with
+//! figures too wide for one line; TCP_CRR
 //! with flows, threads, warm-up and an interval reached; TCP_STREAM with
 //! flows and an interval missed; UDP_STREAM plain, with CPU figures,
 //! with failed sends), and a UDP_STREAM run imported from netperf's text.
@@ -277,6 +278,28 @@ fn tcp_rr_cpu_latency() -> RunRecord {
         },
         "ac1544b9f9e5d4df28dd0cff1490ef6a603dc3baa09759fe27a1763db7a42c6d",
     )
+}
+
+/// TCP_RR as a guest under emulation gives it: 9-digit socket buffers
+/// and a service demand of five digits, so that the CPU columns pass the
+/// width beside the rest and move to a table of their own.
+fn tcp_rr_cpu_wide() -> RunRecord {
+    let mut record = tcp_rr_cpu_latency();
+    let cpu = CpuFigures {
+        local_util_pct: Some(100.0),
+        remote_util_pct: Some(100.0),
+        local_service_demand: Some(98765.432),
+        remote_service_demand: Some(87654.321),
+    };
+    record.summary.cpu = Some(cpu.clone());
+    let run = &mut record.iterations[0];
+    run.cpu = Some(cpu);
+    run.ends = Some(connection(
+        [60636, 41401],
+        [12582912, 268435456],
+        [12582912, 268435456],
+    ));
+    record
 }
 
 /// A flow of an iteration, with the sender's TCP_INFO where it matters.
@@ -617,6 +640,7 @@ pub fn samples() -> Vec<Sample> {
         ("tcp-stream", tcp_stream()),
         ("tcp-rr", tcp_rr()),
         ("tcp-rr-cpu-latency", tcp_rr_cpu_latency()),
+        ("tcp-rr-cpu-wide", tcp_rr_cpu_wide()),
         ("tcp-crr-flows-warmup", tcp_crr_flows_warmup()),
         (
             "tcp-stream-cpu-flows-not-met",
