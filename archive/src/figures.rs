@@ -10,8 +10,11 @@
 //! whole [`RunSpec`] without a rest pattern: a new spec parameter does not
 //! compile until it is given its words here.
 
+use run_record::record::SystemOutcome;
 use run_record::record::{Metric, RunRecord};
-use run_record::spec::{AddressFamily, CpuPinning, ReportedSocketBuffers, RunSpec, TestKind};
+use run_record::spec::{
+    AddressFamily, CpuPinning, ReportedSocketBuffers, RunSpec, Setting, TestKind,
+};
 use serde::Serialize;
 
 /// One parameter of a spec, as a title shows it and as `netbisect bench`
@@ -38,6 +41,74 @@ pub fn seconds(value: f64) -> String {
 /// test, in netperf's order (global options, then test-specific ones),
 /// the test length always included.
 pub fn spec_options(spec: &RunSpec) -> Vec<SpecOption> {
+    spec_options_as_granted(spec, None)
+}
+
+/// The legend of a setting named with what the kernel granted instead
+/// ([`granted_words`]), for the line under a table that names one.
+pub const NOT_GRANTED_LEGEND: &str =
+    "KEY=ASKED(GOT): asked ASKED, the kernel kept GOT; measured with GOT.";
+
+/// A setting's words as the kernel granted it in `outcome`: as asked
+/// (`gso=on`) where it gave what was asked (or nothing says otherwise),
+/// else what was asked with what it kept in brackets (`gso=on(off)`).
+pub fn granted_words(setting: &Setting, outcome: Option<&SystemOutcome>) -> String {
+    let asked = setting.text();
+    match outcome.and_then(|outcome| outcome.granted_instead(setting)) {
+        Some(granted) => format!("{asked}({granted})"),
+        None => asked,
+    }
+}
+
+/// True when `outcome` says the kernel kept something else than one of
+/// the settings `spec` asked.
+pub fn any_not_granted(spec: &RunSpec, outcome: Option<&SystemOutcome>) -> bool {
+    let Some(outcome) = outcome else {
+        return false;
+    };
+    spec.system
+        .iter()
+        .flat_map(|system| system.settings())
+        .any(|setting| outcome.granted_instead(&setting).is_some())
+}
+
+/// Of the outcomes of both sides of a group, the one its title names:
+/// the first's, or the second's where only that side was refused a
+/// setting.
+pub fn title_outcome<'a>(
+    spec: &RunSpec,
+    [first, second]: [Option<&'a SystemOutcome>; 2],
+) -> Option<&'a SystemOutcome> {
+    if !any_not_granted(spec, first) && any_not_granted(spec, second) {
+        second
+    } else {
+        first
+    }
+}
+
+/// Each setting of `spec` as the kernel kept it in `outcome`
+/// (`gso=off` for `gso=on` not granted), in the order of
+/// [`run_record::spec::SystemSettings::settings`].
+pub fn settings_as_kept(spec: &RunSpec, outcome: Option<&SystemOutcome>) -> Vec<String> {
+    spec.system
+        .iter()
+        .flat_map(|system| system.settings())
+        .map(|setting| {
+            let asked = setting.text();
+            match outcome.and_then(|outcome| outcome.granted_instead(&setting)) {
+                Some(granted) => {
+                    let key = asked.split_once('=').map_or(asked.as_str(), |(key, _)| key);
+                    format!("{key}={granted}")
+                }
+                None => asked,
+            }
+        })
+        .collect()
+}
+
+/// [`spec_options`], each setting's title named as the kernel granted it
+/// in `outcome` ([`granted_words`]); the commands stay as asked.
+pub fn spec_options_as_granted(spec: &RunSpec, outcome: Option<&SystemOutcome>) -> Vec<SpecOption> {
     let RunSpec {
         test,
         family,
@@ -140,7 +211,10 @@ pub fn spec_options(spec: &RunSpec) -> Vec<SpecOption> {
     }
     for setting in system.iter().flat_map(|system| system.settings()) {
         let text = setting.text();
-        options.push(option(text.clone(), format!("--set {}", shell_word(&text))));
+        options.push(option(
+            granted_words(&setting, outcome),
+            format!("--set {}", shell_word(&text)),
+        ));
     }
     for each in &mut options {
         each.title = each.title.trim_end().to_string();
@@ -210,9 +284,29 @@ fn granted_title(test: TestKind, buffers: &ReportedSocketBuffers) -> String {
 /// The title of a configuration: the test, every parameter of
 /// [`spec_options`], and the testbed.
 pub fn spec_title(spec: &RunSpec, testbed: &str) -> String {
+    spec_title_as_granted(spec, testbed, None)
+}
+
+/// [`spec_title`] with each setting named as the kernel granted it in
+/// `outcome` ([`granted_words`]).
+pub fn spec_title_as_granted(
+    spec: &RunSpec,
+    testbed: &str,
+    outcome: Option<&SystemOutcome>,
+) -> String {
     let mut words = vec![spec.test.name().to_string()];
-    words.extend(spec_options(spec).into_iter().map(|each| each.title));
+    words.extend(
+        spec_options_as_granted(spec, outcome)
+            .into_iter()
+            .map(|each| each.title),
+    );
     format!("{} (testbed {testbed})", words.join(" "))
+}
+
+/// The title of the configuration of `record`, its settings as the
+/// kernel granted them.
+pub fn record_title(record: &RunRecord) -> String {
+    spec_title_as_granted(&record.spec, &record.testbed, record.system.as_ref())
 }
 
 /// The `netbisect bench` command that runs `spec` again.

@@ -185,7 +185,7 @@ fn check_one_configuration(archive: &Archive, points: &[PointRuns<'_>]) -> exit:
         message.push_str(&format!(
             "\n  {:<12}  {n_runs:>5}  {}",
             spec_key.get(..12).unwrap_or(spec_key),
-            plain(&archive::figures::spec_title(&record.spec, &record.testbed))
+            plain(&archive::figures::record_title(&record))
         ));
     }
     Err(InputError(message).into())

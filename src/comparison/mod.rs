@@ -5,7 +5,7 @@
 //! the matrix, `--email`, see [`crate::views::compare`]) or
 //! `compare-stats`.
 
-mod reproduce;
+pub(crate) mod reproduce;
 
 pub use crate::views::compare::CompareLayout;
 
@@ -146,13 +146,16 @@ impl Compared {
             CompareLayout::Netperf | CompareLayout::Matrix => {
                 let units = Units::parse(&args.units).map_err(|err| InputError(err.to_string()))?;
                 let email = args.email.then(|| self.email());
-                let context = CompareContext::new(
+                let mut context = CompareContext::new(
                     &self.comparison,
                     &self.settings,
                     args.layout,
                     units,
                     email,
                 );
+                let [first, second] = &self.side_records;
+                let all: Vec<&run_record::record::RunRecord> = first.iter().chain(second).collect();
+                context.cpu_caveat = reproduce::cpu_caveat(&all);
                 output::template(global, "compare", &context, "the comparison")
             }
         }

@@ -12,6 +12,7 @@ mod bisect_session;
 mod compare;
 mod crate_graph;
 mod env;
+mod granted;
 mod help;
 mod history;
 mod hostile_text;

@@ -9,7 +9,7 @@ use crate::global_options::GlobalOptions;
 use crate::output;
 use crate::progress::Reporter;
 use crate::request::{BenchInvocation, KernelRun};
-use crate::store::{store_and_print, store_run, warn_of_refused_settings};
+use crate::store::{fail_if_not_granted, store_and_print, store_run, warn_of_refused_settings};
 use crate::vm::{self, KernelUnderTest};
 
 pub fn run(
@@ -48,6 +48,7 @@ pub fn run(
         ));
         match tested {
             Ok(record) => {
+                fail_if_not_granted(&invocation.output, &record)?;
                 if invocation.output.archive {
                     store_run(global, &record)?;
                 }

@@ -3,7 +3,8 @@
 //! of a test (matrices, `--layout matrix`), in the order of their rows.
 
 use archive::compare::ComparisonGroup;
-use archive::figures::{spec_options, spec_value};
+use archive::figures::{granted_words, spec_options, spec_value, title_outcome};
+use run_record::record::SystemOutcome;
 use run_record::spec::{RunSpec, TestKind};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -99,7 +100,7 @@ struct Parameter {
 /// options as [`spec_options`] gives them, and each setting of
 /// `spec.system` by its key, so that `gso=on` and `gso=off` are values
 /// of one column.
-fn parameters(spec: &RunSpec) -> Vec<Parameter> {
+fn parameters(spec: &RunSpec, outcome: Option<&SystemOutcome>) -> Vec<Parameter> {
     let without_settings = RunSpec {
         system: None,
         ..spec.clone()
@@ -120,7 +121,7 @@ fn parameters(spec: &RunSpec) -> Vec<Parameter> {
         .iter()
         .flat_map(|system| system.settings())
         .map(|setting| {
-            let title = setting.text();
+            let title = granted_words(&setting, outcome);
             let (key, value) = title.split_once('=').unwrap_or((&title, ""));
             Parameter {
                 flag: key.to_string(),
@@ -129,6 +130,14 @@ fn parameters(spec: &RunSpec) -> Vec<Parameter> {
             }
         });
     options.chain(settings).collect()
+}
+
+/// The outcome of the settings a group's title names.
+pub(super) fn group_outcome(group: &ComparisonGroup) -> Option<&SystemOutcome> {
+    title_outcome(
+        &group.run_spec,
+        group.granted.each_ref().map(Option::as_ref),
+    )
 }
 
 /// A run of a value's text: a number (digits, with a decimal point
@@ -239,7 +248,7 @@ pub(super) fn matrices(groups: &[ComparisonGroup], settings: &[String]) -> Vec<M
     for ((_, testbed), members) in by_test {
         let parameters: Vec<Vec<Parameter>> = members
             .iter()
-            .map(|&idx| parameters(&groups[idx].run_spec))
+            .map(|&idx| parameters(&groups[idx].run_spec, group_outcome(&groups[idx])))
             .collect();
         let (common, mut columns) = common_and_columns(&parameters);
         let with_setting = members.iter().any(|&idx| !settings[idx].is_empty());
@@ -439,7 +448,7 @@ mod tests {
         system.set(Setting::parse("gso=off").unwrap());
         system.set(Setting::parse("net.ipv4.tcp_rmem=4096 87380 6291456").unwrap());
         spec.system = Some(system);
-        let named: Vec<(String, String)> = parameters(&spec)
+        let named: Vec<(String, String)> = parameters(&spec, None)
             .into_iter()
             .map(|parameter| (parameter.flag, parameter.value))
             .collect();

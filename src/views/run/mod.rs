@@ -8,6 +8,7 @@
 
 mod netperf;
 
+use crate::render::text::plain;
 use crate::views::units::Units;
 use run_record::record::{HostCpu, Iteration, RunRecord, TcpInfoFigures};
 use run_record::spec::{AddressFamily, TestKind};
@@ -59,6 +60,12 @@ pub struct RunContext<'a> {
     /// one differs from its size after setup (the table's, as netperf
     /// prints it): an autotuned buffer grows as the test runs.
     pub sockets_at_end: Option<SocketsAtEnd>,
+    /// The settings the run asked of the system (`--set`), each as the
+    /// kernel granted it (`gso=on(off)` where it kept off), made plain.
+    pub settings: Vec<String>,
+    /// Notes under the table: the legend of a setting not granted, and
+    /// what the CPU figures of a run in a VM are.
+    pub notes: Vec<String>,
 }
 
 /// The socket buffers of both ends when the test ended, bytes.
@@ -158,6 +165,24 @@ impl<'a> RunContext<'a> {
                     .sum()
             }),
             cpu_hosts: cpu_hosts(last),
+            settings: record
+                .spec
+                .system
+                .iter()
+                .flat_map(|system| system.settings())
+                .map(|setting| {
+                    plain(&archive::figures::granted_words(
+                        &setting,
+                        record.system.as_ref(),
+                    ))
+                    .into_owned()
+                })
+                .collect(),
+            notes: archive::figures::any_not_granted(&record.spec, record.system.as_ref())
+                .then(|| archive::figures::NOT_GRANTED_LEGEND.to_string())
+                .into_iter()
+                .chain(crate::comparison::reproduce::cpu_caveat(&[record]))
+                .collect(),
             sockets_at_end: None,
         }
     }

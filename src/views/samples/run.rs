@@ -1,7 +1,8 @@
 //! Samples of `run`: each test kind as a loopback run makes it (TCP_RR
 //! and TCP_STREAM plain, and TCP_STREAM's autotuned buffers as `archive
 //! show` prints them; TCP_RR with CPU figures and latency, and with
-//! figures too wide for one line; TCP_CRR
+//! figures too wide for one line, both ends in one guest; TCP_STREAM
+//! with a setting the kernel did not grant; TCP_CRR
 //! with flows, threads, warm-up and an interval reached; TCP_STREAM with
 //! flows and an interval missed; UDP_STREAM plain, with CPU figures,
 //! with failed sends), and a UDP_STREAM run imported from netperf's text.
@@ -299,6 +300,38 @@ fn tcp_rr_cpu_wide() -> RunRecord {
         [12582912, 268435456],
         [12582912, 268435456],
     ));
+    // Both ends in one guest, whose CPU both columns are.
+    record.env.vm = Some(run_record::env::VmEnv {
+        runner: "qemu".to_string(),
+        accelerator: "tcg".to_string(),
+        vcpus: 2,
+        memory_mib: 1024,
+        network: "pair".to_string(),
+        ..run_record::env::VmEnv::default()
+    });
+    record
+}
+
+/// TCP_STREAM with settings asked of the system, one of which the
+/// kernel did not grant: it is named with what the kernel kept.
+fn tcp_stream_setting_not_granted() -> RunRecord {
+    let mut record = tcp_stream();
+    let mut system = run_record::spec::SystemSettings::default();
+    for setting in ["sg=off", "gso=on"] {
+        system.set(run_record::spec::Setting::parse(setting).expect("a valid setting"));
+    }
+    record.spec.system = Some(system);
+    let mut outcome = run_record::record::SystemOutcome {
+        interface: "lo".to_string(),
+        ..run_record::record::SystemOutcome::default()
+    };
+    for (name, requested, granted) in [("sg", false, false), ("gso", true, false)] {
+        outcome.features.insert(
+            name.to_string(),
+            run_record::record::Granted { requested, granted },
+        );
+    }
+    record.system = Some(outcome);
     record
 }
 
@@ -641,6 +674,10 @@ pub fn samples() -> Vec<Sample> {
         ("tcp-rr", tcp_rr()),
         ("tcp-rr-cpu-latency", tcp_rr_cpu_latency()),
         ("tcp-rr-cpu-wide", tcp_rr_cpu_wide()),
+        (
+            "tcp-stream-setting-not-granted",
+            tcp_stream_setting_not_granted(),
+        ),
         ("tcp-crr-flows-warmup", tcp_crr_flows_warmup()),
         (
             "tcp-stream-cpu-flows-not-met",
