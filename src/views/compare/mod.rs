@@ -182,6 +182,7 @@ impl<'a> CompareContext<'a> {
             .filter(|(idx, _)| !in_tables.contains(idx))
             .map(|(idx, group)| group_table(idx, group, &frame, &mut marks))
             .collect();
+        let granted_notes = granted_notes(comparison, [&heads[0], &heads[1]]);
         CompareContext {
             comparison,
             units: units.letter,
@@ -203,14 +204,15 @@ impl<'a> CompareContext<'a> {
             marks,
             more_runs: more_runs(comparison),
             nothing_in_common: nothing_in_common(comparison),
-            granted_notes: granted_notes(comparison, names),
+            granted_notes,
             cpu_caveat: None,
         }
     }
 }
 
 /// The notes of [`CompareContext::granted_notes`] on `comparison`, whose
-/// sides are named `names`.
+/// sides are named `names` (the short names a table's heads give them,
+/// where the full ones would not fit).
 pub(crate) fn granted_notes(comparison: &Comparison, names: [&str; 2]) -> Vec<String> {
     use archive::figures::{NOT_GRANTED_LEGEND, any_not_granted, settings_as_kept};
     let groups = &comparison.groups;
