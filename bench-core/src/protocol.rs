@@ -65,6 +65,45 @@ pub struct PortRange {
     pub high: u16,
 }
 
+impl PortRange {
+    /// How many ports the range holds.
+    pub fn port_count(&self) -> u32 {
+        u32::from(self.high).saturating_sub(u32::from(self.low)) + 1
+    }
+
+    /// Whether the range has a port for each of `flows` data sockets (one
+    /// each, bound at once): an error that says both numbers if not.
+    pub fn check_flows(&self, flows: u32) -> Result<(), TooFewPorts> {
+        if flows > self.port_count() {
+            return Err(TooFewPorts {
+                range: *self,
+                flows,
+            });
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Display for PortRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}", self.low, self.high)
+    }
+}
+
+/// A data-port range with fewer ports than the test has flows.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the data-port range {range} holds {} port{} for {flows} flows: each flow's data socket takes its own",
+    range.port_count(),
+    if range.port_count() == 1 { "" } else { "s" }
+)]
+pub struct TooFewPorts {
+    /// The range given.
+    pub range: PortRange,
+    /// The flows of the test.
+    pub flows: u32,
+}
+
 /// A port range that does not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid port range '{0}' (expected LOW-HIGH, 1 <= LOW <= HIGH <= 65535)")]

@@ -360,11 +360,17 @@ fn request_with_spec(
         kernel_release: release,
         label: args.label.clone(),
     };
+    let data_ports = data_port.or(args.data_port);
+    if let Some(range) = data_ports {
+        range
+            .check_flows(spec.flows.max(1))
+            .map_err(|err| InputError(err.to_string()))?;
+    }
     let server = match &args.host {
         None => None,
         Some(host) => {
             let mut options = ClientOptions::new(host, args.port);
-            options.data_ports = data_port.or(args.data_port);
+            options.data_ports = data_ports;
             if let Some(path) = &args.token_file {
                 options.token =
                     Some(Token::from_file(path).map_err(|err| InputError(err.to_string()))?);
