@@ -222,6 +222,11 @@ pub struct AbArgs {
     /// the experiment still lacks)
     #[arg(long)]
     pub fresh: bool,
+    /// When another `ab` is measuring the same experiment on this machine,
+    /// wait for it to end and measure only what it leaves (without it,
+    /// this one stops and says so)
+    #[arg(long)]
+    pub wait: bool,
     /// The test, with `netbisect bench` flags, and the VM options.
     #[command(flatten)]
     pub bench: BenchArgs,

@@ -87,6 +87,12 @@ pub fn run(global: &GlobalOptions, args: &AbArgs) -> exit::Result<Code> {
             2 * args.rounds
         );
     }
+    // One runner per experiment: a second one would measure it all again.
+    let _lock = experiment::lock::hold(&experiment.id, args.wait, |text| {
+        if !global.quiet() {
+            eprintln!("netbisect: {text}");
+        }
+    })?;
     let outcome = experiment::run(global, &experiment, &std::env::temp_dir())?;
     print_comparison(global, &comparison)?;
     if outcome.failures.is_empty() {

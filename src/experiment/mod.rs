@@ -18,6 +18,7 @@
 //!
 //! [`run`](mod@run) measures; [`progress`] tells how far it is.
 
+pub mod lock;
 mod progress;
 mod run;
 

@@ -261,7 +261,15 @@ fn a_flood_of_connections_is_logged_at_a_bounded_rate_with_a_count() {
 fn a_data_port_range_smaller_than_the_flows_is_said_as_such() {
     // The client's own range: refused before anything connects.
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_netbisect"))
-        .args(["bench", "-H", "127.0.0.1", "-p", "1", "--data-port", "40002-40002"])
+        .args([
+            "bench",
+            "-H",
+            "127.0.0.1",
+            "-p",
+            "1",
+            "--data-port",
+            "40002-40002",
+        ])
         .args(["-l", "0.2", "--flows", "8", "--no-archive"])
         .output()
         .unwrap();
@@ -275,7 +283,15 @@ fn a_data_port_range_smaller_than_the_flows_is_said_as_such() {
     // connections take), which the client does not see: the server's
     // refusal names it, and the server goes on serving.
     let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_netbisect"))
-        .args(["serve", "-p", "0", "--timeout", "2", "--data-port", "29603-29604"])
+        .args([
+            "serve",
+            "-p",
+            "0",
+            "--timeout",
+            "2",
+            "--data-port",
+            "29603-29604",
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

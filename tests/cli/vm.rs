@@ -10,6 +10,7 @@
 //! the KVM probe, interruptions) only run with that switch.
 
 use serde_json::Value;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -1845,4 +1846,86 @@ fn a_guest_writing_past_its_output_bound_is_stopped_with_the_limit_named() {
         "{stderr}"
     );
     assert!(started.elapsed() < Duration::from_secs(300), "{stderr}");
+}
+
+#[test]
+fn a_second_ab_of_a_running_experiment_stops_or_waits_and_measures_nothing_again() {
+    if !slow() {
+        return;
+    }
+    let _guests = one_guest();
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive.db");
+    let args = [
+        "ab",
+        "--kernel-a",
+        KERNEL_OLD,
+        "--kernel-b",
+        KERNEL_NEW,
+        "-n",
+        "1",
+        "--vm-accel",
+        "tcg",
+        "--vm-timeout",
+        TIMEOUT,
+        "-l",
+        "0.3",
+    ];
+    let command = |extra: &[&str]| {
+        let mut command = std::process::Command::new(BINARY);
+        command
+            .args(args)
+            .args(extra)
+            .env("NETBISECT_ARCHIVE", &archive)
+            .env_remove("NETBISECT_TEMPLATE_DIR")
+            .env("TMPDIR", dir.path())
+            .env("XDG_CACHE_HOME", dir.path())
+            .env("XDG_STATE_HOME", dir.path().join("state"));
+        command
+    };
+    let mut first = command(&[])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(first.stderr.take().unwrap()).lines();
+    // The first boot is said after the lock is taken.
+    let mut seen = Vec::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        seen.push(line.clone());
+        if line.contains(": booting ") {
+            break;
+        }
+    }
+    let first_log = std::thread::spawn(move || {
+        seen.extend(lines.map_while(Result::ok));
+        seen
+    });
+    let refused = command(&[]).output().unwrap();
+    let refused_text = String::from_utf8_lossy(&refused.stderr).into_owned();
+    let waited = command(&["--wait"]).output().unwrap();
+    let waited_text = String::from_utf8_lossy(&waited.stderr).into_owned();
+    let first_status = first.wait().unwrap();
+    let first_text = first_log.join().unwrap().join("\n");
+    assert!(first_status.success(), "{first_text}");
+    assert_eq!(refused.status.code(), Some(2), "{refused_text}");
+    assert!(
+        refused_text.contains("is being measured by another netbisect ab (pid"),
+        "{refused_text}"
+    );
+    assert!(refused_text.contains("--wait"), "{refused_text}");
+    assert_eq!(waited.status.code(), Some(0), "{waited_text}");
+    assert!(
+        waited_text.contains("waiting for it to end"),
+        "{waited_text}"
+    );
+    assert!(
+        waited_text.contains("2 runs of it are archived already"),
+        "{waited_text}"
+    );
+    // One configuration, two kernels, one round: two runs, none twice.
+    let (code, text, stderr) = run(&archive, &["archive", "export"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(text.lines().count(), 2, "{text}");
 }
