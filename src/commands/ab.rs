@@ -94,6 +94,13 @@ pub fn run(global: &GlobalOptions, args: &AbArgs) -> exit::Result<Code> {
         }
     })?;
     let outcome = experiment::run(global, &experiment, &std::env::temp_dir())?;
+    if outcome.n_stored + outcome.n_found == 0 {
+        return Err(exit::Failure::msg(format!(
+            "every configuration of experiment {} failed, on both kernels (named above): \
+             nothing to compare",
+            experiment.id
+        )));
+    }
     print_comparison(global, &comparison)?;
     if outcome.failures.is_empty() {
         return Ok(Code::Ok);

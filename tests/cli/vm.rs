@@ -369,6 +369,34 @@ fn a_kernel_is_booted_and_its_record_comes_back_to_the_archive() {
     assert_eq!(cached.len(), 2, "{cached:?}");
     assert!(cached[0].starts_with(RELEASE_OLD), "{cached:?}");
     assert_eq!(cached[1], format!("{}.blake3", cached[0]), "{cached:?}");
+    // As a table, a run the guest finished and the host stored is not
+    // said to be "not stored".
+    let (code, table, stderr) = run(
+        &archive,
+        &[
+            "bench",
+            "--kernel",
+            KERNEL_OLD,
+            "--vm-accel",
+            "tcg",
+            "--vm-timeout",
+            TIMEOUT,
+            "-l",
+            "0.3",
+            "--label",
+            "old",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(table.contains(", run "), "{table}");
+    assert!(!table.contains("not stored"), "{table}");
+    let (code, listed, stderr) = run(&archive, &["archive", "list"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        listed.lines().filter(|line| line.contains("old")).count(),
+        2,
+        "{listed}"
+    );
 }
 
 #[test]
@@ -1928,4 +1956,40 @@ fn a_second_ab_of_a_running_experiment_stops_or_waits_and_measures_nothing_again
     let (code, text, stderr) = run(&archive, &["archive", "export"]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(text.lines().count(), 2, "{text}");
+}
+
+#[test]
+fn an_experiment_whose_every_boot_fails_says_so_and_compares_nothing() {
+    if !slow() {
+        return;
+    }
+    let _guests = one_guest();
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive.db");
+    // No guest reaches its test within a second under emulation.
+    let (code, stdout, stderr) = run(
+        &archive,
+        &[
+            "ab",
+            "--kernel-a",
+            KERNEL_OLD,
+            "--kernel-b",
+            KERNEL_NEW,
+            "-n",
+            "1",
+            "--vm-accel",
+            "tcg",
+            "--vm-timeout",
+            "1",
+            "-l",
+            "0.3",
+        ],
+    );
+    assert_ne!(code, 0, "{stderr}");
+    assert!(stdout.is_empty(), "{stdout}");
+    assert!(
+        stderr.contains("failed, on both kernels (named above): nothing to compare"),
+        "{stderr}"
+    );
+    assert_eq!(boot_lines(&stderr).len(), 2, "{stderr}");
 }

@@ -6,10 +6,9 @@
 
 use crate::exit::{self, Code};
 use crate::global_options::GlobalOptions;
-use crate::output;
 use crate::progress::Reporter;
 use crate::request::{BenchInvocation, KernelRun};
-use crate::store::{store_and_print, store_run, warn_of_refused_settings};
+use crate::store::{print_run, store_run, warn_of_refused_settings};
 use crate::vm::{self, KernelUnderTest};
 
 pub fn run(
@@ -81,18 +80,16 @@ pub fn run(
         return Err(exit::Failure::from(vm::VmError::RunFailed(message.clone()))
             .context(format!("{what} failed in the guest; no run was recorded")));
     }
+    // Each was stored as the guest finished it: printed as bench prints
+    // a run, "not stored" only under --no-archive.
     for record in &records {
-        if global.json() {
-            warn_of_refused_settings(global, record);
-            output::write_stdout(&output::record(record)?)?;
-        } else {
-            // Stored already: printed as bench prints a run.
-            let print_only = crate::store::RunOutput {
-                archive: false,
-                ..invocation.output.clone()
-            };
-            store_and_print(global, &print_only, record)?;
-        }
+        warn_of_refused_settings(global, record);
+        print_run(
+            global,
+            &invocation.output,
+            record,
+            invocation.output.archive,
+        )?;
     }
     if failures.is_empty() {
         Ok(Code::Ok)
