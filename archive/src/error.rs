@@ -21,6 +21,16 @@ pub enum ArchiveError {
         /// The path given.
         path: PathBuf,
     },
+    /// The path names something that is not a regular file: a
+    /// directory, a device, a FIFO, a socket, or a file the kernel makes
+    /// up (under /proc or /sys).
+    #[error("{path} is {kind}, not an archive: an archive is a regular file (made when absent)")]
+    NotAFile {
+        /// The path given.
+        path: PathBuf,
+        /// What it is, as a person says it ("a directory").
+        kind: &'static str,
+    },
     /// The file is damaged: writing to it could spread the damage.
     #[error(
         "{path} is damaged ({detail}); nothing was written. \
@@ -210,6 +220,7 @@ impl ArchiveError {
             self,
             ArchiveError::NotAnArchive { .. }
                 | ArchiveError::NoArchive { .. }
+                | ArchiveError::NotAFile { .. }
                 | ArchiveError::NewerSchema { .. }
                 | ArchiveError::NoSuchRun(_)
                 | ArchiveError::AmbiguousId { .. }
