@@ -324,6 +324,17 @@ pub fn spec_from_args(args: &BenchArgs, test: TestKind) -> exit::Result<RunSpec>
     Ok(spec)
 }
 
+/// What to say above a failed run's cause: a setting that could not be
+/// made is not a test that failed (the test never ran).
+pub fn failed_run_context(err: &bench_core::run::BenchError) -> &'static str {
+    match err {
+        bench_core::run::BenchError::Settings(_) => {
+            "a setting asked could not be made, so the test did not run; no run was recorded"
+        }
+        _ => "the test failed; no run was recorded",
+    }
+}
+
 /// The request of `spec` with the rest of bench's flags: where the server
 /// is, the subject, the testbed, interim reports.
 fn request_with_spec(
