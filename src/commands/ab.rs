@@ -10,6 +10,7 @@ use crate::comparison::{CompareLayout, ComparisonRequest, print_comparison};
 use crate::exit::{self, Code, InputError};
 use crate::experiment::{self, Experiment, Side};
 use crate::global_options::GlobalOptions;
+use crate::request::command::ab_command;
 use crate::request::{configurations_of, guest_subject, request_from_args, vm};
 use crate::vm::{GuestSubject, KernelUnderTest};
 
@@ -33,6 +34,12 @@ pub fn run(global: &GlobalOptions, args: &AbArgs) -> exit::Result<Code> {
     let side_a = KernelUnderTest::prepare(&args.kernel_a, options.clone())?;
     let side_b = KernelUnderTest::prepare(&args.kernel_b, options)?;
     let n_configurations = configurations.len();
+    // A fresh experiment is named by its token, which its command keeps.
+    let fresh = args
+        .fresh
+        .as_ref()
+        .map(|token| token.clone().unwrap_or_else(run_record::time::now_rfc3339));
+    let command = ab_command(args, fresh.as_deref());
     let one_size_axis = args.bench.sweep.len() == 1
         && matches!(
             args.bench.sweep[0]
@@ -51,7 +58,8 @@ pub fn run(global: &GlobalOptions, args: &AbArgs) -> exit::Result<Code> {
             label: None,
             ..guest_subject(&args.bench)
         },
-        args.fresh,
+        fresh,
+        command,
     )?;
     // Options of the comparison are checked before the first boot.
     let comparison = ComparisonRequest {
@@ -71,6 +79,7 @@ pub fn run(global: &GlobalOptions, args: &AbArgs) -> exit::Result<Code> {
         email: args.email,
         units: args.bench.units.units.clone(),
         experiment: Some(experiment.id.clone()),
+        experiment_command: Some(experiment.command.clone()),
     };
     comparison.check()?;
     if !global.quiet() {

@@ -83,9 +83,10 @@ mod system;
 
 pub use experiment::{EXPERIMENT_ID_DIGITS, ExperimentTag, check_command};
 pub use figures::{
-    BufferTruth, ConfidenceOutcome, CpuConfidence, CpuDetail, CpuFigures, EndReport, Endpoint,
-    EndsReport, Environments, FlowFigures, HostCpu, Iteration, LatencyFigures, LatencyHistogram,
-    LatencyReport, SocketTruth, Source, Spread, Subject, Summary, TcpInfoFigures, UdpFigures,
+    BufferTruth, ConfidenceOutcome, CpuConfidence, CpuDetail, CpuFigures, DEFAULT_CONTROL_PORT,
+    EndReport, Endpoint, EndsReport, Environments, FlowFigures, HostCpu, Iteration, LatencyFigures,
+    LatencyHistogram, LatencyReport, SocketTruth, Source, Spread, Subject, Summary, TcpInfoFigures,
+    UdpFigures,
 };
 pub use metric::{Direction, Metric, UnknownMetric};
 pub use system::{Granted, SystemOutcome};
