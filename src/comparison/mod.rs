@@ -188,15 +188,19 @@ impl Compared {
         );
         let mut commands: Vec<String> = Vec::new();
         for group in &self.comparison.groups {
-            if !reproduce.bench_spec_keys.contains(&group.spec_key) {
+            let Some((_, command)) = reproduce
+                .bench_commands
+                .iter()
+                .find(|(key, _)| *key == group.spec_key)
+            else {
                 continue;
-            }
-            // The table's unit, so that the run prints in it too; its
-            // value is one of netperf's letters, a plain word.
-            let command = match args.units.as_str() {
-                "m" => group.command.clone(),
-                units => format!("{} -f {units}", group.command),
             };
+            let mut command = command.clone();
+            // The table's unit, so that the run prints in it too.
+            if args.units != "m" {
+                command.option("-f", args.units.clone());
+            }
+            let command = command.render();
             if !commands.contains(&command) {
                 commands.push(command);
             }

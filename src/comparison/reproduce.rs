@@ -12,12 +12,14 @@
 //!   kept the command give a line rebuilt from the runs themselves (the
 //!   kernels by their releases, the axes in sorted order), which the
 //!   mail says starts a new experiment.
-//! - Runs outside any experiment: the configurations to which the
-//!   archive's `netbisect bench` line of their group applies (see
-//!   [`archive::figures::configuration_command`]).
+//! - Runs outside any experiment: the `netbisect bench` line of each of
+//!   their configurations, where its first such run ran (see
+//!   [`archive::figures::configuration_command`]), in the comparison's
+//!   unit.
 
 use archive::figures::{
-    CommandWord, options_of_command, spec_options, spec_value, vm_options_of_env,
+    CommandWord, configuration_command, options_of_command, spec_options, spec_value,
+    vm_options_of_env,
 };
 use run_record::env::VmEnv;
 use run_record::record::RunRecord;
@@ -84,9 +86,10 @@ pub struct Reproduce {
     /// command (made before netbisect kept it): such a line names the
     /// kernels by release and starts a new experiment.
     pub ab_commands_rebuilt: bool,
-    /// The spec keys of the configurations with runs outside any
-    /// experiment, which `netbisect bench` lines run again.
-    pub bench_spec_keys: Vec<String>,
+    /// The configurations with runs outside any experiment, by spec
+    /// key, each with the `netbisect bench` line of its first such run
+    /// (its server or VM, its testbed), in the order their runs come.
+    pub bench_commands: Vec<(String, CommandLine)>,
 }
 
 /// The lines that run again the runs of `sides`: an `ab` line for each
@@ -110,9 +113,14 @@ pub fn reproduce(
             Some(_) => {}
             None => {
                 if let Ok(key) = record.compute_spec_key()
-                    && !reproduce.bench_spec_keys.contains(&key)
+                    && !reproduce
+                        .bench_commands
+                        .iter()
+                        .any(|(seen, _)| *seen == key)
                 {
-                    reproduce.bench_spec_keys.push(key);
+                    reproduce
+                        .bench_commands
+                        .push((key, configuration_command(record)));
                 }
             }
         }
@@ -455,6 +463,98 @@ mod tests {
                 ["a", "b"]
             ),
             None
+        );
+    }
+
+    #[test]
+    fn each_experiment_runs_again_with_the_command_its_runs_kept() {
+        let kept = |id: &str, words: &[&str], record: RunRecord| {
+            let mut record = record;
+            record.experiment = Some(ExperimentTag {
+                id: id.to_string(),
+                round: 1,
+            });
+            record.command = Some(words.iter().map(|word| word.to_string()).collect());
+            record.seal().unwrap();
+            record
+        };
+        let words = |kernel_a: &str| {
+            vec![
+                "ab".to_string(),
+                format!("--kernel-a={kernel_a}"),
+                "--kernel-b=patched/bzImage".to_string(),
+                "--label-a=current".to_string(),
+                "--label-b=patched".to_string(),
+                "-n=2".to_string(),
+                "--vm-accel=auto".to_string(),
+                "--sweep=S=18000,2280,28000".to_string(),
+                "--".to_string(),
+                "-P".to_string(),
+                ",5000".to_string(),
+            ]
+        };
+        let first = words("base/bzImage");
+        let second = words("other/bzImage");
+        fn as_str(words: &[String]) -> Vec<&str> {
+            words.iter().map(String::as_str).collect()
+        }
+        let current = vec![
+            kept(
+                "00000000000000e1",
+                &as_str(&first),
+                run("current", "6.1.0-55-amd64", 1024, true, 1),
+            ),
+            kept(
+                "00000000000000e2",
+                &as_str(&second),
+                run("current", "6.1.0-55-amd64", 1024, true, 1),
+            ),
+        ];
+        let patched = vec![kept(
+            "00000000000000e1",
+            &as_str(&first),
+            run("patched", "6.1.0-57-amd64", 1024, true, 1),
+        )];
+        let printed = Printed {
+            units: "g",
+            alpha: 0.01,
+            email: true,
+        };
+        let found = reproduce([&current, &patched], ["current", "patched"], &printed, None);
+        assert_eq!(
+            found.ab_commands,
+            [
+                "netbisect ab --kernel-a base/bzImage --kernel-b patched/bzImage --label-a current \
+                 --label-b patched -n 2 --vm-accel auto --sweep S=18000,2280,28000 -f g \
+                 --alpha 0.01 --email -- -P ,5000",
+                "netbisect ab --kernel-a other/bzImage --kernel-b patched/bzImage --label-a current \
+                 --label-b patched -n 2 --vm-accel auto --sweep S=18000,2280,28000 -f g \
+                 --alpha 0.01 --email -- -P ,5000",
+            ]
+        );
+        assert!(!found.ab_commands_rebuilt && found.bench_commands.is_empty());
+        // Words that are not an `ab` command netbisect reads (a global
+        // option) are not printed: the line is rebuilt from the runs.
+        let hostile_words = ["ab", "--archive=/tmp/x", "--kernel-a=a", "--kernel-b=b"];
+        let hostile = [("current", "6.1.0-55-amd64"), ("patched", "6.1.0-57-amd64")].map(
+            |(label, release)| {
+                vec![kept(
+                    "00000000000000e3",
+                    &hostile_words,
+                    run(label, release, 1024, true, 1),
+                )]
+            },
+        );
+        let found = reproduce(
+            [&hostile[0], &hostile[1]],
+            ["current", "patched"],
+            &printed,
+            None,
+        );
+        assert!(found.ab_commands_rebuilt, "{found:?}");
+        assert!(
+            found.ab_commands[0].contains("vmlinuz-6.1.0-55-amd64"),
+            "{found:?}"
         );
     }
 }

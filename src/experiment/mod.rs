@@ -234,6 +234,16 @@ mod tests {
         assert_eq!(experiment.order(experiment.boots()[3]), orders[3]);
     }
 
+    /// Ids are pinned: an experiment run again after an upgrade finds
+    /// the runs it archived before (the definition hashed is the one
+    /// netbisect hashed before its runs kept their command).
+    #[test]
+    fn ids_stay_as_they_were() {
+        assert_eq!(experiment(2, 2).id, PINNED_ID);
+    }
+
+    const PINNED_ID: &str = "05e5a94ecfed1441";
+
     #[test]
     fn the_id_names_what_defines_the_experiment() {
         let a = experiment(2, 2);

@@ -9,6 +9,7 @@ mod bench;
 mod bisect;
 mod bisect_jobs;
 mod bisect_session;
+mod command_lines;
 mod compare;
 mod crate_graph;
 mod env;
