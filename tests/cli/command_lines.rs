@@ -164,7 +164,7 @@ fn what_no_one_line_command_can_give_is_dropped_and_runs_nothing() {
 /// The lines of `text` that are commands, continuation lines joined: a
 /// line that starts with `netbisect` (after its indent), and the lines
 /// its ` \` continues.
-fn printed_commands(text: &str) -> Vec<String> {
+pub fn printed_commands(text: &str) -> Vec<String> {
     let mut commands = Vec::new();
     let mut lines = text.lines();
     while let Some(line) = lines.next() {
@@ -290,17 +290,32 @@ fn printed_lines_of_hostile_runs_run_nothing_else() {
     // The published pages: every command in them, unescaped, pasted.
     let site = dir.path().join("site");
     stdout_of(netbisect(&archive).arg("publish").arg(&site));
-    let mut n_commands = 0;
-    for entry in std::fs::read_dir(&site).unwrap() {
-        let html = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+    let commands = site_commands(&site);
+    assert!(!commands.is_empty(), "the site prints no command");
+    for command in commands {
+        paste_each(&command);
+    }
+}
+
+/// Every command the pages of the site in `site` print, as a browser
+/// shows it (unescaped): the text of each `<code>` that starts with
+/// `netbisect `.
+pub fn site_commands(site: &Path) -> Vec<String> {
+    let mut commands = Vec::new();
+    for entry in std::fs::read_dir(site).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|extension| extension != "html") {
+            continue;
+        }
+        let html = std::fs::read_to_string(&path).unwrap();
         for code in html.split("<code>").skip(1) {
             let code = html_unescaped(code.split("</code>").next().unwrap());
             if code.starts_with("netbisect ") {
-                n_commands += paste_each(&code).len();
+                commands.push(code);
             }
         }
     }
-    assert!(n_commands > 0, "the site prints no command");
+    commands
 }
 
 /// HTML text as a browser shows it: the five characters and numeric

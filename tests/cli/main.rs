@@ -24,6 +24,7 @@ mod paste;
 mod plan;
 mod publish;
 mod record;
+mod reproduce;
 mod serve_crowd;
 mod serve_limits;
 mod signals;
