@@ -71,7 +71,7 @@ fn shells() -> Vec<&'static str> {
 /// Runs `script` in `shell`, in `dir`, with `netbisect` a function that
 /// writes a mark and then each of its arguments, NUL-terminated; returns
 /// the arguments of each call.
-fn recorded_calls(shell: &str, dir: &Path, script: &str) -> Vec<Vec<Vec<u8>>> {
+pub fn recorded_calls(shell: &str, dir: &Path, script: &str) -> Vec<Vec<Vec<u8>>> {
     let recorder = "netbisect() { printf 'CALL\\000'; for arg in \"$@\"; do printf '%s' \"$arg\"; \
                     printf '\\000'; done; }\n";
     let mut command = std::process::Command::new(shell);
@@ -104,7 +104,7 @@ fn recorded_calls(shell: &str, dir: &Path, script: &str) -> Vec<Vec<Vec<u8>>> {
 }
 
 /// Nothing but the recorder ran: no file was made in `dir`.
-fn nothing_ran(dir: &Path, script: &str) {
+pub fn nothing_ran(dir: &Path, script: &str) {
     let made: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
         .map(|entry| entry.unwrap().file_name())

@@ -27,6 +27,8 @@ pub fn paste(archive: &Path, line: &str) -> std::process::Output {
         .arg(line)
         .env("PATH", path)
         .env("NETBISECT_ARCHIVE", archive)
+        .env("TMPDIR", archive.parent().unwrap())
+        .env("XDG_CACHE_HOME", archive.parent().unwrap())
         .env_remove("NETBISECT_TEMPLATE_DIR")
         .current_dir(archive.parent().unwrap())
         .output()
