@@ -84,7 +84,10 @@ mod names;
 mod read;
 mod system;
 
-pub use experiment::{EXPERIMENT_ID_DIGITS, ExperimentTag, check_command};
+pub use experiment::{
+    COMMANDS_KEPT, EXPERIMENT_ID_DIGITS, ExperimentTag, MAX_COMMAND_WORD_BYTES, MAX_COMMAND_WORDS,
+    check_command,
+};
 pub use figures::{
     BufferTruth, ConfidenceOutcome, CpuConfidence, CpuDetail, CpuFigures, DEFAULT_CONTROL_PORT,
     EndReport, Endpoint, EndsReport, Environments, FlowFigures, HostCpu, Iteration, LatencyFigures,
