@@ -26,6 +26,7 @@ pub fn run(global: &GlobalOptions, args: &CompareArgs) -> exit::Result<Code> {
         email: args.email,
         units: args.units.units.clone(),
         experiment: args.experiment.clone(),
+        experiment_command: None,
     };
     print_comparison(global, &request)?;
     Ok(Code::Ok)

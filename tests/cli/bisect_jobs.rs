@@ -152,6 +152,47 @@ fn three_jobs_bisect_a_real_range_and_resume_after_kill_9() {
     let again = fixture.json(&["bisect", "run", "--json"]);
     assert_eq!(again, report);
     assert_eq!(journaled_runs(&fixture), runs_after);
+    // The report's reproduce lines, pasted into a shell with `netbisect`
+    // a function that records its arguments, give the bisection's own
+    // words back (the measure command's quotes and `$` whole, though its
+    // line is cut), the jobs included, and run nothing else.
+    let (code, text, stderr) = fixture.run(&["bisect", "report"]);
+    assert_eq!(code, 0, "{stderr}");
+    let script = text
+        .lines()
+        .skip_while(|line| *line != "Reproduce:")
+        .skip(2)
+        .take_while(|line| !line.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let scratch = tempfile::tempdir().unwrap();
+    let calls = crate::command_lines::recorded_calls("sh", scratch.path(), &script);
+    crate::command_lines::nothing_ran(scratch.path(), &script);
+    assert_eq!(calls.len(), 2, "{script}");
+    let start: Vec<String> = calls[0]
+        .iter()
+        .map(|word| String::from_utf8(word.clone()).unwrap())
+        .collect();
+    assert_eq!(start[..2], ["bisect", "start"], "{script}");
+    for (flag, value) in [
+        ("--good", good.as_str()),
+        ("--bad", bad.as_str()),
+        ("--build", "sh build.sh"),
+        ("--measure", command.as_str()),
+        ("--max-repeats", "20"),
+    ] {
+        let at = start.iter().position(|word| word == flag);
+        assert_eq!(
+            at.and_then(|at| start.get(at + 1)).map(String::as_str),
+            Some(value),
+            "{flag} in {script}"
+        );
+    }
+    assert_eq!(
+        calls[1],
+        ["bisect", "run", "--jobs", "3"].map(|word| word.as_bytes().to_vec()),
+        "{script}"
+    );
     // Reset removes every slot's worktree.
     let (code, _, stderr) = fixture.run(&["bisect", "reset"]);
     assert_eq!(code, 0, "{stderr}");

@@ -588,6 +588,7 @@ pub(crate) fn build_record(run: PeerRun, options: &ImportOptions) -> Result<RunR
         summary,
         system: None,
         experiment: None,
+        command: None,
     };
     record.seal()?;
     Ok(record)

@@ -1,7 +1,7 @@
 //! Reading a record back from bytes: encoding, schema revision, numbers,
-//! members the schema does not define, names (`names.rs`), times,
-//! `config_key` and `id`, each refused with the [`RecordError`] that says
-//! what is wrong.
+//! members the schema does not define, names (`names.rs`), times, the
+//! fixed form of the experiment's id and of the command, `config_key` and
+//! `id`, each refused with the [`RecordError`] that says what is wrong.
 
 use super::{RecordError, RunRecord, SCHEMA_MAJOR, SCHEMA_MINOR, SCHEMA_PREFIX, id_of_tree};
 use crate::canonical;
@@ -44,6 +44,19 @@ impl RunRecord {
                      (YYYY-MM-DDTHH:MM:SS[.frac]Z)"
                 )));
             }
+        }
+        // Members a command line prints, or a file is named after, have a
+        // fixed form.
+        if let Some(tag) = &record.experiment {
+            tag.check().map_err(RecordError::Invalid)?;
+        }
+        if let Some(words) = &record.command {
+            if minor < 4 {
+                return Err(RecordError::Invalid(format!(
+                    "command is a member of netbisect.run/1.4, and this record is of 1.{minor}"
+                )));
+            }
+            super::check_command(words).map_err(RecordError::Invalid)?;
         }
         // A record of a revision this crate knows must be what the typed
         // record writes back, or storing `to_canonical_bytes` of what was
