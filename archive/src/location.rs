@@ -142,7 +142,7 @@ impl ServerAddress {
             return Err(bad("not a postgres:// address".to_string()));
         }
         let (for_client, mut timeouts) = ServerTimeouts::from_query(text).map_err(bad)?;
-        let (for_client, tls) = TlsSettings::from_query(&for_client).map_err(bad)?;
+        let (for_client, tls_asked) = tls::TlsAsked::from_query(&for_client).map_err(bad)?;
         let mut config: postgres::Config =
             for_client.parse().map_err(|err| ArchiveError::BadAddress {
                 address: redact(text),
@@ -159,6 +159,7 @@ impl ServerAddress {
         if config.get_hosts().is_empty() {
             config.host_path(DEFAULT_SOCKET_DIR);
         }
+        let tls = TlsSettings::new(tls_asked, over_sockets_only(&config)).map_err(bad)?;
         config.ssl_mode(client_ssl_mode(tls.mode, &config));
         // The client's own timeout bounds each TCP connect; the whole
         // start-up is bounded around it (`store::postgres::connect`).
@@ -206,18 +207,22 @@ impl ServerAddress {
 /// `require`. An address of Unix socket directories only asks for no
 /// TLS, as libpq never encrypts there and the server refuses it there.
 fn client_ssl_mode(mode: SslMode, config: &postgres::Config) -> postgres::config::SslMode {
-    let only_sockets = config
-        .get_hosts()
-        .iter()
-        .all(|host| matches!(host, postgres::config::Host::Unix(_)));
     match mode {
-        _ if only_sockets => postgres::config::SslMode::Disable,
+        _ if over_sockets_only(config) => postgres::config::SslMode::Disable,
         SslMode::Disable => postgres::config::SslMode::Disable,
         SslMode::Prefer => postgres::config::SslMode::Prefer,
         SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => {
             postgres::config::SslMode::Require
         }
     }
+}
+
+/// True when every host of `config` is a Unix socket directory.
+fn over_sockets_only(config: &postgres::Config) -> bool {
+    config
+        .get_hosts()
+        .iter()
+        .all(|host| matches!(host, postgres::config::Host::Unix(_)))
 }
 
 /// `text` without anything that may be a password: the user's part of
@@ -421,6 +426,8 @@ mod tests {
             ServerAddress::parse("postgres://lab@/runs?host=%2Frun%2Fpg&sslmode=require").unwrap();
         assert_eq!(address.tls().mode, SslMode::Require);
         assert_eq!(address.config().get_ssl_mode(), ClientMode::Disable);
+        // Nor is a CA file asked for there.
+        ServerAddress::parse("postgres://lab@/runs?host=%2Frun%2Fpg&sslmode=verify-full").unwrap();
 
         let err =
             ServerAddress::parse("postgres://lab:pw@127.0.0.1/runs?sslmode=allow").unwrap_err();

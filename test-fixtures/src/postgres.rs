@@ -201,6 +201,12 @@ impl Cluster {
         self.port
     }
 
+    /// The server's data directory, where the files of its
+    /// [`ServerSetup`] are; it goes with the cluster.
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.join("data")
+    }
+
     /// The directory of the server's Unix socket.
     pub fn socket_dir(&self) -> &Path {
         &self.dir

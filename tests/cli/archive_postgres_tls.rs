@@ -15,27 +15,27 @@ use std::sync::OnceLock;
 use test_fixtures::postgres::{Cluster, PASSWORD, ServerSetup, USER};
 use test_fixtures::record::{RecordBuilder, json_lines};
 
-/// The cluster over TLS, and the directory of the CA files a client is
-/// given: `ca.crt` (the server's) and `other-ca.crt` (another's).
+/// The cluster over TLS. The CA files a client is given lie in its data
+/// directory, which goes with it: `ca.crt` (the server's) and
+/// `other-ca.crt` (another's).
 struct TlsLab {
     cluster: Cluster,
-    certificates: PathBuf,
 }
 
 impl TlsLab {
     /// The server's CA file.
     fn ca(&self) -> PathBuf {
-        self.certificates.join("ca.crt")
+        self.cluster.data_dir().join("ca.crt")
     }
 
     /// A CA that did not sign the server's certificate.
     fn other_ca(&self) -> PathBuf {
-        self.certificates.join("other-ca.crt")
+        self.cluster.data_dir().join("other-ca.crt")
     }
 
-    /// A directory to be `HOME`, without `~/.postgresql/root.crt`.
+    /// A `HOME` that is not there, so without `~/.postgresql/root.crt`.
     fn empty_home(&self) -> PathBuf {
-        self.certificates.join("home")
+        self.cluster.data_dir().join("no-home")
     }
 
     /// The address of database `name` on host `host` (the certificate
@@ -77,20 +77,18 @@ hostnossl all all 127.0.0.1/32 reject
 ";
 
 fn start_lab() -> Result<TlsLab, String> {
-    let certificates = tempfile::Builder::new()
-        .prefix("netbisect-tls-")
-        .tempdir()
-        .map_err(|err| err.to_string())?
-        .keep();
-    std::fs::create_dir(certificates.join("home")).map_err(|err| err.to_string())?;
-    make_certificates(&certificates)?;
-    let read =
-        |name: &str| std::fs::read(certificates.join(name)).map_err(|err| format!("{name}: {err}"));
+    let certificates = tempfile::tempdir().map_err(|err| err.to_string())?;
+    make_certificates(certificates.path())?;
+    let files = ["server.crt", "server.key", "ca.crt", "other-ca.crt"]
+        .iter()
+        .map(|name| {
+            std::fs::read(certificates.path().join(name))
+                .map(|contents| (name.to_string(), contents))
+                .map_err(|err| format!("{name}: {err}"))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
     let setup = ServerSetup {
-        files: vec![
-            ("server.crt".to_string(), read("server.crt")?),
-            ("server.key".to_string(), read("server.key")?),
-        ],
+        files,
         settings: [
             ("ssl", "on"),
             ("ssl_cert_file", "server.crt"),
@@ -102,10 +100,7 @@ fn start_lab() -> Result<TlsLab, String> {
         hba: Some(HBA.to_string()),
     };
     let cluster = Cluster::start_with(&setup)?;
-    Ok(TlsLab {
-        cluster,
-        certificates,
-    })
+    Ok(TlsLab { cluster })
 }
 
 /// Makes, in `dir`, a CA (`ca.crt`), a server key and certificate it
@@ -289,6 +284,24 @@ fn a_certificate_that_does_not_verify_is_refused_by_its_cause() {
     .write_stdin(one_run())
     .assert()
     .success();
+
+    // prefer with a CA file checks the chain too, and when the
+    // handshake fails tries again without TLS, as libpq does: here the
+    // server's rule turns that away.
+    let (code, stderr) = list(
+        lab,
+        &lab.address(
+            "localhost",
+            &name,
+            &format!("sslmode=prefer&sslrootcert={}", other.display()),
+        ),
+    );
+    assert_eq!(code, Some(3), "{stderr}");
+    assert!(
+        stderr.contains("the server's pg_hba.conf turned the connection away"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("no encryption"), "{stderr}");
 
     // require with a CA file checks the chain, as libpq does.
     let (code, stderr) = list(

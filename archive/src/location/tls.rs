@@ -5,7 +5,9 @@
 //! and `~/.postgresql/root.crt`.
 //!
 //! The CA file is read when the address is parsed, so that a file that
-//! cannot be used is an error of the address, before anything connects.
+//! cannot be used is an error of the address, before anything connects;
+//! an address of Unix socket directories only, which is never encrypted,
+//! reads none.
 //! As with libpq, a CA file that is there is used in every mode that
 //! encrypts (`prefer` and `require` check the chain, as `verify-ca`
 //! does), and one that is not there is an error under `verify-ca` and
@@ -67,24 +69,18 @@ impl SslMode {
     }
 }
 
-/// Whether a connection is encrypted and what it checks of the server's
-/// certificate.
-#[derive(Clone, Debug)]
-pub struct TlsSettings {
-    /// What the address (or `PGSSLMODE`) asks for.
-    pub mode: SslMode,
-    /// The CA file in use, when there is one.
-    pub root_cert: Option<PathBuf>,
-    /// The authorities the CA file holds.
-    roots: Option<Arc<RootCertStore>>,
+/// What an address asks for, before its CA file is read.
+pub(super) struct TlsAsked {
+    mode: SslMode,
+    root_cert: Option<PathBuf>,
 }
 
-impl TlsSettings {
-    /// The settings the query of the address `text` gives, with the
+impl TlsAsked {
+    /// What the query of the address `text` asks for, with the
     /// environment's and libpq's defaults, and `text` without those keys
-    /// (the client reads neither `verify-*` nor `sslrootcert`); what
-    /// cannot be used is the reason the address is refused.
-    pub(super) fn from_query(text: &str) -> Result<(String, TlsSettings), String> {
+    /// (the client reads neither `verify-*` nor `sslrootcert`); an
+    /// unknown mode is the reason the address is refused.
+    pub(super) fn from_query(text: &str) -> Result<(String, TlsAsked), String> {
         let mut mode_given = None;
         let mut root_cert_given = None;
         let (base, query) = text.split_once('?').unwrap_or((text, ""));
@@ -114,8 +110,36 @@ impl TlsSettings {
                 std::env::var_os("HOME")
                     .map(|home| PathBuf::from(home).join(".postgresql").join("root.crt"))
             });
-        let settings = TlsSettings::with_root_cert(mode, root_cert)?;
-        Ok((rest, settings))
+        Ok((rest, TlsAsked { mode, root_cert }))
+    }
+}
+
+/// Whether a connection is encrypted and what it checks of the server's
+/// certificate.
+#[derive(Clone, Debug)]
+pub struct TlsSettings {
+    /// What the address (or `PGSSLMODE`) asks for.
+    pub mode: SslMode,
+    /// The CA file in use, when there is one.
+    pub root_cert: Option<PathBuf>,
+    /// The authorities the CA file holds.
+    roots: Option<Arc<RootCertStore>>,
+}
+
+impl TlsSettings {
+    /// The settings of what was `asked` for, the CA file read; what cannot
+    /// be used is the reason the address is refused. An address of Unix
+    /// socket directories only (`over_sockets_only`) is never encrypted,
+    /// so nothing of TLS is read for it, as libpq reads nothing there.
+    pub(super) fn new(asked: TlsAsked, over_sockets_only: bool) -> Result<TlsSettings, String> {
+        if over_sockets_only {
+            return Ok(TlsSettings {
+                mode: asked.mode,
+                root_cert: None,
+                roots: None,
+            });
+        }
+        TlsSettings::with_root_cert(asked.mode, asked.root_cert)
     }
 
     /// The settings of `mode` with the CA file `root_cert`, read when it
