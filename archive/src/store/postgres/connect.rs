@@ -9,11 +9,11 @@
 //! own, which this side waits for with a deadline; the client's TLS hook
 //! (`tls.rs`), which it calls once a socket is connected, marks the
 //! phase. Under `sslmode=prefer` a failed TLS handshake is followed by
-//! an attempt without TLS, as libpq makes one, within the same bound. A start-up
-//! given up is left to end by itself (the client and its socket are
-//! dropped when the server answers or closes the connection, or when the
-//! process exits: a PostgreSQL server ends a start-up after its
-//! `authentication_timeout`, a minute by default).
+//! an attempt without TLS, as libpq makes one, within the same bound.
+//! A start-up given up is left to end by itself (the client and its
+//! socket are dropped when the server answers or closes the connection,
+//! or when the process exits: a PostgreSQL server ends a start-up after
+//! its `authentication_timeout`, a minute by default).
 //!
 //! The first query asks for the session's process id, by which the
 //! lock watcher (`watch.rs`) finds the session among the server's.
