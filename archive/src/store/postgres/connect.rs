@@ -7,7 +7,7 @@
 //! then says nothing would hold its start-up forever, and the sync
 //! client cannot be interrupted. So the start-up runs on a thread of its
 //! own, which this side waits for with a deadline; the client's TLS hook
-//! (`tls.rs`), which it calls once a socket is connected, marks the
+//! (`connect/tls.rs`), which it calls once a socket is connected, marks the
 //! phase. Under `sslmode=prefer` a failed TLS handshake is followed by
 //! an attempt without TLS, as libpq makes one, within the same bound.
 //! A start-up given up is left to end by itself (the client and its
@@ -18,13 +18,15 @@
 //! The first query asks for the session's process id, by which the
 //! lock watcher (`watch.rs`) finds the session among the server's.
 
-use super::tls::{Connector, TlsError};
 use crate::ArchiveError;
 use crate::location::{ServerAddress, SslMode};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
+use tls::{Connector, TlsError};
+
+mod tls;
 
 /// A session whose start-up is over.
 pub(super) struct Connected {
@@ -37,7 +39,7 @@ pub(super) struct Connected {
 /// Where a start-up is, as its error names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
-pub(super) enum Phase {
+enum Phase {
     /// Resolving the host and connecting the socket.
     Connecting = 0,
     /// The start-up exchange: the start-up message and the

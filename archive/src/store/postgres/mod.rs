@@ -39,7 +39,6 @@ mod check;
 mod connect;
 mod journal;
 mod query;
-mod tls;
 mod watch;
 mod write;
 

@@ -18,7 +18,7 @@
 //! The connector also marks the start-up's phases (`connect.rs`): the
 //! socket connected, then the handshake, then the start-up exchange.
 
-use super::connect::Phase;
+use super::Phase;
 use crate::location::{SslMode, TlsSettings};
 use postgres::Socket;
 use postgres::tls::{ChannelBinding, MakeTlsConnect, TlsConnect};
