@@ -3,6 +3,7 @@
 mod archive;
 mod archive_postgres;
 mod archive_postgres_bounds;
+mod archive_postgres_tls;
 mod archive_safety;
 mod archive_shared;
 mod bench;
