@@ -5,6 +5,7 @@
 
 use super::input;
 use super::session::{Loaded, SessionSpec, load, status_of};
+use super::timing::timing_of;
 use super::wiring;
 use crate::cli::BisectReportArgs;
 use crate::exit::{self, Code};
@@ -12,7 +13,7 @@ use crate::global_options::GlobalOptions;
 use crate::output;
 use crate::views::bisect_report::ReportContext;
 use archive::{Archive, RunQuery};
-use bisect::decision::DecisionConfig;
+use bisect::decision::{DecisionConfig, FutilityAlternative};
 use bisect::report::Outcome;
 use run_record::record::RunRecord;
 
@@ -167,7 +168,7 @@ fn value_words(value: &str) -> Vec<(String, Option<char>)> {
     words
 }
 
-fn reproduce(spec: &SessionSpec) -> Vec<String> {
+fn reproduce(spec: &SessionSpec, jobs: u32) -> Vec<String> {
     let mut words = vec![
         "netbisect bisect start".to_string(),
         format!("--repo {}", quote(&spec.repo)),
@@ -189,7 +190,11 @@ fn reproduce(spec: &SessionSpec) -> Vec<String> {
     words.push(format!("--metric {}", spec.config.metric));
     let decision = &spec.config.decision;
     let defaults = DecisionConfig::default();
-    if decision.min_effect_pct != defaults.min_effect_pct {
+    // A minimum effect given is a promise the ends' test keeps (see
+    // bisect's `ends` module), whatever its value.
+    if decision.futility_alternative == FutilityAlternative::MinEffect
+        || decision.min_effect_pct != defaults.min_effect_pct
+    {
         words.push(format!("--min-effect {}", decision.min_effect_pct));
     }
     if decision.max_repeats != defaults.max_repeats {
@@ -208,7 +213,13 @@ fn reproduce(spec: &SessionSpec) -> Vec<String> {
         words.push("--first-parent".to_string());
     }
     let mut lines = shell_lines(&words);
-    lines.push("netbisect bisect run".to_string());
+    // The jobs are chosen at `run` and kept in the journal: a bisection
+    // of several asks for as many again.
+    lines.push(if jobs > 1 {
+        format!("netbisect bisect run --jobs {jobs}")
+    } else {
+        "netbisect bisect run".to_string()
+    });
     lines
 }
 
@@ -295,6 +306,7 @@ pub(super) fn print_outcome(
         Outcome::Finished(report) => output::line(report, "the report"),
         Outcome::Refused(refusal) => output::line(refusal, "the report"),
     };
+    let timing = timing_of(loaded)?;
     let text = || {
         let good = first_record(&loaded.archive, &loaded.spec.good, config_key);
         let bad = first_record(&loaded.archive, &loaded.spec.bad, config_key).or_else(|| {
@@ -305,8 +317,9 @@ pub(super) fn print_outcome(
             outcome,
             [good.as_ref(), bad.as_ref()],
             [&loaded.spec.good_rev, &loaded.spec.bad_rev],
-            reproduce(&loaded.spec),
-        );
+            reproduce(&loaded.spec, timing.jobs),
+        )
+        .with_timing(timing.jobs, timing.rounds, timing.wall_s);
         output::template(global, "bisect-report", &context, "the report")
     };
     output::emit(global, json, text)?;
