@@ -108,8 +108,10 @@ pub struct DecisionConfig {
     #[serde(default)]
     pub ends_test: EndsTest,
     /// What the futility bound's alternative is built against. Journals
-    /// written before the choice built it against the noise.
-    #[serde(default)]
+    /// written before the choice built it against the noise, and the
+    /// noise is left out of a journal, so that one without a promise
+    /// keeps the bytes it had.
+    #[serde(default, skip_serializing_if = "FutilityAlternative::is_noise_scale")]
     pub futility_alternative: FutilityAlternative,
 }
 
@@ -140,6 +142,13 @@ pub enum EndsTest {
     /// Those, and the futility bound of the sequential test on the ends,
     /// which refuses ends that do not differ after a few repeats.
     Futility,
+}
+
+impl FutilityAlternative {
+    /// True for the default, built against the noise.
+    fn is_noise_scale(&self) -> bool {
+        *self == FutilityAlternative::NoiseScale
+    }
 }
 
 /// How a bisection walks the range.
