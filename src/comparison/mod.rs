@@ -16,7 +16,9 @@ use crate::global_options::GlobalOptions;
 use crate::output;
 use crate::selector::{self, Selector};
 use crate::store::open_archive_read;
-use archive::compare::{CompareError, CompareOptions, Comparison, compare};
+use archive::compare::{
+    ChangeKind, CompareError, CompareOptions, Comparison, ComparisonRow, Verdict, compare,
+};
 use archive::{Archive, RunQuery};
 use run_record::spec::TestKind;
 
@@ -93,8 +95,12 @@ impl ComparisonRequest {
     }
 }
 
-/// Compares the two sides of `args` in the archive and prints the result.
-pub fn print_comparison(global: &GlobalOptions, args: &ComparisonRequest) -> exit::Result<()> {
+/// Compares the two sides of `args` in the archive, prints the result
+/// and returns the comparison, for a caller that judges it.
+pub fn print_comparison(
+    global: &GlobalOptions,
+    args: &ComparisonRequest,
+) -> exit::Result<Comparison> {
     args.check()?;
     let archive = open_archive_read(global)?;
     let compared = compare_sides(global, &archive, args)?;
@@ -114,7 +120,22 @@ pub fn print_comparison(global: &GlobalOptions, args: &ComparisonRequest) -> exi
         }
         output::pretty(&compared.comparison, "the comparison")
     };
-    output::emit(global, json, || compared.text(global, args))
+    output::emit(global, json, || compared.text(global, args))?;
+    Ok(compared.comparison)
+}
+
+/// The rows of `comparison` where the second side is significantly worse
+/// than the first (by at least the comparison's minimum effect, which a
+/// significant verdict includes), with the title of each one's group.
+pub fn changes_for_the_worse(comparison: &Comparison) -> Vec<(&str, &ComparisonRow)> {
+    comparison
+        .groups
+        .iter()
+        .flat_map(|group| group.rows.iter().map(|row| (group.title.as_str(), row)))
+        .filter(|(_, row)| {
+            row.verdict == Verdict::Significant && row.direction == Some(ChangeKind::Regression)
+        })
+        .collect()
 }
 
 /// The text `compare` prints for `args` (never its `--json`), from

@@ -5,6 +5,7 @@
 
 use super::input;
 use super::session::{Loaded, SessionSpec, load, status_of};
+use super::timing::timing_of;
 use super::wiring;
 use crate::cli::BisectReportArgs;
 use crate::exit::{self, Code};
@@ -12,7 +13,7 @@ use crate::global_options::GlobalOptions;
 use crate::output;
 use crate::views::bisect_report::ReportContext;
 use archive::{Archive, RunQuery};
-use bisect::decision::{DecisionConfig, Method as WalkMethod};
+use bisect::decision::{DecisionConfig, FutilityAlternative, Method as WalkMethod};
 use bisect::report::Outcome;
 use run_record::record::{Direction, RunRecord};
 use run_record::shell::CommandLine;
@@ -166,8 +167,9 @@ fn value_words(value: &str) -> Vec<(String, Option<char>)> {
 
 /// The commands that run the bisection again as shell lines: `bisect
 /// start` with every option that shapes it, then `bisect run` with the
-/// jobs it was measured with (`jobs`, from its journal; none for one).
-fn reproduce(spec: &SessionSpec, jobs: Option<u32>) -> Vec<String> {
+/// jobs it was measured with (`jobs`, from its journal; 1 for one at a
+/// time).
+fn reproduce(spec: &SessionSpec, jobs: u32) -> Vec<String> {
     let mut start = CommandLine::new(&["netbisect", "bisect", "start"]);
     start
         .option("--repo", spec.repo.clone())
@@ -203,7 +205,11 @@ fn reproduce(spec: &SessionSpec, jobs: Option<u32>) -> Vec<String> {
     }
     let decision = &spec.config.decision;
     let defaults = DecisionConfig::default();
-    if decision.min_effect_pct != defaults.min_effect_pct {
+    // A minimum effect given is a promise the ends' test keeps (see
+    // bisect's `ends` module), whatever its value.
+    if decision.futility_alternative == FutilityAlternative::MinEffect
+        || decision.min_effect_pct != defaults.min_effect_pct
+    {
         start.option("--min-effect", decision.min_effect_pct.to_string());
     }
     if decision.max_repeats != defaults.max_repeats {
@@ -232,7 +238,9 @@ fn reproduce(spec: &SessionSpec, jobs: Option<u32>) -> Vec<String> {
     }
     let mut lines = shell_lines(&start.rendered_units());
     let mut run = CommandLine::new(&["netbisect", "bisect", "run"]);
-    if let Some(jobs) = jobs.filter(|jobs| *jobs > 1) {
+    // The jobs are chosen at `run` and kept in the journal: a bisection
+    // of several asks for as many again.
+    if jobs > 1 {
         run.option("--jobs", jobs.to_string());
     }
     lines.push(run.render());
@@ -331,25 +339,20 @@ pub(super) fn print_outcome(
         Outcome::Finished(report) => output::line(report, "the report"),
         Outcome::Refused(refusal) => output::line(refusal, "the report"),
     };
+    let timing = timing_of(loaded)?;
     let text = || {
         let good = first_record(&loaded.archive, &loaded.spec.good, config_key);
         let bad = first_record(&loaded.archive, &loaded.spec.bad, config_key).or_else(|| {
             good.as_ref()
                 .and_then(|good| record_like(&loaded.archive, &loaded.spec.bad, good))
         });
-        // The jobs its journal was measured with: its reproduce line
-        // measures as it did.
-        let events = super::session::load_events(loaded)?;
-        let jobs = bisect::engine::journaled_jobs(&loaded.graph, &loaded.spec.config, &events)
-            .ok()
-            .flatten()
-            .map(|(jobs, _)| jobs);
         let context = ReportContext::new(
             outcome,
             [good.as_ref(), bad.as_ref()],
             [&loaded.spec.good_rev, &loaded.spec.bad_rev],
-            reproduce(&loaded.spec, jobs),
-        );
+            reproduce(&loaded.spec, timing.jobs),
+        )
+        .with_timing(timing.jobs, timing.rounds, timing.wall_s);
         output::template(global, "bisect-report", &context, "the report")
     };
     output::emit(global, json, text)?;
