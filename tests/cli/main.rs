@@ -15,6 +15,7 @@ mod help;
 mod history;
 mod imports;
 mod layout;
+mod limits;
 mod netns;
 mod netperf_layout;
 mod parity;

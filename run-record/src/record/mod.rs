@@ -62,11 +62,14 @@
 //! This module holds the top level, [`RunRecord::seal`] and the keys;
 //! reading a record back is `read.rs` ([`RunRecord::from_slice`]), the
 //! members below the top level are `figures.rs`, the figures a run is
-//! judged by [`Metric`], and the latency histogram's layout [`histogram`].
+//! judged by [`Metric`], the latency histogram's layout [`histogram`], and
+//! the physical ranges and sizes every record is held to
+//! [`limits`](mod@limits).
 
 mod experiment;
 mod figures;
 pub mod histogram;
+pub mod limits;
 mod metric;
 mod read;
 mod system;
@@ -146,6 +149,10 @@ pub enum RecordError {
         /// The id of the content.
         computed: String,
     },
+    /// A figure or part beyond the limits of a record
+    /// ([`limits`](mod@limits)).
+    #[error(transparent)]
+    Limit(Box<limits::LimitError>),
     /// The stated config_key is not the hash of the spec and environment.
     #[error("config_key does not match the content: stated {stated}, computed {computed}")]
     ConfigKeyMismatch {
@@ -154,6 +161,14 @@ pub enum RecordError {
         /// The config_key of the content.
         computed: String,
     },
+}
+
+impl From<limits::LimitError> for RecordError {
+    fn from(err: limits::LimitError) -> RecordError {
+        // Boxed: a limit's path and figures would otherwise make every
+        // result of reading a record several times larger.
+        RecordError::Limit(Box::new(err))
+    }
 }
 
 /// One test run: the canonical run record.
