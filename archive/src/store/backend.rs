@@ -16,7 +16,7 @@ use super::check::CheckReport;
 use super::query::{MetricValue, Order, RunQuery, StoredRun};
 use super::session::BisectSession;
 use super::write::{MergeCounts, StoreCounts};
-use super::{CanonicalRun, SeriesRun};
+use super::{CanonicalRun, LockWaitReport, SeriesRun};
 use crate::ArchiveError;
 use crate::location::Location;
 use run_record::record::Metric;
@@ -94,6 +94,11 @@ pub(crate) trait Backend: SessionStore + Send {
     /// for them) and every stored run against its columns and its
     /// history row.
     fn check(&self) -> Result<CheckReport, ArchiveError>;
+
+    /// From now on, calls `report` while a statement waits for a lock
+    /// another session holds, where the backend can see such a wait; see
+    /// [`Archive::report_lock_waits`](super::Archive::report_lock_waits).
+    fn report_lock_waits(&mut self, report: LockWaitReport);
 }
 
 /// The bisection sessions of a backend, and their journals: the primitives

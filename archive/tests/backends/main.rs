@@ -8,6 +8,7 @@
 //! Here the reads and writes; `check` (damage and `archive check`) and
 //! `opening` (schema versions and what is refused) apart.
 
+mod acceptance;
 mod check;
 mod opening;
 
