@@ -280,15 +280,16 @@ mod tests {
         let mut absurd = record(None, None);
         absurd.iterations.push(crate::record::Iteration {
             elapsed_s: 10.0,
-            throughput_bps: 1.7e308,
+            throughput_bps: 8e6,
+            transaction_rate: Some(1.7e308),
             ..crate::record::Iteration::default()
         });
         absurd.seal().unwrap();
         let err = record_of_run(&bytes(&absurd), &asked).unwrap_err();
         assert_eq!(
             err,
-            "the guest's run record is not readable: $.iterations[0].throughput_bps is \
-             1.7e308 bit/s, beyond 1e13 bit/s: no run measures that"
+            "the guest's run record is not readable: $.iterations[0].transaction_rate is \
+             1.7e308 /s, beyond 1e10 /s: no run measures that"
         );
     }
 
