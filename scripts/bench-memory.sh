@@ -24,7 +24,8 @@
 #   histograms       archive import of 100 TCP_RR records at the layout's
 #                    ceiling (30 iterations and the summary, 2240 buckets
 #                    each: imported, in batches), and of 100 records of
-#                    330000 buckets each (refused by the record check)
+#                    330000 buckets each, two histograms of 165000
+#                    (refused by the record check)
 #   long side names  archive import of a mail of 99990 rows whose side
 #                    names are 1000 bytes long (104 MB; imported)
 #
