@@ -288,6 +288,31 @@ mod tests {
     }
 
     #[test]
+    fn a_guest_record_with_a_figure_no_run_has_is_refused_by_name() {
+        let spec = RunSpec::defaults(TestKind::TcpStream);
+        let asked = AskedRun {
+            spec: &spec,
+            testbed: "vm-loopback",
+            label: None,
+            commit: None,
+        };
+        let mut absurd = record(None, None);
+        absurd.iterations.push(crate::record::Iteration {
+            elapsed_s: 10.0,
+            throughput_bps: 8e6,
+            transaction_rate: Some(1.7e308),
+            ..crate::record::Iteration::default()
+        });
+        absurd.seal().unwrap();
+        let err = record_of_run(&bytes(&absurd), &asked).unwrap_err();
+        assert_eq!(
+            err,
+            "the guest's run record is not readable: $.iterations[0].transaction_rate is \
+             1.7e308 /s, beyond 1e10 /s: no run measures that"
+        );
+    }
+
+    #[test]
     fn statuses_and_messages_are_read_on_one_line() {
         assert_eq!(run_status(b"0\n"), RunStatus::Passed);
         assert_eq!(run_status(b" 0 "), RunStatus::Passed);

@@ -18,6 +18,7 @@ mod help;
 mod history;
 mod imports;
 mod layout;
+mod limits;
 mod netns;
 mod netperf_layout;
 mod parity;

@@ -73,12 +73,14 @@
 //! reading a record back is `read.rs` ([`RunRecord::from_slice`]), the
 //! members below the top level are `figures.rs`, the figures a run is
 //! judged by [`Metric`], the latency histogram's layout [`histogram`],
-//! and the limits of the run's names, which every archive must store,
-//! `names.rs` ([`RunRecord::check_names`]).
+//! the limits of the run's names, which every archive must store,
+//! `names.rs` ([`RunRecord::check_names`]), and the physical ranges and
+//! sizes every record is held to [`limits`](mod@limits).
 
 mod experiment;
 mod figures;
 pub mod histogram;
+pub mod limits;
 mod metric;
 mod names;
 mod read;
@@ -168,6 +170,10 @@ pub enum RecordError {
         /// The id of the content.
         computed: String,
     },
+    /// A figure or part beyond the limits of a record
+    /// ([`limits`](mod@limits)).
+    #[error(transparent)]
+    Limit(Box<limits::LimitError>),
     /// The stated config_key is not the hash of the spec and environment.
     #[error("config_key does not match the content: stated {stated}, computed {computed}")]
     ConfigKeyMismatch {
@@ -196,6 +202,14 @@ pub enum RecordError {
         /// Where the first NUL is, bytes from the start.
         offset: usize,
     },
+}
+
+impl From<limits::LimitError> for RecordError {
+    fn from(err: limits::LimitError) -> RecordError {
+        // Boxed: a limit's path and figures would otherwise make every
+        // result of reading a record several times larger.
+        RecordError::Limit(Box::new(err))
+    }
 }
 
 /// One test run: the canonical run record.

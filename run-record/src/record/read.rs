@@ -1,7 +1,8 @@
 //! Reading a record back from bytes: encoding, schema revision, numbers,
 //! members the schema does not define, names (`names.rs`), times, the
-//! fixed form of the experiment's id and of the command, `config_key` and
-//! `id`, each refused with the [`RecordError`] that says what is wrong.
+//! fixed form of the experiment's id and of the command, the limits of
+//! its figures and parts (`limits.rs`), `config_key` and `id`, each
+//! refused with the [`RecordError`] that says what is wrong.
 
 use super::{RecordError, RunRecord, SCHEMA_MAJOR, SCHEMA_MINOR, SCHEMA_PREFIX, id_of_tree};
 use crate::canonical;
@@ -9,7 +10,8 @@ use serde_json::Value;
 
 impl RunRecord {
     /// Reads a record, checking encoding, schema version, numbers, fields,
-    /// `id` and `config_key`.
+    /// the limits of its figures ([`RunRecord::check_limits`]), `id` and
+    /// `config_key`.
     pub fn from_slice(bytes: &[u8]) -> Result<RunRecord, RecordError> {
         let text = std::str::from_utf8(bytes).map_err(|err| RecordError::NotUtf8 {
             offset: err.valid_up_to(),
@@ -80,6 +82,7 @@ impl RunRecord {
                 computed,
             });
         }
+        record.check_limits()?;
         // The id covers the document as written, including members a newer
         // minor revision may have added, so hash the tree, not the struct.
         let computed = id_of_tree(tree)?;
