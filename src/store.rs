@@ -177,20 +177,32 @@ pub fn store_and_print(
     } else {
         Ok(())
     };
+    print_run(global, output, record, output.archive)?;
+    stored?;
+    Ok(Code::Ok)
+}
+
+/// Prints a finished run: the record with `--json`, else its netperf
+/// table in `output`'s units; `stored` says whether the archive holds it
+/// (the table of a run that is not stored says so).
+pub fn print_run(
+    global: &GlobalOptions,
+    output: &RunOutput,
+    record: &RunRecord,
+    stored: bool,
+) -> exit::Result<()> {
     output::emit(
         global,
         || output::record(record),
         || {
             let units = Units::parse(&output.units).map_err(|err| InputError(err.to_string()))?;
-            let mut context = RunContext::new(record, units, output.banner, output.archive);
+            let mut context = RunContext::new(record, units, output.banner, stored);
             if global.verbose() {
                 context = context.with_sockets_at_end();
             }
             output::template(global, "run", &context, "the run")
         },
-    )?;
-    stored?;
-    Ok(Code::Ok)
+    )
 }
 
 /// Says on stderr, unless `--quiet`, which of the settings the run asked

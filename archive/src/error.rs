@@ -21,6 +21,16 @@ pub enum ArchiveError {
         /// The path given.
         path: PathBuf,
     },
+    /// The path names something that is not a regular file: a
+    /// directory, a device, a FIFO, a socket, or a file the kernel makes
+    /// up (under /proc or /sys).
+    #[error("{path} is {kind}, not an archive: an archive is a regular file (made when absent)")]
+    NotAFile {
+        /// The path given.
+        path: PathBuf,
+        /// What it is, as a person says it ("a directory").
+        kind: &'static str,
+    },
     /// The file is damaged: writing to it could spread the damage.
     #[error(
         "{path} is damaged ({detail}); nothing was written. \
@@ -145,8 +155,11 @@ pub enum ArchiveError {
         address: String,
         /// What went wrong, in a few words: for a failed connection
         /// `connection refused`, `connection timed out`, `unknown host`,
-        /// `no server at the socket`, `authentication failed`, `the server
-        /// refused the connection` or `cannot connect`.
+        /// `no server at the socket`, `authentication failed`, `the server's
+        /// pg_hba.conf turned the connection away`, `the server refused the
+        /// connection`, `the server's certificate did not
+        /// verify`, `the TLS handshake failed`, `the server does not offer
+        /// TLS, which sslmode requires` or `cannot connect`.
         detail: String,
         /// The client's error when connecting failed, with the system's
         /// or the server's words beneath it; `None` when the server was
@@ -210,6 +223,7 @@ impl ArchiveError {
             self,
             ArchiveError::NotAnArchive { .. }
                 | ArchiveError::NoArchive { .. }
+                | ArchiveError::NotAFile { .. }
                 | ArchiveError::NewerSchema { .. }
                 | ArchiveError::NoSuchRun(_)
                 | ArchiveError::AmbiguousId { .. }

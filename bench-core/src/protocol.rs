@@ -53,8 +53,9 @@ pub const MAX_FRAME_BYTES: u32 = 256 * 1024;
 /// Largest frame payload a server accepts before the handshake is over:
 /// `hello` and `auth` are about a hundred bytes.
 pub const MAX_HANDSHAKE_FRAME_BYTES: u32 = 4096;
-/// Default control port of `netbisect serve`.
-pub const DEFAULT_PORT: u16 = 12866;
+/// Default control port of `netbisect serve`: the one records take for
+/// granted (a run's command line names any other).
+pub const DEFAULT_PORT: u16 = run_record::record::DEFAULT_CONTROL_PORT;
 
 /// A range of ports, both ends included (`--data-port LOW-HIGH`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -63,6 +64,45 @@ pub struct PortRange {
     pub low: u16,
     /// Last port.
     pub high: u16,
+}
+
+impl PortRange {
+    /// How many ports the range holds.
+    pub fn port_count(&self) -> u32 {
+        u32::from(self.high).saturating_sub(u32::from(self.low)) + 1
+    }
+
+    /// Whether the range has a port for each of `flows` data sockets (one
+    /// each, bound at once): an error that says both numbers if not.
+    pub fn check_flows(&self, flows: u32) -> Result<(), TooFewPorts> {
+        if flows > self.port_count() {
+            return Err(TooFewPorts {
+                range: *self,
+                flows,
+            });
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Display for PortRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}", self.low, self.high)
+    }
+}
+
+/// A data-port range with fewer ports than the test has flows.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the data-port range {range} holds {} port{} for {flows} flows: each flow's data socket takes its own",
+    range.port_count(),
+    if range.port_count() == 1 { "" } else { "s" }
+)]
+pub struct TooFewPorts {
+    /// The range given.
+    pub range: PortRange,
+    /// The flows of the test.
+    pub flows: u32,
 }
 
 /// A port range that does not parse.

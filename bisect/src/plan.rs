@@ -35,8 +35,32 @@ use crate::sim::{History, NoiseShape, Rng, engine_bisect, engine_bisect_jobs};
 use std::time::{Duration, Instant};
 
 /// Simulated bisections of an estimate when it is not cut short by a
-/// time budget (`netbisect plan` never cuts it).
+/// time budget (`netbisect plan` never cuts it) or by the length of the
+/// range ([`trials_for`]).
 pub const TRIALS: u32 = 300;
+
+/// Fewest simulated bisections of a plan, however long its range.
+pub const FEWEST_TRIALS: u32 = 30;
+
+/// Commits times trials that a plan simulates at most: [`TRIALS`]
+/// bisections of a 2048-commit range. Every step of a simulated bisection
+/// walks its posterior over every commit of the range, so the time grows
+/// with their product; a longer range takes fewer trials and so about as
+/// long as a 2048-commit one.
+pub const WORK: usize = TRIALS as usize * 2048;
+
+/// The longest range a plan simulates, commits: [`FEWEST_TRIALS`] of it
+/// fill [`WORK`]. A release cycle of Linux is about 15,000 commits.
+pub const MAX_COMMITS: usize = WORK / FEWEST_TRIALS as usize;
+
+/// The trials a plan of `n_commits` takes: [`TRIALS`] up to 2048 commits,
+/// fewer past that, never under [`FEWEST_TRIALS`]. The count depends on
+/// the range alone, not on the machine's speed, so that the same plan
+/// gives the same figures anywhere.
+pub fn trials_for(n_commits: usize) -> u32 {
+    let trials = (WORK / n_commits.max(1)).clamp(FEWEST_TRIALS as usize, TRIALS as usize);
+    u32::try_from(trials).unwrap_or(TRIALS)
+}
 
 /// The accuracy a bisection with `decision` aims for, percent: the
 /// posterior probability at which it names a culprit.
@@ -101,6 +125,15 @@ impl PlanInput {
 
 /// Estimates the measurements and time a bisection of `input` takes.
 pub fn estimate(input: &PlanInput) -> Result<Estimate, PlanError> {
+    estimate_with_progress(input, &mut |_| {})
+}
+
+/// [`estimate`], calling `on_trial` with the number of simulated
+/// bisections done after each one (a long plan shows where it stands).
+pub fn estimate_with_progress(
+    input: &PlanInput,
+    on_trial: &mut dyn FnMut(u32),
+) -> Result<Estimate, PlanError> {
     check(input)?;
     let started = Instant::now();
     let mut rng = Rng::new(input.seed);
@@ -131,6 +164,7 @@ pub fn estimate(input: &PlanInput) -> Result<Estimate, PlanError> {
         n_refused += u32::from(trial.refused);
         counts.push(trial.n_measurements + trial.n_confirm);
         after_ends.push(trial.n_measurements + trial.n_confirm - trial.n_ends);
+        on_trial(u32::try_from(counts.len()).unwrap_or(u32::MAX));
     }
     let n_trials = u32::try_from(counts.len()).unwrap_or(u32::MAX);
     let (mean, p95) = mean_and_p95(&mut counts);
@@ -189,12 +223,6 @@ pub fn from_ends(good: &[f64], bad: &[f64]) -> Option<(f64, f64)> {
     usable.then_some((step_pct, cv_pct))
 }
 
-/// The longest range a plan simulates, commits: each trial holds a
-/// history and a graph of the range and walks its posterior at every
-/// step, so memory and time grow with it; a release cycle of Linux is
-/// about 15,000 commits.
-pub const MAX_COMMITS: usize = 100_000;
-
 fn check(input: &PlanInput) -> Result<(), PlanError> {
     let invalid = |text: &str| Err(PlanError::Invalid(text.to_string()));
     if input.n_commits == 0 {
@@ -226,6 +254,19 @@ fn check(input: &PlanInput) -> Result<(), PlanError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_ranges_take_fewer_trials_and_the_longest_the_fewest() {
+        assert_eq!(trials_for(16), TRIALS);
+        assert_eq!(trials_for(2048), TRIALS);
+        assert_eq!(trials_for(4096), 150);
+        assert_eq!(trials_for(MAX_COMMITS), FEWEST_TRIALS);
+        assert_eq!(MAX_COMMITS, 20_480);
+        // Every plan simulates at most about the work of the longest.
+        for n_commits in [1, 100, 2048, 2049, 5000, 15_000, MAX_COMMITS] {
+            assert!(trials_for(n_commits) as usize * n_commits <= WORK);
+        }
+    }
 
     fn quick(n_commits: usize, step_pct: f64, cv_pct: f64) -> PlanInput {
         PlanInput {

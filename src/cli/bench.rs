@@ -223,9 +223,15 @@ pub struct AbArgs {
     pub email: bool,
     /// Measure anew, as a new experiment, even when the archive holds this
     /// one's runs (run again without it, the command measures only what
-    /// the experiment still lacks)
+    /// the experiment still lacks). The experiment's reproduce line names
+    /// it as --fresh=TOKEN, which is that experiment again
+    #[arg(long, value_name = "TOKEN", num_args = 0..=1, require_equals = true)]
+    pub fresh: Option<Option<String>>,
+    /// When another `ab` is measuring the same experiment on this machine,
+    /// wait for it to end and measure only what it leaves (without it,
+    /// this one stops and says so)
     #[arg(long)]
-    pub fresh: bool,
+    pub wait: bool,
     /// The test, with `netbisect bench` flags, and the VM options.
     #[command(flatten)]
     pub bench: BenchArgs,

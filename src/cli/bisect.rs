@@ -137,14 +137,13 @@ pub struct BisectStartArgs {
     /// lower for latency, CPU and service demand]
     #[arg(long, value_enum, value_name = "WAY")]
     pub direction: Option<DirectionArg>,
-    /// Smallest difference between the ends worth bisecting, percent
-    #[arg(
-        long,
-        value_name = "PCT",
-        default_value_t = 1.0,
-        value_parser = values::min_effect_pct
-    )]
-    pub min_effect: f64,
+    /// Smallest difference between the ends worth bisecting, percent, as
+    /// a promise: ends that differ by that much are refused at most 2% of
+    /// the time, however noisy the runs (noisy runs then take more
+    /// repeats of the ends) [default: 1, with the smallest step the ends'
+    /// test keeps set by the noise]
+    #[arg(long, value_name = "PCT", value_parser = values::min_effect_pct)]
+    pub min_effect: Option<f64>,
     /// Most repeats of one commit (an undecided commit is skipped)
     #[arg(
         long,

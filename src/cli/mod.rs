@@ -21,7 +21,8 @@ use std::path::PathBuf;
 const AFTER_HELP: &str = "\
 Exit codes:
   0    success; for verdicts: old (like the good side)
-  1    verdict: new (like the bad side), a regression
+  1    verdict: new (like the bad side), a regression; history --check,
+       compare --check: a change for the worse
   2    usage or input error
   3    runtime failure (network, file system, a failed command)
   4    bisect refused: the good and bad ends do not differ enough

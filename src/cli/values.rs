@@ -207,7 +207,7 @@ pub fn plan_commits(text: &str) -> Result<usize, String> {
     match number(text)? {
         0 => Err("--commits must be at least 1".to_string()),
         n_commits if n_commits > bisect::plan::MAX_COMMITS => Err(format!(
-            "--commits is at most {} (a plan simulates the range in memory)",
+            "--commits is at most {} (a longer range cannot be simulated in seconds)",
             bisect::plan::MAX_COMMITS
         )),
         n_commits => Ok(n_commits),

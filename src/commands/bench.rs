@@ -8,10 +8,10 @@ mod product;
 mod sweep;
 
 use crate::cli::BenchArgs;
-use crate::exit::{self, Code, Context};
+use crate::exit::{self, Code};
 use crate::global_options::GlobalOptions;
 use crate::progress::Reporter;
-use crate::request::{BenchInvocation, BenchMode};
+use crate::request::{BenchInvocation, BenchMode, failed_run_context};
 use crate::store::store_and_print;
 use bench_core::run::bench;
 
@@ -30,7 +30,10 @@ pub fn run(global: &GlobalOptions, args: &BenchArgs) -> exit::Result<Code> {
             progress.status(&test_banner(&invocation.request));
             let record = bench(&invocation.request);
             progress.finish();
-            let record = record.context("the test failed; no run was recorded")?;
+            let record = record.map_err(|err| {
+                let context = failed_run_context(&err);
+                exit::Failure::from(err).context(context)
+            })?;
             store_and_print(global, &invocation.output, &record)
         }
     }

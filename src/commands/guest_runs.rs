@@ -10,7 +10,7 @@
 use crate::cli::{BenchSpecLine, GuestRunsArgs};
 use crate::exit::{self, Code, Context, InputError};
 use crate::output;
-use crate::request::request_from_args;
+use crate::request::{failed_run_context, request_from_args};
 use crate::vm::{GuestPlan, PlannedRun, run_file};
 use clap::Parser;
 use std::path::Path;
@@ -75,8 +75,10 @@ fn one_run(
     let line = BenchSpecLine::try_parse_from(&planned.bench_args)
         .map_err(|err| InputError(format!("the plan's bench flags: {err}")))?;
     let request = request_from_args(&line.args)?;
-    let record =
-        bench_core::run::bench(&request).context("the test failed; no run was recorded")?;
+    let record = bench_core::run::bench(&request).map_err(|err| {
+        let context = failed_run_context(&err);
+        exit::Failure::from(err).context(context)
+    })?;
     output::record(&record)
 }
 

@@ -9,14 +9,16 @@ use crate::cli::PlanArgs;
 use crate::exit::{self, Code, Context, InputError};
 use crate::global_options::GlobalOptions;
 use crate::output;
+use crate::progress::{Reporter, duration_text};
 use crate::request::parse_bench_spec;
 use crate::store::{missing_archive, open_archive_read};
 use crate::views::plan::{Plan, PlanContext};
 use archive::RunQuery;
 use bisect::decision::DecisionConfig;
 use bisect::estimate::Estimate;
-use bisect::plan::{self, PlanInput, estimate};
+use bisect::plan::{self, PlanInput, estimate_with_progress};
 use run_record::record::Metric;
+use std::time::Instant;
 
 pub fn run(global: &GlobalOptions, args: &PlanArgs) -> exit::Result<Code> {
     let request = parse_bench_spec(&args.test)?;
@@ -89,14 +91,17 @@ pub fn run(global: &GlobalOptions, args: &PlanArgs) -> exit::Result<Code> {
             "spec",
         ),
     };
-    // Every documented simulation runs: no time budget cuts them short.
+    // No time budget cuts the trials short: their number depends on the
+    // range alone, so a plan gives the same figures on any machine, and a
+    // long range takes fewer of them so that it ends in seconds.
+    let trials = plan::trials_for(args.commits);
     let input = PlanInput {
-        min_trials: plan::TRIALS,
-        max_trials: plan::TRIALS,
+        min_trials: trials,
+        max_trials: trials,
         jobs: args.jobs as usize,
         ..PlanInput::new(args.commits, args.effect, cv_pct, seconds_per_run)
     };
-    let estimate = estimate(&input).map_err(|err| InputError(err.to_string()))?;
+    let estimate = simulate(global, &input)?;
     let target_pct = plan::accuracy_target_pct(&DecisionConfig::default());
     let below_target = estimate.correct_pct < target_pct;
     if !global.quiet() {
@@ -124,6 +129,46 @@ pub fn run(global: &GlobalOptions, args: &PlanArgs) -> exit::Result<Code> {
     } else {
         Code::Ok
     })
+}
+
+/// How long a simulation runs before it shows where it stands.
+const QUIET_SECONDS: f64 = 2.0;
+
+/// The estimate of `input`, with a progress line once it has taken more
+/// than [`QUIET_SECONDS`].
+fn simulate(global: &GlobalOptions, input: &PlanInput) -> exit::Result<Estimate> {
+    let started = Instant::now();
+    let mut reporter: Option<Reporter> = None;
+    let mut said_at = f64::NEG_INFINITY;
+    let mut on_trial = |done: u32| {
+        let elapsed = started.elapsed().as_secs_f64();
+        if elapsed <= QUIET_SECONDS {
+            return;
+        }
+        let reporter = reporter.get_or_insert_with(|| {
+            let shown = Reporter::new(global, u64::from(input.max_trials));
+            shown.advance(u64::from(done.saturating_sub(1)));
+            shown
+        });
+        reporter.advance(1);
+        // A log gets a line every few seconds, not one per trial.
+        if elapsed - said_at >= QUIET_SECONDS * 2.5 {
+            said_at = elapsed;
+            let left = elapsed / f64::from(done) * f64::from(input.max_trials.saturating_sub(done));
+            reporter.status(&format!(
+                "simulating bisections of {} commits: {done} of {} done, {} left",
+                input.n_commits,
+                input.max_trials,
+                duration_text(left)
+            ));
+        }
+    };
+    let estimate =
+        estimate_with_progress(input, &mut on_trial).map_err(|err| InputError(err.to_string()));
+    if let Some(reporter) = reporter {
+        reporter.finish();
+    }
+    Ok(estimate?)
 }
 
 /// What is wrong with an estimate, as warning lines within 80 columns:

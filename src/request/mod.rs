@@ -9,6 +9,7 @@
 //! here: what follows takes these plain options.
 
 pub mod axes;
+pub mod command;
 mod test_options;
 pub mod vm;
 
@@ -76,6 +77,8 @@ pub struct KernelRun {
     pub subject: GuestSubject,
     /// The configurations to run, in order (one without `--sweep`).
     pub configurations: Vec<Configuration>,
+    /// The command its runs keep (`bench --kernel ...`, see [`command`]).
+    pub command: Vec<String>,
 }
 
 impl BenchInvocation {
@@ -100,6 +103,7 @@ impl BenchInvocation {
                     options,
                     subject: guest_subject(args),
                     configurations,
+                    command: command::bench_command(args),
                 })),
             });
         }
@@ -325,6 +329,17 @@ pub fn spec_from_args(args: &BenchArgs, test: TestKind) -> exit::Result<RunSpec>
     Ok(spec)
 }
 
+/// What to say above a failed run's cause: a setting that could not be
+/// made is not a test that failed (the test never ran).
+pub fn failed_run_context(err: &bench_core::run::BenchError) -> &'static str {
+    match err {
+        bench_core::run::BenchError::Settings(_) => {
+            "a setting asked could not be made, so the test did not run; no run was recorded"
+        }
+        _ => "the test failed; no run was recorded",
+    }
+}
+
 /// The request of `spec` with the rest of bench's flags: where the server
 /// is, the subject, the testbed, interim reports.
 fn request_with_spec(
@@ -361,11 +376,17 @@ fn request_with_spec(
         kernel_release: release,
         label: args.label.clone(),
     };
+    let data_ports = data_port.or(args.data_port);
+    if let Some(range) = data_ports {
+        range
+            .check_flows(spec.flows.max(1))
+            .map_err(|err| InputError(err.to_string()))?;
+    }
     let server = match &args.host {
         None => None,
         Some(host) => {
             let mut options = ClientOptions::new(host, args.port);
-            options.data_ports = data_port.or(args.data_port);
+            options.data_ports = data_ports;
             if let Some(path) = &args.token_file {
                 options.token =
                     Some(Token::from_file(path).map_err(|err| InputError(err.to_string()))?);

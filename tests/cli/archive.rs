@@ -561,3 +561,36 @@ fn a_merge_names_the_runs_it_leaves_out_and_merges_the_rest() {
     assert!(check.contains("runs: 2, damaged: 1"), "{check}");
     assert!(check.contains(&format!("{}: ", planted.id)), "{check}");
 }
+
+#[test]
+fn a_path_that_is_not_a_regular_file_is_named_for_what_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    let path = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+    let record_file = dir.path().join("run.jsonl");
+    std::fs::write(&record_file, json_lines(&[generated_record(1, 1)])).unwrap();
+    for (path, kind) in [
+        (dir.path().to_path_buf(), "is a directory"),
+        (PathBuf::from("/dev/null"), "is a character device"),
+        (fifo, "is a FIFO"),
+        (
+            PathBuf::from("/proc/self/status"),
+            "is a file the kernel makes up (a pseudo-file)",
+        ),
+    ] {
+        for args in [
+            &["archive", "list"][..],
+            &["archive", "import", record_file.to_str().unwrap()][..],
+        ] {
+            let output = netbisect(&path).args(args).output().unwrap();
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(output.status.code(), Some(2), "{args:?} {stderr}");
+            assert!(
+                stderr.contains(&format!("{} {kind}, not an archive", path.display())),
+                "{args:?} {stderr}"
+            );
+        }
+    }
+}

@@ -4,7 +4,8 @@
 //! cannot start a flow's thread fails with an error naming the limit,
 //! never a panic; a token file that is not a regular file is refused at
 //! once rather than read until it ends; a flood of connections is logged
-//! at a bounded rate, with a count of what was left out.
+//! at a bounded rate, with a count of what was left out; a data-port
+//! range with fewer ports than flows is said as such, on either side.
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
@@ -253,5 +254,73 @@ fn a_flood_of_connections_is_logged_at_a_bounded_rate_with_a_count() {
     assert!(
         n_event_lines <= most,
         "{n_event_lines} lines in {elapsed_s:.1} s, more than {most}"
+    );
+}
+
+#[test]
+fn a_data_port_range_smaller_than_the_flows_is_said_as_such() {
+    // The client's own range: refused before anything connects.
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_netbisect"))
+        .args([
+            "bench",
+            "-H",
+            "127.0.0.1",
+            "-p",
+            "1",
+            "--data-port",
+            "40002-40002",
+        ])
+        .args(["-l", "0.2", "--flows", "8", "--no-archive"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("the data-port range 40002-40002 holds 1 port for 8 flows"),
+        "{stderr}"
+    );
+    // The server's range (below the ephemeral ports, which other tests'
+    // connections take), which the client does not see: the server's
+    // refusal names it, and the server goes on serving.
+    let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_netbisect"))
+        .args([
+            "serve",
+            "-p",
+            "0",
+            "--timeout",
+            "2",
+            "--data-port",
+            "29603-29604",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let port = first.rsplit(':').next().unwrap().to_string();
+    let bench = |flows: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_netbisect"))
+            .args(["bench", "-H", "127.0.0.1", "-p", &port, "-t", "TCP_STREAM"])
+            .args(["-l", "0.2", "--flows", flows, "--no-archive"])
+            .output()
+            .unwrap()
+    };
+    let refused = bench("3");
+    let two_flows = bench("2");
+    let _ = server.kill();
+    let _ = server.wait();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("the data-port range 29603-29604 holds 2 ports for 3 flows"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("Address already in use"), "{stderr}");
+    assert_eq!(
+        two_flows.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&two_flows.stderr)
     );
 }

@@ -10,6 +10,7 @@
 //! the KVM probe, interruptions) only run with that switch.
 
 use serde_json::Value;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -368,6 +369,34 @@ fn a_kernel_is_booted_and_its_record_comes_back_to_the_archive() {
     assert_eq!(cached.len(), 2, "{cached:?}");
     assert!(cached[0].starts_with(RELEASE_OLD), "{cached:?}");
     assert_eq!(cached[1], format!("{}.blake3", cached[0]), "{cached:?}");
+    // As a table, a run the guest finished and the host stored is not
+    // said to be "not stored".
+    let (code, table, stderr) = run(
+        &archive,
+        &[
+            "bench",
+            "--kernel",
+            KERNEL_OLD,
+            "--vm-accel",
+            "tcg",
+            "--vm-timeout",
+            TIMEOUT,
+            "-l",
+            "0.3",
+            "--label",
+            "old",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(table.contains(", run "), "{table}");
+    assert!(!table.contains("not stored"), "{table}");
+    let (code, listed, stderr) = run(&archive, &["archive", "list"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        listed.lines().filter(|line| line.contains("old")).count(),
+        2,
+        "{listed}"
+    );
 }
 
 #[test]
@@ -705,8 +734,15 @@ fn ab_runs_an_experiment_in_one_boot_per_kernel_and_round() {
         assert!(line.len() <= 72, "too wide for a mail: {line:?}");
     }
     crate::check_mailing_list_rules(&stdout);
+    // The kernels as given, the axes and their values in the order given.
     assert!(
-        stdout.contains("netbisect ab --kernel-a vmlinuz-6.1.0-55-amd64"),
+        stdout.contains(&format!("netbisect ab --kernel-a {KERNEL_OLD}")),
+        "{stdout}"
+    );
+    let printed = crate::command_lines::printed_commands(&stdout);
+    assert_eq!(printed.len(), 1, "{stdout}");
+    assert!(
+        printed[0].contains("--sweep m=1K,16K --sweep S=212992,425984"),
         "{stdout}"
     );
     assert!(stdout.contains("Measured in qemu"), "{stdout}");
@@ -752,11 +788,41 @@ fn ab_runs_an_experiment_in_one_boot_per_kernel_and_round() {
         stdout
     };
     let table = compare(&id);
-    // The same command again finds every run archived: no boot.
-    let (code, again, stderr) = ab([KERNEL_OLD, KERNEL_NEW], "2", false);
+    // Each kind of line that runs the experiment again (ab's own,
+    // compare's, the site's), pasted into a shell, names the same
+    // experiment and finds every run archived: no boot.
+    let (code, email, stderr) = run(
+        &archive,
+        &[
+            "compare",
+            "current",
+            "patched",
+            "--experiment",
+            &id,
+            "--email",
+        ],
+    );
     assert_eq!(code, 0, "{stderr}");
-    assert!(boot_lines(&stderr).is_empty(), "{stderr}");
-    assert!(again.contains("current"), "{again}");
+    let site = dir.path().join("site");
+    let (code, _, stderr) = run(&archive, &["publish", site.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    let site_lines: Vec<String> = crate::command_lines::site_commands(&site)
+        .into_iter()
+        .filter(|line| line.starts_with("netbisect ab "))
+        .collect();
+    assert_eq!(site_lines.len(), 1, "{site_lines:?}");
+    for line in printed
+        .iter()
+        .chain(&crate::command_lines::printed_commands(&email))
+        .chain(&site_lines)
+    {
+        let output = crate::reproduce::paste(&archive, line);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(boot_lines(&stderr).is_empty(), "{line}\n{stderr}");
+        assert_eq!(experiment_id(&stderr), id, "{line}");
+        let again = String::from_utf8_lossy(&output.stdout);
+        assert!(again.contains("current"), "{again}");
+    }
     // Another experiment with the same labels, the kernels swapped: its
     // runs do not join the first one's.
     let (code, _, stderr) = ab([KERNEL_NEW, KERNEL_OLD], "1", false);
@@ -1845,4 +1911,122 @@ fn a_guest_writing_past_its_output_bound_is_stopped_with_the_limit_named() {
         "{stderr}"
     );
     assert!(started.elapsed() < Duration::from_secs(300), "{stderr}");
+}
+
+#[test]
+fn a_second_ab_of_a_running_experiment_stops_or_waits_and_measures_nothing_again() {
+    if !slow() {
+        return;
+    }
+    let _guests = one_guest();
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive.db");
+    let args = [
+        "ab",
+        "--kernel-a",
+        KERNEL_OLD,
+        "--kernel-b",
+        KERNEL_NEW,
+        "-n",
+        "1",
+        "--vm-accel",
+        "tcg",
+        "--vm-timeout",
+        TIMEOUT,
+        "-l",
+        "0.3",
+    ];
+    let command = |extra: &[&str]| {
+        let mut command = std::process::Command::new(BINARY);
+        command
+            .args(args)
+            .args(extra)
+            .env("NETBISECT_ARCHIVE", &archive)
+            .env_remove("NETBISECT_TEMPLATE_DIR")
+            .env("TMPDIR", dir.path())
+            .env("XDG_CACHE_HOME", dir.path())
+            .env("XDG_STATE_HOME", dir.path().join("state"));
+        command
+    };
+    let mut first = command(&[])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(first.stderr.take().unwrap()).lines();
+    // The first boot is said after the lock is taken.
+    let mut seen = Vec::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        seen.push(line.clone());
+        if line.contains(": booting ") {
+            break;
+        }
+    }
+    let first_log = std::thread::spawn(move || {
+        seen.extend(lines.map_while(Result::ok));
+        seen
+    });
+    let refused = command(&[]).output().unwrap();
+    let refused_text = String::from_utf8_lossy(&refused.stderr).into_owned();
+    let waited = command(&["--wait"]).output().unwrap();
+    let waited_text = String::from_utf8_lossy(&waited.stderr).into_owned();
+    let first_status = first.wait().unwrap();
+    let first_text = first_log.join().unwrap().join("\n");
+    assert!(first_status.success(), "{first_text}");
+    assert_eq!(refused.status.code(), Some(2), "{refused_text}");
+    assert!(
+        refused_text.contains("is being measured by another netbisect ab (pid"),
+        "{refused_text}"
+    );
+    assert!(refused_text.contains("--wait"), "{refused_text}");
+    assert_eq!(waited.status.code(), Some(0), "{waited_text}");
+    assert!(
+        waited_text.contains("waiting for it to end"),
+        "{waited_text}"
+    );
+    assert!(
+        waited_text.contains("2 runs of it are archived already"),
+        "{waited_text}"
+    );
+    // One configuration, two kernels, one round: two runs, none twice.
+    let (code, text, stderr) = run(&archive, &["archive", "export"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(text.lines().count(), 2, "{text}");
+}
+
+#[test]
+fn an_experiment_whose_every_boot_fails_says_so_and_compares_nothing() {
+    if !slow() {
+        return;
+    }
+    let _guests = one_guest();
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive.db");
+    // No guest reaches its test within a second under emulation.
+    let (code, stdout, stderr) = run(
+        &archive,
+        &[
+            "ab",
+            "--kernel-a",
+            KERNEL_OLD,
+            "--kernel-b",
+            KERNEL_NEW,
+            "-n",
+            "1",
+            "--vm-accel",
+            "tcg",
+            "--vm-timeout",
+            "1",
+            "-l",
+            "0.3",
+        ],
+    );
+    assert_ne!(code, 0, "{stderr}");
+    assert!(stdout.is_empty(), "{stdout}");
+    assert!(
+        stderr.contains("failed, on both kernels (named above): nothing to compare"),
+        "{stderr}"
+    );
+    assert_eq!(boot_lines(&stderr).len(), 2, "{stderr}");
 }

@@ -63,7 +63,8 @@
 //! `null`.
 
 use crate::figures::{
-    SideFigures, spec_command, spec_options_as_granted, spec_title_as_granted, title_outcome,
+    SideFigures, configuration_command, spec_options_as_granted, spec_title_as_granted,
+    title_outcome,
 };
 use run_record::env::{self, HostEnv};
 use run_record::record::{Metric, RecordError, RunRecord};
@@ -360,7 +361,7 @@ fn compare_group(
             ),
         ),
         granted: [first_rep.system.clone(), second_rep.system.clone()],
-        command: spec_command(&first_rep.spec),
+        command: configuration_command(first_rep).render(),
         first_figures: SideFigures::of(&runs.first),
         second_figures: SideFigures::of(&runs.second),
         n_runs_first: runs.first.len(),

@@ -52,7 +52,10 @@ pub struct ComparisonGroup {
     /// earliest run of each side (first, second); absent where nothing
     /// was asked.
     pub granted: [Option<SystemOutcome>; 2],
-    /// The `netbisect bench` command that runs the configuration again.
+    /// The `netbisect bench` command that runs the configuration again
+    /// where its first run of the first side ran (its server or its
+    /// kernel and VM, its testbed), quoted for a POSIX shell; a `--set`
+    /// as asked, whatever the kernel granted.
     pub command: String,
     /// The first side in netperf's columns.
     pub first_figures: SideFigures,

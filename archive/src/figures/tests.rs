@@ -34,7 +34,7 @@ fn titles_name_every_parameter_off_its_default() {
          flows 4 warm-up 1.5s (testbed lab)"
     );
     assert_eq!(
-        spec_command(&spec),
+        spec_command(&spec).render(),
         "netbisect bench -t TCP_STREAM -l 0.1 -c -C -T 0,1 -I 95,5 -i 10,3 -S 2280 \
          -m 1432 --nodelay --flows 4 --warmup 1.5"
     );
@@ -58,7 +58,7 @@ fn granted_buffers_are_titled_but_never_an_option() {
         "TCP_STREAM -l 60 -c -C granted send 16384 recv 87380 (testbed lab)"
     );
     assert_eq!(
-        spec_command(&spec),
+        spec_command(&spec).render(),
         "netbisect bench -t TCP_STREAM -l 60 -c -C"
     );
     let mut rr = RunSpec::defaults(TestKind::TcpRr);
@@ -101,4 +101,35 @@ fn specs_that_differ_have_different_titles() {
         .map(|spec| spec_title(spec, "lab"))
         .collect();
     assert_eq!(titles.len(), variants.len());
+}
+
+#[test]
+fn a_setting_not_granted_is_titled_as_kept_and_given_again_as_asked() {
+    use run_record::record::{Granted, SystemOutcome};
+    use run_record::spec::{Setting, SystemSettings};
+    let mut spec = RunSpec::defaults(TestKind::TcpStream);
+    let mut system = SystemSettings::default();
+    system.set(Setting::Sysctl {
+        name: "net.ipv4.tcp_rmem".to_string(),
+        value: "4096 131072 6291456".to_string(),
+    });
+    spec.system = Some(system);
+    let mut outcome = SystemOutcome::default();
+    outcome.sysctls.insert(
+        "net.ipv4.tcp_rmem".to_string(),
+        Granted {
+            requested: "4096 131072 6291456".to_string(),
+            granted: "4096 131072 4194304".to_string(),
+        },
+    );
+    assert_eq!(
+        spec_title_as_granted(&spec, "lab", Some(&outcome)),
+        "TCP_STREAM -l 10 net.ipv4.tcp_rmem=4096 131072 6291456(4096 131072 4194304) \
+         (testbed lab)"
+    );
+    // The line a user pastes asks what was asked, as one shell word.
+    assert_eq!(
+        spec_command(&spec).render(),
+        "netbisect bench -t TCP_STREAM -l 10 --set 'net.ipv4.tcp_rmem=4096 131072 6291456'"
+    );
 }

@@ -139,6 +139,10 @@ pub(crate) trait SessionStore {
     /// The events of session `session_id`, oldest first.
     fn session_events(&self, session_id: i64) -> Result<Vec<String>, ArchiveError>;
 
+    /// When each event of session `session_id` was written, in the
+    /// order of [`Backend::session_events`].
+    fn session_event_times(&self, session_id: i64) -> Result<Vec<String>, ArchiveError>;
+
     /// Records the config_key of session `session_id`; false when no
     /// session has that id.
     fn set_session_config_key(

@@ -233,6 +233,15 @@ fn the_journal_keeps_sessions_and_events_in_order() {
             reader.session_events(session.id).unwrap(),
             [r#"{"n":1}"#, r#"{"n":2}"#]
         );
+        let times = reader.session_event_times(session.id).unwrap();
+        assert_eq!(times.len(), 2, "{times:?}");
+        assert!(
+            times
+                .iter()
+                .all(|time| run_record::time::is_rfc3339_utc(time))
+                && times[0] <= times[1],
+            "{times:?}"
+        );
         let active = reader.active_session("/src/linux").unwrap().unwrap();
         assert_eq!(
             (active.n_events, active.config_key.as_deref()),

@@ -196,6 +196,9 @@ fn run_one(
         Err(err) => return Err(SessionEnd::Dropped(err.to_string())),
     };
     let ports = data_ports.or(config.data_ports);
+    if let Some(Err(err)) = ports.map(|range| range.check_flows(spec.flows.max(1))) {
+        return reject(stream, err.to_string());
+    }
     let prepared = match data::prepare_server(spec, local_ip, ports) {
         Ok(prepared) => prepared,
         Err(err) => return reject(stream, format!("cannot open a data socket: {err}")),

@@ -1,15 +1,15 @@
 //! `netbisect bench --kernel IMAGE`: the test in a VM booting the image
 //! (see [`crate::vm::run_tests`]), every configuration of its `--sweep`
-//! axes in that one boot; each record stored here as soon as the guest
-//! has finished it, and printed as bench prints a run (`--json`: one
-//! record a line).
+//! axes in that one boot; each record given the command that made it
+//! (the kernel and VM options as given) and stored here as soon as the
+//! guest has finished it, and printed as bench prints a run (`--json`:
+//! one record a line).
 
-use crate::exit::{self, Code};
+use crate::exit::{self, Code, Context};
 use crate::global_options::GlobalOptions;
-use crate::output;
 use crate::progress::Reporter;
 use crate::request::{BenchInvocation, KernelRun};
-use crate::store::{fail_if_not_granted, store_and_print, store_run, warn_of_refused_settings};
+use crate::store::{fail_if_not_granted, print_run, store_run, warn_of_refused_settings};
 use crate::vm::{self, KernelUnderTest};
 
 pub fn run(
@@ -47,8 +47,11 @@ pub fn run(
             if name.is_empty() { "the test" } else { &name }
         ));
         match tested {
-            Ok(record) => {
+            Ok(mut record) => {
                 fail_if_not_granted(&invocation.output, &record)?;
+                // Its line names the kernel and the VM as they were given.
+                record.command = Some(kernel.command.clone());
+                record.seal().context("failed to seal the run record")?;
                 if invocation.output.archive {
                     store_run(global, &record)?;
                 }
@@ -82,18 +85,16 @@ pub fn run(
         return Err(exit::Failure::from(vm::VmError::RunFailed(message.clone()))
             .context(format!("{what} failed in the guest; no run was recorded")));
     }
+    // Each was stored as the guest finished it: printed as bench prints
+    // a run, "not stored" only under --no-archive.
     for record in &records {
-        if global.json() {
-            warn_of_refused_settings(global, record);
-            output::write_stdout(&output::record(record)?)?;
-        } else {
-            // Stored already: printed as bench prints a run.
-            let print_only = crate::store::RunOutput {
-                archive: false,
-                ..invocation.output.clone()
-            };
-            store_and_print(global, &print_only, record)?;
-        }
+        warn_of_refused_settings(global, record);
+        print_run(
+            global,
+            &invocation.output,
+            record,
+            invocation.output.archive,
+        )?;
     }
     if failures.is_empty() {
         Ok(Code::Ok)

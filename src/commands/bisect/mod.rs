@@ -19,7 +19,8 @@
 //!
 //! This module holds the dispatch and the commands that change a session
 //! (`start`, `run`, `reset`); [`session`] its state, [`status`] the
-//! status and the log, [`report`] the report of a finished bisection.
+//! status and the log, [`report`] the report of a finished bisection,
+//! [`timing`] what it cost in time (jobs, rounds, wall-clock).
 
 mod progress;
 mod report;
@@ -32,7 +33,7 @@ use crate::exit::{self, Code, Context, InputError};
 use crate::global_options::GlobalOptions;
 use crate::output;
 use bisect::config::BisectConfig;
-use bisect::decision::{DecisionConfig, Method as WalkMethod};
+use bisect::decision::{DecisionConfig, FutilityAlternative, Method as WalkMethod};
 use bisect::engine;
 use bisect::measure::{CommandMeasurer, CommandStep};
 use bisect::range;
@@ -49,6 +50,7 @@ use wiring::{ArchiveJournal, Method, SessionMeasurer};
 mod session;
 mod slots;
 mod status;
+mod timing;
 pub mod wiring;
 
 pub fn run(global: &GlobalOptions, args: &BisectArgs) -> exit::Result<Code> {
@@ -139,7 +141,13 @@ fn start(global: &GlobalOptions, args: &BisectStartArgs) -> exit::Result<Code> {
             metric: metric.name().to_string(),
             direction,
             decision: DecisionConfig {
-                min_effect_pct: args.min_effect,
+                min_effect_pct: args.min_effect.unwrap_or(defaults.min_effect_pct),
+                // A minimum effect given is a promise: the ends' test is
+                // built against it, not against the noise.
+                futility_alternative: match args.min_effect {
+                    Some(_) => FutilityAlternative::MinEffect,
+                    None => FutilityAlternative::NoiseScale,
+                },
                 max_repeats: args.max_repeats,
                 method: match args.method {
                     MethodArg::Posterior => WalkMethod::Posterior,

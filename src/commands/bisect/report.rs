@@ -5,6 +5,7 @@
 
 use super::input;
 use super::session::{Loaded, SessionSpec, load, status_of};
+use super::timing::timing_of;
 use super::wiring;
 use crate::cli::BisectReportArgs;
 use crate::exit::{self, Code};
@@ -12,9 +13,10 @@ use crate::global_options::GlobalOptions;
 use crate::output;
 use crate::views::bisect_report::ReportContext;
 use archive::{Archive, RunQuery};
-use bisect::decision::DecisionConfig;
+use bisect::decision::{DecisionConfig, FutilityAlternative, Method as WalkMethod};
 use bisect::report::Outcome;
-use run_record::record::RunRecord;
+use run_record::record::{Direction, RunRecord};
+use run_record::shell::CommandLine;
 
 pub(super) fn report(global: &GlobalOptions, args: &BisectReportArgs) -> exit::Result<Code> {
     let loaded = load(global, args.repo.repo.as_deref())?;
@@ -46,10 +48,6 @@ pub(super) fn report(global: &GlobalOptions, args: &BisectReportArgs) -> exit::R
              `netbisect bisect status` shows where it is",
         )),
     }
-}
-
-fn quote(text: &str) -> String {
-    shlex::try_quote(text).map_or_else(|_| format!("'{text}'"), |quoted| quoted.into_owned())
 }
 
 /// Widest line of a reproduce command, before the indent of the report.
@@ -167,89 +165,135 @@ fn value_words(value: &str) -> Vec<(String, Option<char>)> {
     words
 }
 
-fn reproduce(spec: &SessionSpec) -> Vec<String> {
-    let mut words = vec![
-        "netbisect bisect start".to_string(),
-        format!("--repo {}", quote(&spec.repo)),
-        format!("--good {}", quote(&spec.good_rev)),
-        format!("--bad {}", quote(&spec.bad_rev)),
-    ];
+/// The commands that run the bisection again as shell lines: `bisect
+/// start` with every option that shapes it, then `bisect run` with the
+/// jobs it was measured with (`jobs`, from its journal; 1 for one at a
+/// time).
+fn reproduce(spec: &SessionSpec, jobs: u32) -> Vec<String> {
+    let mut start = CommandLine::new(&["netbisect", "bisect", "start"]);
+    start
+        .option("--repo", spec.repo.clone())
+        .option("--good", spec.good_rev.clone())
+        .option("--bad", spec.bad_rev.clone());
     if let Some(build) = &spec.build {
-        words.push(format!("--build {}", quote(build)));
+        start.option("--build", build.clone());
     }
     if let Some(bench) = &spec.bench {
-        words.push(format!("--bench {}", quote(bench)));
+        start.option("--bench", bench.clone());
     }
     if let Some(measure) = &spec.measure {
-        words.push(format!("--measure {}", quote(measure)));
+        start.option("--measure", measure.clone());
     }
     if let Some(kernel) = &spec.kernel {
-        words.extend(kernel_words(kernel));
+        add_kernel(&mut start, kernel);
     }
-    words.push(format!("--metric {}", spec.config.metric));
+    start.option("--metric", spec.config.metric.clone());
+    let metric_direction = spec
+        .config
+        .metric
+        .parse::<run_record::record::Metric>()
+        .ok()
+        .map(|metric| metric.direction());
+    if metric_direction != Some(spec.config.direction) {
+        start.option(
+            "--direction",
+            match spec.config.direction {
+                Direction::HigherIsBetter => "higher",
+                Direction::LowerIsBetter => "lower",
+            },
+        );
+    }
     let decision = &spec.config.decision;
     let defaults = DecisionConfig::default();
-    if decision.min_effect_pct != defaults.min_effect_pct {
-        words.push(format!("--min-effect {}", decision.min_effect_pct));
+    // A minimum effect given is a promise the ends' test keeps (see
+    // bisect's `ends` module), whatever its value.
+    if decision.futility_alternative == FutilityAlternative::MinEffect
+        || decision.min_effect_pct != defaults.min_effect_pct
+    {
+        start.option("--min-effect", decision.min_effect_pct.to_string());
     }
     if decision.max_repeats != defaults.max_repeats {
-        words.push(format!("--max-repeats {}", decision.max_repeats));
+        start.option("--max-repeats", decision.max_repeats.to_string());
     }
     if decision.min_end_repeats != defaults.min_end_repeats {
-        words.push(format!("--end-repeats {}", decision.min_end_repeats));
+        start.option("--end-repeats", decision.min_end_repeats.to_string());
     }
     if decision.confirm_repeats != defaults.confirm_repeats {
-        words.push(format!("--confirm-repeats {}", decision.confirm_repeats));
+        start.option("--confirm-repeats", decision.confirm_repeats.to_string());
+    }
+    if decision.method != defaults.method {
+        start.option(
+            "--method",
+            match decision.method {
+                WalkMethod::Posterior => "posterior",
+                WalkMethod::Sequential => "sequential",
+            },
+        );
     }
     if let Some(timeout) = spec.timeout_s {
-        words.push(format!("--timeout {timeout}"));
+        start.option("--timeout", timeout.to_string());
     }
     if spec.first_parent {
-        words.push("--first-parent".to_string());
+        start.word("--first-parent");
     }
-    let mut lines = shell_lines(&words);
-    lines.push("netbisect bisect run".to_string());
+    let mut lines = shell_lines(&start.rendered_units());
+    let mut run = CommandLine::new(&["netbisect", "bisect", "run"]);
+    // The jobs are chosen at `run` and kept in the journal: a bisection
+    // of several asks for as many again.
+    if jobs > 1 {
+        run.option("--jobs", jobs.to_string());
+    }
+    lines.push(run.render());
     lines
 }
 
-/// The `--kernel` and `--vm-*` words of a session.
-fn kernel_words(kernel: &wiring::KernelSession) -> Vec<String> {
+/// Adds the `--kernel` and `--vm-*` options of a session.
+fn add_kernel(command: &mut CommandLine, kernel: &wiring::KernelSession) {
     let options = &kernel.options;
     let defaults = crate::vm::VmOptions::default();
-    let mut words = vec![format!("--kernel {}", quote(&kernel.image))];
+    command.option("--kernel", kernel.image.clone());
     if options.net != defaults.net {
-        words.push(format!("--vm-net {}", options.net.name()));
+        command.option("--vm-net", options.net.name());
     }
     if options.cpus != defaults.cpus {
-        words.push(format!("--vm-cpus {}", options.cpus));
+        command.option("--vm-cpus", options.cpus.to_string());
     }
     if options.memory_mib != defaults.memory_mib {
-        words.push(format!("--vm-memory {}M", options.memory_mib));
+        command.option("--vm-memory", format!("{}M", options.memory_mib));
     }
     for append in &options.append {
-        words.push(format!("--vm-append {}", quote(append)));
+        command.option("--vm-append", append.clone());
     }
     for (key, value) in &options.sysctls {
-        words.push(format!("--vm-sysctl {}", quote(&format!("{key}={value}"))));
+        command.option("--vm-sysctl", format!("{key}={value}"));
     }
     if let Some(settings) = &kernel.settings {
-        words.push(format!("--vm-settings {}", quote(settings)));
+        command.option("--vm-settings", settings.clone());
     }
     if let Some(tap) = &options.tap {
-        words.push(format!("--vm-tap {}", quote(tap)));
+        command.option("--vm-tap", tap.clone());
     }
     if options.timeout_s != defaults.timeout_s {
-        words.push(format!("--vm-timeout {}", options.timeout_s));
+        command.option("--vm-timeout", options.timeout_s.to_string());
     }
     for share in &options.shares {
-        words.push(format!("--vm-share {}", quote(&share.to_string_lossy())));
+        command.option("--vm-share", share.to_string_lossy());
     }
     match options.accel {
         crate::vm::AccelChoice::Auto => {}
-        crate::vm::AccelChoice::Kvm => words.push("--vm-accel kvm".to_string()),
-        crate::vm::AccelChoice::Tcg => words.push("--vm-accel tcg".to_string()),
+        crate::vm::AccelChoice::Kvm => {
+            command.option("--vm-accel", "kvm");
+        }
+        crate::vm::AccelChoice::Tcg => {
+            command.option("--vm-accel", "tcg");
+        }
     }
-    words
+    if options.vhost {
+        command.word("--vm-vhost");
+    }
+    if let Some(size) = options.tx_queue_size {
+        command.option("--vm-tx-queue-size", size.to_string());
+    }
 }
 
 /// The first archived run of `commit` under `config_key` when given.
@@ -295,6 +339,7 @@ pub(super) fn print_outcome(
         Outcome::Finished(report) => output::line(report, "the report"),
         Outcome::Refused(refusal) => output::line(refusal, "the report"),
     };
+    let timing = timing_of(loaded)?;
     let text = || {
         let good = first_record(&loaded.archive, &loaded.spec.good, config_key);
         let bad = first_record(&loaded.archive, &loaded.spec.bad, config_key).or_else(|| {
@@ -305,8 +350,9 @@ pub(super) fn print_outcome(
             outcome,
             [good.as_ref(), bad.as_ref()],
             [&loaded.spec.good_rev, &loaded.spec.bad_rev],
-            reproduce(&loaded.spec),
-        );
+            reproduce(&loaded.spec, timing.jobs),
+        )
+        .with_timing(timing.jobs, timing.rounds, timing.wall_s);
         output::template(global, "bisect-report", &context, "the report")
     };
     output::emit(global, json, text)?;
@@ -316,6 +362,7 @@ pub(super) fn print_outcome(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use run_record::shell::quote;
 
     #[test]
     fn long_quoted_values_are_cut_between_their_words_where_the_shell_joins_them() {

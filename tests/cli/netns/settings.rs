@@ -87,6 +87,27 @@ fn bench_set_makes_the_settings_for_the_run_and_puts_them_back() {
     assert_eq!((namespace.offloads("lo"), namespace.mtu("lo")), before);
 }
 
+#[test]
+fn a_setting_the_driver_refuses_is_said_as_such_not_as_a_failed_test() {
+    let Some(namespace) = namespace("refused") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let output = namespace
+        .netbisect(&dir.path().join("a.db"))
+        .args(["bench", "-l", "0.2", "--set", "sg=off"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("a setting asked could not be made, so the test did not run"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("keeps sg fixed on"), "{stderr}");
+    assert!(!stderr.contains("the test failed"), "{stderr}");
+}
+
 /// `netbisect serve` on `address` in `namespace`, without a token; killed
 /// when dropped. Its port, read from its first line.
 struct Serve {

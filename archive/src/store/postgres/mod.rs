@@ -442,10 +442,27 @@ fn has_tables_with(client: &mut impl postgres::GenericClient) -> Result<bool, Ar
 fn connect_failure(err: &postgres::Error) -> &'static str {
     if let Some(db_error) = err.as_db_error() {
         return match *db_error.code() {
+            // The server's rules turn a login away with the code of a
+            // failed one; its words name the rules (`pg_hba.conf rejects
+            // connection ...`, `no pg_hba.conf entry ...`), and what
+            // their user changes is those rules or the address's
+            // `sslmode`, not a password.
+            SqlState::INVALID_AUTHORIZATION_SPECIFICATION
+                if db_error.message().contains("pg_hba.conf") =>
+            {
+                "the server's pg_hba.conf turned the connection away"
+            }
             SqlState::INVALID_PASSWORD | SqlState::INVALID_AUTHORIZATION_SPECIFICATION => {
                 "authentication failed"
             }
             _ => "the server refused the connection",
+        };
+    }
+    if let Some(tls_error) = connect::tls_error_of(err) {
+        return if tls_error.is_certificate_refused() {
+            "the server's certificate did not verify"
+        } else {
+            "the TLS handshake failed"
         };
     }
     let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(err);
@@ -466,6 +483,11 @@ fn connect_failure(err: &postgres::Error) -> &'static str {
         let text = current.to_string();
         if text == "password missing" || text == "authentication error" {
             return "authentication failed";
+        }
+        // The client's words when the server answers a request for TLS
+        // with no, under a mode that requires it.
+        if text == "server does not support TLS" {
+            return "the server does not offer TLS, which sslmode requires";
         }
         cause = current.source();
     }

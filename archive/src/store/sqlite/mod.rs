@@ -43,6 +43,7 @@ use std::path::{Path, PathBuf};
 mod check;
 mod journal;
 mod open;
+mod path_kind;
 mod query;
 mod write;
 

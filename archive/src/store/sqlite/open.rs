@@ -15,6 +15,7 @@
 //! archive's mode, and a reader finds them whenever a writer may come.
 
 use super::SqliteArchive;
+use super::path_kind::refuse_what_is_not_a_file;
 use crate::ArchiveError;
 use crate::schema::{self, APPLICATION_ID, CURRENT_VERSION, MIGRATIONS};
 use crate::store::{Upgrade, UpgradeNotice};
@@ -35,6 +36,7 @@ impl SqliteArchive {
         path: &Path,
         notice: UpgradeNotice<'_>,
     ) -> Result<SqliteArchive, ArchiveError> {
+        refuse_what_is_not_a_file(path)?;
         refuse_foreign_side_files(path)?;
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
@@ -56,6 +58,7 @@ impl SqliteArchive {
                 path: path.to_path_buf(),
             });
         }
+        refuse_what_is_not_a_file(path)?;
         if may_write(path) {
             let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
                 | OpenFlags::SQLITE_OPEN_URI
@@ -100,6 +103,7 @@ impl SqliteArchive {
                 path: path.to_path_buf(),
             });
         }
+        refuse_what_is_not_a_file(path)?;
         if !may_write(path) {
             return reading_connection(path);
         }
