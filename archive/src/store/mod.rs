@@ -40,6 +40,7 @@ use std::path::Path;
 
 mod backend;
 mod check;
+pub(crate) mod lab;
 mod postgres;
 mod query;
 mod row;

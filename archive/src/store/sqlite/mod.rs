@@ -42,6 +42,7 @@ use std::path::{Path, PathBuf};
 
 mod check;
 mod journal;
+mod lab;
 mod open;
 mod query;
 mod write;
