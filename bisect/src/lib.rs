@@ -28,6 +28,10 @@
 //!   a [`measurement::SlotMeasurer`]; [`schedule`] says where each goes.
 //! - [`sim`]: simulated noisy histories, the engine run over them, and a
 //!   naive bisection to compare.
+//! - [`head`]: detection at the head of a tracked branch: a change
+//!   suspected after each new point, confirmed by measuring the head and
+//!   the last point before it again as the ends are measured; [`head::sim`]
+//!   follows simulated branches with it.
 //! - [`plan`]: how many measurements and how much time a bisection will
 //!   take, from the simulator, before it runs.
 //! - [`range`]: the git side: open the repository, resolve revisions, load
@@ -103,6 +107,7 @@ pub mod engine;
 pub mod error;
 pub mod estimate;
 pub mod graph;
+pub mod head;
 pub mod journal;
 mod machine;
 pub mod measure;
