@@ -15,6 +15,7 @@ mod request;
 mod selector;
 mod site;
 mod store;
+mod views;
 mod vm;
 
 use clap::{CommandFactory, Parser};

@@ -10,6 +10,8 @@
 use crate::cli::GlobalArgs;
 use crate::exit::{Code, InputError};
 use crate::output;
+use crate::views::run::RunContext;
+use crate::views::units::Units;
 use anyhow::Context;
 use archive::store::SeriesRun;
 use archive::store::Upgrade;
@@ -148,14 +150,8 @@ pub fn store_and_print(
         global,
         || output::record(record),
         || {
-            // A run kept out of the archive says so next to its id, which
-            // `archive show` would not find.
-            let context = serde_json::json!({
-                "record": record,
-                "units": output.units,
-                "banner": output.banner,
-                "stored": output.archive,
-            });
+            let units = Units::parse(&output.units).map_err(|err| InputError(err.to_string()))?;
+            let context = RunContext::new(record, units, output.banner, output.archive);
             output::template(global, "run", &context, "the run")
         },
     )?;

@@ -1,5 +1,6 @@
 //! History through the public API: change points in git and time order,
-//! points without samples, and the template samples of `history`.
+//! and points without samples. The histories the `history` template is
+//! shown on are made in the CLI's own samples.
 
 mod support;
 
@@ -10,7 +11,7 @@ use archive::history::{
 use archive::store::SeriesRun;
 use run_record::record::{Metric, RunRecord};
 use run_record::spec::TestKind;
-use support::{Noise, check_template_sample, run};
+use support::{Noise, run};
 
 /// One run of three iterations per commit, at the given levels.
 /// The throughput series of [`records`].
@@ -114,81 +115,4 @@ fn points_without_samples_are_shown_but_not_searched() {
     assert!(history.points[6].change.is_none());
     assert!(history.points[7].change.is_some());
     assert_eq!(history.n_change_points, 1);
-}
-
-#[test]
-fn template_samples_are_current() {
-    // Throughput across commits in git order, with an 8% drop.
-    let mut levels = vec![9.41e9; 8];
-    levels.extend([9.41e9 * 0.919; 7]);
-    let runs = series(&levels, 21);
-    let points = points_in_commit_order(&commits(levels.len()), &runs);
-    let step = history(
-        &points,
-        &HistoryOptions::new(Metric::ThroughputBps, SeriesOrder::Git),
-    )
-    .unwrap();
-    assert_eq!(step.n_change_points, 1);
-    check_template_sample("history--throughput-step", &step);
-
-    // p99 latency of request/response runs in time order: up, then
-    // partly back down, with a point that has no latency samples.
-    let mut noise = Noise(8);
-    let mut latency_runs = Vec::new();
-    for (idx, level) in [
-        45.2, 45.2, 45.2, 45.2, 45.2, 45.2, 52.8, 52.8, 52.8, 52.8, 52.8, 49.1, 49.1, 49.1, 49.1,
-        49.1, 49.1,
-    ]
-    .iter()
-    .enumerate()
-    {
-        let mut record = run(
-            TestKind::UdpRr,
-            "1a2b3c4d5e6f",
-            &format!("2024-02-{:02}T06:30:00Z", idx + 1),
-            &[1e6 / level; 3],
-            false,
-        );
-        for iteration in &mut record.iterations {
-            if let Some(latency) = iteration.latency.as_mut() {
-                latency.p99_us = level * (1.0 + 0.004 * noise.next());
-            }
-        }
-        record.seal().unwrap();
-        latency_runs.push(record);
-    }
-    let latency_runs: Vec<SeriesRun> = latency_runs
-        .iter()
-        .map(|record| SeriesRun::of(record, Metric::LatencyP99Us).unwrap())
-        .collect();
-    let mut points = points_in_time_order(&latency_runs);
-    points.insert(
-        7,
-        PointRuns {
-            label: "2024-02-07T18:00:00Z".into(),
-            runs: Vec::new(),
-        },
-    );
-    let latency = history(
-        &points,
-        &HistoryOptions::new(Metric::LatencyP99Us, SeriesOrder::Time),
-    )
-    .unwrap();
-    assert_eq!(latency.n_change_points, 2, "{latency:#?}");
-    check_template_sample("history--latency-by-time", &latency);
-
-    // Extremes: 100 Gb/s, long describe labels, no change point.
-    let runs = series(&[1.0e11; 6], 4);
-    let listed = commits(6);
-    let mut points = points_in_commit_order(&listed, &runs);
-    for (idx, point) in points.iter_mut().enumerate() {
-        point.label = format!("v6.10-rc3-{:05}-g{}-dirty", 1200 + idx, &listed[idx][..12]);
-    }
-    let flat = history(
-        &points,
-        &HistoryOptions::new(Metric::ThroughputBps, SeriesOrder::Git),
-    )
-    .unwrap();
-    assert_eq!(flat.n_change_points, 0);
-    check_template_sample("history--extreme", &flat);
 }

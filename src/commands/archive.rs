@@ -5,6 +5,9 @@ use crate::cli::{ArchiveAction, ArchiveArgs, GlobalArgs, ImportArgs, RunFilterAr
 use crate::exit::{Code, InputError};
 use crate::output;
 use crate::store::{archive_location, open_archive, open_archive_read};
+use crate::views::archive_list::ArchiveListContext;
+use crate::views::run::RunContext;
+use crate::views::units::Units;
 use anyhow::Context;
 use archive::import::{self, ImportOptions};
 use archive::{Archive, RunQuery};
@@ -206,7 +209,7 @@ fn run_list(global: &GlobalArgs, filters: &RunFilterArgs) -> anyhow::Result<Code
         global,
         || output::pretty(&runs, "runs"),
         || {
-            let context = serde_json::json!({ "runs": runs });
+            let context = ArchiveListContext { runs: &runs };
             output::template(global, "archive-list", &context, "the list of runs")
         },
     )?;
@@ -229,7 +232,8 @@ fn run_show(global: &GlobalArgs, id: &str, units: &str) -> anyhow::Result<Code> 
         },
         || {
             let record = RunRecord::from_slice(&bytes).context("the stored run is not readable")?;
-            let context = serde_json::json!({ "record": record, "units": units });
+            let units = Units::parse(units).map_err(|err| InputError(err.to_string()))?;
+            let context = RunContext::new(&record, units, true, true);
             output::template(global, "run", &context, "the run")
         },
     )?;

@@ -60,6 +60,8 @@ fn test_banner(request: &bench_core::run::BenchRequest) -> String {
 #[cfg(test)]
 mod render_tests {
     use crate::render::Renderer;
+    use crate::views::run::RunContext;
+    use crate::views::units::Units;
     use bench_core::client::combine;
     use bench_core::run::summarize;
     use run_record::record::{BufferTruth, EndReport, RunRecord, SocketTruth};
@@ -147,8 +149,9 @@ mod render_tests {
     }
 
     fn render(record: &RunRecord) -> String {
+        let units = Units::parse("m").unwrap();
         let text = Renderer::new(None)
-            .render("run", &serde_json::json!({ "record": record }))
+            .render("run", &RunContext::new(record, units, true, true))
             .unwrap();
         for line in text.lines() {
             assert!(line.is_ascii() && !line.contains('\t'), "{line:?}");

@@ -5,6 +5,7 @@
 use crate::cli::{EnvArgs, GlobalArgs};
 use crate::exit::{Code, InputError};
 use crate::output;
+use crate::views::env::EnvContext;
 
 pub fn run(global: &GlobalArgs, args: &EnvArgs) -> anyhow::Result<Code> {
     if let Some(name) = &args.interface
@@ -20,7 +21,7 @@ pub fn run(global: &GlobalArgs, args: &EnvArgs) -> anyhow::Result<Code> {
         global,
         || output::pretty(&env, "the environment"),
         || {
-            let context = serde_json::json!({ "env": env });
+            let context = EnvContext { env: &env };
             output::template(global, "env", &context, "the environment")
         },
     )?;

@@ -21,6 +21,8 @@ use crate::exit::{Code, InputError};
 use crate::output;
 use crate::site;
 use crate::store::{open_archive_read, series_runs};
+use crate::views::history::HistoryContext;
+use crate::views::units::Units;
 use anyhow::Context;
 use archive::history::{
     HistoryOptions, PointRuns, SeriesOrder, history, points_in_commit_order, points_in_time_order,
@@ -108,12 +110,9 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<Code> {
         global,
         || output::pretty(&history, "the history"),
         || {
-            // Handed to the template as it is: a detour through a JSON
-            // tree would build and drop a map per point.
-            let context = HistoryContext {
-                history: &history,
-                units: &args.units.units,
-            };
+            let units =
+                Units::parse(&args.units.units).map_err(|err| InputError(err.to_string()))?;
+            let context = HistoryContext::new(&history, units);
             output::template(global, "history", &context, "the history")
         },
     )?;
@@ -134,15 +133,6 @@ fn write_svg(
     let chart = site::series::history_chart(&caption, history.order, &scale, &figures);
     let svg = site::chart::series_svg(&chart).context("failed to draw the history")?;
     site::write_file(path, svg.as_str())
-}
-
-/// The history template's data: the history and `units`, the `-f`
-/// letter of throughput.
-#[derive(serde::Serialize)]
-struct HistoryContext<'a> {
-    #[serde(flatten)]
-    history: &'a archive::history::History,
-    units: &'a str,
 }
 
 /// The runs whose spec key starts with `prefix` (all of them without

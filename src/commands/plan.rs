@@ -10,36 +10,13 @@ use crate::exit::{Code, InputError};
 use crate::output;
 use crate::request::parse_bench_spec;
 use crate::store::{missing_archive, open_archive_read};
+use crate::views::plan::{Plan, PlanContext};
 use anyhow::Context;
 use archive::RunQuery;
 use bisect::decision::DecisionConfig;
 use bisect::estimate::Estimate;
 use bisect::plan::{self, PlanInput, estimate};
 use run_record::record::Metric;
-use serde::Serialize;
-
-/// The output of `plan --json`.
-#[derive(Debug, Serialize)]
-pub struct Plan {
-    /// Test name of the spec.
-    pub test: String,
-    /// The metric a bisection of it follows.
-    pub metric: String,
-    /// Where the noise came from: `archive` or `given`.
-    pub noise_from: &'static str,
-    /// Where the seconds per run came from: `archive`, `spec` or `given`.
-    pub seconds_from: &'static str,
-    /// Archived runs of the same spec, testbed and config_key that were
-    /// read.
-    pub n_archived_runs: usize,
-    /// The config_key of those runs: the newest matching run's (`null`
-    /// when none was read).
-    pub config_key: Option<String>,
-    /// Percent of bisections a bisection aims to get right.
-    pub target_pct: f64,
-    /// The estimate.
-    pub estimate: Estimate,
-}
 
 pub fn run(global: &GlobalArgs, args: &PlanArgs) -> anyhow::Result<Code> {
     let request = parse_bench_spec(&args.test)?;
@@ -140,7 +117,7 @@ pub fn run(global: &GlobalArgs, args: &PlanArgs) -> anyhow::Result<Code> {
     output::emit(
         global,
         || output::pretty(&plan, "the plan"),
-        || output::template(global, "plan", &plan, "the plan"),
+        || output::template(global, "plan", &PlanContext::new(&plan), "the plan"),
     )?;
     Ok(if below_target && args.strict {
         Code::BelowTarget

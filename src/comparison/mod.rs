@@ -2,10 +2,10 @@
 //! (see [`crate::selector`]) side by side, group by group, with a
 //! significance verdict per metric; `--json` prints the archive's
 //! `Comparison`, the text is the `compare` template's (netperf's layout,
-//! the matrix, `--email`, see [`tables`]) or `compare-stats`.
+//! the matrix, `--email`, see [`crate::views::compare`]) or
+//! `compare-stats`.
 
 mod reproduce;
-mod tables;
 
 use crate::cli::{CompareLayout, GlobalArgs};
 use crate::exit::InputError;
@@ -16,7 +16,9 @@ use archive::compare::{CompareError, CompareOptions, Comparison, compare};
 use archive::{Archive, RunQuery};
 use run_record::spec::TestKind;
 
-use tables::{NetperfContext, short_name};
+use crate::views::compare::{CompareContext, Email, short_name};
+use crate::views::compare_stats::CompareStatsContext;
+use crate::views::units::Units;
 
 /// What to compare and how to print it.
 #[derive(Clone, Debug)]
@@ -132,19 +134,41 @@ impl Compared {
     /// The `compare` template's text (or `compare-stats`'s).
     fn text(&self, global: &GlobalArgs, args: &ComparisonRequest) -> anyhow::Result<String> {
         match args.layout {
-            CompareLayout::Stats => {
-                output::template(global, "compare-stats", &self.comparison, "the comparison")
-            }
+            CompareLayout::Stats => output::template(
+                global,
+                "compare-stats",
+                &CompareStatsContext::new(&self.comparison),
+                "the comparison",
+            ),
             CompareLayout::Netperf | CompareLayout::Matrix => {
-                let context = NetperfContext::new(
+                let units = Units::parse(&args.units).map_err(|err| InputError(err.to_string()))?;
+                let email = args.email.then(|| self.email());
+                let context = CompareContext::new(
                     &self.comparison,
                     &self.settings,
                     args.layout,
-                    &args.units,
-                    args.email.then_some(&self.side_records),
+                    units,
+                    email,
                 );
                 output::template(global, "compare", &context, "the comparison")
             }
+        }
+    }
+}
+
+impl Compared {
+    /// What `--email` adds to the text: the records of the sides, the
+    /// command that makes their experiment again, where they were made.
+    fn email(&self) -> Email<'_> {
+        let [first, second] = &self.side_records;
+        let all: Vec<&run_record::record::RunRecord> = first.iter().chain(second).collect();
+        Email {
+            side_records: &self.side_records,
+            ab_command: reproduce::ab_command(
+                [first, second],
+                [&self.comparison.first_name, &self.comparison.second_name],
+            ),
+            measured_in: reproduce::measured_in(&all),
         }
     }
 }

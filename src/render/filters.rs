@@ -1,10 +1,9 @@
 //! Filters every table needs: fixed-width alignment, consistent
 //! decimals, signed percentages, unit scaling as netperf's `-f` does it,
-//! and wrapping long labels; and [`plain`], the one way text from a
-//! record (a label, a testbed, a commit subject, a host name) reaches a
-//! terminal or a mail: control characters and non-ASCII letters escaped,
-//! so that output is ASCII and each character one column.
+//! and wrapping long labels; every text they print is [`plain`] first.
 
+use super::table::{TableRow, lay_out, unique_short_names};
+use super::text::{plain, wrap_text};
 use minijinja::value::Value;
 use minijinja::{Environment, Error, ErrorKind};
 
@@ -28,7 +27,7 @@ pub fn register(environment: &mut Environment<'static>) {
 }
 
 /// The cells of each row of a [`table`] and the set of widths it takes.
-fn table_rows(rows: &Value) -> Result<Vec<(usize, Vec<String>)>, Error> {
+fn table_rows(rows: &Value) -> Result<Vec<TableRow>, Error> {
     let mut parsed = Vec::new();
     for row in rows.try_iter()? {
         let (set, cells) = match row.get_attr("cells") {
@@ -42,7 +41,7 @@ fn table_rows(rows: &Value) -> Result<Vec<(usize, Vec<String>)>, Error> {
             _ => (0, row),
         };
         let cells: Vec<String> = cells.try_iter()?.map(|cell| text_of(&cell)).collect();
-        parsed.push((set, cells));
+        parsed.push(TableRow { set, cells });
     }
     Ok(parsed)
 }
@@ -61,16 +60,10 @@ fn widths_of(value: &Value) -> Result<Vec<i64>, Error> {
         .collect()
 }
 
-/// A whole table, laid out so that it never lies about a column: each
-/// row a list of cells (or `{"set": N, "cells": [...]}` for a row of the
-/// N-th set of widths, such as a side's CPU line under its figures; an
-/// empty row is a blank line). Widths are as [`row`]'s, the least each
-/// column takes: a column is widened to its widest cell, so a figure
-/// never pushes its row out of line. The first column, when
-/// left-aligned, names the rows and is shared by every set; when the
-/// table would be wider than `limit` it is narrowed, its names shortened
-/// each to a different name ([`unique_short_names`]), and a legend after
-/// the table gives each shortened name in full.
+/// A whole table, laid out by [`lay_out`]: each row a list of cells (or
+/// `{"set": N, "cells": [...]}` for a row of the N-th set of widths, such
+/// as a side's CPU line under its figures; an empty row is a blank line),
+/// `widths` one set of widths or a list of sets.
 pub fn table(rows: Value, widths: Value, limit: usize) -> Result<Vec<String>, Error> {
     let sets: Vec<Vec<i64>> = if widths
         .try_iter()?
@@ -85,201 +78,14 @@ pub fn table(rows: Value, widths: Value, limit: usize) -> Result<Vec<String>, Er
         vec![widths_of(&widths)?]
     };
     let rows = table_rows(&rows)?;
-    // The columns each set shows (a width of 0 hides its column).
-    let mut column_widths: Vec<Vec<usize>> = sets
-        .iter()
-        .map(|set| {
-            set.iter()
-                .map(|width| width.unsigned_abs() as usize)
-                .collect()
-        })
-        .collect();
-    for (set, cells) in &rows {
-        let Some(widths) = column_widths.get_mut(*set) else {
-            return Err(Error::new(
-                ErrorKind::InvalidOperation,
-                format!("a row of width set {set}, of {} sets", sets.len()),
-            ));
-        };
-        for (column, cell) in cells.iter().enumerate() {
-            if let Some(width) = widths.get_mut(column)
-                && *width > 0
-            {
-                *width = (*width).max(cell.len());
-            }
-        }
-    }
-    let names_left = sets.iter().all(|set| set.first().is_some_and(|w| *w < 0));
-    let line_width = |widths: &[usize], name_width: usize| -> usize {
-        let shown: Vec<usize> = widths
-            .iter()
-            .enumerate()
-            .map(|(column, width)| if column == 0 { name_width } else { *width })
-            .filter(|width| *width > 0)
-            .collect();
-        shown.iter().sum::<usize>() + shown.len().saturating_sub(1)
-    };
-    let mut name_width = column_widths
-        .iter()
-        .filter_map(|widths| widths.first().copied())
-        .max()
-        .unwrap_or(0);
-    let widest = column_widths
-        .iter()
-        .map(|widths| line_width(widths, name_width))
-        .max()
-        .unwrap_or(0);
-    let mut legend: Vec<(String, String)> = Vec::new();
-    let mut renamed: std::collections::BTreeMap<String, String> = Default::default();
-    if names_left && widest > limit {
-        let room = name_width.saturating_sub(widest - limit).max(3);
-        let names: Vec<String> = rows
-            .iter()
-            .filter_map(|(_, cells)| cells.first())
-            .filter(|name| !name.is_empty())
-            .fold(Vec::new(), |mut names, name| {
-                if !names.contains(name) {
-                    names.push(name.clone());
-                }
-                names
-            });
-        let short = unique_short_names(&names, room);
-        for (name, short) in names.iter().zip(short) {
-            if *name != short {
-                legend.push((short.clone(), name.clone()));
-            }
-            renamed.insert(name.clone(), short);
-        }
-        name_width = room;
-    }
-    let mut lines = Vec::new();
-    for (set, cells) in &rows {
-        let widths = &column_widths[*set];
-        let mut line = String::new();
-        let mut first = true;
-        for (column, cell) in cells.iter().enumerate() {
-            let Some(&width) = widths.get(column) else {
-                break;
-            };
-            let width = if column == 0 { name_width } else { width };
-            if width == 0 || sets[*set][column] == 0 {
-                continue;
-            }
-            let cell = if column == 0 {
-                renamed.get(cell).unwrap_or(cell)
-            } else {
-                cell
-            };
-            if !first {
-                line.push(' ');
-            }
-            first = false;
-            let pad = " ".repeat(width.saturating_sub(cell.len()));
-            if sets[*set][column] < 0 {
-                line.push_str(cell);
-                line.push_str(&pad);
-            } else {
-                line.push_str(&pad);
-                line.push_str(cell);
-            }
-        }
-        lines.push(line.trim_end().to_string());
-    }
-    if !legend.is_empty() {
-        lines.push(String::new());
-        for (short, name) in legend {
-            let text = format!("{short}: {name}");
-            for (idx, piece) in wrap_words(Value::from(text), limit.saturating_sub(2))
-                .into_iter()
-                .enumerate()
-            {
-                lines.push(if idx == 0 {
-                    piece
-                } else {
-                    format!("  {piece}")
-                });
-            }
-        }
-    }
-    Ok(lines)
-}
-
-/// `names` each in at most `width` columns, each different from the
-/// others where the names differ: a name that fits is kept; a longer one
-/// keeps its start and, after a `~`, as much of its end as tells it from
-/// the others (`nosg-gs~on`, `nosg-g~off`); where no such cut tells them
-/// apart, a number does (`nosg~1`).
-pub fn unique_short_names(names: &[String], width: usize) -> Vec<String> {
-    let width = width.max(3);
-    let fits = |name: &String| name.len() <= width;
-    let cut = |name: &str, suffix: usize| -> String {
-        let prefix = width - 1 - suffix;
-        format!("{}~{}", &name[..prefix], &name[name.len() - suffix..])
-    };
-    let all_apart = |short: &[String]| {
-        short.iter().enumerate().all(|(idx, name)| {
-            short
-                .iter()
-                .enumerate()
-                .all(|(other_idx, other)| idx == other_idx || name != other)
-        })
-    };
-    for suffix in 0..width - 1 {
-        let short: Vec<String> = names
-            .iter()
-            .map(|name| {
-                if fits(name) {
-                    name.clone()
-                } else {
-                    cut(name, suffix.min(name.len() - (width - 1 - suffix)))
-                }
-            })
-            .collect();
-        if all_apart(&short) {
-            return short;
-        }
-    }
-    let digits = names.len().to_string().len();
-    names
-        .iter()
-        .enumerate()
-        .map(|(idx, name)| {
-            if fits(name) {
-                name.clone()
-            } else {
-                let prefix = width.saturating_sub(1 + digits).max(1).min(name.len());
-                format!("{}~{}", &name[..prefix], idx + 1)
-            }
-        })
-        .collect()
+    lay_out(&rows, &sets, limit)
+        .map_err(|err| Error::new(ErrorKind::InvalidOperation, err.to_string()))
 }
 
 /// The filter of [`unique_short_names`], for names that head columns.
 pub fn short_names(names: Value, width: usize) -> Result<Vec<String>, Error> {
     let names: Vec<String> = names.try_iter()?.map(|name| text_of(&name)).collect();
     Ok(unique_short_names(&names, width))
-}
-
-/// `text` as it is printed: every control character escaped (`\n`,
-/// `\t`, `\r`, else `\x1b`) and every character beyond ASCII as
-/// `\u{e9}`. Printable ASCII is kept, the backslash too, so that plain
-/// text of plain text is the same text.
-pub fn plain(text: &str) -> std::borrow::Cow<'_, str> {
-    if text.bytes().all(|byte| (0x20..0x7f).contains(&byte)) {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            ' '..='~' => out.push(c),
-            c if c.is_ascii() => out.push_str(&format!("\\x{:02x}", u32::from(c))),
-            c => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
-        }
-    }
-    std::borrow::Cow::Owned(out)
 }
 
 /// The columns a value takes when printed: its [`plain`] characters
@@ -463,27 +269,7 @@ pub(crate) fn netperf_divisor(letter: &str) -> Result<f64, Error> {
 /// longer than `width` (a label of 150 characters) is cut into pieces of
 /// `width`, so that no line is wider.
 pub fn wrap_words(value: Value, width: usize) -> Vec<String> {
-    let width = width.max(1);
-    let mut lines = Vec::new();
-    let mut line = String::new();
-    for word in text_of(&value).split_whitespace() {
-        if !line.is_empty() && line.len() + 1 + word.len() > width {
-            lines.push(std::mem::take(&mut line));
-        }
-        if !line.is_empty() {
-            line.push(' ');
-        }
-        line.push_str(word);
-        // Text of `text_of` is ASCII: a byte is a column.
-        while line.len() > width {
-            let rest = line.split_off(width);
-            lines.push(std::mem::replace(&mut line, rest));
-        }
-    }
-    if !line.is_empty() {
-        lines.push(line);
-    }
-    lines
+    wrap_text(&text_of(&value), width)
 }
 
 /// Splits a shell command into lines of at most `width` columns, only
@@ -550,6 +336,6 @@ pub fn wrap_command(value: Value, width: usize) -> Vec<String> {
         .collect()
 }
 
-mod history;
+pub mod history;
 #[cfg(test)]
 mod tests;

@@ -1,16 +1,20 @@
-//! The render layer: every table a human reads is a minijinja template.
+//! The render layer: every text a human reads is a minijinja template.
 //!
 //! Built-in templates live in `templates/NAME.j2` at the root of the
 //! repository and are embedded in the binary; `--template-dir DIR` (or
 //! `NETBISECT_TEMPLATE_DIR`) overrides any of them by name with
-//! `DIR/NAME.j2`. Libraries hand over plain serialisable data; layout,
-//! units and words are the templates' business, helped by the filters in
-//! [`filters`].
+//! `DIR/NAME.j2`. A template is given its context (`crate::views`: the
+//! data, and the tables and figures Rust laid out of it) and
+//! [`CONTEXT_VERSION`] as `context_version`; its words are its own,
+//! helped by the filters in [`filters`] and the table layout of
+//! [`table`].
 
 pub mod filters;
 pub mod html;
 #[cfg(test)]
 mod rules;
+pub mod table;
+pub mod text;
 
 use minijinja::{AutoEscape, Environment, UndefinedBehavior};
 use serde::Serialize;
@@ -41,6 +45,13 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../templates/bisect-status.j2"),
     ),
 ];
+
+/// The version of the contexts templates are given, which a template
+/// reads as `context_version`: raised when a member of a context is
+/// removed, renamed or changes meaning (a new member keeps it), so that a
+/// user's template in `--template-dir` can tell the shape it was written
+/// for. 1 is every release before the member existed.
+pub const CONTEXT_VERSION: u32 = 2;
 
 /// File name extension of templates.
 pub const EXTENSION: &str = "j2";
@@ -99,7 +110,7 @@ impl Renderer {
             let text = if value.is_safe() {
                 std::borrow::Cow::Borrowed(text.as_str())
             } else {
-                filters::plain(&text)
+                text::plain(&text)
             };
             out.write_str(&text).map_err(|err| {
                 minijinja::Error::new(minijinja::ErrorKind::WriteFailure, err.to_string())
@@ -142,7 +153,8 @@ impl Renderer {
             .ok_or_else(|| RenderError::Unknown(name.to_string()))
     }
 
-    /// Renders template `name` over `data`.
+    /// Renders template `name` over `data`, with [`CONTEXT_VERSION`] as
+    /// `context_version`.
     pub fn render<T: Serialize>(&mut self, name: &str, data: &T) -> Result<String, RenderError> {
         let (source, origin) = self.source(name)?;
         let describe = |err: minijinja::Error| {
@@ -160,9 +172,11 @@ impl Renderer {
             .add_template_owned(name.to_string(), source)
             .map_err(describe)?;
         let template = self.environment.get_template(name).map_err(describe)?;
-        template
-            .render(minijinja::Value::from(minijinja::value::Serde(data)))
-            .map_err(describe)
+        let context = minijinja::context! {
+            context_version => CONTEXT_VERSION,
+            ..minijinja::Value::from(minijinja::value::Serde(data))
+        };
+        template.render(context).map_err(describe)
     }
 }
 
@@ -179,6 +193,16 @@ mod tests {
             .render("hello", &serde_json::json!({"n": 1.5}))
             .unwrap();
         assert_eq!(text, "n=1.50\n");
+
+        std::fs::write(
+            dir.path().join("version.j2"),
+            "{{ context_version }} {{ n }}\n",
+        )
+        .unwrap();
+        let text = renderer
+            .render("version", &serde_json::json!({"n": 1}))
+            .unwrap();
+        assert_eq!(text, format!("{CONTEXT_VERSION} 1\n"));
 
         std::fs::write(dir.path().join("broken.j2"), "ok\n{% if %}\n").unwrap();
         let err = renderer

@@ -1,10 +1,12 @@
 //! The rules every built-in template obeys, checked over sample data:
-//! ASCII only, no tabs, no trailing spaces, at most 80 columns. Each
-//! template has sample contexts in `tests/data/template-samples/`, named
-//! `TEMPLATE--CASE.json` (representative data, long names, extreme
-//! numbers); the rendered text of each is pinned with an insta snapshot.
+//! ASCII only, no tabs, no trailing spaces, at most 80 columns. The
+//! samples are made from typed values by [`crate::views::samples`]; the
+//! rendered text of each is pinned with an insta snapshot, and its
+//! context is committed as JSON in `tests/data/template-samples/`, named
+//! `TEMPLATE--CASE.json`.
 
-use super::{BUILTIN, Renderer};
+use super::BUILTIN;
+use crate::views::samples;
 use std::path::PathBuf;
 
 /// Widest line a rendered table may have.
@@ -12,26 +14,6 @@ const MAX_COLUMNS: usize = 80;
 
 fn samples_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/template-samples")
-}
-
-/// Every sample as (template name, case name, data).
-fn samples() -> Vec<(String, String, serde_json::Value)> {
-    let mut found = Vec::new();
-    let entries = std::fs::read_dir(samples_dir()).expect("sample directory exists");
-    for entry in entries {
-        let path = entry.expect("readable entry").path();
-        let Some(stem) = path.file_stem().and_then(|s| s.to_str()) else {
-            continue;
-        };
-        let Some((template, case)) = stem.split_once("--") else {
-            panic!("sample {stem} is not named TEMPLATE--CASE.json");
-        };
-        let text = std::fs::read_to_string(&path).expect("readable sample");
-        let data = serde_json::from_str(&text).expect("sample is JSON");
-        found.push((template.to_string(), case.to_string(), data));
-    }
-    found.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
-    found
 }
 
 /// The rule violations of `text`, one message per offending line.
@@ -60,29 +42,64 @@ pub fn violations(text: &str) -> Vec<String> {
 
 #[test]
 fn every_builtin_template_has_samples() {
-    let samples = samples();
+    let samples = samples::all();
     for (name, _) in BUILTIN {
         assert!(
-            samples.iter().any(|(template, _, _)| template == name),
-            "template {name} has no sample in tests/data/template-samples"
+            samples.iter().any(|sample| sample.template == *name),
+            "template {name} has no sample in views::samples"
         );
     }
 }
 
 #[test]
 fn builtin_templates_obey_the_mailing_list_rules() {
-    let mut renderer = Renderer::new(None);
-    for (template, case, data) in samples() {
-        let text = renderer
-            .render(&template, &data)
-            .unwrap_or_else(|err| panic!("{template}--{case}: {err}"));
+    for sample in samples::all() {
+        let name = sample.name();
+        let text = sample.text.unwrap_or_else(|err| panic!("{name}: {err}"));
         let problems = violations(&text);
         assert!(
             problems.is_empty(),
-            "{template}--{case}:\n{}\n{text}",
+            "{name}:\n{}\n{text}",
             problems.join("\n")
         );
-        insta::assert_snapshot!(format!("{template}--{case}"), text);
+        insta::assert_snapshot!(name, text);
+    }
+}
+
+/// The committed JSON of every sample is what its typed context
+/// serialises to, and every committed file is a sample's: a context that
+/// changes shape changes its samples in review. With
+/// `NETBISECT_UPDATE_SAMPLES` set, the files are rewritten instead.
+#[test]
+fn committed_samples_are_the_typed_contexts() {
+    let samples = samples::all();
+    let update = std::env::var_os("NETBISECT_UPDATE_SAMPLES").is_some();
+    let mut stale = Vec::new();
+    for sample in &samples {
+        let path = samples_dir().join(format!("{}.json", sample.name()));
+        if update {
+            std::fs::write(&path, &sample.json).expect("the sample directory is writable");
+        } else if std::fs::read_to_string(&path).ok().as_deref() != Some(sample.json.as_str()) {
+            stale.push(sample.name());
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "stale samples (rerun with NETBISECT_UPDATE_SAMPLES=1, then review): {}",
+        stale.join(", ")
+    );
+    let entries = std::fs::read_dir(samples_dir()).expect("sample directory exists");
+    for entry in entries {
+        let path = entry.expect("readable entry").path();
+        let stem = path
+            .file_stem()
+            .and_then(|stem| stem.to_str())
+            .unwrap_or("");
+        assert!(
+            samples.iter().any(|sample| sample.name() == stem),
+            "{} is no sample's context: remove it",
+            path.display()
+        );
     }
 }
 

@@ -1,9 +1,11 @@
 //! What the tests of every crate build the same way: run records
-//! ([`record::RecordBuilder`]) and git repositories with a fixed author and
-//! time ([`git::GitRepo`]), a PostgreSQL server of their own
-//! ([`postgres::Cluster`]), and the one way a test gives up where it
-//! cannot run ([`skip::skip`], a failure under `NETBISECT_SLOW_TESTS=1`).
-//! A dev-dependency only: no production code links it.
+//! ([`record::RecordBuilder`], [`record::sampled_run`]), samples scattered
+//! the same way on every machine ([`noise::Noise`]), git repositories with
+//! a fixed author and time ([`git::GitRepo`]), a PostgreSQL server of
+//! their own ([`postgres::Cluster`]), and the one way a test gives up
+//! where it cannot run ([`skip::skip`], a failure under
+//! `NETBISECT_SLOW_TESTS=1`). A dev-dependency only: no production code
+//! links it.
 //!
 //! ```
 //! use test_fixtures::record::RecordBuilder;
@@ -24,6 +26,7 @@
 #![deny(missing_docs)]
 
 pub mod git;
+pub mod noise;
 pub mod postgres;
 pub mod record;
 pub mod skip;

@@ -7,7 +7,8 @@
 //! the record further.
 
 use run_record::record::{
-    Endpoint, Environments, Iteration, LatencyFigures, RunRecord, Source, Spread, Subject, Summary,
+    CpuFigures, Endpoint, Environments, Iteration, LatencyFigures, RunRecord, Source, Spread,
+    Subject, Summary,
 };
 use run_record::spec::{RunSpec, TestKind};
 
@@ -254,6 +255,33 @@ impl RecordBuilder {
             .unwrap_or_else(|err| panic!("a test record does not seal: {err}"));
         record
     }
+}
+
+/// A sealed run of `test` at `commit` whose iterations carry `samples`
+/// as the primary metric ([`RecordBuilder::samples`]), with an empty
+/// summary, as comparisons and histories read runs. Runs with `cpu` get
+/// a local service demand of 1000 / sample.
+pub fn sampled_run(
+    test: TestKind,
+    commit: &str,
+    started_at: &str,
+    samples: &[f64],
+    cpu: bool,
+) -> RunRecord {
+    RecordBuilder::new(test)
+        .spec_with(|spec| spec.local_cpu = cpu)
+        .started_at(started_at)
+        .finished_at(started_at)
+        .commit(commit)
+        .samples(samples)
+        .each_iteration(|idx, iteration| {
+            iteration.cpu = cpu.then(|| CpuFigures {
+                local_service_demand: Some(1000.0 / samples[idx]),
+                ..CpuFigures::default()
+            });
+        })
+        .summary(Summary::default())
+        .build()
 }
 
 /// Canonical bytes of `records`, one a line, as `archive import` and

@@ -2,105 +2,17 @@
 //! handed to the archive as it finishes, then a sweep table (template
 //! `sweep`), or with `--json` the records as JSON lines.
 //!
-//! # The sweep table's data
-//!
-//! The template receives a [`SweepTable`]: the test, the swept parameter
-//! (`send_size` or `request_response`), what the runs share (host,
-//! address family, duration, socket buffers, receive size), the subject,
-//! and one [`SweepRow`] per finished size. `ops_per_s` is transactions
-//! per second for request/response tests and, for stream tests, messages
-//! of the swept size delivered per second (throughput / 8 / size).
-//! Absent CPU figures are `null`. `stopped` is set when a size failed.
+//! The table's data is [`crate::views::sweep::SweepTable`].
 
 use crate::cli::GlobalArgs;
-use crate::exit::Code;
+use crate::exit::{Code, InputError};
 use crate::output;
 use crate::request::{BenchInvocation, SizeSweep};
 use crate::store::{store_run, warn_of_refused_settings};
+use crate::views::sweep::{Stopped, SweepContext, SweepTable, sweep_table};
+use crate::views::units::Units;
 use bench_core::run::{BenchRequest, bench};
-use run_record::record::{Metric, RunRecord};
-use run_record::spec::{AddressFamily, RunSpec, SweepParameter, TestKind};
-use serde::Serialize;
-
-/// What the `sweep` template renders.
-#[derive(Debug, Serialize)]
-pub struct SweepTable {
-    /// The test every run ran.
-    pub test: TestKind,
-    /// `send_size` or `request_response`.
-    pub parameter: &'static str,
-    /// The remote end, as the first record names it.
-    pub host: String,
-    /// Address family of the data connections.
-    pub family: AddressFamily,
-    /// Length of one iteration, seconds.
-    pub duration_s: f64,
-    /// Requested local socket buffer; `null` when left to the kernel.
-    pub local_socket_buffer_bytes: Option<u32>,
-    /// Requested remote socket buffer.
-    pub remote_socket_buffer_bytes: Option<u32>,
-    /// Bytes per receive of stream tests.
-    pub recv_size_bytes: u32,
-    /// The other options off netperf's defaults that every run shares, as
-    /// a title names them (`-c`, `-C`, `-b 4`, `nodelay`, `flows 2`): all
-    /// but the length, the sizes swept and the socket buffers, which the
-    /// table says itself.
-    pub options: Vec<String>,
-    /// Commit under test.
-    pub commit: Option<String>,
-    /// Label of the runs.
-    pub label: Option<String>,
-    /// Testbed name.
-    pub testbed: String,
-    /// Sizes the sweep was asked for.
-    pub n_sizes: usize,
-    /// True when some run has more than one iteration (figures are means).
-    pub multiple_iterations: bool,
-    /// Where the sweep stopped, when a size failed.
-    pub stopped: Option<Stopped>,
-    /// One row per finished size, in the order run.
-    pub rows: Vec<SweepRow>,
-}
-
-/// The size at which a sweep failed.
-#[derive(Debug, Serialize)]
-pub struct Stopped {
-    /// Position of the failed size, from 1.
-    pub at: usize,
-    /// The failed size as options (`-m 900`).
-    pub size: String,
-}
-
-/// One finished size.
-#[derive(Debug, Serialize)]
-pub struct SweepRow {
-    /// Bytes per send (send-size sweeps).
-    pub size_bytes: Option<u32>,
-    /// Request size (request/response sweeps).
-    pub request_bytes: Option<u32>,
-    /// Response size (request/response sweeps).
-    pub response_bytes: Option<u32>,
-    /// Transactions or delivered messages per second.
-    pub ops_per_s: f64,
-    /// Mean throughput, bits per second.
-    pub throughput_bps: f64,
-    /// Local CPU utilisation, percent.
-    pub local_cpu_pct: Option<f64>,
-    /// Remote CPU utilisation, percent.
-    pub remote_cpu_pct: Option<f64>,
-    /// Local service demand (us/KB for streams, us/Tran for RR).
-    pub local_service_demand: Option<f64>,
-    /// Remote service demand.
-    pub remote_service_demand: Option<f64>,
-    /// With `-I`: the half width of the interval reached, percent.
-    pub confidence_half_width_pct: Option<f64>,
-    /// With `-I`: the half width asked, percent.
-    pub confidence_target_half_width_pct: Option<f64>,
-    /// True when the run missed its `-I` interval (netperf's `!!!`).
-    pub confidence_missed: bool,
-    /// The record's id.
-    pub run_id: String,
-}
+use run_record::record::RunRecord;
 
 /// Runs `bench --sweep`, checked already: one run per size; stops at the
 /// first size that fails.
@@ -184,186 +96,16 @@ fn stop_message(stopped: &Stopped, n_sizes: usize, n_finished: usize, no_archive
     }
 }
 
-/// What the `sweep` template is given: the table and netperf's -f unit.
-#[derive(Serialize)]
-struct SweepContext<'a> {
-    #[serde(flatten)]
-    table: &'a SweepTable,
-    units: &'a str,
-}
-
 fn print_table(global: &GlobalArgs, units: &str, table: SweepTable) -> anyhow::Result<()> {
-    let context = SweepContext {
-        table: &table,
-        units,
-    };
+    let units = Units::parse(units).map_err(|err| InputError(err.to_string()))?;
+    let context = SweepContext::new(&table, units);
     let text = output::template(global, "sweep", &context, "the sweep")?;
     output::write_stdout(text.as_bytes())
-}
-
-/// The table over `records`, the finished runs of a sweep of `n_sizes`
-/// sizes whose shared settings are those of `base`.
-pub fn sweep_table(
-    base: &RunSpec,
-    parameter: &SweepParameter,
-    records: &[RunRecord],
-    n_sizes: usize,
-) -> SweepTable {
-    let first = records.first();
-    SweepTable {
-        test: base.test,
-        parameter: match parameter {
-            SweepParameter::SendSize => "send_size",
-            SweepParameter::RequestResponseSize => "request_response",
-        },
-        host: first.map_or_else(String::new, |record| record.endpoint.host.clone()),
-        family: base.family,
-        duration_s: base.duration_s,
-        local_socket_buffer_bytes: base.local_socket_buffer_bytes,
-        remote_socket_buffer_bytes: base.remote_socket_buffer_bytes,
-        recv_size_bytes: base.recv_size_bytes,
-        options: archive::figures::spec_options(base)
-            .into_iter()
-            .map(|option| option.title)
-            .filter(|title| {
-                let flag = title.split(' ').next().unwrap_or_default();
-                !matches!(flag, "-l" | "-m" | "-M" | "-r" | "-s" | "-S" | "granted")
-            })
-            .collect(),
-        commit: first.and_then(|record| record.subject.commit.clone()),
-        label: first.and_then(|record| record.subject.label.clone()),
-        testbed: first.map_or_else(String::new, |record| record.testbed.clone()),
-        n_sizes,
-        multiple_iterations: records.iter().any(|record| record.summary.n_iterations > 1),
-        stopped: None,
-        rows: records
-            .iter()
-            .map(|record| sweep_row(parameter, record))
-            .collect(),
-    }
-}
-
-fn sweep_row(parameter: &SweepParameter, record: &RunRecord) -> SweepRow {
-    let spec = &record.spec;
-    let summary = &record.summary;
-    let throughput_bps = summary.throughput_bps.mean;
-    let (size_bytes, request_bytes, response_bytes, ops_per_s) = match parameter {
-        SweepParameter::SendSize => {
-            let bits_per_message = 8.0 * f64::from(spec.send_size_bytes.max(1));
-            (
-                Some(spec.send_size_bytes),
-                None,
-                None,
-                throughput_bps / bits_per_message,
-            )
-        }
-        SweepParameter::RequestResponseSize => (
-            None,
-            Some(spec.request_size_bytes),
-            Some(spec.response_size_bytes),
-            summary
-                .transaction_rate
-                .as_ref()
-                .map_or(0.0, |rate| rate.mean),
-        ),
-    };
-    let cpu = summary.cpu.as_ref();
-    SweepRow {
-        size_bytes,
-        request_bytes,
-        response_bytes,
-        ops_per_s,
-        throughput_bps,
-        local_cpu_pct: cpu.and_then(|cpu| cpu.local_util_pct),
-        remote_cpu_pct: cpu.and_then(|cpu| cpu.remote_util_pct),
-        // The mean of the iterations' own demands, as compare takes it.
-        local_service_demand: bench_core::cpu::mean_service_demand(
-            record
-                .samples(Metric::LocalServiceDemand)
-                .into_iter()
-                .map(Some),
-        )
-        .or_else(|| cpu.and_then(|cpu| cpu.local_service_demand)),
-        remote_service_demand: bench_core::cpu::mean_service_demand(
-            record
-                .samples(Metric::RemoteServiceDemand)
-                .into_iter()
-                .map(Some),
-        )
-        .or_else(|| cpu.and_then(|cpu| cpu.remote_service_demand)),
-        confidence_half_width_pct: summary
-            .confidence
-            .as_ref()
-            .map(|confidence| confidence.width_pct / 2.0),
-        confidence_target_half_width_pct: summary
-            .confidence
-            .as_ref()
-            .map(|confidence| confidence.target_width_pct / 2.0),
-        confidence_missed: summary
-            .confidence
-            .as_ref()
-            .is_some_and(|confidence| !confidence.met),
-        run_id: record.id.clone(),
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::Renderer;
-
-    fn fixture() -> RunRecord {
-        let bytes = include_bytes!("../../../run-record/tests/data/record-fixture.json");
-        RunRecord::from_slice(bytes).unwrap()
-    }
-
-    #[test]
-    fn rows_carry_rates_and_cpu_of_each_record() {
-        let rr = fixture();
-        let table = sweep_table(
-            &rr.spec,
-            &SweepParameter::RequestResponseSize,
-            std::slice::from_ref(&rr),
-            2,
-        );
-        assert_eq!(table.parameter, "request_response");
-        assert!(table.multiple_iterations);
-        let row = &table.rows[0];
-        assert_eq!(
-            (row.request_bytes, row.response_bytes),
-            (Some(64), Some(64))
-        );
-        assert_eq!(row.size_bytes, None);
-        assert_eq!(
-            row.ops_per_s,
-            rr.summary.transaction_rate.as_ref().unwrap().mean
-        );
-        assert_eq!(row.local_cpu_pct, Some(12.5));
-        assert_eq!(row.remote_service_demand, Some(28.5));
-        assert_eq!(row.run_id, rr.id);
-
-        let mut stream = rr.clone();
-        stream.spec.test = TestKind::TcpStream;
-        stream.spec.send_size_bytes = 1000;
-        stream.summary.cpu = None;
-        stream.summary.throughput_bps.mean = 8e9;
-        let table = sweep_table(
-            &stream.spec,
-            &SweepParameter::SendSize,
-            std::slice::from_ref(&stream),
-            1,
-        );
-        let row = &table.rows[0];
-        assert_eq!(row.size_bytes, Some(1000));
-        assert_eq!(row.ops_per_s, 1e6);
-        assert_eq!(row.local_cpu_pct, None);
-
-        let text = Renderer::new(None).render("sweep", &table).unwrap();
-        assert!(
-            text.contains("    1000  1000000.00      8000.00       -"),
-            "{text}"
-        );
-    }
 
     #[test]
     fn the_stop_message_says_what_became_of_finished_runs() {

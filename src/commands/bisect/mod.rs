@@ -13,7 +13,7 @@
 //! # JSON
 //!
 //! `start --json` and `status --json` print a `netbisect.bisect-status/1`
-//! document ([`status::StatusDoc`]); `run --json` and `report --json` print
+//! document ([`crate::views::bisect_status::StatusDoc`]); `run --json` and `report --json` print
 //! bisect's report (`netbisect.bisect/1`) or refusal
 //! (`netbisect.bisect-refusal/1`).
 //!

@@ -10,6 +10,7 @@
 
 use crate::cli::GlobalArgs;
 use crate::progress::Reporter;
+use crate::views::bisection::duration;
 use bisect::ends::EndsWait;
 use bisect::estimate::Estimate;
 use bisect::progress::{EndsProgress, Phase, Progress};
@@ -168,18 +169,6 @@ pub fn rest_of(estimate: &Estimate) -> String {
         text.push_str(&format!(", {} at once", estimate.jobs));
     }
     text
-}
-
-/// Seconds as `plan` prints them: seconds, minutes from 2 min, hours
-/// from 2 h.
-fn duration(seconds: f64) -> String {
-    if seconds >= 7200.0 {
-        format!("{:.1} h", seconds / 3600.0)
-    } else if seconds >= 120.0 {
-        format!("{:.1} min", seconds / 60.0)
-    } else {
-        format!("{seconds:.1} s")
-    }
 }
 
 #[cfg(test)]

@@ -9,11 +9,11 @@ use super::wiring;
 use crate::cli::{BisectReportArgs, GlobalArgs};
 use crate::exit::Code;
 use crate::output;
+use crate::views::bisect_report::ReportContext;
 use archive::{Archive, RunQuery};
 use bisect::decision::DecisionConfig;
 use bisect::report::Outcome;
 use run_record::record::RunRecord;
-use serde::Serialize;
 
 pub(super) fn report(global: &GlobalArgs, args: &BisectReportArgs) -> anyhow::Result<Code> {
     let loaded = load(global, args.repo.repo.as_deref())?;
@@ -45,33 +45,6 @@ pub(super) fn report(global: &GlobalArgs, args: &BisectReportArgs) -> anyhow::Re
              `netbisect bisect status` shows where it is",
         )),
     }
-}
-
-/// One line of the environment summary.
-#[derive(Debug, Serialize)]
-struct EnvLine {
-    key: &'static str,
-    value: String,
-}
-
-/// What the `bisect-report` template is given.
-#[derive(Debug, Serialize)]
-struct ReportContext<'a> {
-    /// `report` or `refusal`.
-    kind: &'static str,
-    report: Option<&'a bisect::report::BisectReport>,
-    refusal: Option<&'a bisect::report::Refusal>,
-    /// The test spec of the good end's first run, when archived.
-    spec: Option<run_record::spec::RunSpec>,
-    /// The good revision as given.
-    good_rev: &'a str,
-    /// The bad revision as given.
-    bad_rev: &'a str,
-    /// The commands that reproduce the bisection, as shell lines.
-    reproduce: Vec<String>,
-    environment: Vec<EnvLine>,
-    /// True when the change is for the worse in the metric's direction.
-    is_regression: bool,
 }
 
 fn quote(text: &str) -> String {
@@ -304,46 +277,6 @@ fn record_like(archive: &Archive, commit: &str, like: &RunRecord) -> Option<RunR
         .find(|record| record.spec == like.spec && record.testbed == like.testbed)
 }
 
-fn environment(good: Option<&RunRecord>, bad: Option<&RunRecord>) -> Vec<EnvLine> {
-    let mut lines = Vec::new();
-    let Some(first) = good.or(bad) else {
-        return lines;
-    };
-    lines.push(EnvLine {
-        key: "testbed",
-        value: first.testbed.clone(),
-    });
-    let local = &first.env.local;
-    if let Some(model) = &local.cpu_model {
-        let count = local.cpu_count.map_or(String::new(), |n| format!("{n} x "));
-        lines.push(EnvLine {
-            key: "cpu",
-            value: format!("{count}{model}"),
-        });
-    }
-    if let Some(governor) = &local.governor {
-        lines.push(EnvLine {
-            key: "governor",
-            value: governor.clone(),
-        });
-    }
-    if let Some(cc) = local.sysctls.get("net.ipv4.tcp_congestion_control") {
-        lines.push(EnvLine {
-            key: "congestion",
-            value: cc.clone(),
-        });
-    }
-    for (key, record) in [("kernel (good)", good), ("kernel (bad)", bad)] {
-        if let Some(release) = record.and_then(|record| record.env.local.kernel_release.clone()) {
-            lines.push(EnvLine {
-                key,
-                value: release,
-            });
-        }
-    }
-    lines
-}
-
 /// Prints the end of a bisection; the spec and the environment shown come
 /// from runs under `config_key`, so that runs of another test archived for
 /// the same commits never name the report.
@@ -353,14 +286,13 @@ pub(super) fn print_outcome(
     config_key: Option<&str>,
     outcome: &Outcome,
 ) -> anyhow::Result<Code> {
-    let (report, refusal, code) = match outcome {
-        Outcome::Finished(report) => (Some(report), None, Code::Ok),
-        Outcome::Refused(refusal) => (None, Some(refusal), Code::Refused),
+    let code = match outcome {
+        Outcome::Finished(_) => Code::Ok,
+        Outcome::Refused(_) => Code::Refused,
     };
-    let json = || match (report, refusal) {
-        (Some(report), _) => output::line(report, "the report"),
-        (_, Some(refusal)) => output::line(refusal, "the report"),
-        _ => Ok(b"\n".to_vec()),
+    let json = || match outcome {
+        Outcome::Finished(report) => output::line(report, "the report"),
+        Outcome::Refused(refusal) => output::line(refusal, "the report"),
     };
     let text = || {
         let good = first_record(&loaded.archive, &loaded.spec.good, config_key);
@@ -368,24 +300,12 @@ pub(super) fn print_outcome(
             good.as_ref()
                 .and_then(|good| record_like(&loaded.archive, &loaded.spec.bad, good))
         });
-        let context = ReportContext {
-            kind: if report.is_some() {
-                "report"
-            } else {
-                "refusal"
-            },
-            report,
-            refusal,
-            spec: good
-                .as_ref()
-                .or(bad.as_ref())
-                .map(|record| record.spec.clone()),
-            good_rev: &loaded.spec.good_rev,
-            bad_rev: &loaded.spec.bad_rev,
-            reproduce: reproduce(&loaded.spec),
-            environment: environment(good.as_ref(), bad.as_ref()),
-            is_regression: report.is_some_and(|report| report.is_regression()),
-        };
+        let context = ReportContext::new(
+            outcome,
+            [good.as_ref(), bad.as_ref()],
+            [&loaded.spec.good_rev, &loaded.spec.bad_rev],
+            reproduce(&loaded.spec),
+        );
         output::template(global, "bisect-report", &context, "the report")
     };
     output::emit(global, json, text)?;

@@ -2,61 +2,17 @@
 //! from its journal without measuring; `start` prints the same status.
 //!
 //! `status --json` prints a `netbisect.bisect-status/1` document
-//! ([`StatusDoc`]).
+//! ([`crate::views::bisect_status::StatusDoc`]).
 
 use super::session::{Loaded, SessionSpec, load, status_of};
 use crate::cli::{BisectRepoArgs, GlobalArgs};
 use crate::exit::Code;
 use crate::output;
+use crate::views::bisect_status::{STATUS_SCHEMA, StatusContext, StatusDoc};
 use archive::journal::BisectSession;
-use bisect::estimate::Estimate;
 use bisect::graph::{CommitGraph, CommitInfo};
-use bisect::progress::{Phase, Status};
-use bisect::report::Outcome;
-use bisect::report::{BisectResult, StepReport};
-use serde::Serialize;
-
-/// Schema of [`StatusDoc`].
-const STATUS_SCHEMA: &str = "netbisect.bisect-status/1";
-/// Where a bisection stands, for `status --json`.
-#[derive(Debug, Serialize)]
-pub struct StatusDoc {
-    /// Always [`STATUS_SCHEMA`].
-    pub schema: &'static str,
-    /// Session id.
-    pub session: i64,
-    /// The repository.
-    pub repo: String,
-    /// Good end.
-    pub good: CommitInfo,
-    /// Bad end.
-    pub bad: CommitInfo,
-    /// Commits in the range.
-    pub n_commits: u32,
-    /// Metric bisected on.
-    pub metric: String,
-    /// Where the bisection is.
-    pub phase: Phase,
-    /// `running`, `first_bad`, `range` or `refused`.
-    pub state: &'static str,
-    /// The commit measured next.
-    pub next_commit: Option<CommitInfo>,
-    /// Its samples so far.
-    pub next_n_samples: u32,
-    /// Commits that may still be the culprit.
-    pub candidates_left: u32,
-    /// Estimated steps left.
-    pub est_steps_left: u32,
-    /// Samples taken so far, archived ones included.
-    pub n_measurements: u32,
-    /// Events in the journal.
-    pub n_events: u64,
-    /// Steps classified so far.
-    pub steps: Vec<StepReport>,
-    /// What the rest was estimated to take once the ends were measured
-    /// (`null` before, or when the ends gave no usable step).
-    pub estimate: Option<Estimate>,
-}
+use bisect::progress::Status;
+use bisect::report::{BisectResult, Outcome};
 
 pub(super) fn status(global: &GlobalArgs, args: &BisectRepoArgs) -> anyhow::Result<Code> {
     let loaded = load(global, args.repo.as_deref())?;
@@ -111,7 +67,10 @@ pub(super) fn print_status(
     output::emit(
         global,
         || output::line(&doc, "the status"),
-        || output::template(global, "bisect-status", &doc, "the status"),
+        || {
+            let context = StatusContext::new(&doc);
+            output::template(global, "bisect-status", &context, "the status")
+        },
     )
 }
 

@@ -1,10 +1,12 @@
-//! `history_rows`: the rows of `history`'s table, laid out in one call.
+//! The rows of `history`'s table, laid out in one call: [`rows_of`],
+//! which the history's view calls, and the `history_rows` filter, which
+//! gives a template of a user the same from the history's JSON.
 //!
 //! A history has a row per commit, or per run in time order: thousands
 //! of them. Laid out by the template, each row took a dozen filter
 //! calls and a 5000-run history spent more time in the template than in
 //! reading the archive. The template keeps the title, the header and
-//! the legend, written with the widths this filter returns.
+//! the legend, written with the widths of the rows.
 //!
 //! The layout: label, samples, mean, spread, bar, marker. Labels longer
 //! than 40 columns are cut (`...`); the bar takes what is left of 80
@@ -30,29 +32,49 @@ const MIN_BAR_BESIDE_MARKER: usize = 8;
 const LINE_WIDTH: usize = 80;
 
 /// What the template needs of the laid-out rows.
-#[derive(Serialize)]
-struct HistoryRows {
+#[derive(Debug, Serialize)]
+pub struct HistoryRows {
     /// The label column's header: `commit` or `time`.
-    label_header: &'static str,
+    pub label_header: &'static str,
     /// Columns of the label column.
-    label_width: usize,
+    pub label_width: usize,
     /// Columns before the bar (label to spread, and the gap after it).
-    fixed_width: usize,
+    pub fixed_width: usize,
     /// Columns of the longest bar.
-    bar_width: usize,
+    pub bar_width: usize,
     /// The lines of the rows, in order (a marker on a line of its own
     /// after its row).
-    lines: Vec<String>,
+    pub lines: Vec<String>,
 }
 
-/// One point as this filter reads it from the history's JSON.
-struct Point {
-    label: String,
-    n_samples: String,
-    mean: Option<f64>,
-    spread_pct: Option<f64>,
+/// One point of a history, as a row prints it.
+pub struct Point {
+    /// The commit, or the time as people read it, printed [`plain`].
+    pub label: String,
+    /// Samples at the point.
+    pub n_samples: String,
+    /// Their mean, in the history's unit.
+    pub mean: Option<f64>,
+    /// Their standard deviation, percent of the mean.
+    pub spread_pct: Option<f64>,
     /// `(change_pct, p_value)` where a new level starts.
-    change: Option<(Option<f64>, f64)>,
+    pub change: Option<(Option<f64>, f64)>,
+}
+
+/// What the rows of a history are laid out with.
+pub struct RowsOptions {
+    /// Points in time order (labelled by time), else in git order.
+    pub time_order: bool,
+    /// The history's unit (`bits/s`, `us/KB`).
+    pub unit: String,
+    /// Bits per second in one unit of throughput (netperf's `-f`).
+    pub throughput_divisor: f64,
+    /// The smallest and the largest mean, where there are means.
+    pub min_mean: Option<f64>,
+    /// The largest mean.
+    pub max_mean: Option<f64>,
+    /// How many change points the history has.
+    pub n_change_points: usize,
 }
 
 /// A number, or none, from a point's attribute.
@@ -126,6 +148,30 @@ pub fn history_rows(points: Value, options: Kwargs) -> Result<Value, Error> {
         .try_iter()?
         .map(|point| point_of(&point, time_order))
         .collect::<Result<_, _>>()?;
+    let options = RowsOptions {
+        time_order,
+        throughput_divisor: if unit == "bits/s" {
+            netperf_divisor(&units)?
+        } else {
+            1.0
+        },
+        unit,
+        min_mean,
+        max_mean,
+        n_change_points,
+    };
+    Ok(Value::from(Serde(rows_of(&points, &options))))
+}
+
+/// The rows of `points` laid out with `options`.
+pub fn rows_of(points: &[Point], options: &RowsOptions) -> HistoryRows {
+    let RowsOptions {
+        time_order,
+        min_mean,
+        max_mean,
+        n_change_points,
+        ..
+    } = *options;
     let label_header = if time_order { "time" } else { "commit" };
     let label_width = points
         .iter()
@@ -143,18 +189,19 @@ pub fn history_rows(points: Value, options: Kwargs) -> Result<Value, Error> {
         0
     };
     let bar_width = room.saturating_sub(beside).min(MAX_BAR_WIDTH);
-    let scale = match unit.as_str() {
-        "bits/s" => netperf_divisor(&units)?,
-        _ => 1.0,
+    let scale = if options.unit == "bits/s" {
+        options.throughput_divisor
+    } else {
+        1.0
     };
-    let decimals = if matches!(unit.as_str(), "us/KB" | "us/Tran") {
+    let decimals = if matches!(options.unit.as_str(), "us/KB" | "us/Tran") {
         3
     } else {
         2
     };
 
     let mut lines = Vec::with_capacity(points.len() + n_change_points);
-    for point in &points {
+    for point in points {
         // Labels are ASCII ([`plain`]), so a byte index is a column.
         let cut;
         let label = if point.label.len() <= label_width {
@@ -174,17 +221,7 @@ pub fn history_rows(points: Value, options: Kwargs) -> Result<Value, Error> {
             "{label:<label_width$}  {:>3}  {mean:>10}  {spread:>5}",
             point.n_samples
         );
-        let bar = match (point.mean, min_mean, max_mean) {
-            (None, _, _) => String::new(),
-            (Some(_), Some(min), Some(max)) if max == min => "#".repeat(bar_width),
-            (Some(mean), Some(min), Some(max)) => {
-                let steps = ((mean - min) / (max - min) * bar_width.saturating_sub(1) as f64)
-                    .round()
-                    .max(0.0);
-                "#".repeat(1 + steps as usize)
-            }
-            (Some(_), _, _) => String::new(),
-        };
+        let bar = bar(point.mean, [min_mean, max_mean], bar_width);
         let Some((change_pct, p_value)) = point.change else {
             lines.push(if bar.is_empty() {
                 row
@@ -212,11 +249,26 @@ pub fn history_rows(points: Value, options: Kwargs) -> Result<Value, Error> {
             lines.push(format!("{:indent$}{marker}", ""));
         }
     }
-    Ok(Value::from(Serde(HistoryRows {
+    HistoryRows {
         label_header,
         label_width,
         fixed_width,
         bar_width,
         lines,
-    })))
+    }
+}
+
+/// The bar of a point of `mean`: from one `#` at the smallest of the
+/// means `range` to `width` at the largest; none without a mean.
+fn bar(mean: Option<f64>, range: [Option<f64>; 2], width: usize) -> String {
+    match (mean, range) {
+        (Some(_), [Some(min), Some(max)]) if max == min => "#".repeat(width),
+        (Some(mean), [Some(min), Some(max)]) => {
+            let steps = ((mean - min) / (max - min) * width.saturating_sub(1) as f64)
+                .round()
+                .max(0.0);
+            "#".repeat(1 + steps as usize)
+        }
+        _ => String::new(),
+    }
 }

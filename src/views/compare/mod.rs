@@ -1,0 +1,334 @@
+//! The context of `compare` (netperf's layout and the matrix) and of
+//! `compare-stats`: the archive's comparison, as `compare --json` prints
+//! it, and for `compare` its tables laid out (size sweeps of a test as
+//! one table, every configuration of a test in one table with `--layout
+//! matrix`, each other configuration in netperf's columns for its test),
+//! the marks their rows carry, the sides as `--email` introduces them,
+//! and what the sides do not share.
+
+pub(super) mod cells;
+mod group;
+mod layout;
+mod tables;
+
+pub use group::GroupTable;
+pub use tables::{FamilyTable, Marks, MatrixTable};
+
+use crate::cli::CompareLayout;
+use crate::render::table::unique_short_names;
+use crate::render::text::plain;
+use crate::views::units::Units;
+use archive::compare::{Comparison, Side, UnmatchedGroup, Verdict};
+use group::group_table;
+use layout::{families, matrices};
+use run_record::record::RunRecord;
+use serde::Serialize;
+use std::collections::BTreeSet;
+use tables::{Frame, family_table, matrix_table};
+
+/// The short name of a side in the rows of a table: the selector without
+/// its kind, a commit or run id cut to 12 digits.
+pub fn short_name(value: &str) -> String {
+    let is_hex = value.len() > 12 && value.bytes().all(|byte| byte.is_ascii_hexdigit());
+    if is_hex {
+        value[..12].to_string()
+    } else {
+        value.to_string()
+    }
+}
+
+/// What `--email` adds: the records of each side, and what the
+/// comparison's own module found of them.
+pub struct Email<'r> {
+    /// The records of side A and of side B.
+    pub side_records: &'r [Vec<RunRecord>; 2],
+    /// Runs of one experiment: the `netbisect ab` command that makes it
+    /// again.
+    pub ab_command: Option<String>,
+    /// Runs in VMs: how the guests were made.
+    pub measured_in: Option<String>,
+}
+
+/// What the `compare` template is given.
+#[derive(Debug, Serialize)]
+pub struct CompareContext<'a> {
+    /// The comparison, as `compare --json` prints it.
+    #[serde(flatten)]
+    pub comparison: &'a Comparison,
+    /// netperf's -f letter.
+    pub units: &'static str,
+    /// The unit of throughput as a column head names it (`10^6bits/s`).
+    pub unit_name: &'static str,
+    /// At most 72 columns.
+    pub email: bool,
+    /// `--email`: what each side is made of.
+    pub email_sides: Vec<EmailSide>,
+    /// `--email`, runs of one experiment: the `netbisect ab` command that
+    /// makes it again (then `commands` is left empty).
+    pub ab_command: Option<String>,
+    /// `--email`, runs in VMs: how the guests were made.
+    pub measured_in: Option<String>,
+    /// `--email`: the commands that reproduce each configuration.
+    pub commands: Vec<String>,
+    /// `--email`: every environment difference, once.
+    pub env_differences: Vec<String>,
+    /// The sides' names as the heads of columns name them: each in at
+    /// most 8 columns, each different (`first_name`, `second_name` when
+    /// they fit).
+    pub heads: Vec<String>,
+    /// Netperf's layout: each size sweep of three sizes or more in one
+    /// table, first.
+    pub family_tables: Vec<FamilyTable>,
+    /// `--layout matrix`: every configuration of a test in one table.
+    pub matrix_tables: Vec<MatrixTable>,
+    /// Every other configuration in a table of its own, last.
+    pub group_tables: Vec<GroupTable>,
+    /// The marks the rows of the tables carry, for the legend.
+    pub marks: Marks,
+    /// Of the rows with too few samples: the fewest and the most runs a
+    /// side that would decide them at the noise seen.
+    pub more_runs: Option<MoreRuns>,
+    /// With no configuration on both sides: what each side has and the
+    /// parameters only one side has.
+    pub nothing_in_common: Vec<String>,
+}
+
+/// The runs each side needs to decide the rows with too few samples.
+#[derive(Debug, Serialize)]
+pub struct MoreRuns {
+    /// The fewest, of the row closest to a verdict.
+    pub least: usize,
+    /// The most.
+    pub most: usize,
+}
+
+impl<'a> CompareContext<'a> {
+    /// The context of `comparison` in `layout`, its groups' settings
+    /// (where several pairs of sides were merged) beside it, throughput
+    /// in `units`, with what `email` adds.
+    pub fn new(
+        comparison: &'a Comparison,
+        settings: &[String],
+        layout: CompareLayout,
+        units: Units,
+        email: Option<Email<'_>>,
+    ) -> CompareContext<'a> {
+        let email_records = email.as_ref().map(|email| email.side_records);
+        let (commands, env_differences) = commands_and_differences(comparison);
+        let email_sides = email_records.map_or_else(Vec::new, |records| {
+            [
+                (&comparison.first_name, &comparison.first_label, &records[0]),
+                (
+                    &comparison.second_name,
+                    &comparison.second_label,
+                    &records[1],
+                ),
+            ]
+            .into_iter()
+            .map(|(name, description, records)| EmailSide::of(name, description, records))
+            .collect()
+        });
+        let (ab_command, measured_in) =
+            email.map_or((None, None), |email| (email.ab_command, email.measured_in));
+        let names = [
+            comparison.first_name.as_str(),
+            comparison.second_name.as_str(),
+        ];
+        let heads = unique_short_names(&names.map(|name| plain(name).into_owned()), 8);
+        let frame = Frame {
+            units,
+            heads: &heads,
+            names,
+            email: email_records.is_some(),
+        };
+        let mut marks = Marks::default();
+        let groups = &comparison.groups;
+        let families = families(groups, layout);
+        let matrices = if layout == CompareLayout::Matrix {
+            matrices(groups, settings)
+        } else {
+            Vec::new()
+        };
+        let family_tables: Vec<FamilyTable> = families
+            .iter()
+            .map(|family| family_table(family, groups, &frame, &mut marks))
+            .collect();
+        let matrix_tables: Vec<MatrixTable> = matrices
+            .iter()
+            .map(|matrix| matrix_table(matrix, groups, &frame, &mut marks))
+            .collect();
+        let in_tables: BTreeSet<usize> = family_tables
+            .iter()
+            .flat_map(|table| table.groups.iter().copied())
+            .chain(
+                matrix_tables
+                    .iter()
+                    .flat_map(|table| table.rows.iter().map(|row| row.group)),
+            )
+            .collect();
+        let group_tables = groups
+            .iter()
+            .enumerate()
+            .filter(|(idx, _)| !in_tables.contains(idx))
+            .map(|(idx, group)| group_table(idx, group, &frame, &mut marks))
+            .collect();
+        CompareContext {
+            comparison,
+            units: units.letter,
+            unit_name: units.name,
+            email: frame.email,
+            email_sides,
+            commands: if ab_command.is_some() {
+                Vec::new()
+            } else {
+                commands
+            },
+            ab_command,
+            measured_in,
+            env_differences,
+            heads,
+            family_tables,
+            matrix_tables,
+            group_tables,
+            marks,
+            more_runs: more_runs(comparison),
+            nothing_in_common: nothing_in_common(comparison),
+        }
+    }
+}
+
+/// The command of each configuration, once, and each environment
+/// difference, once, as `--email` lists them.
+fn commands_and_differences(comparison: &Comparison) -> (Vec<String>, Vec<String>) {
+    let mut commands: Vec<String> = Vec::new();
+    let mut env_differences: Vec<String> = Vec::new();
+    for group in &comparison.groups {
+        if !commands.contains(&group.command) {
+            commands.push(group.command.clone());
+        }
+        for difference in &group.env_differences {
+            let text = format!(
+                "{} {}: {} -> {}",
+                match difference.host {
+                    archive::compare::Host::Local => "local",
+                    archive::compare::Host::Remote => "remote",
+                },
+                difference.key,
+                difference.first.as_deref().unwrap_or("(unset)"),
+                difference.second.as_deref().unwrap_or("(unset)")
+            );
+            if !env_differences.contains(&text) {
+                env_differences.push(text);
+            }
+        }
+    }
+    (commands, env_differences)
+}
+
+/// The fewest and the most more runs a side that would decide a row of
+/// too few samples, over every row of every group.
+pub(super) fn more_runs(comparison: &Comparison) -> Option<MoreRuns> {
+    let runs: Vec<usize> = comparison
+        .groups
+        .iter()
+        .flat_map(|group| &group.rows)
+        .filter(|row| row.verdict == Verdict::NeedSamples)
+        .filter_map(|row| row.more_runs_per_side)
+        .filter(|&runs| runs > 0)
+        .collect();
+    Some(MoreRuns {
+        least: *runs.iter().min()?,
+        most: *runs.iter().max()?,
+    })
+}
+
+/// One side as `--email` introduces it.
+#[derive(Debug, Serialize)]
+pub struct EmailSide {
+    /// The side's name.
+    pub name: String,
+    /// What the side selected.
+    pub description: String,
+    /// The labels of its runs.
+    pub labels: Vec<String>,
+    /// The commits of its runs, cut to 12 digits.
+    pub commits: Vec<String>,
+    /// The kernels of its runs.
+    pub kernels: Vec<String>,
+}
+
+impl EmailSide {
+    fn of(name: &str, description: &str, records: &[RunRecord]) -> EmailSide {
+        let collect = |values: Vec<Option<String>>| -> Vec<String> {
+            values
+                .into_iter()
+                .flatten()
+                .collect::<BTreeSet<String>>()
+                .into_iter()
+                .collect()
+        };
+        EmailSide {
+            name: name.to_string(),
+            description: description.to_string(),
+            labels: collect(
+                records
+                    .iter()
+                    .map(|run| run.subject.label.clone())
+                    .collect(),
+            ),
+            commits: collect(
+                records
+                    .iter()
+                    .map(|run| run.subject.commit.as_ref().map(|commit| short_name(commit)))
+                    .collect(),
+            ),
+            kernels: collect(
+                records
+                    .iter()
+                    .map(|run| {
+                        run.subject
+                            .kernel_release
+                            .clone()
+                            .or_else(|| run.env.local.kernel_release.clone())
+                    })
+                    .collect(),
+            ),
+        }
+    }
+}
+
+/// With no configuration on both sides: the parameters (the test and
+/// testbed included) only one side has, as "-S 2280 only in patched".
+fn nothing_in_common(comparison: &Comparison) -> Vec<String> {
+    if !comparison.groups.is_empty() || comparison.unmatched.is_empty() {
+        return Vec::new();
+    }
+    let words_of = |side: Side| -> BTreeSet<String> {
+        comparison
+            .unmatched
+            .iter()
+            .filter(|group| group.side == side)
+            .flat_map(|group: &UnmatchedGroup| {
+                let mut words = vec![
+                    group.spec.test.clone(),
+                    format!("testbed {}", group.spec.testbed),
+                ];
+                words.extend(group.title_options.iter().cloned());
+                words
+            })
+            .collect()
+    };
+    let first = words_of(Side::First);
+    let second = words_of(Side::Second);
+    let mut lines = Vec::new();
+    for (only, other, name) in [
+        (&first, &second, &comparison.first_name),
+        (&second, &first, &comparison.second_name),
+    ] {
+        let words: Vec<&str> = only.difference(other).map(String::as_str).collect();
+        if !words.is_empty() {
+            lines.push(format!("only in {name}: {}", words.join(", ")));
+        }
+    }
+    lines
+}
