@@ -128,17 +128,47 @@ pub fn run_command_marked(
     timeout: Option<Duration>,
     marker: Option<&Path>,
 ) -> Result<CommandOutcome, RunnerError> {
+    run(command, dir, env, timeout, marker, None)
+}
+
+/// [`run_command`], with `input` on the command's stdin (a report handed
+/// to a mail command, `sendmail -t` style), written by a thread of its
+/// own so that a command that reads late, or not at all, never blocks
+/// netbisect; the stdin closes once `input` is written.
+pub fn run_command_with_input(
+    command: &str,
+    dir: &Path,
+    env: &[(String, String)],
+    timeout: Option<Duration>,
+    input: Vec<u8>,
+) -> Result<CommandOutcome, RunnerError> {
+    run(command, dir, env, timeout, None, Some(input))
+}
+
+fn run(
+    command: &str,
+    dir: &Path,
+    env: &[(String, String)],
+    timeout: Option<Duration>,
+    marker: Option<&Path>,
+    input: Option<Vec<u8>>,
+) -> Result<CommandOutcome, RunnerError> {
     interrupt::check().map_err(RunnerError::Interrupted)?;
     if let Some(marker) = marker {
         check_marker(marker)?;
     }
-    let child = GroupChild::spawn(
+    let stdin = if input.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    };
+    let mut child = GroupChild::spawn(
         Command::new("sh")
             .arg("-c")
             .arg(command)
             .current_dir(dir)
             .envs(env.iter().map(|(key, value)| (key, value)))
-            .stdin(Stdio::null())
+            .stdin(stdin)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped()),
     )
@@ -146,6 +176,13 @@ pub fn run_command_marked(
         command: command.to_string(),
         source,
     })?;
+    if let (Some(input), Some(mut pipe)) = (input, child.child().stdin.take()) {
+        // A command that exits without reading makes the write fail with
+        // a broken pipe: what it did is its exit code's to say.
+        std::thread::spawn(move || {
+            let _ = std::io::Write::write_all(&mut pipe, &input);
+        });
+    }
     let outcome = supervise(child, command, timeout, marker);
     if let Some(marker) = marker {
         let _ = std::fs::remove_file(marker);
@@ -442,6 +479,24 @@ mod tests {
         assert_eq!(code, Some(3));
         assert_eq!(stdout, b"hello\n");
         assert_eq!(stderr_tail, "oops\n");
+    }
+
+    #[test]
+    fn input_reaches_the_commands_stdin_and_a_command_that_reads_none_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let report = b"To: lab@example.org\n\nthe report\n".to_vec();
+        let outcome = run_command_with_input("cat", dir.path(), &[], None, report.clone()).unwrap();
+        assert!(
+            matches!(&outcome, CommandOutcome::Exited { code: Some(0), stdout, .. } if *stdout == report),
+            "{outcome:?}"
+        );
+        // Larger than a pipe holds, to a command that never reads it.
+        let large = vec![b'x'; 1 << 20];
+        let outcome = run_command_with_input("exit 3", dir.path(), &[], None, large).unwrap();
+        assert!(
+            matches!(outcome, CommandOutcome::Exited { code: Some(3), .. }),
+            "{outcome:?}"
+        );
     }
 
     #[test]

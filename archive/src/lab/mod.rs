@@ -143,6 +143,21 @@ impl Archive {
         self.backend_mut().open_regression(track, good, bad, detail)
     }
 
+    /// Records a suspicion of `track` between `good` and `bad` that
+    /// measuring again did not confirm (a regression in state
+    /// [`RegressionState::Dismissed`]), so that no tracker suspects the
+    /// same range again; false when the range was recorded before.
+    pub fn dismiss_suspicion(
+        &mut self,
+        track: &str,
+        good: &str,
+        bad: &str,
+        detail: &str,
+    ) -> Result<bool, ArchiveError> {
+        self.backend_mut()
+            .dismiss_suspicion(track, good, bad, detail)
+    }
+
     /// The regressions of `track`, or of every track, oldest first.
     pub fn regressions(&self, track: Option<&str>) -> Result<Vec<Regression>, ArchiveError> {
         self.backend().regressions(track)

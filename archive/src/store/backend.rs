@@ -230,6 +230,17 @@ pub(crate) trait LabStore {
         detail: &str,
     ) -> Result<Opened, ArchiveError>;
 
+    /// Records the suspicion of `track` between `good` and `bad`, which
+    /// measuring again did not confirm, with `detail` (JSON); false when
+    /// the range was recorded before (in any state).
+    fn dismiss_suspicion(
+        &mut self,
+        track: &str,
+        good: &str,
+        bad: &str,
+        detail: &str,
+    ) -> Result<bool, ArchiveError>;
+
     /// The regressions of `track`, or of every track, oldest first.
     fn regressions(&self, track: Option<&str>) -> Result<Vec<Regression>, ArchiveError>;
 

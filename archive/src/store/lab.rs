@@ -308,6 +308,9 @@ pub enum RegressionState {
     Refused,
     /// The metric came back later.
     Fixed,
+    /// A suspicion that measuring again did not confirm: kept so that
+    /// the same range is not suspected again.
+    Dismissed,
 }
 
 impl RegressionState {
@@ -318,6 +321,7 @@ impl RegressionState {
             RegressionState::Bisected => "bisected",
             RegressionState::Refused => "refused",
             RegressionState::Fixed => "fixed",
+            RegressionState::Dismissed => "dismissed",
         }
     }
 
@@ -328,6 +332,7 @@ impl RegressionState {
             "bisected" => RegressionState::Bisected,
             "refused" => RegressionState::Refused,
             "fixed" => RegressionState::Fixed,
+            "dismissed" => RegressionState::Dismissed,
             other => return Err(unknown_state("regression", other)),
         })
     }

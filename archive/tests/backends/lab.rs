@@ -283,6 +283,13 @@ fn a_regression_is_opened_and_bisected_once_and_its_report_sent_once() {
             opened,
             Opened::New(found) | Opened::Existing(found) if *found == id
         )));
+        // A dismissed suspicion is kept once, and is no active one.
+        assert!(archive.dismiss_suspicion("t1", "g0", "b0", "{}").unwrap());
+        assert!(!archive.dismiss_suspicion("t1", "g0", "b0", "{}").unwrap());
+        assert_eq!(
+            archive.open_regression("t1", "g0", "b0", "{}").unwrap(),
+            Opened::Existing(archive.regressions(Some("t1")).unwrap()[1].id)
+        );
         // Another range of the same track waits for this one.
         assert_eq!(
             archive.open_regression("t1", "g1", "b2", "{}").unwrap(),
@@ -325,6 +332,10 @@ fn a_regression_is_opened_and_bisected_once_and_its_report_sent_once() {
         assert!(!archive.hold_regression(id, "d3", LONG).unwrap());
         let regression = archive.regressions(Some("t1")).unwrap().remove(0);
         assert_eq!(regression.state, RegressionState::Bisected);
+        assert_eq!(
+            archive.regressions(Some("t1")).unwrap()[1].state,
+            RegressionState::Dismissed
+        );
         assert_eq!(regression.culprit.as_deref(), Some("c19"));
         assert_eq!(regression.session_id, Some(session.id));
         // The next regression of the track may open now.

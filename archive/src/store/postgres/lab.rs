@@ -323,6 +323,24 @@ impl LabStore for PgArchive {
         }))
     }
 
+    fn dismiss_suspicion(
+        &mut self,
+        track: &str,
+        good: &str,
+        bad: &str,
+        detail: &str,
+    ) -> Result<bool, ArchiveError> {
+        let added = self.lab_execute(
+            &format!(
+                "INSERT INTO lab_regressions (track, good, bad, state, detail, opened_us, \
+                 updated_us) VALUES ($1, $2, $3, 'dismissed', $4, {NOW_US}, {NOW_US}) \
+                 ON CONFLICT (track, good, bad) DO NOTHING"
+            ),
+            &[&track, &good, &bad, &detail],
+        )?;
+        Ok(added == 1)
+    }
+
     fn regressions(&self, track: Option<&str>) -> Result<Vec<Regression>, ArchiveError> {
         self.lab_rows(
             &format!(

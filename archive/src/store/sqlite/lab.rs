@@ -355,6 +355,25 @@ impl LabStore for SqliteArchive {
         Ok(Opened::New(id))
     }
 
+    fn dismiss_suspicion(
+        &mut self,
+        track: &str,
+        good: &str,
+        bad: &str,
+        detail: &str,
+    ) -> Result<bool, ArchiveError> {
+        let transaction = self.lab_write()?;
+        let now = local_clock_us();
+        let added = transaction.execute(
+            "INSERT INTO lab_regressions (track, good, bad, state, detail, opened_us, \
+             updated_us) VALUES (?1, ?2, ?3, 'dismissed', ?4, ?5, ?5) \
+             ON CONFLICT (track, good, bad) DO NOTHING",
+            params![track, good, bad, detail, now],
+        )?;
+        transaction.commit()?;
+        Ok(added == 1)
+    }
+
     fn regressions(&self, track: Option<&str>) -> Result<Vec<Regression>, ArchiveError> {
         let sql = format!(
             "SELECT {REGRESSION_COLUMNS} FROM lab_regressions \
