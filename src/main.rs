@@ -8,6 +8,7 @@ mod commits;
 mod comparison;
 mod exit;
 mod experiment;
+mod lab;
 mod output;
 mod progress;
 mod render;

@@ -37,6 +37,8 @@
 //! - [`range`]: the git side: open the repository, resolve revisions, load
 //!   the range (git2).
 //! - [`worktree`]: the linked worktree steps are built and measured in.
+//! - [`fetch`]: a tracked branch fetched from a remote into a ref of
+//!   netbisect's own.
 //! - [`measure`]: a [`Measurer`] from the user's build and measure
 //!   commands (run by `child_process::runner`) and run records.
 //!
@@ -106,6 +108,7 @@ pub mod ends;
 pub mod engine;
 pub mod error;
 pub mod estimate;
+pub mod fetch;
 pub mod graph;
 pub mod head;
 pub mod journal;
