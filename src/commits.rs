@@ -3,7 +3,7 @@
 //! fix (no repository there, a revision that does not resolve) are input
 //! errors.
 
-use crate::exit::InputError;
+use crate::exit::{self, InputError};
 
 /// The commits of `range` in `path`, oldest first. A path that is not a
 /// repository and a revision that does not resolve are input errors.
@@ -11,9 +11,9 @@ pub fn commits_of(
     path: &std::path::Path,
     range: &str,
     first_parent: bool,
-) -> anyhow::Result<Vec<String>> {
+) -> exit::Result<Vec<String>> {
     use bisect::range::{RangeError, commits_in_order, discover};
-    let classify = |err: RangeError| -> anyhow::Error {
+    let classify = |err: RangeError| -> exit::Failure {
         let is_input = matches!(
             err,
             RangeError::Open { .. } | RangeError::Resolve { .. } | RangeError::UnsupportedRange(_)
@@ -30,7 +30,7 @@ pub fn commits_of(
             }
             InputError(text).into()
         } else {
-            anyhow::Error::new(err).context(message)
+            exit::Failure::from(err).context(message)
         }
     };
     let repo = discover(path).map_err(classify)?;

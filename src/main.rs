@@ -8,6 +8,7 @@ mod commits;
 mod comparison;
 mod exit;
 mod experiment;
+mod global_options;
 mod lab;
 mod output;
 mod progress;
@@ -20,6 +21,7 @@ mod views;
 mod vm;
 
 use clap::{CommandFactory, Parser};
+use global_options::{ArchiveChoice, GlobalOptions, OutputMode, ProgressMode, Verbosity};
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -28,13 +30,13 @@ fn main() -> ExitCode {
         Ok(args) => args,
         Err(err) => return usage_error(&err),
     };
-    if let Some(mode) = commands::interrupt_mode(&args)
+    if let Some(mode) = commands::interrupt_mode(&args.command)
         && let Err(err) = child_process::interrupt::install(mode)
     {
         let _ = writeln!(std::io::stderr(), "netbisect: error: {err}");
         return exit::Code::Runtime.into();
     }
-    let outcome = commands::run(&args);
+    let outcome = commands::run(&global_options(&args.global), &args.command);
     match outcome {
         Ok(code) => code.into(),
         Err(err) => {
@@ -47,6 +49,32 @@ fn main() -> ExitCode {
                 .write_all(exit::error_text(&err).as_bytes());
             code.into()
         }
+    }
+}
+
+/// The options every command takes, as the commands read them.
+fn global_options(args: &cli::GlobalArgs) -> GlobalOptions {
+    let verbosity = if args.quiet {
+        Verbosity::Quiet
+    } else if args.verbose > 0 {
+        Verbosity::Verbose
+    } else {
+        Verbosity::Normal
+    };
+    GlobalOptions {
+        archive: ArchiveChoice::new(args.archive.clone()),
+        output: if args.json {
+            OutputMode::Json
+        } else {
+            OutputMode::Text
+        },
+        verbosity,
+        progress: match args.progress {
+            cli::ProgressArg::Auto => ProgressMode::Auto,
+            cli::ProgressArg::Always => ProgressMode::Always,
+            cli::ProgressArg::Never => ProgressMode::Never,
+        },
+        template_dir: args.template_dir.clone(),
     }
 }
 

@@ -3,20 +3,20 @@
 //! asked for and writes it; a closed pipe is not an error (see
 //! [`crate::exit::stdout_error`]).
 
-use crate::cli::GlobalArgs;
+use crate::exit::{self, Context};
+use crate::global_options::GlobalOptions;
 use crate::render::Renderer;
-use anyhow::Context;
 use run_record::record::RunRecord;
 use serde::Serialize;
 use std::io::Write;
 
 /// Writes `json()` with `--json`, else `text()`, to stdout.
 pub fn emit(
-    global: &GlobalArgs,
-    json: impl FnOnce() -> anyhow::Result<Vec<u8>>,
-    text: impl FnOnce() -> anyhow::Result<String>,
-) -> anyhow::Result<()> {
-    let bytes = if global.json {
+    global: &GlobalOptions,
+    json: impl FnOnce() -> exit::Result<Vec<u8>>,
+    text: impl FnOnce() -> exit::Result<String>,
+) -> exit::Result<()> {
+    let bytes = if global.json() {
         json()?
     } else {
         text()?.into_bytes()
@@ -25,7 +25,7 @@ pub fn emit(
 }
 
 /// `value` as indented JSON and a newline (the read commands' layout).
-pub fn pretty<T: Serialize + ?Sized>(value: &T, what: &str) -> anyhow::Result<Vec<u8>> {
+pub fn pretty<T: Serialize + ?Sized>(value: &T, what: &str) -> exit::Result<Vec<u8>> {
     let mut bytes =
         serde_json::to_vec_pretty(value).with_context(|| format!("failed to format {what}"))?;
     bytes.push(b'\n');
@@ -33,7 +33,7 @@ pub fn pretty<T: Serialize + ?Sized>(value: &T, what: &str) -> anyhow::Result<Ve
 }
 
 /// `value` as JSON on one line (a JSON line).
-pub fn line<T: Serialize + ?Sized>(value: &T, what: &str) -> anyhow::Result<Vec<u8>> {
+pub fn line<T: Serialize + ?Sized>(value: &T, what: &str) -> exit::Result<Vec<u8>> {
     let mut bytes =
         serde_json::to_vec(value).with_context(|| format!("failed to format {what}"))?;
     bytes.push(b'\n');
@@ -43,18 +43,18 @@ pub fn line<T: Serialize + ?Sized>(value: &T, what: &str) -> anyhow::Result<Vec<
 /// The built-in template `name` (or the user's, from `--template-dir`)
 /// rendered over `context`.
 pub fn template<C: Serialize>(
-    global: &GlobalArgs,
+    global: &GlobalOptions,
     name: &str,
     context: &C,
     what: &str,
-) -> anyhow::Result<String> {
+) -> exit::Result<String> {
     Renderer::new(global.template_dir.as_deref())
         .render(name, context)
         .with_context(|| format!("failed to render {what}"))
 }
 
 /// Writes `bytes` to stdout.
-pub fn write_stdout(bytes: &[u8]) -> anyhow::Result<()> {
+pub fn write_stdout(bytes: &[u8]) -> exit::Result<()> {
     let mut stdout = std::io::stdout().lock();
     stdout
         .write_all(bytes)
@@ -63,7 +63,7 @@ pub fn write_stdout(bytes: &[u8]) -> anyhow::Result<()> {
 }
 
 /// A run record's canonical bytes and a newline: its `--json` form.
-pub fn record(record: &RunRecord) -> anyhow::Result<Vec<u8>> {
+pub fn record(record: &RunRecord) -> exit::Result<Vec<u8>> {
     let mut bytes = record
         .to_canonical_bytes()
         .context("failed to write the run record")?;

@@ -5,7 +5,7 @@
 //! so `--json` stays whole. `--progress never` (or `-q`, unless
 //! `--progress always`) says nothing.
 
-use crate::cli::{GlobalArgs, ProgressArg};
+use crate::global_options::GlobalOptions;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
@@ -28,14 +28,9 @@ pub struct Reporter {
 impl Reporter {
     /// A reporter for `total` steps (unknown: `None`), as `global` asks
     /// (`--progress`, `-q`) and stderr allows.
-    pub fn new(global: &GlobalArgs, total: impl Into<Option<u64>>) -> Reporter {
+    pub fn new(global: &GlobalOptions, total: impl Into<Option<u64>>) -> Reporter {
         let total = total.into();
-        let show = match global.progress {
-            ProgressArg::Never => false,
-            ProgressArg::Always => true,
-            ProgressArg::Auto => !global.quiet,
-        };
-        let target = if !show {
+        let target = if !global.shows_progress() {
             Target::Silent
         } else if std::io::stderr().is_terminal() {
             let bar = ProgressBar::with_draw_target(total, ProgressDrawTarget::stderr());

@@ -15,8 +15,7 @@
 //! given (test, testbed) apply to every kind. A selector that matches
 //! nothing is an input error that names it.
 
-use crate::exit::InputError;
-use anyhow::Context;
+use crate::exit::{self, Context, InputError};
 use archive::{Archive, RunQuery, StoredRun};
 use run_record::record::RunRecord;
 use std::collections::BTreeSet;
@@ -111,7 +110,7 @@ pub fn resolve(
     archive: &Archive,
     selector: &Selector,
     filters: &RunQuery,
-) -> anyhow::Result<Selection> {
+) -> exit::Result<Selection> {
     let kinds: &[SelectorKind] = match &selector.forced {
         Some(kind) => std::slice::from_ref(kind),
         None => &SelectorKind::ORDER,
@@ -160,7 +159,7 @@ fn match_kind(
     selector: &Selector,
     kind: SelectorKind,
     filters: &RunQuery,
-) -> anyhow::Result<Option<Match>> {
+) -> exit::Result<Option<Match>> {
     let value = &selector.value;
     let forced = selector.forced.is_some();
     let read = |query: &RunQuery| {

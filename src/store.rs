@@ -7,12 +7,11 @@
 //! table ([`store_and_print`]), after a warning of the settings the
 //! kernel did not grant ([`warn_of_refused_settings`]).
 
-use crate::cli::GlobalArgs;
-use crate::exit::{Code, InputError};
+use crate::exit::{self, Code, Context, InputError};
+use crate::global_options::GlobalOptions;
 use crate::output;
 use crate::views::run::RunContext;
 use crate::views::units::Units;
-use anyhow::Context;
 use archive::store::SeriesRun;
 use archive::store::Upgrade;
 use archive::{Archive, Location, RunQuery};
@@ -21,37 +20,15 @@ use run_record::record::{RunRecord, SystemOutcome};
 use std::path::PathBuf;
 
 /// The archive: `--archive` / `NETBISECT_ARCHIVE` (a file, or a
-/// `postgres://` or `postgresql://` address), else
-/// `$XDG_DATA_HOME/netbisect/archive.db`, else
-/// `$HOME/.local/share/netbisect/archive.db`.
-pub fn archive_location(global: &GlobalArgs) -> anyhow::Result<Location> {
-    if let Some(given) = &global.archive {
-        return Ok(Location::parse(given.as_os_str())?);
-    }
-    Ok(Location::File(default_archive_path()?))
-}
-
-fn default_archive_path() -> anyhow::Result<PathBuf> {
-    let absolute_env = |name: &str| {
-        std::env::var_os(name)
-            .map(PathBuf::from)
-            .filter(|path| path.is_absolute())
-    };
-    let data_home = absolute_env("XDG_DATA_HOME")
-        .or_else(|| absolute_env("HOME").map(|home| home.join(".local").join("share")))
-        .ok_or_else(|| {
-            InputError(
-                "cannot tell where the archive lives: HOME is not set; \
-                 give --archive PATH or set NETBISECT_ARCHIVE"
-                    .to_string(),
-            )
-        })?;
-    Ok(data_home.join("netbisect").join("archive.db"))
+/// `postgres://` or `postgresql://` address), else the default file
+/// (see [`crate::global_options::ArchiveChoice::location`]).
+pub fn archive_location(global: &GlobalOptions) -> exit::Result<&Location> {
+    global.archive.location()
 }
 
 /// Opens (creating it and its directory if needed) the archive the
 /// command line names.
-pub fn open_archive(global: &GlobalArgs) -> anyhow::Result<Archive> {
+pub fn open_archive(global: &GlobalOptions) -> exit::Result<Archive> {
     let location = archive_location(global)?;
     if let Some(parent) = location
         .file()
@@ -61,7 +38,7 @@ pub fn open_archive(global: &GlobalArgs) -> anyhow::Result<Archive> {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("failed to create directory {}", parent.display()))?;
     }
-    Archive::open_location_noting(&location, &mut upgrade_notice(global, &location))
+    Archive::open_location_noting(location, &mut upgrade_notice(global, location))
         .context("failed to open the archive")
 }
 
@@ -69,21 +46,21 @@ pub fn open_archive(global: &GlobalArgs) -> anyhow::Result<Archive> {
 /// command that has nothing to do without one (a bisection's session,
 /// verdict's baselines): a missing file is an error ("no archive at
 /// PATH"), never a new empty archive.
-pub fn open_existing_archive(global: &GlobalArgs) -> anyhow::Result<Archive> {
+pub fn open_existing_archive(global: &GlobalOptions) -> exit::Result<Archive> {
     if let Some(path) = missing_archive(global)? {
         return Err(
-            anyhow::Error::new(archive::ArchiveError::NoArchive { path })
+            exit::Failure::from(archive::ArchiveError::NoArchive { path })
                 .context("failed to open the archive"),
         );
     }
     let location = archive_location(global)?;
-    Archive::open_location_noting(&location, &mut upgrade_notice(global, &location))
+    Archive::open_location_noting(location, &mut upgrade_notice(global, location))
         .context("failed to open the archive")
 }
 
 /// The archive's file when the command line names a file that does not
 /// exist (a database server's address is never missing: the server says).
-pub fn missing_archive(global: &GlobalArgs) -> anyhow::Result<Option<PathBuf>> {
+pub fn missing_archive(global: &GlobalOptions) -> exit::Result<Option<PathBuf>> {
     Ok(archive_location(global)?
         .file()
         .filter(|path| std::fs::symlink_metadata(path).is_err())
@@ -93,9 +70,9 @@ pub fn missing_archive(global: &GlobalArgs) -> anyhow::Result<Option<PathBuf>> {
 /// Opens the archive for a command that only reads: a missing file is an
 /// error ("no archive at PATH"), never a new empty archive, and an archive
 /// the user may only read is read without writing beside it.
-pub fn open_archive_read(global: &GlobalArgs) -> anyhow::Result<Archive> {
+pub fn open_archive_read(global: &GlobalOptions) -> exit::Result<Archive> {
     let location = archive_location(global)?;
-    Archive::open_location_read_only_noting(&location, &mut upgrade_notice(global, &location))
+    Archive::open_location_read_only_noting(location, &mut upgrade_notice(global, location))
         .context("failed to open the archive")
 }
 
@@ -104,8 +81,8 @@ pub fn open_archive_read(global: &GlobalArgs) -> anyhow::Result<Archive> {
 /// newer netbisect is installed waits for it (seconds for a file of a
 /// million runs, a minute and more on PostgreSQL), and should not wait
 /// in silence.
-fn upgrade_notice(global: &GlobalArgs, location: &Location) -> impl FnMut(Upgrade) + use<> {
-    let quiet = global.quiet;
+fn upgrade_notice(global: &GlobalOptions, location: &Location) -> impl FnMut(Upgrade) + use<> {
+    let quiet = global.quiet();
     let location = location.to_string();
     move |upgrade: Upgrade| {
         if !quiet {
@@ -136,10 +113,10 @@ pub struct RunOutput {
 /// run that cannot be stored is still printed, then the failure is
 /// reported. Settings the kernel did not grant are warned of first.
 pub fn store_and_print(
-    global: &GlobalArgs,
+    global: &GlobalOptions,
     output: &RunOutput,
     record: &RunRecord,
-) -> anyhow::Result<Code> {
+) -> exit::Result<Code> {
     warn_of_refused_settings(global, record);
     let stored = if output.archive {
         store_run(global, record)
@@ -162,8 +139,8 @@ pub fn store_and_print(
 /// Says on stderr, unless `--quiet`, which of the settings the run asked
 /// of the system under test (`--set`) the kernel did not grant, as the
 /// record's `system` holds them: `gso=on (got off)`.
-pub fn warn_of_refused_settings(global: &GlobalArgs, record: &RunRecord) {
-    if global.quiet {
+pub fn warn_of_refused_settings(global: &GlobalOptions, record: &RunRecord) {
+    if global.quiet() {
         return;
     }
     for refused in record.system.iter().flat_map(SystemOutcome::refused) {
@@ -173,7 +150,7 @@ pub fn warn_of_refused_settings(global: &GlobalArgs, record: &RunRecord) {
 
 /// Stores a finished, sealed record in the archive. Storing the same run
 /// twice is a no-op.
-pub fn store_run(global: &GlobalArgs, record: &RunRecord) -> anyhow::Result<()> {
+pub fn store_run(global: &GlobalOptions, record: &RunRecord) -> exit::Result<()> {
     let location = archive_location(global)?;
     let mut archive = open_archive(global)?;
     let run = archive::CanonicalRun::from_record(record.clone())
@@ -181,7 +158,7 @@ pub fn store_run(global: &GlobalArgs, record: &RunRecord) -> anyhow::Result<()> 
     archive
         .store(&run)
         .with_context(|| format!("failed to store the run in {location}"))?;
-    if global.verbose > 0 {
+    if global.verbose() {
         eprintln!("netbisect: stored run {} in {}", &record.id[..12], location);
     }
     Ok(())
@@ -194,7 +171,7 @@ pub fn series_runs(
     archive: &Archive,
     query: &RunQuery,
     metric: Metric,
-) -> anyhow::Result<Vec<SeriesRun>> {
+) -> exit::Result<Vec<SeriesRun>> {
     if let Some(runs) = archive
         .series_runs(query, metric)
         .context("failed to read the archive")?

@@ -200,6 +200,26 @@ pub enum ArchiveError {
     SessionEnded(i64),
 }
 
+impl ArchiveError {
+    /// True for what the user can fix: a wrong file, address, run id or
+    /// query, a session that is not there or not in the state asked.
+    pub fn is_input(&self) -> bool {
+        matches!(
+            self,
+            ArchiveError::NotAnArchive { .. }
+                | ArchiveError::NoArchive { .. }
+                | ArchiveError::NewerSchema { .. }
+                | ArchiveError::NoSuchRun(_)
+                | ArchiveError::AmbiguousId { .. }
+                | ArchiveError::InvalidQuery(_)
+                | ArchiveError::SessionActive { .. }
+                | ArchiveError::NoSuchSession(_)
+                | ArchiveError::SessionEnded(_)
+                | ArchiveError::BadAddress { .. }
+        )
+    }
+}
+
 /// A client error as a person reads it: the server's own severity and
 /// words when it answered (the client's `Display` says only "db
 /// error"), else the client's.

@@ -93,6 +93,24 @@ pub enum BenchError {
     Record(#[from] RecordError),
 }
 
+impl BenchError {
+    /// True for what the user can fix: settings this host cannot make as
+    /// asked ([`SettingsError::is_input`]), a record that fails its
+    /// checks. A failure to put settings back, alone or after a failed
+    /// test, is the host's.
+    pub fn is_input(&self) -> bool {
+        match self {
+            BenchError::Settings(err) => err.is_input(),
+            BenchError::Record(_) => true,
+            BenchError::Server(_)
+            | BenchError::Client(_)
+            | BenchError::NoInterface { .. }
+            | BenchError::Restore(_)
+            | BenchError::FailedNotRestored { .. } => false,
+        }
+    }
+}
+
 /// Runs `request` and returns its sealed record.
 ///
 /// When the spec asks settings of the system under test (`spec.system`),

@@ -155,8 +155,8 @@ pub struct CompareArgs {
     /// a row per side (size sweeps as one table); matrix, every
     /// configuration of a test in one table; stats, the statistics of
     /// every metric
-    #[arg(long, value_name = "LAYOUT", value_enum, default_value_t = CompareLayout::Netperf)]
-    pub layout: CompareLayout,
+    #[arg(long, value_name = "LAYOUT", value_enum, default_value_t = CompareLayoutArg::Netperf)]
+    pub layout: CompareLayoutArg,
     /// One block to paste in a mail, at most 72 columns: the sides, the
     /// commands that reproduce each configuration, the environment
     /// differences, the tables and the statistics used
@@ -171,7 +171,7 @@ pub struct CompareArgs {
 
 /// How `compare` lays out its tables.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum CompareLayout {
+pub enum CompareLayoutArg {
     /// netperf's tables, a row per side
     Netperf,
     /// One table per test, a row per configuration

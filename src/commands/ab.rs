@@ -5,14 +5,15 @@
 //! the experiment's id; then one comparison of the experiment's own runs
 //! (see [`crate::comparison`]).
 
-use crate::cli::{AbArgs, CompareLayout, GlobalArgs};
-use crate::comparison::{ComparisonRequest, print_comparison};
-use crate::exit::{Code, InputError};
+use crate::cli::AbArgs;
+use crate::comparison::{CompareLayout, ComparisonRequest, print_comparison};
+use crate::exit::{self, Code, InputError};
 use crate::experiment::{self, Experiment, Side};
+use crate::global_options::GlobalOptions;
 use crate::request::{configurations_of, guest_subject, request_from_args, vm};
 use crate::vm::{GuestSubject, KernelUnderTest};
 
-pub fn run(global: &GlobalArgs, args: &AbArgs) -> anyhow::Result<Code> {
+pub fn run(global: &GlobalOptions, args: &AbArgs) -> exit::Result<Code> {
     if args.bench.vm.kernel.is_some() {
         return Err(InputError("ab takes --kernel-a and --kernel-b, not --kernel".into()).into());
     }
@@ -72,7 +73,7 @@ pub fn run(global: &GlobalArgs, args: &AbArgs) -> anyhow::Result<Code> {
         experiment: Some(experiment.id.clone()),
     };
     comparison.check()?;
-    if !global.quiet {
+    if !global.quiet() {
         eprintln!(
             "netbisect: experiment {}: {n_configurations} configuration{} x 2 kernels x {} \
              round{}, {} boots",
@@ -88,9 +89,9 @@ pub fn run(global: &GlobalArgs, args: &AbArgs) -> anyhow::Result<Code> {
     if outcome.failures.is_empty() {
         return Ok(Code::Ok);
     }
-    Err(anyhow::anyhow!(
+    Err(exit::Failure::msg(format!(
         "{} of the experiment's runs or boots failed (named above); run the same command \
          again to measure what is missing",
         outcome.failures.len()
-    ))
+    )))
 }

@@ -1,21 +1,21 @@
 //! `netbisect archive`: import, list, show, export, merge and check the
 //! archive of runs.
 
-use crate::cli::{ArchiveAction, ArchiveArgs, GlobalArgs, ImportArgs, RunFilterArgs};
-use crate::exit::{Code, InputError};
+use crate::cli::{ArchiveAction, ArchiveArgs, ImportArgs, RunFilterArgs};
+use crate::exit::{self, Code, Context, ExitCoded, InputError};
+use crate::global_options::GlobalOptions;
 use crate::output;
 use crate::store::{archive_location, open_archive, open_archive_read};
 use crate::views::archive_list::ArchiveListContext;
 use crate::views::run::RunContext;
 use crate::views::units::Units;
-use anyhow::Context;
 use archive::import::{self, ImportOptions};
 use archive::{Archive, RunQuery};
 use run_record::record::{RunRecord, Subject};
 use std::io::Write;
 use std::path::Path;
 
-pub fn run(global: &GlobalArgs, args: &ArchiveArgs) -> anyhow::Result<Code> {
+pub fn run(global: &GlobalOptions, args: &ArchiveArgs) -> exit::Result<Code> {
     match &args.action {
         ArchiveAction::Import(import_args) => run_import(global, import_args),
         ArchiveAction::List(filters) => run_list(global, filters),
@@ -50,7 +50,7 @@ struct FileReport {
     error: Option<String>,
 }
 
-fn run_import(global: &GlobalArgs, args: &ImportArgs) -> anyhow::Result<Code> {
+fn run_import(global: &GlobalOptions, args: &ImportArgs) -> exit::Result<Code> {
     if !args.labels.is_empty() && args.files.len() > 1 {
         return Err(InputError(
             "--labels names the outputs of one input; import one file with it".to_string(),
@@ -78,12 +78,12 @@ fn run_import(global: &GlobalArgs, args: &ImportArgs) -> anyhow::Result<Code> {
         ));
         let imported = import_file(&mut archive, file, &subject, args);
         progress.advance(1);
-        let report = match imported {
+        let report = match imported? {
             Ok(report) => report,
-            Err(err) if is_file_error(&err) => {
+            Err(file_error) => {
                 n_failed += 1;
-                let message = format!("{err:#}");
-                if !global.quiet {
+                let message = file_error.to_string();
+                if !global.quiet() {
                     eprintln!("netbisect: error: {message}; nothing imported from it");
                 }
                 FileReport {
@@ -95,7 +95,6 @@ fn run_import(global: &GlobalArgs, args: &ImportArgs) -> anyhow::Result<Code> {
                     error: Some(message),
                 }
             }
-            Err(err) => return Err(err),
         };
         output::emit(
             global,
@@ -127,7 +126,7 @@ fn run_import(global: &GlobalArgs, args: &ImportArgs) -> anyhow::Result<Code> {
 }
 
 /// A failure that concerns one input file, after which the other files
-/// are still imported.
+/// are still imported (the import's other failures stop it).
 #[derive(Debug, thiserror::Error)]
 #[error("{file}: {message}")]
 struct FileError {
@@ -135,16 +134,14 @@ struct FileError {
     message: String,
 }
 
-fn is_file_error(err: &anyhow::Error) -> bool {
-    err.is::<FileError>()
-}
-
+/// Imports one file: its report, or what went wrong with this file only
+/// (then the other files are still imported).
 fn import_file(
     archive: &mut Archive,
     file: &Path,
     subject: &Subject,
     args: &ImportArgs,
-) -> anyhow::Result<FileReport> {
+) -> exit::Result<Result<FileReport, FileError>> {
     let file_error = |message: String| FileError {
         file: file.display().to_string(),
         message,
@@ -156,7 +153,10 @@ fn import_file(
             .map_err(import::ReadError::from)
             .and_then(import::read_input)
     };
-    let bytes = read.map_err(|err| file_error(err.to_string()))?;
+    let bytes = match read {
+        Ok(bytes) => bytes,
+        Err(err) => return Ok(Err(file_error(err.to_string()))),
+    };
     let mut side_labels = std::collections::BTreeMap::new();
     for mapping in &args.side_label {
         let (name, label) = mapping.split_once('=').ok_or_else(|| {
@@ -176,7 +176,10 @@ fn import_file(
         label_prefix: args.label_prefix.clone(),
         output_labels: args.labels.clone(),
     };
-    let imported = import::parse(&bytes, &options).map_err(|err| file_error(err.to_string()))?;
+    let imported = match import::parse(&bytes, &options) {
+        Ok(imported) => imported,
+        Err(err) => return Ok(Err(file_error(err.to_string()))),
+    };
     let counts = archive.store_all(&imported.runs).map_err(|err| {
         let stored = if matches!(err, archive::ArchiveError::CommitUnknown { .. }) {
             "they were stored either all or none, and importing the file again adds \
@@ -184,23 +187,23 @@ fn import_file(
         } else {
             "none of them was stored"
         };
-        anyhow::Error::new(err).context(format!(
+        exit::Failure::from(err).context(format!(
             "failed to store the runs of {}; {stored} (the files reported above were \
              stored)",
             file.display()
         ))
     })?;
-    Ok(FileReport {
+    Ok(Ok(FileReport {
         file: file.display().to_string(),
         format: Some(imported.format.name()),
         runs: imported.runs.len(),
         added: counts.added,
         already_present: counts.already_present,
         error: None,
-    })
+    }))
 }
 
-fn run_list(global: &GlobalArgs, filters: &RunFilterArgs) -> anyhow::Result<Code> {
+fn run_list(global: &GlobalOptions, filters: &RunFilterArgs) -> exit::Result<Code> {
     let archive = open_archive_read(global)?;
     let runs = archive
         .runs_newest_first(&query_of(filters))
@@ -216,7 +219,7 @@ fn run_list(global: &GlobalArgs, filters: &RunFilterArgs) -> anyhow::Result<Code
     Ok(Code::Ok)
 }
 
-fn run_show(global: &GlobalArgs, id: &str, units: &str) -> anyhow::Result<Code> {
+fn run_show(global: &GlobalOptions, id: &str, units: &str) -> exit::Result<Code> {
     let archive = open_archive_read(global)?;
     let (run, bytes) = archive
         .find(id)
@@ -240,7 +243,7 @@ fn run_show(global: &GlobalArgs, id: &str, units: &str) -> anyhow::Result<Code> 
     Ok(Code::Ok)
 }
 
-fn run_export(global: &GlobalArgs, filters: &RunFilterArgs) -> anyhow::Result<Code> {
+fn run_export(global: &GlobalOptions, filters: &RunFilterArgs) -> exit::Result<Code> {
     let archive = open_archive_read(global)?;
     let stdout = std::io::stdout().lock();
     let mut writer = std::io::BufWriter::new(stdout);
@@ -260,15 +263,15 @@ fn run_export(global: &GlobalArgs, filters: &RunFilterArgs) -> anyhow::Result<Co
     })?;
     writer.flush().map_err(crate::exit::stdout_error)?;
     if n_damaged > 0 {
-        anyhow::bail!(
+        return Err(exit::Failure::msg(format!(
             "{n_damaged} damaged runs were left out of the export; \
              run `netbisect archive check`"
-        );
+        )));
     }
     Ok(Code::Ok)
 }
 
-fn run_merge(global: &GlobalArgs, other: &Path) -> anyhow::Result<Code> {
+fn run_merge(global: &GlobalOptions, other: &Path) -> exit::Result<Code> {
     let other_location = archive::Location::parse(other.as_os_str())?;
     let mut archive = open_archive(global)?;
     let counts = archive
@@ -287,9 +290,9 @@ fn run_merge(global: &GlobalArgs, other: &Path) -> anyhow::Result<Code> {
     Ok(Code::Ok)
 }
 
-fn run_check(global: &GlobalArgs) -> anyhow::Result<Code> {
+fn run_check(global: &GlobalOptions) -> exit::Result<Code> {
     let location = archive_location(global)?;
-    let report = Archive::check_location(&location).context("failed to check the archive")?;
+    let report = Archive::check_location(location).context("failed to check the archive")?;
     let text = || {
         let mut text = format!(
             "{}\nschema version: {} (this netbisect reads up to {})\n",
@@ -327,3 +330,9 @@ fn run_check(global: &GlobalArgs) -> anyhow::Result<Code> {
 #[derive(Debug, thiserror::Error)]
 #[error("the archive has problems (see above)")]
 struct ArchiveCheckFailed;
+
+impl ExitCoded for ArchiveCheckFailed {
+    fn exit_code(&self) -> Code {
+        Code::Runtime
+    }
+}

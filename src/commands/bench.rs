@@ -7,15 +7,15 @@ mod kernel;
 mod product;
 mod sweep;
 
-use crate::cli::{BenchArgs, GlobalArgs};
-use crate::exit::Code;
+use crate::cli::BenchArgs;
+use crate::exit::{self, Code, Context};
+use crate::global_options::GlobalOptions;
 use crate::progress::Reporter;
 use crate::request::{BenchInvocation, BenchMode};
 use crate::store::store_and_print;
-use anyhow::Context;
 use bench_core::run::bench;
 
-pub fn run(global: &GlobalArgs, args: &BenchArgs) -> anyhow::Result<Code> {
+pub fn run(global: &GlobalOptions, args: &BenchArgs) -> exit::Result<Code> {
     let invocation = BenchInvocation::from_args(args)?;
     match &invocation.mode {
         BenchMode::Kernel(kernel) => kernel::run(global, &invocation, kernel),

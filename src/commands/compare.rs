@@ -5,11 +5,12 @@
 //! compare reports and does not judge: it exits with 0 whatever the
 //! verdicts are, 2 when a selector or an option is wrong.
 
-use crate::cli::{CompareArgs, GlobalArgs};
-use crate::comparison::{ComparisonRequest, print_comparison};
-use crate::exit::Code;
+use crate::cli::{CompareArgs, CompareLayoutArg};
+use crate::comparison::{CompareLayout, ComparisonRequest, print_comparison};
+use crate::exit::{self, Code};
+use crate::global_options::GlobalOptions;
 
-pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<Code> {
+pub fn run(global: &GlobalOptions, args: &CompareArgs) -> exit::Result<Code> {
     let request = ComparisonRequest {
         first: args.first.clone(),
         second: args.second.clone(),
@@ -17,7 +18,11 @@ pub fn run(global: &GlobalArgs, args: &CompareArgs) -> anyhow::Result<Code> {
         min_effect: args.min_effect,
         test: args.test,
         testbed: args.testbed.clone(),
-        layout: args.layout,
+        layout: match args.layout {
+            CompareLayoutArg::Netperf => CompareLayout::Netperf,
+            CompareLayoutArg::Matrix => CompareLayout::Matrix,
+            CompareLayoutArg::Stats => CompareLayout::Stats,
+        },
         email: args.email,
         units: args.units.units.clone(),
         experiment: args.experiment.clone(),

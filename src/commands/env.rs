@@ -2,12 +2,13 @@
 //! An interface that does not exist is an input error, not an empty
 //! description.
 
-use crate::cli::{EnvArgs, GlobalArgs};
-use crate::exit::{Code, InputError};
+use crate::cli::EnvArgs;
+use crate::exit::{self, Code, InputError};
+use crate::global_options::GlobalOptions;
 use crate::output;
 use crate::views::env::EnvContext;
 
-pub fn run(global: &GlobalArgs, args: &EnvArgs) -> anyhow::Result<Code> {
+pub fn run(global: &GlobalOptions, args: &EnvArgs) -> exit::Result<Code> {
     if let Some(name) = &args.interface
         && !bench_core::host::interface_exists(name)
     {

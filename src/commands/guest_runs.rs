@@ -8,15 +8,14 @@
 //! netbisect costs a third of a second or more.
 
 use crate::cli::{BenchSpecLine, GuestRunsArgs};
-use crate::exit::{self, Code, InputError};
+use crate::exit::{self, Code, Context, InputError};
 use crate::output;
 use crate::request::request_from_args;
 use crate::vm::{GuestPlan, PlannedRun, run_file};
-use anyhow::Context;
 use clap::Parser;
 use std::path::Path;
 
-pub fn run(args: &GuestRunsArgs) -> anyhow::Result<Code> {
+pub fn run(args: &GuestRunsArgs) -> exit::Result<Code> {
     let text = std::fs::read(&args.plan)
         .map_err(|err| InputError(format!("cannot read {}: {err}", args.plan.display())))?;
     let plan: GuestPlan = serde_json::from_slice(&text)
@@ -50,7 +49,7 @@ fn one_run(
     planned: &PlannedRun,
     peer_interface: Option<&str>,
     notes: &mut String,
-) -> anyhow::Result<Vec<u8>> {
+) -> exit::Result<Vec<u8>> {
     if let (Some(spec), Some(interface)) = (&planned.peer_settings, peer_interface) {
         let binary = std::env::current_exe().context("cannot find the netbisect binary")?;
         let output = std::process::Command::new("ip")
@@ -68,7 +67,9 @@ fn one_run(
             .context("cannot start the settings of the far NIC")?;
         notes.push_str(&String::from_utf8_lossy(&output.stderr));
         if !output.status.success() {
-            anyhow::bail!("the far NIC of the pair did not take the run's settings");
+            return Err(exit::Failure::msg(
+                "the far NIC of the pair did not take the run's settings",
+            ));
         }
     }
     let line = BenchSpecLine::try_parse_from(&planned.bench_args)
@@ -81,7 +82,7 @@ fn one_run(
 
 /// Writes `bytes` to `name` in `dir` whole: to a file beside it, then
 /// renamed, so that a reader never sees part of it.
-fn write_whole(dir: &Path, name: &str, bytes: &[u8]) -> anyhow::Result<()> {
+fn write_whole(dir: &Path, name: &str, bytes: &[u8]) -> exit::Result<()> {
     let part = dir.join(format!("{name}.tmp"));
     std::fs::write(&part, bytes).with_context(|| format!("cannot write {}", part.display()))?;
     std::fs::rename(&part, dir.join(name))

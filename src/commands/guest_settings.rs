@@ -6,10 +6,10 @@
 //! experiment sets the same keys.
 
 use crate::cli::GuestSettingsArgs;
-use crate::exit::{Code, InputError};
+use crate::exit::{self, Code, InputError};
 use run_record::spec::RunSpec;
 
-pub fn run(args: &GuestSettingsArgs) -> anyhow::Result<Code> {
+pub fn run(args: &GuestSettingsArgs) -> exit::Result<Code> {
     let text = std::fs::read(&args.spec_file)
         .map_err(|err| InputError(format!("cannot read {}: {err}", args.spec_file.display())))?;
     let spec: RunSpec = serde_json::from_slice(&text).map_err(|err| {

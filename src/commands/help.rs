@@ -7,13 +7,13 @@
 //! `netbisect-archive-import.1`), each listing the pages of its
 //! subcommands, all written alongside.
 
-use crate::cli::{Cli, CompletionsArgs, GlobalArgs, ManArgs};
-use crate::exit::Code;
+use crate::cli::{Cli, CompletionsArgs, ManArgs};
+use crate::exit::{self, Code, Context};
+use crate::global_options::GlobalOptions;
 use crate::output;
-use anyhow::Context;
 use clap::CommandFactory;
 
-pub fn completions(args: &CompletionsArgs) -> anyhow::Result<Code> {
+pub fn completions(args: &CompletionsArgs) -> exit::Result<Code> {
     let mut command = Cli::command();
     let mut buffer = Vec::new();
     clap_complete::generate(args.shell, &mut command, "netbisect", &mut buffer);
@@ -21,7 +21,7 @@ pub fn completions(args: &CompletionsArgs) -> anyhow::Result<Code> {
     Ok(Code::Ok)
 }
 
-pub fn man(global: &GlobalArgs, args: &ManArgs) -> anyhow::Result<Code> {
+pub fn man(global: &GlobalOptions, args: &ManArgs) -> exit::Result<Code> {
     // `help` is clap's, not a command with a page of its own.
     let mut command = Cli::command().disable_help_subcommand(true);
     command.build();
@@ -36,7 +36,7 @@ pub fn man(global: &GlobalArgs, args: &ManArgs) -> anyhow::Result<Code> {
     };
     std::fs::create_dir_all(dir).with_context(|| format!("failed to create {}", dir.display()))?;
     let n_pages = write_pages(&command, dir)?;
-    if !global.quiet {
+    if !global.quiet() {
         eprintln!(
             "netbisect: wrote {n_pages} manual pages to {} (netbisect.1 and one per command)",
             dir.display()
@@ -47,7 +47,7 @@ pub fn man(global: &GlobalArgs, args: &ManArgs) -> anyhow::Result<Code> {
 
 /// Writes the page of `command` and of every subcommand below it to
 /// `dir`; returns how many.
-fn write_pages(command: &clap::Command, dir: &std::path::Path) -> anyhow::Result<usize> {
+fn write_pages(command: &clap::Command, dir: &std::path::Path) -> exit::Result<usize> {
     let mut n_pages = 0;
     for subcommand in command.get_subcommands().filter(|sub| !sub.is_hide_set()) {
         n_pages += write_pages(subcommand, dir)?;

@@ -15,15 +15,15 @@
 //! older than those columns (opened read-only, so not upgraded) is read
 //! record by record.
 
-use crate::cli::{GlobalArgs, HistoryArgs};
+use crate::cli::HistoryArgs;
 use crate::commits::commits_of;
-use crate::exit::{Code, InputError};
+use crate::exit::{self, Code, Context, InputError};
+use crate::global_options::GlobalOptions;
 use crate::output;
 use crate::site;
 use crate::store::{open_archive_read, series_runs};
 use crate::views::history::HistoryContext;
 use crate::views::units::Units;
-use anyhow::Context;
 use archive::history::{
     HistoryOptions, PointRuns, SeriesOrder, history, points_in_commit_order, points_in_time_order,
 };
@@ -33,7 +33,7 @@ use run_record::record::RunRecord;
 use run_record::stats::ChangePointOptions;
 use std::collections::BTreeMap;
 
-pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<Code> {
+pub fn run(global: &GlobalOptions, args: &HistoryArgs) -> exit::Result<Code> {
     let order = if args.repo.is_some() {
         SeriesOrder::Git
     } else {
@@ -81,7 +81,7 @@ pub fn run(global: &GlobalArgs, args: &HistoryArgs) -> anyhow::Result<Code> {
                 ))
                 .into());
             }
-            if n_in_range < runs.len() && global.verbose > 0 {
+            if n_in_range < runs.len() && global.verbose() {
                 eprintln!(
                     "netbisect: {} of the {} selected runs are of commits outside {range}",
                     runs.len() - n_in_range,
@@ -125,7 +125,7 @@ fn write_svg(
     history: &archive::history::History,
     points: &[PointRuns<'_>],
     units: &str,
-) -> anyhow::Result<()> {
+) -> exit::Result<()> {
     let scale = site::series::scale_of(&history.unit, units);
     let figures = site::series::point_figures(history, points, &scale)
         .context("failed to compute the intervals of the history")?;
@@ -137,7 +137,7 @@ fn write_svg(
 
 /// The runs whose spec key starts with `prefix` (all of them without
 /// one).
-fn with_spec_key(runs: Vec<SeriesRun>, prefix: Option<&str>) -> anyhow::Result<Vec<SeriesRun>> {
+fn with_spec_key(runs: Vec<SeriesRun>, prefix: Option<&str>) -> exit::Result<Vec<SeriesRun>> {
     let n_selected = runs.len();
     let kept: Vec<SeriesRun> = runs
         .into_iter()
@@ -155,7 +155,7 @@ fn with_spec_key(runs: Vec<SeriesRun>, prefix: Option<&str>) -> anyhow::Result<V
 
 /// Fails, listing them, when the points hold runs of several spec keys;
 /// the configurations are named from a record of each.
-fn check_one_configuration(archive: &Archive, points: &[PointRuns<'_>]) -> anyhow::Result<()> {
+fn check_one_configuration(archive: &Archive, points: &[PointRuns<'_>]) -> exit::Result<()> {
     let mut configurations: BTreeMap<&str, (usize, &str)> = BTreeMap::new();
     for run in points.iter().flat_map(|point| &point.runs) {
         configurations

@@ -21,39 +21,40 @@ mod serve;
 mod templates;
 mod verdict;
 
-use crate::cli::{BisectAction, Cli, Command};
-use crate::exit::Code;
+use crate::cli::{BisectAction, Command};
+use crate::exit::{self, Code};
+use crate::global_options::GlobalOptions;
 use child_process::interrupt::Mode;
 
-/// Runs the command `cli` names.
-pub fn run(cli: &Cli) -> anyhow::Result<Code> {
-    match &cli.command {
-        Command::Record(args) => record::run(&cli.global, args),
-        Command::Env(args) => env::run(&cli.global, args),
+/// Runs `command` with the options every command takes.
+pub fn run(global: &GlobalOptions, command: &Command) -> exit::Result<Code> {
+    match command {
+        Command::Record(args) => record::run(global, args),
+        Command::Env(args) => env::run(global, args),
         Command::GuestSettings(args) => guest_settings::run(args),
         Command::GuestRuns(args) => guest_runs::run(args),
-        Command::Templates(args) => templates::run(&cli.global, args),
-        Command::Archive(args) => archive::run(&cli.global, args),
+        Command::Templates(args) => templates::run(global, args),
+        Command::Archive(args) => archive::run(global, args),
         Command::Completions(args) => help::completions(args),
-        Command::Man(args) => help::man(&cli.global, args),
-        Command::Bench(args) => bench::run(&cli.global, args),
-        Command::Serve(args) => serve::run(&cli.global, args),
-        Command::Bisect(args) => bisect::run(&cli.global, args),
-        Command::Verdict(args) => verdict::run(&cli.global, args),
-        Command::Compare(args) => compare::run(&cli.global, args),
-        Command::History(args) => history::run(&cli.global, args),
-        Command::Ab(args) => ab::run(&cli.global, args),
-        Command::Plan(args) => plan::run(&cli.global, args),
-        Command::Publish(args) => publish::run(&cli.global, args),
+        Command::Man(args) => help::man(global, args),
+        Command::Bench(args) => bench::run(global, args),
+        Command::Serve(args) => serve::run(global, args),
+        Command::Bisect(args) => bisect::run(global, args),
+        Command::Verdict(args) => verdict::run(global, args),
+        Command::Compare(args) => compare::run(global, args),
+        Command::History(args) => history::run(global, args),
+        Command::Ab(args) => ab::run(global, args),
+        Command::Plan(args) => plan::run(global, args),
+        Command::Publish(args) => publish::run(global, args),
     }
 }
 
-/// What SIGINT and SIGTERM do during the command `cli` names: commands
-/// that run children or guests kill them and stop (journaling first, for
-/// a bisection; removing a guest's directory, for a test in a VM), a test
+/// What SIGINT and SIGTERM do during `command`: commands that run
+/// children or guests kill them and stop (journaling first, for a
+/// bisection; removing a guest's directory, for a test in a VM), a test
 /// on this host ends at once; `None` leaves the signals as they are.
-pub fn interrupt_mode(cli: &Cli) -> Option<Mode> {
-    match &cli.command {
+pub fn interrupt_mode(command: &Command) -> Option<Mode> {
+    match command {
         Command::Bench(args) if args.vm.kernel.is_some() || args.vm.options.any() => {
             Some(Mode::Journal)
         }

@@ -5,20 +5,20 @@
 //! whether such a bisection reaches its own accuracy target: a warning
 //! when it does not, and exit 5 with `--strict`.
 
-use crate::cli::{GlobalArgs, PlanArgs};
-use crate::exit::{Code, InputError};
+use crate::cli::PlanArgs;
+use crate::exit::{self, Code, Context, InputError};
+use crate::global_options::GlobalOptions;
 use crate::output;
 use crate::request::parse_bench_spec;
 use crate::store::{missing_archive, open_archive_read};
 use crate::views::plan::{Plan, PlanContext};
-use anyhow::Context;
 use archive::RunQuery;
 use bisect::decision::DecisionConfig;
 use bisect::estimate::Estimate;
 use bisect::plan::{self, PlanInput, estimate};
 use run_record::record::Metric;
 
-pub fn run(global: &GlobalArgs, args: &PlanArgs) -> anyhow::Result<Code> {
+pub fn run(global: &GlobalOptions, args: &PlanArgs) -> exit::Result<Code> {
     let request = parse_bench_spec(&args.test)?;
     let metric = Metric::primary_for(&request.spec);
     // Runs of the same spec and testbed, in the environment of the newest
@@ -99,7 +99,7 @@ pub fn run(global: &GlobalArgs, args: &PlanArgs) -> anyhow::Result<Code> {
     let estimate = estimate(&input).map_err(|err| InputError(err.to_string()))?;
     let target_pct = plan::accuracy_target_pct(&DecisionConfig::default());
     let below_target = estimate.correct_pct < target_pct;
-    if !global.quiet {
+    if !global.quiet() {
         for line in warnings(&estimate, target_pct) {
             eprintln!("{line}");
         }

@@ -8,15 +8,15 @@
 //! An empty archive and a DIR that is a file are input errors (2); a DIR
 //! that cannot be written is a runtime failure (3).
 
-use crate::cli::{GlobalArgs, PublishArgs};
+use crate::cli::PublishArgs;
 use crate::commits::commits_of;
-use crate::exit::{Code, InputError};
+use crate::exit::{self, Code, Context, InputError};
+use crate::global_options::GlobalOptions;
 use crate::site::{self, BisectionLink, IndexLinks, PageLink, Site};
 use crate::store::open_archive_read;
-use anyhow::Context;
 use archive::RunQuery;
 
-pub fn run(global: &GlobalArgs, args: &PublishArgs) -> anyhow::Result<Code> {
+pub fn run(global: &GlobalOptions, args: &PublishArgs) -> exit::Result<Code> {
     // Every --compare is read before the archive is.
     for given in &args.compare {
         site::compare::parse_sides(given)?;
@@ -99,7 +99,7 @@ pub fn run(global: &GlobalArgs, args: &PublishArgs) -> anyhow::Result<Code> {
     site.pages.insert(site::INDEX.to_string(), index);
     let n_pages = site.pages.len();
     site::write_site(&site, &args.dir)?;
-    if !global.quiet {
+    if !global.quiet() {
         eprintln!(
             "netbisect: wrote {n_pages} pages to {} (open {})",
             args.dir.display(),

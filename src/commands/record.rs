@@ -1,15 +1,15 @@
 //! `netbisect record check`: validate canonical run records, for example
 //! the output of a `--measure` command, before anything relies on them.
 
-use crate::cli::{GlobalArgs, RecordAction, RecordArgs};
-use crate::exit::Code;
+use crate::cli::{RecordAction, RecordArgs};
+use crate::exit::{self, Code, Context};
+use crate::global_options::GlobalOptions;
 use crate::output;
-use anyhow::Context;
 use run_record::record::RunRecord;
 use std::io::Read;
 use std::path::Path;
 
-pub fn run(global: &GlobalArgs, args: &RecordArgs) -> anyhow::Result<Code> {
+pub fn run(global: &GlobalOptions, args: &RecordArgs) -> exit::Result<Code> {
     match &args.action {
         RecordAction::Check { files } => {
             for file in files {
@@ -43,7 +43,7 @@ pub fn run(global: &GlobalArgs, args: &RecordArgs) -> anyhow::Result<Code> {
     }
 }
 
-fn read_bytes(path: &Path) -> anyhow::Result<Vec<u8>> {
+fn read_bytes(path: &Path) -> exit::Result<Vec<u8>> {
     let mut bytes = Vec::new();
     if path == Path::new("-") {
         std::io::stdin()
@@ -60,7 +60,7 @@ fn read_bytes(path: &Path) -> anyhow::Result<Vec<u8>> {
 /// Reads and validates a file of one record (pretty-printed or not) or of
 /// JSON lines, one record a line, as `archive export` writes them. Each
 /// record comes with its line number in a file of JSON lines.
-pub fn read_records_file(path: &Path) -> anyhow::Result<Vec<(Option<usize>, RunRecord)>> {
+pub fn read_records_file(path: &Path) -> exit::Result<Vec<(Option<usize>, RunRecord)>> {
     let bytes = read_bytes(path)?;
     let n_values = serde_json::Deserializer::from_slice(&bytes)
         .into_iter::<serde::de::IgnoredAny>()

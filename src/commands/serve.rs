@@ -4,9 +4,9 @@
 //! is counted, by kind, at most once a second. With `--quiet`, only the
 //! listener, refusals and those counts.
 
-use crate::cli::{GlobalArgs, ServeArgs};
-use crate::exit::{Code, InputError};
-use anyhow::Context;
+use crate::cli::ServeArgs;
+use crate::exit::{self, Code, Context, InputError};
+use crate::global_options::GlobalOptions;
 use bench_core::auth::Token;
 use bench_core::server::{DEFAULT_EVENT_LIMIT, EventLevel, Server, ServerConfig, ServerEvent};
 use std::io::Write;
@@ -36,7 +36,7 @@ fn raise_descriptor_limit(wanted: u64) {
     }
 }
 
-pub fn run(global: &GlobalArgs, args: &ServeArgs) -> anyhow::Result<Code> {
+pub fn run(global: &GlobalOptions, args: &ServeArgs) -> exit::Result<Code> {
     let mut config = ServerConfig::new(SocketAddr::new(args.listen, args.port));
     if let Some(path) = &args.token_file {
         config.token = Some(Token::from_file(path).map_err(|err| InputError(err.to_string()))?);
@@ -48,7 +48,7 @@ pub fn run(global: &GlobalArgs, args: &ServeArgs) -> anyhow::Result<Code> {
     config.control_timeout = Duration::from_secs_f64(args.timeout);
     config.max_test_memory = args.max_test_memory.saturating_mul(1 << 20);
     config.max_total_memory = args.max_total_memory.saturating_mul(1 << 20);
-    config.event_level = if global.quiet {
+    config.event_level = if global.quiet() {
         EventLevel::Notices
     } else {
         EventLevel::All
@@ -59,9 +59,9 @@ pub fn run(global: &GlobalArgs, args: &ServeArgs) -> anyhow::Result<Code> {
     });
     let server = Server::bind(config, events).map_err(|err| match err {
         bench_core::server::ServerError::TokenRequired(_) => {
-            anyhow::Error::new(InputError(err.to_string()))
+            exit::Failure::from(InputError(err.to_string()))
         }
-        other => anyhow::Error::new(other),
+        other => exit::Failure::from(other),
     })?;
     raise_descriptor_limit(descriptors_needed(args));
     server.serve(&AtomicBool::new(false));

@@ -1,12 +1,13 @@
 //! `netbisect templates list|dump`: the built-in templates, so a user can
 //! start their own from one and put it in `--template-dir`.
 
-use crate::cli::{GlobalArgs, TemplatesAction, TemplatesArgs};
-use crate::exit::{Code, InputError};
+use crate::cli::{TemplatesAction, TemplatesArgs};
+use crate::exit::{self, Code, InputError};
+use crate::global_options::GlobalOptions;
 use crate::output;
 use crate::render::{BUILTIN, Renderer};
 
-pub fn run(global: &GlobalArgs, args: &TemplatesArgs) -> anyhow::Result<Code> {
+pub fn run(global: &GlobalOptions, args: &TemplatesArgs) -> exit::Result<Code> {
     let renderer = Renderer::new(global.template_dir.as_deref());
     match &args.action {
         TemplatesAction::List => {

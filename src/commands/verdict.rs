@@ -13,10 +13,10 @@
 //! the commit checked out (HEAD), so the next verdict or bisection can
 //! reuse it.
 
-use crate::cli::{GlobalArgs, MeasureArgs, VerdictArgs};
-use crate::exit::{Code, InputError};
+use crate::cli::{MeasureArgs, VerdictArgs};
+use crate::exit::{self, Code, Context, InputError};
+use crate::global_options::GlobalOptions;
 use crate::output;
-use anyhow::Context;
 use archive::{Archive, ArchiveError, CanonicalRun, RunQuery};
 use bisect::decision::{self, DecisionConfig, Model, StepDecision, Verdict};
 use bisect::measure::{self, CommandMeasurement};
@@ -135,7 +135,7 @@ struct VerdictDoc {
     change_high_pct: Option<f64>,
 }
 
-pub fn run(global: &GlobalArgs, args: &VerdictArgs) -> anyhow::Result<Code> {
+pub fn run(global: &GlobalOptions, args: &VerdictArgs) -> exit::Result<Code> {
     match decide(global, args) {
         Ok(code) => Ok(code),
         Err(err) => {
@@ -163,7 +163,7 @@ pub fn run(global: &GlobalArgs, args: &VerdictArgs) -> anyhow::Result<Code> {
 
 /// Errors that would be the same at every commit: the user's input, the
 /// archive, a measure program that is not there.
-fn is_configuration_error(err: &anyhow::Error) -> bool {
+fn is_configuration_error(err: &exit::Failure) -> bool {
     crate::exit::classify(err) == Code::Input
         || err.chain().any(|cause| {
             matches!(
@@ -183,7 +183,7 @@ enum Baseline {
     Commit(Vec<RunRecord>),
 }
 
-fn baseline(archive: &Archive, text: &str) -> anyhow::Result<Baseline> {
+fn baseline(archive: &Archive, text: &str) -> exit::Result<Baseline> {
     match archive.find(text) {
         Ok((run, _)) => {
             let query = match &run.commit {
@@ -226,7 +226,7 @@ fn runs_of_spec(
     text: &str,
     spec: &RunSpec,
     testbed: &str,
-) -> anyhow::Result<Vec<RunRecord>> {
+) -> exit::Result<Vec<RunRecord>> {
     let records = match baseline {
         Baseline::Named(records) => return Ok(records),
         Baseline::Commit(records) => records,
@@ -271,7 +271,7 @@ fn measure_once(
     bench: Option<&bench_core::run::BenchRequest>,
     dir: &Path,
     commit: Option<&str>,
-) -> anyhow::Result<RunRecord> {
+) -> exit::Result<RunRecord> {
     if let Some(request) = bench {
         let mut request = request.clone();
         request.subject.commit = commit.map(str::to_string);
@@ -288,16 +288,13 @@ fn measure_once(
         // an input error, on which `git bisect run` aborts.
         CommandMeasurement::Printed(stdout) => RunRecord::from_slice(&stdout)
             .context("the measure command printed no valid run record"),
-        CommandMeasurement::Skip(reason) => anyhow::bail!("{reason}"),
+        CommandMeasurement::Skip(reason) => Err(exit::Failure::msg(reason)),
     }
 }
 
 /// What is measured: the bench test (run in-process), or the measure
 /// command, checked to exist before anything runs.
-fn bench_of(
-    args: &VerdictArgs,
-    dir: &Path,
-) -> anyhow::Result<Option<bench_core::run::BenchRequest>> {
+fn bench_of(args: &VerdictArgs, dir: &Path) -> exit::Result<Option<bench_core::run::BenchRequest>> {
     match &args.measure {
         MeasureArgs {
             bench: Some(spec), ..
@@ -319,7 +316,7 @@ fn model_of(
     good: &[RunRecord],
     bad: &[RunRecord],
     metric: Metric,
-) -> anyhow::Result<(Vec<f64>, Model)> {
+) -> exit::Result<(Vec<f64>, Model)> {
     let values = |records: &[RunRecord]| -> Vec<f64> {
         records
             .iter()
@@ -362,13 +359,13 @@ struct Measured {
 /// learnt from it), storing each, until the sequential test of `model`
 /// decides.
 fn measure_until_decided(
-    global: &GlobalArgs,
+    global: &GlobalOptions,
     archive: &mut Archive,
     measuring: &Measuring<'_>,
     mut first_run: Option<RunRecord>,
     model: &Model,
     config: &DecisionConfig,
-) -> anyhow::Result<Measured> {
+) -> exit::Result<Measured> {
     let metric = measuring.metric;
     let mut samples = Vec::new();
     let mut run_ids = Vec::new();
@@ -390,8 +387,8 @@ fn measure_until_decided(
         }
         let value = record
             .sample(metric)
-            .ok_or_else(|| anyhow::anyhow!("the run record has no {metric} figures"))?;
-        if record.config_key != measuring.good_config_key && !global.quiet {
+            .ok_or_else(|| exit::Failure::msg(format!("the run record has no {metric} figures")))?;
+        if record.config_key != measuring.good_config_key && !global.quiet() {
             eprintln!(
                 "netbisect: warning: run {} has another config_key than the good baseline",
                 &record.id[..12]
@@ -446,7 +443,7 @@ fn verdict_text(doc: &VerdictDoc, metric: Metric, test: TestKind, bound: f64) ->
     text
 }
 
-fn decide(global: &GlobalArgs, args: &VerdictArgs) -> anyhow::Result<Code> {
+fn decide(global: &GlobalOptions, args: &VerdictArgs) -> exit::Result<Code> {
     let mut archive = open_existing_archive(global)?;
     let good = baseline(&archive, &args.good_run).context("the good baseline")?;
     let bad = baseline(&archive, &args.bad_run).context("the bad baseline")?;

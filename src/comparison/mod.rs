@@ -7,8 +7,10 @@
 
 mod reproduce;
 
-use crate::cli::{CompareLayout, GlobalArgs};
-use crate::exit::InputError;
+pub use crate::views::compare::CompareLayout;
+
+use crate::exit::{self, InputError};
+use crate::global_options::GlobalOptions;
 use crate::output;
 use crate::selector::{self, Selector};
 use crate::store::open_archive_read;
@@ -48,7 +50,7 @@ pub struct ComparisonRequest {
 
 impl ComparisonRequest {
     /// Checks the options before any archive is read.
-    pub fn check(&self) -> anyhow::Result<()> {
+    pub fn check(&self) -> exit::Result<()> {
         if self.email && self.layout == CompareLayout::Stats {
             return Err(InputError(
                 "--email prints netperf's tables: give --layout netperf or matrix".to_string(),
@@ -66,7 +68,7 @@ impl ComparisonRequest {
     }
 
     /// The pairs of sides A and B name, in order.
-    fn selectors(&self) -> anyhow::Result<Vec<(Selector, Selector)>> {
+    fn selectors(&self) -> exit::Result<Vec<(Selector, Selector)>> {
         let first_words: Vec<&str> = self.first.split(',').collect();
         let second_words: Vec<&str> = self.second.split(',').collect();
         if first_words.len() != second_words.len() {
@@ -87,7 +89,7 @@ impl ComparisonRequest {
 }
 
 /// Compares the two sides of `args` in the archive and prints the result.
-pub fn print_comparison(global: &GlobalArgs, args: &ComparisonRequest) -> anyhow::Result<()> {
+pub fn print_comparison(global: &GlobalOptions, args: &ComparisonRequest) -> exit::Result<()> {
     args.check()?;
     let archive = open_archive_read(global)?;
     let compared = compare_sides(global, &archive, args)?;
@@ -98,7 +100,7 @@ pub fn print_comparison(global: &GlobalArgs, args: &ComparisonRequest) -> anyhow
             .iter()
             .filter(|group| !group.env_differences.is_empty() || group.config_keys_differ)
             .count();
-        if n_differing > 0 && !global.quiet {
+        if n_differing > 0 && !global.quiet() {
             eprintln!(
                 "netbisect: warning: the environments of the sides differ in {n_differing} \
                  group{} (see env_differences, config_keys_differ)",
@@ -113,10 +115,10 @@ pub fn print_comparison(global: &GlobalArgs, args: &ComparisonRequest) -> anyhow
 /// The text `compare` prints for `args` (never its `--json`), from
 /// `archive`: what a published page shows of an experiment.
 pub fn comparison_text(
-    global: &GlobalArgs,
+    global: &GlobalOptions,
     archive: &Archive,
     args: &ComparisonRequest,
-) -> anyhow::Result<String> {
+) -> exit::Result<String> {
     args.check()?;
     compare_sides(global, archive, args)?.text(global, args)
 }
@@ -132,7 +134,7 @@ struct Compared {
 
 impl Compared {
     /// The `compare` template's text (or `compare-stats`'s).
-    fn text(&self, global: &GlobalArgs, args: &ComparisonRequest) -> anyhow::Result<String> {
+    fn text(&self, global: &GlobalOptions, args: &ComparisonRequest) -> exit::Result<String> {
         match args.layout {
             CompareLayout::Stats => output::template(
                 global,
@@ -175,10 +177,10 @@ impl Compared {
 
 /// The sides of `args` read from `archive` and compared.
 fn compare_sides(
-    global: &GlobalArgs,
+    global: &GlobalOptions,
     archive: &Archive,
     args: &ComparisonRequest,
-) -> anyhow::Result<Compared> {
+) -> exit::Result<Compared> {
     let selectors = args.selectors()?;
     let filters = RunQuery {
         test: args.test,
@@ -224,7 +226,7 @@ fn compare_sides(
             .into_iter()
             .flatten()
         {
-            if !global.quiet {
+            if !global.quiet() {
                 eprintln!("netbisect: warning: {ambiguity}");
             }
         }
@@ -233,7 +235,7 @@ fn compare_sides(
             (&mut second_selection, second),
         ] {
             if let Some(mixed) = mixed_kernels(&selection.records) {
-                if !global.quiet {
+                if !global.quiet() {
                     eprintln!(
                         "netbisect: warning: {} pools the runs of {mixed}; give one kernel or \
                          commit per side (an experiment's own runs: --experiment ID)",
@@ -319,10 +321,10 @@ fn mixed_kernels(records: &[run_record::record::RunRecord]) -> Option<String> {
 
 /// Options out of range are the user's to fix; anything else (a damaged
 /// record) is reported as it is.
-fn input_error_of(err: CompareError) -> anyhow::Error {
+fn input_error_of(err: CompareError) -> exit::Failure {
     match err {
         CompareError::InvalidOption(_) => InputError(err.to_string()).into(),
-        other => anyhow::Error::new(other).context("failed to compare the runs"),
+        other => exit::Failure::from(other).context("failed to compare the runs"),
     }
 }
 

@@ -23,9 +23,9 @@ mod run;
 
 pub use run::run;
 
+use crate::exit::{self, Context};
 use crate::request::axes::Configuration;
 use crate::vm::{GuestSubject, KernelUnderTest, VmOptions};
-use anyhow::Context;
 use serde::Serialize;
 
 /// One kernel of an experiment.
@@ -40,7 +40,7 @@ pub struct Side {
 
 impl Side {
     /// The side `label` of the kernel `kernel`, its image hashed.
-    pub fn new(label: &str, kernel: KernelUnderTest) -> anyhow::Result<Side> {
+    pub fn new(label: &str, kernel: KernelUnderTest) -> exit::Result<Side> {
         let bytes = std::fs::read(&kernel.image.path)
             .with_context(|| format!("cannot read {}", kernel.image.path.display()))?;
         Ok(Side {
@@ -106,7 +106,7 @@ impl Experiment {
         rounds: u32,
         subject: GuestSubject,
         fresh: bool,
-    ) -> anyhow::Result<Experiment> {
+    ) -> exit::Result<Experiment> {
         let definition = Definition {
             kernels: sides
                 .iter()

@@ -3,7 +3,7 @@
 //! run took so far and the time left, estimated from them.
 
 use super::{Boot, Experiment};
-use crate::cli::GlobalArgs;
+use crate::global_options::GlobalOptions;
 use crate::progress::{Reporter, duration_text};
 use std::time::Instant;
 
@@ -27,7 +27,7 @@ pub struct Progress<'a> {
 impl<'a> Progress<'a> {
     /// The progress of `n_runs` runs in `n_boots` boots of `experiment`.
     pub fn new(
-        global: &GlobalArgs,
+        global: &GlobalOptions,
         experiment: &'a Experiment,
         n_boots: usize,
         n_runs: usize,

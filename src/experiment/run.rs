@@ -5,10 +5,10 @@
 
 use super::progress::Progress;
 use super::{Boot, Experiment};
-use crate::cli::GlobalArgs;
+use crate::exit::{self, Context};
+use crate::global_options::GlobalOptions;
 use crate::store::{open_archive, store_run};
 use crate::vm::{self, GuestSubject, Notes};
-use anyhow::Context;
 use archive::RunQuery;
 use run_record::record::ExperimentTag;
 use std::collections::BTreeSet;
@@ -31,10 +31,10 @@ pub struct Outcome {
 /// configuration or boot is noted and the rest go on. A signal stops it
 /// with what finished stored.
 pub fn run(
-    global: &GlobalArgs,
+    global: &GlobalOptions,
     experiment: &Experiment,
     console_dir: &Path,
-) -> anyhow::Result<Outcome> {
+) -> exit::Result<Outcome> {
     let mut outcome = Outcome::default();
     let boots = experiment.boots();
     let mut todo: Vec<(Boot, Vec<usize>)> = Vec::new();
@@ -84,7 +84,7 @@ pub fn run(
             round: boot.round,
         };
         let booted = {
-            let mut store = |run_idx: usize, tested: vm::TestOutcome| -> anyhow::Result<()> {
+            let mut store = |run_idx: usize, tested: vm::TestOutcome| -> exit::Result<()> {
                 let config_idx = order[run_idx];
                 let name = experiment.configurations[config_idx].name.join(" ");
                 match tested {
@@ -124,8 +124,8 @@ pub fn run(
                 &subject,
                 console_dir,
                 Notes {
-                    quiet: global.quiet,
-                    verbose: global.verbose > 0,
+                    quiet: global.quiet(),
+                    verbose: global.verbose(),
                 },
                 &mut store,
             )
@@ -156,10 +156,10 @@ pub fn run(
 /// The configurations of `boot` the archive holds a run of already: runs
 /// of the experiment, round and side, whose spec is the configuration's.
 fn measured(
-    global: &GlobalArgs,
+    global: &GlobalOptions,
     experiment: &Experiment,
     boot: Boot,
-) -> anyhow::Result<BTreeSet<usize>> {
+) -> exit::Result<BTreeSet<usize>> {
     let side = &experiment.sides[boot.side_idx];
     let archive = open_archive(global)?;
     let records = archive

@@ -16,6 +16,7 @@ mod rules;
 pub mod table;
 pub mod text;
 
+use crate::exit::{Code, ExitCoded};
 use minijinja::{AutoEscape, Environment, UndefinedBehavior};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -79,6 +80,14 @@ pub enum RenderError {
         /// What minijinja said.
         message: String,
     },
+}
+
+impl ExitCoded for RenderError {
+    /// A runtime failure, a broken template of the user's included: the
+    /// command line was right, the text it asked for could not be made.
+    fn exit_code(&self) -> Code {
+        Code::Runtime
+    }
 }
 
 /// Renders templates, built-in or overridden from a directory.

@@ -13,7 +13,7 @@ mod test_options;
 pub mod vm;
 
 use crate::cli::{BenchArgs, BenchSpecLine};
-use crate::exit::InputError;
+use crate::exit::{self, InputError};
 use crate::store::RunOutput;
 use crate::vm::{GuestSubject, VmOptions};
 use axes::{AxisKey, Configuration};
@@ -81,7 +81,7 @@ pub struct KernelRun {
 impl BenchInvocation {
     /// Reads `bench`'s arguments; every input error before any
     /// connection or boot (the image itself is checked by its command).
-    pub fn from_args(args: &BenchArgs) -> anyhow::Result<BenchInvocation> {
+    pub fn from_args(args: &BenchArgs) -> exit::Result<BenchInvocation> {
         let output = run_output(args);
         let in_vm = args.vm.kernel.is_some() || args.vm.options.any();
         if in_vm {
@@ -159,7 +159,7 @@ impl BenchInvocation {
 pub fn configurations_of(
     args: &BenchArgs,
     request: &BenchRequest,
-) -> anyhow::Result<Vec<Configuration>> {
+) -> exit::Result<Vec<Configuration>> {
     if args.sweep.is_empty() {
         return Ok(vec![Configuration {
             spec: request.spec.clone(),
@@ -223,7 +223,7 @@ pub fn guest_subject(args: &BenchArgs) -> GuestSubject {
 
 /// Turns the arguments into a validated request; every input error is
 /// found here, before any connection.
-pub fn request_from_args(args: &BenchArgs) -> anyhow::Result<BenchRequest> {
+pub fn request_from_args(args: &BenchArgs) -> exit::Result<BenchRequest> {
     let test: TestKind = args.test.parse()?;
     let spec = spec_from_args(args, test)?;
     let test_options = test_options::parse(test, &args.test_options)?;
@@ -232,7 +232,7 @@ pub fn request_from_args(args: &BenchArgs) -> anyhow::Result<BenchRequest> {
 
 /// The spec bench's flags give for `test` (the `-t` of an experiment's
 /// `t=` axis), checked.
-pub fn spec_from_args(args: &BenchArgs, test: TestKind) -> anyhow::Result<RunSpec> {
+pub fn spec_from_args(args: &BenchArgs, test: TestKind) -> exit::Result<RunSpec> {
     let family = family_of(args);
     let mut spec = RunSpec::defaults(test);
     spec.family = family;
@@ -330,7 +330,7 @@ fn request_with_spec(
     args: &BenchArgs,
     spec: RunSpec,
     data_port: Option<bench_core::protocol::PortRange>,
-) -> anyhow::Result<BenchRequest> {
+) -> exit::Result<BenchRequest> {
     // The range of -D is clap's (`cli::values::interim_seconds`).
     let interim = args.interim.map(|seconds| InterimReports {
         every: Duration::from_secs_f64(seconds),
@@ -450,7 +450,7 @@ fn parse_size(option: &str, text: &str) -> Result<u32, InputError> {
 /// Parses `--bench "SPEC"` with the flags of `netbisect bench` into a
 /// request. `--commit` and `--no-archive` are refused: the commit is the
 /// one measured, and every run is archived.
-pub fn parse_bench_spec(text: &str) -> anyhow::Result<BenchRequest> {
+pub fn parse_bench_spec(text: &str) -> exit::Result<BenchRequest> {
     let words = shlex::split(text)
         .ok_or_else(|| InputError(format!("cannot split --bench '{text}': unbalanced quotes")))?;
     let line = BenchSpecLine::try_parse_from(&words).map_err(|err| {
@@ -484,7 +484,7 @@ pub fn parse_bench_spec(text: &str) -> anyhow::Result<BenchRequest> {
 
 /// Parses `--bench "SPEC"` for a test in a VM: as [`parse_bench_spec`],
 /// refusing what a guest cannot take.
-pub fn parse_guest_bench_spec(text: &str) -> anyhow::Result<BenchRequest> {
+pub fn parse_guest_bench_spec(text: &str) -> exit::Result<BenchRequest> {
     let request = parse_bench_spec(text)?;
     let words = shlex::split(text).unwrap_or_default();
     if let Ok(line) = BenchSpecLine::try_parse_from(&words) {

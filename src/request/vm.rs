@@ -2,12 +2,12 @@
 //! [`VmOptions`], and what a guest's bench cannot take.
 
 use crate::cli::{BenchArgs, VmAccelArg, VmNetArg, VmOptionArgs};
-use crate::exit::InputError;
+use crate::exit::{self, InputError};
 use crate::vm::{self, AccelChoice, GuestSettings, NetMode, VmOptions};
 
 /// The VM options from the command line, with the lines of its
 /// `--vm-settings` file added.
-pub fn vm_options_with_settings(args: &VmOptionArgs) -> anyhow::Result<VmOptions> {
+pub fn vm_options_with_settings(args: &VmOptionArgs) -> exit::Result<VmOptions> {
     let settings = args
         .vm_settings
         .as_deref()
@@ -21,7 +21,7 @@ pub fn vm_options_with_settings(args: &VmOptionArgs) -> anyhow::Result<VmOptions
 pub fn vm_options(
     args: &VmOptionArgs,
     settings: Option<&GuestSettings>,
-) -> anyhow::Result<VmOptions> {
+) -> exit::Result<VmOptions> {
     let defaults = VmOptions::default();
     let mut options = VmOptions {
         net: match args.vm_net {

@@ -14,8 +14,8 @@ mod journal;
 use super::IntervalView;
 use super::chart::{ChartMarker, ChartPoint, DrawnSvg, SeriesChart, format_value, series_svg};
 use super::series::{LEVEL, Scale, scale_of};
+use crate::exit::{self, Context};
 
-use anyhow::Context;
 use archive::Archive;
 use archive::journal::BisectSession;
 use bisect::JournalEvent;
@@ -133,7 +133,7 @@ struct CommitRow<'a> {
 }
 
 /// The page of a session whose journal holds no start.
-fn not_started_page(session: &BisectSession) -> anyhow::Result<BisectionPage> {
+fn not_started_page(session: &BisectSession) -> exit::Result<BisectionPage> {
     let title = format!("Bisection {} of {}", session.id, session.repo);
     let html = super::render_page(
         "site/bisection.html",
@@ -249,7 +249,7 @@ pub fn bisection_page(
     archive: &Archive,
     session: &BisectSession,
     graph: Option<CommitGraph>,
-) -> anyhow::Result<BisectionPage> {
+) -> exit::Result<BisectionPage> {
     let events = session_events(archive, session)?;
     let summary = summarize(&events);
     let Some(start) = &summary.start else {
@@ -357,7 +357,7 @@ fn measured<'a>(
     known: &'a Known<'_>,
     scale: &Scale,
     culprit: Option<&str>,
-) -> anyhow::Result<Measured<'a>> {
+) -> exit::Result<Measured<'a>> {
     let mut measured = Measured {
         rows: Vec::new(),
         points: Vec::new(),
@@ -431,7 +431,7 @@ fn scale_of_metric(name: &str) -> Scale {
 }
 
 /// Mean and 95% interval of `samples` (the mean twice with one sample).
-fn figures(samples: &[f64]) -> anyhow::Result<Option<(f64, f64, f64)>> {
+fn figures(samples: &[f64]) -> exit::Result<Option<(f64, f64, f64)>> {
     match samples.len() {
         0 => Ok(None),
         1 => Ok(Some((samples[0], samples[0], samples[0]))),

@@ -14,6 +14,7 @@
 //! [`series_svg`] returns is therefore markup that code wrote whole, a
 //! [`DrawnSvg`], the one value the site's templates print unescaped.
 
+use crate::exit::{Code, ExitCoded};
 use crate::render::RenderError;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
@@ -87,6 +88,13 @@ pub enum ChartError {
     /// The hover targets' template failed.
     #[error("failed to lay the hover targets over the chart: {0}")]
     Overlay(#[from] RenderError),
+}
+
+impl ExitCoded for ChartError {
+    /// A runtime failure: no command line draws a chart that cannot be.
+    fn exit_code(&self) -> Code {
+        Code::Runtime
+    }
 }
 
 fn draw_error<E: std::fmt::Debug>(err: E) -> ChartError {

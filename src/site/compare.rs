@@ -7,9 +7,8 @@
 use super::IntervalView;
 use super::chart::{ChartPoint, DrawnSvg, SeriesChart, format_value, series_svg};
 use super::series::scale_of;
-use crate::exit::InputError;
+use crate::exit::{self, Context, InputError};
 use crate::selector::{self, Selector};
-use anyhow::Context;
 use archive::compare::{
     ChangeKind, CompareOptions, ComparisonGroup, ComparisonRow, SideSummary, Verdict, compare,
 };
@@ -43,7 +42,7 @@ pub fn parse_sides(given: &str) -> Result<(Selector, Selector), InputError> {
 }
 
 /// The page of the comparison `given` (`A..B`), the `number`th.
-pub fn compare_page(archive: &Archive, given: &str, number: usize) -> anyhow::Result<ComparePage> {
+pub fn compare_page(archive: &Archive, given: &str, number: usize) -> exit::Result<ComparePage> {
     let (first, second) = parse_sides(given)?;
     let filters = RunQuery::default();
     let first_selection = selector::resolve(archive, &first, &filters)?;
@@ -67,7 +66,7 @@ pub fn compare_page(archive: &Archive, given: &str, number: usize) -> anyhow::Re
         .groups
         .iter()
         .map(|group| group_view(group, [&first.value, &second.value]))
-        .collect::<anyhow::Result<_>>()?;
+        .collect::<exit::Result<_>>()?;
     let view = CompareView {
         title: &title,
         first_description: &first_selection.description,
@@ -152,7 +151,7 @@ struct EnvDifference<'a> {
     second: Option<&'a str>,
 }
 
-fn group_view<'a>(group: &'a ComparisonGroup, names: [&str; 2]) -> anyhow::Result<GroupView<'a>> {
+fn group_view<'a>(group: &'a ComparisonGroup, names: [&str; 2]) -> exit::Result<GroupView<'a>> {
     let chart = match group.rows.first() {
         Some(row) => sides_chart(&group.title, row, names)?,
         None => None,
@@ -177,7 +176,7 @@ fn group_view<'a>(group: &'a ComparisonGroup, names: [&str; 2]) -> anyhow::Resul
 }
 
 /// The mean of a side and its 95% interval (Student's t on its samples).
-fn side_interval(side: &SideSummary) -> anyhow::Result<(f64, f64)> {
+fn side_interval(side: &SideSummary) -> exit::Result<(f64, f64)> {
     match side.stddev {
         Some(stddev) if side.n_samples > 1 => {
             let critical =
@@ -195,7 +194,7 @@ fn sides_chart(
     title: &str,
     row: &ComparisonRow,
     names: [&str; 2],
-) -> anyhow::Result<Option<DrawnSvg>> {
+) -> exit::Result<Option<DrawnSvg>> {
     let (Some(first), Some(second)) = (&row.first, &row.second) else {
         return Ok(None);
     };

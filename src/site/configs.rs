@@ -5,8 +5,8 @@
 use super::IntervalView;
 use super::chart::{DrawnSvg, format_value, series_svg};
 use super::series::{PointFigures, history_chart, point_figures, scale_of};
+use crate::exit::{self, Context};
 use crate::store::series_runs;
-use anyhow::Context;
 use archive::history::{
     HistoryOptions, PointRuns, SeriesOrder, history, points_in_commit_order, points_in_time_order,
 };
@@ -52,7 +52,7 @@ pub fn config_pages(
     archive: &Archive,
     runs: &[StoredRun],
     commits: Option<&[String]>,
-) -> anyhow::Result<Vec<ConfigPage>> {
+) -> exit::Result<Vec<ConfigPage>> {
     let by_id: BTreeMap<&str, &StoredRun> = runs.iter().map(|run| (run.id.as_str(), run)).collect();
     let tests: BTreeSet<TestKind> = runs.iter().map(|run| run.test).collect();
     let mut pages = Vec::new();
@@ -169,7 +169,7 @@ fn config_page(
     runs: &[SeriesRun],
     metric: Metric,
     commits: Option<&[String]>,
-) -> anyhow::Result<ConfigPage> {
+) -> exit::Result<ConfigPage> {
     // Runs are never empty here: each spec key came from a run.
     let representative = &runs[0].id;
     let (_, bytes) = archive

@@ -7,9 +7,9 @@
 //! The runs say which label is A's: kernel A boots first in round 1,
 //! so A's label is that of the earliest run of the lowest round.
 
-use crate::cli::{CompareLayout, GlobalArgs};
-use crate::comparison::{ComparisonRequest, comparison_text, experiment_layout};
-use anyhow::Context;
+use crate::comparison::{CompareLayout, ComparisonRequest, comparison_text, experiment_layout};
+use crate::exit::{self, Context};
+use crate::global_options::GlobalOptions;
 use archive::{Archive, ArchiveError, RunQuery};
 use run_record::record::RunRecord;
 use serde::Serialize;
@@ -42,9 +42,9 @@ struct ExperimentRuns {
 /// The experiments of `archive`'s runs, each with its page, in order of
 /// their ids.
 pub fn experiment_pages(
-    global: &GlobalArgs,
+    global: &GlobalOptions,
     archive: &Archive,
-) -> anyhow::Result<Vec<ExperimentPage>> {
+) -> exit::Result<Vec<ExperimentPage>> {
     let mut experiments: BTreeMap<String, ExperimentRuns> = BTreeMap::new();
     archive
         .for_each_record(&RunQuery::default(), |run, bytes| {
@@ -117,12 +117,12 @@ struct ComparedView {
 
 /// The comparison of an experiment's sides `first` (A) and `second`.
 fn compared(
-    global: &GlobalArgs,
+    global: &GlobalOptions,
     archive: &Archive,
     id: &str,
     runs: &ExperimentRuns,
     [first, second]: [&str; 2],
-) -> anyhow::Result<ComparedView> {
+) -> exit::Result<ComparedView> {
     let configurations: Vec<&RunRecord> = runs.configurations.values().collect();
     let layout = experiment_layout(&configurations);
     let request = ComparisonRequest {
@@ -160,11 +160,11 @@ fn compared(
 }
 
 fn experiment_page(
-    global: &GlobalArgs,
+    global: &GlobalOptions,
     archive: &Archive,
     id: &str,
     runs: &ExperimentRuns,
-) -> anyhow::Result<ExperimentPage> {
+) -> exit::Result<ExperimentPage> {
     let first_label = runs
         .first
         .as_ref()

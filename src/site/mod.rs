@@ -58,8 +58,7 @@ pub mod configs;
 pub mod experiments;
 pub mod series;
 
-use crate::exit::InputError;
-use anyhow::Context;
+use crate::exit::{self, Context, InputError};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -75,7 +74,7 @@ pub struct Site {
 pub const INDEX: &str = "index.html";
 
 /// The page of `template` (a name under `templates/`) over `view`.
-fn render_page<T: Serialize>(template: &str, view: &T) -> anyhow::Result<String> {
+fn render_page<T: Serialize>(template: &str, view: &T) -> exit::Result<String> {
     crate::render::html::render(template, view)
         .with_context(|| format!("failed to write the page of {template}"))
 }
@@ -164,7 +163,7 @@ struct IndexView<'a> {
 
 /// The index page: the testbeds, each with its configurations, then the
 /// comparisons, the experiments and the bisections.
-pub fn index_page(links: &IndexLinks<'_>) -> anyhow::Result<String> {
+pub fn index_page(links: &IndexLinks<'_>) -> exit::Result<String> {
     let mut testbeds: BTreeMap<&str, Vec<ConfigRow<'_>>> = BTreeMap::new();
     for config in links.configs {
         testbeds
@@ -198,7 +197,7 @@ pub fn index_page(links: &IndexLinks<'_>) -> anyhow::Result<String> {
 /// over it, so a reader never sees a cut chart. A directory that cannot
 /// be written is a runtime failure; a path that is a directory is an
 /// input error.
-pub fn write_file(path: &Path, contents: &str) -> anyhow::Result<()> {
+pub fn write_file(path: &Path, contents: &str) -> exit::Result<()> {
     if path.is_dir() {
         return Err(InputError(format!(
             "{} is a directory: give a file name for the chart",
@@ -281,7 +280,7 @@ fn remove_leftovers(dir: &Path) {
 /// Writes `site` into `dir` (created if missing). A `dir` that exists
 /// and is not a directory is an input error; one that cannot be written
 /// is a runtime failure.
-pub fn write_site(site: &Site, dir: &Path) -> anyhow::Result<()> {
+pub fn write_site(site: &Site, dir: &Path) -> exit::Result<()> {
     if dir.exists() && !dir.is_dir() {
         return Err(InputError(format!(
             "{} exists and is not a directory: publish writes a directory of pages",

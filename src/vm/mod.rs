@@ -54,6 +54,7 @@ pub use settings::GuestSettings;
 pub use tap::{TapLink, tap_link};
 pub use test::{GuestSubject, KernelUnderTest, Notes, TestOutcome, run_test, run_tests};
 
+use crate::exit::{Code, ExitCoded};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -345,19 +346,28 @@ pub enum VmError {
     },
 }
 
-impl VmError {
-    /// True for what the user fixes before anything boots (exit 2).
-    pub fn is_input(&self) -> bool {
-        matches!(
-            self,
+impl ExitCoded for VmError {
+    /// What the user fixes before anything boots is an input error; a
+    /// signal that killed the guest, an interruption; the rest, what
+    /// went wrong in or around the guest, a runtime failure.
+    fn exit_code(&self) -> Code {
+        match self {
             VmError::NoImage(_)
-                | VmError::NotAKernel(_)
-                | VmError::BadImage { .. }
-                | VmError::CommandLineTooLong { .. }
-                | VmError::MissingTool { .. }
-                | VmError::KernelLacks { .. }
-                | VmError::BadOption(_)
-        )
+            | VmError::NotAKernel(_)
+            | VmError::BadImage { .. }
+            | VmError::CommandLineTooLong { .. }
+            | VmError::MissingTool { .. }
+            | VmError::KernelLacks { .. }
+            | VmError::BadOption(_) => Code::Input,
+            VmError::Interrupted(interrupted) => interrupted.exit_code(),
+            VmError::Io { .. }
+            | VmError::Boot { .. }
+            | VmError::TimedOut { .. }
+            | VmError::GuestOutput { .. }
+            | VmError::OutputLimit { .. }
+            | VmError::RunFailed(_)
+            | VmError::Guest { .. } => Code::Runtime,
+        }
     }
 }
 

@@ -3,7 +3,7 @@
 //! file is a path in the worktree, read at each step, so that a build can
 //! leave it.
 
-use crate::exit::InputError;
+use crate::exit::{self, InputError};
 use std::io::Read as _;
 use std::path::Path;
 
@@ -24,7 +24,7 @@ pub struct GuestSettings {
 impl GuestSettings {
     /// Reads a settings file; a line it does not take is an input error
     /// naming the file and the line.
-    pub fn read(path: &Path) -> anyhow::Result<GuestSettings> {
+    pub fn read(path: &Path) -> exit::Result<GuestSettings> {
         let text = read_capped(path)?;
         let mut settings = GuestSettings::default();
         for (line_idx, line) in text.lines().enumerate() {

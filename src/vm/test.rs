@@ -8,8 +8,7 @@
 //! Storing the records is the caller's business.
 
 use super::{GuestEvents, GuestJob, GuestRun, KernelImage, NetMode, RunOutput, VmError, VmOptions};
-use crate::exit::InputError;
-use anyhow::Context;
+use crate::exit::{self, Context, InputError};
 use bench_core::run::BenchRequest;
 use bench_core::server::{self, Server, ServerConfig};
 use run_record::env::VmEnv;
@@ -31,7 +30,7 @@ impl KernelUnderTest {
     /// Checks everything a boot needs, before anything boots: the
     /// options, the image, the runner's programs and the kernel's
     /// features.
-    pub fn prepare(image: &Path, options: VmOptions) -> anyhow::Result<KernelUnderTest> {
+    pub fn prepare(image: &Path, options: VmOptions) -> exit::Result<KernelUnderTest> {
         super::check_nic_options(&options)?;
         let image = super::check_image(image, options.net)?;
         super::check_command_line(&image, &options)?;
@@ -83,8 +82,8 @@ pub fn run_tests(
     subject: &GuestSubject,
     console_dir: &Path,
     notes: Notes,
-    finished: &mut dyn FnMut(usize, TestOutcome) -> anyhow::Result<()>,
-) -> anyhow::Result<VmEnv> {
+    finished: &mut dyn FnMut(usize, TestOutcome) -> exit::Result<()>,
+) -> exit::Result<VmEnv> {
     let binary = std::env::current_exe().context("cannot find the netbisect binary")?;
     let testbed = subject
         .testbed
@@ -164,7 +163,7 @@ pub fn run_tests(
             eprintln!("netbisect: {text}");
         }
     };
-    let mut handed_over: anyhow::Result<()> = Ok(());
+    let mut handed_over: exit::Result<()> = Ok(());
     let mut on_run = |run_idx: usize, output: RunOutput, vm: &VmEnv| {
         let outcome = match output {
             RunOutput::Record(bytes) => {
@@ -228,7 +227,7 @@ pub fn run_test(
     subject: &GuestSubject,
     console_dir: &Path,
     notes: Notes,
-) -> anyhow::Result<RunRecord> {
+) -> exit::Result<RunRecord> {
     let mut outcome = None;
     run_tests(
         kernel,
@@ -243,18 +242,18 @@ pub fn run_test(
     )?;
     match outcome {
         Some(Ok(record)) => Ok(record),
-        Some(Err(message)) => Err(anyhow::Error::new(VmError::RunFailed(message))
+        Some(Err(message)) => Err(exit::Failure::from(VmError::RunFailed(message))
             .context(format!("testing kernel {}", kernel.image.path.display()))),
-        None => Err(anyhow::anyhow!(
+        None => Err(exit::Failure::msg(format!(
             "the guest gave no outcome of its test (testing kernel {})",
             kernel.image.path.display()
-        )),
+        ))),
     }
 }
 
 /// A fresh random token for one run of the host mode, and its text for
 /// the guest's token file.
-fn one_run_token() -> anyhow::Result<(bench_core::auth::Token, Vec<u8>)> {
+fn one_run_token() -> exit::Result<(bench_core::auth::Token, Vec<u8>)> {
     let text = format!(
         "{}{}\n",
         bench_core::auth::new_challenge()?,

@@ -8,6 +8,8 @@
 //! - no subcommand's module (`commands::X` of the root package) imports
 //!   another subcommand's module: what they share lives beside
 //!   `commands/`;
+//! - no module of the root package but those of [`CLAP_TYPES_END_IN`] (and
+//!   `main.rs`) imports `cli`, the clap types;
 //! - no crate but [`PROCESS_CRATE`] installs a signal handler or depends
 //!   on signal-hook.
 //!
@@ -33,6 +35,12 @@ pub const MAX_LINES: usize = 600;
 /// What the first comment of a longer file says, followed by why it is
 /// one cohesive thing.
 pub const KEPT_WHOLE_MARKER: &str = "Kept whole:";
+
+/// The modules of the root package that may name the clap types of
+/// `cli`: `cli` itself, the subcommands' entry points, and `request`,
+/// which turns bench's arguments into a validated request. The others
+/// take plain values (the global options, a request, a layout).
+pub const CLAP_TYPES_END_IN: &[&str] = &["cli", "commands", "request"];
 
 /// The one crate that handles signals.
 pub const PROCESS_CRATE: &str = "child-process";
@@ -714,6 +722,39 @@ pub fn subcommand_imports(root: &Path) -> Vec<String> {
     problems
 }
 
+/// Imports of `cli` from a module of the root package outside
+/// [`CLAP_TYPES_END_IN`] (the crate root, `main.rs`, is an ancestor of
+/// every module, so its imports do not count).
+pub fn clap_type_imports(root: &Path) -> Vec<String> {
+    let modules = crate_modules(&root.join("src"));
+    let graph = import_graph(&modules);
+    let mut problems = Vec::new();
+    for (from, edges) in &graph {
+        if from
+            .first()
+            .is_some_and(|top| CLAP_TYPES_END_IN.contains(&top.as_str()))
+        {
+            continue;
+        }
+        for (to, line) in edges {
+            if to.first().map(String::as_str) == Some("cli") {
+                let file = &modules
+                    .iter()
+                    .find(|module| &module.path == from)
+                    .unwrap()
+                    .file;
+                let file = file.strip_prefix(root).unwrap_or(file).display();
+                problems.push(format!(
+                    "{} imports {} ({file}:{line})",
+                    module_name(from),
+                    module_name(to)
+                ));
+            }
+        }
+    }
+    problems
+}
+
 /// Names that install or change a signal's handler.
 const SIGNAL_HANDLER_NAMES: &[&str] = &["sigaction", "signal_hook", "sigprocmask", "sighandler_t"];
 
@@ -830,6 +871,17 @@ fn no_subcommand_imports_another() {
         problems.is_empty(),
         "a subcommand's module imports another's; move what they share beside \
          src/commands/:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn clap_types_stay_in_the_command_line() {
+    let problems = clap_type_imports(workspace_root());
+    assert!(
+        problems.is_empty(),
+        "a module beside commands/ names a clap type of cli; give it a plain value \
+         that the command builds from its arguments:\n{}",
         problems.join("\n")
     );
 }
@@ -1148,6 +1200,42 @@ fn circles_and_long_files_of_a_workspace_are_reported() {
         ]
     );
     assert_eq!(oversized_files(root), ["src/commands/sweep.rs: 602 lines"]);
+}
+
+#[test]
+fn a_clap_type_beside_the_commands_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write_files(
+        root,
+        &[
+            ("Cargo.toml", "[package]\nname = \"fixture\"\n".to_string()),
+            (
+                "src/main.rs",
+                "//! Root.\nmod cli;\nmod commands;\nmod request;\nmod store;\n\
+                 use cli::Cli;\nfn main() {}\n"
+                    .to_string(),
+            ),
+            ("src/cli.rs", "//! Clap.\npub struct Cli;\n".to_string()),
+            (
+                "src/commands.rs",
+                "//! Commands.\nuse crate::cli::Cli;\n".to_string(),
+            ),
+            (
+                "src/request.rs",
+                "//! Requests.\nuse crate::{cli::Cli, store};\n".to_string(),
+            ),
+            (
+                "src/store.rs",
+                "//! Store.\n// crate::cli in a comment is no import.\nuse crate::cli::Cli;\n"
+                    .to_string(),
+            ),
+        ],
+    );
+    assert_eq!(
+        clap_type_imports(root),
+        ["store imports cli (src/store.rs:3)"]
+    );
 }
 
 #[test]

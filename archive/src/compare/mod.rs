@@ -104,6 +104,14 @@ pub enum CompareError {
     },
 }
 
+impl CompareError {
+    /// True for what the user can fix: a run whose record fails its
+    /// checks. An option out of range is the caller's to check first.
+    pub fn is_input(&self) -> bool {
+        matches!(self, CompareError::SpecKey { .. })
+    }
+}
+
 /// How to compare.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CompareOptions {

@@ -4,8 +4,8 @@
 //! has finished it, and printed as bench prints a run (`--json`: one
 //! record a line).
 
-use crate::cli::GlobalArgs;
-use crate::exit::Code;
+use crate::exit::{self, Code};
+use crate::global_options::GlobalOptions;
 use crate::output;
 use crate::progress::Reporter;
 use crate::request::{BenchInvocation, KernelRun};
@@ -13,10 +13,10 @@ use crate::store::{store_and_print, store_run, warn_of_refused_settings};
 use crate::vm::{self, KernelUnderTest};
 
 pub fn run(
-    global: &GlobalArgs,
+    global: &GlobalOptions,
     invocation: &BenchInvocation,
     kernel: &KernelRun,
-) -> anyhow::Result<Code> {
+) -> exit::Result<Code> {
     let under_test = KernelUnderTest::prepare(&kernel.image, kernel.options.clone())?;
     let specs: Vec<_> = kernel
         .configurations
@@ -37,7 +37,7 @@ pub fn run(
         specs.len(),
         if specs.len() == 1 { "" } else { "s" }
     ));
-    let mut stored = |run_idx: usize, tested: vm::TestOutcome| -> anyhow::Result<()> {
+    let mut stored = |run_idx: usize, tested: vm::TestOutcome| -> exit::Result<()> {
         progress.advance(1);
         let name = kernel.configurations[run_idx].name.join(" ");
         progress.status(&format!(
@@ -68,8 +68,8 @@ pub fn run(
         &kernel.subject,
         &std::env::temp_dir(),
         vm::Notes {
-            quiet: global.quiet,
-            verbose: global.verbose > 0,
+            quiet: global.quiet(),
+            verbose: global.verbose(),
         },
         &mut stored,
     )?;
@@ -78,11 +78,11 @@ pub fn run(
         && records.is_empty()
     {
         let what = if name.is_empty() { "the test" } else { name };
-        return Err(anyhow::Error::new(vm::VmError::RunFailed(message.clone()))
+        return Err(exit::Failure::from(vm::VmError::RunFailed(message.clone()))
             .context(format!("{what} failed in the guest; no run was recorded")));
     }
     for record in &records {
-        if global.json {
+        if global.json() {
             warn_of_refused_settings(global, record);
             output::write_stdout(&output::record(record)?)?;
         } else {
@@ -97,10 +97,10 @@ pub fn run(
     if failures.is_empty() {
         Ok(Code::Ok)
     } else {
-        Err(anyhow::anyhow!(
+        Err(exit::Failure::msg(format!(
             "{} of {} configurations failed in the guest (named above)",
             failures.len(),
             specs.len()
-        ))
+        )))
     }
 }

@@ -3,8 +3,8 @@
 //! printed as bench prints a run (`--json`: one record a line). A
 //! configuration that fails is named and the rest go on.
 
-use crate::cli::GlobalArgs;
-use crate::exit::Code;
+use crate::exit::{self, Code};
+use crate::global_options::GlobalOptions;
 use crate::output;
 use crate::progress::Reporter;
 use crate::request::BenchInvocation;
@@ -13,10 +13,10 @@ use crate::store::{RunOutput, store_and_print, store_run, warn_of_refused_settin
 use bench_core::run::{BenchRequest, bench};
 
 pub fn run(
-    global: &GlobalArgs,
+    global: &GlobalOptions,
     invocation: &BenchInvocation,
     configurations: &[Configuration],
-) -> anyhow::Result<Code> {
+) -> exit::Result<Code> {
     let progress = Reporter::new(global, configurations.len() as u64);
     let mut n_failed = 0;
     for (config_idx, configuration) in configurations.iter().enumerate() {
@@ -43,7 +43,7 @@ pub fn run(
         if invocation.output.archive {
             store_run(global, &record)?;
         }
-        if global.json {
+        if global.json() {
             warn_of_refused_settings(global, &record);
             output::write_stdout(&output::record(&record)?)?;
         } else {
@@ -58,9 +58,9 @@ pub fn run(
     if n_failed == 0 {
         Ok(Code::Ok)
     } else {
-        Err(anyhow::anyhow!(
+        Err(exit::Failure::msg(format!(
             "{n_failed} of {} configurations failed (named above)",
             configurations.len()
-        ))
+        )))
     }
 }

@@ -4,8 +4,8 @@
 //!
 //! The table's data is [`crate::views::sweep::SweepTable`].
 
-use crate::cli::GlobalArgs;
-use crate::exit::{Code, InputError};
+use crate::exit::{self, Code, InputError};
+use crate::global_options::GlobalOptions;
 use crate::output;
 use crate::request::{BenchInvocation, SizeSweep};
 use crate::store::{store_run, warn_of_refused_settings};
@@ -17,10 +17,10 @@ use run_record::record::RunRecord;
 /// Runs `bench --sweep`, checked already: one run per size; stops at the
 /// first size that fails.
 pub fn run(
-    global: &GlobalArgs,
+    global: &GlobalOptions,
     invocation: &BenchInvocation,
     size_sweep: &SizeSweep,
-) -> anyhow::Result<Code> {
+) -> exit::Result<Code> {
     let SizeSweep { sweep, specs } = size_sweep;
     let base = &invocation.request;
     let output = &invocation.output;
@@ -42,7 +42,7 @@ pub fn run(
                 };
                 progress.finish();
                 let what = stop_message(&stopped, n_sizes, records.len(), !output.archive);
-                if !global.json && !records.is_empty() {
+                if !global.json() && !records.is_empty() {
                     let table = sweep_table(&base.spec, &sweep.parameter, &records, n_sizes);
                     print_table(
                         global,
@@ -53,21 +53,21 @@ pub fn run(
                         },
                     )?;
                 }
-                return Err(anyhow::Error::new(err).context(what));
+                return Err(exit::Failure::from(err).context(what));
             }
         };
         warn_of_refused_settings(global, &record);
         if output.archive {
             store_run(global, &record)?;
         }
-        if global.json {
+        if global.json() {
             output::write_stdout(&output::record(&record)?)?;
         }
         progress.advance(1);
         records.push(record);
     }
     progress.finish();
-    if !global.json {
+    if !global.json() {
         print_table(
             global,
             &output.units,
@@ -96,7 +96,7 @@ fn stop_message(stopped: &Stopped, n_sizes: usize, n_finished: usize, no_archive
     }
 }
 
-fn print_table(global: &GlobalArgs, units: &str, table: SweepTable) -> anyhow::Result<()> {
+fn print_table(global: &GlobalOptions, units: &str, table: SweepTable) -> exit::Result<()> {
     let units = Units::parse(units).map_err(|err| InputError(err.to_string()))?;
     let context = SweepContext::new(&table, units);
     let text = output::template(global, "sweep", &context, "the sweep")?;

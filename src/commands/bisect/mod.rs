@@ -23,13 +23,13 @@
 
 mod progress;
 mod report;
+use crate::cli::MeasureArgs;
 use crate::cli::{
     BisectAction, BisectArgs, BisectRepoArgs, BisectRunArgs, BisectStartArgs, DirectionArg,
     MethodArg,
 };
-use crate::cli::{GlobalArgs, MeasureArgs};
-use crate::exit::{Code, InputError};
-use anyhow::Context;
+use crate::exit::{self, Code, Context, InputError};
+use crate::global_options::GlobalOptions;
 use bisect::config::BisectConfig;
 use bisect::decision::{DecisionConfig, Method as WalkMethod};
 use bisect::engine;
@@ -50,7 +50,7 @@ mod slots;
 mod status;
 pub mod wiring;
 
-pub fn run(global: &GlobalArgs, args: &BisectArgs) -> anyhow::Result<Code> {
+pub fn run(global: &GlobalOptions, args: &BisectArgs) -> exit::Result<Code> {
     match &args.action {
         BisectAction::Start(start_args) => start(global, start_args),
         BisectAction::Run(run_args) => run_session(global, run_args),
@@ -61,7 +61,7 @@ pub fn run(global: &GlobalArgs, args: &BisectArgs) -> anyhow::Result<Code> {
     }
 }
 
-fn input(err: impl std::fmt::Display) -> anyhow::Error {
+fn input(err: impl std::fmt::Display) -> exit::Failure {
     InputError(err.to_string()).into()
 }
 
@@ -72,7 +72,7 @@ fn short(id: &str) -> &str {
 fn metric_of(
     args: &BisectStartArgs,
     bench: Option<&bench_core::run::BenchRequest>,
-) -> anyhow::Result<Metric> {
+) -> exit::Result<Metric> {
     match (&args.metric, bench) {
         (Some(name), _) => Ok(name.parse()?),
         (None, Some(request)) => Ok(Metric::primary_for(&request.spec)),
@@ -80,7 +80,7 @@ fn metric_of(
     }
 }
 
-fn start(global: &GlobalArgs, args: &BisectStartArgs) -> anyhow::Result<Code> {
+fn start(global: &GlobalOptions, args: &BisectStartArgs) -> exit::Result<Code> {
     let repo = range::open_repository(&args.repo).map_err(input)?;
     let key = repo_key(&repo, &args.repo)?;
     let workdir = PathBuf::from(&key);
@@ -161,7 +161,7 @@ fn start(global: &GlobalArgs, args: &BisectStartArgs) -> anyhow::Result<Code> {
 
 /// The kernel part of the session: checked options, the runner's tools
 /// found. The image itself is only there once a step is built.
-fn kernel_session(args: &BisectStartArgs) -> anyhow::Result<Option<wiring::KernelSession>> {
+fn kernel_session(args: &BisectStartArgs) -> exit::Result<Option<wiring::KernelSession>> {
     let Some(image) = &args.kernel else {
         if args.vm.any() {
             return Err(input("--vm-* options need --kernel RELPATH"));
@@ -195,7 +195,7 @@ fn kernel_session(args: &BisectStartArgs) -> anyhow::Result<Option<wiring::Kerne
 /// The jobs of `bisect run`: those asked, checked against the journal's
 /// (a bisection keeps the jobs of its first run), the range and the
 /// method.
-fn jobs_of(loaded: &session::Loaded, asked: Option<u32>) -> anyhow::Result<usize> {
+fn jobs_of(loaded: &session::Loaded, asked: Option<u32>) -> exit::Result<usize> {
     let events = session::load_events(loaded)?;
     let journaled = engine::journaled_jobs(&loaded.graph, &loaded.spec.config, &events)
         .context("failed to replay the journal")?;
@@ -228,7 +228,7 @@ fn jobs_of(loaded: &session::Loaded, asked: Option<u32>) -> anyhow::Result<usize
     Ok(jobs as usize)
 }
 
-fn run_session(global: &GlobalArgs, run_args: &BisectRunArgs) -> anyhow::Result<Code> {
+fn run_session(global: &GlobalOptions, run_args: &BisectRunArgs) -> exit::Result<Code> {
     let args = &run_args.repo;
     let loaded = load(global, args.repo.as_deref())?;
     let spec = &loaded.spec;
@@ -250,8 +250,8 @@ fn run_session(global: &GlobalArgs, run_args: &BisectRunArgs) -> anyhow::Result<
             session: kernel.clone(),
             console_dir: dir.join("consoles"),
             notes: crate::vm::Notes {
-                quiet: global.quiet,
-                verbose: global.verbose > 0,
+                quiet: global.quiet(),
+                verbose: global.verbose(),
             },
         })),
         (Some(text), None) => Method::Bench(Box::new(crate::request::parse_bench_spec(text)?)),
@@ -307,10 +307,13 @@ fn run_session(global: &GlobalArgs, run_args: &BisectRunArgs) -> anyhow::Result<
         ));
         let good = loaded.graph.good.clone();
         let measurement = bisect::Measurer::measure(&mut measurer, &good)
-            .map_err(|err| anyhow::anyhow!("{err}"))
+            .map_err(exit::Failure::msg)
             .with_context(|| format!("measuring the good commit {} failed", good.id))?;
         if let bisect::Measurement::Skip(reason) = measurement {
-            anyhow::bail!("cannot measure the good commit {}: {reason}", good.id);
+            return Err(exit::Failure::msg(format!(
+                "cannot measure the good commit {}: {reason}",
+                good.id
+            )));
         }
     }
     let mut journal = ArchiveJournal::new(crate::store::open_archive(global)?, loaded.session.id);
@@ -350,7 +353,7 @@ fn run_session(global: &GlobalArgs, run_args: &BisectRunArgs) -> anyhow::Result<
     print_outcome(global, &loaded, config_key.as_deref(), &outcome)
 }
 
-fn reset(global: &GlobalArgs, args: &BisectRepoArgs) -> anyhow::Result<Code> {
+fn reset(global: &GlobalOptions, args: &BisectRepoArgs) -> exit::Result<Code> {
     let mut loaded = load(global, args.repo.as_deref())?;
     let dir = state_dir(&loaded.repo);
     let lock = lock_state(&dir)?;
@@ -374,7 +377,7 @@ fn reset(global: &GlobalArgs, args: &BisectRepoArgs) -> anyhow::Result<Code> {
     let _ = std::fs::remove_file(dir.join("lock"));
     let _ = std::fs::remove_dir(&dir);
     let session = loaded.archive.end_session(loaded.session.id)?;
-    if !global.quiet {
+    if !global.quiet() {
         eprintln!(
             "netbisect: bisection session {} of {} ended; its runs stay in the archive",
             session.id, session.repo

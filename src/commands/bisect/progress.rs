@@ -8,7 +8,7 @@
 //! need more than their first `--end-repeats`, two lines say why and how
 //! many more repeats of each it takes at most.
 
-use crate::cli::GlobalArgs;
+use crate::global_options::GlobalOptions;
 use crate::progress::Reporter;
 use crate::views::bisection::duration;
 use bisect::ends::EndsWait;
@@ -32,7 +32,7 @@ pub struct ProgressPrinter {
 
 impl ProgressPrinter {
     /// A printer as `global` asks (`--progress`, `-q`).
-    pub fn new(global: &GlobalArgs, confirm_repeats: u32) -> ProgressPrinter {
+    pub fn new(global: &GlobalOptions, confirm_repeats: u32) -> ProgressPrinter {
         ProgressPrinter {
             reporter: Reporter::new(global, None),
             started: Instant::now(),

@@ -6,8 +6,9 @@
 use super::input;
 use super::session::{Loaded, SessionSpec, load, status_of};
 use super::wiring;
-use crate::cli::{BisectReportArgs, GlobalArgs};
-use crate::exit::Code;
+use crate::cli::BisectReportArgs;
+use crate::exit::{self, Code};
+use crate::global_options::GlobalOptions;
 use crate::output;
 use crate::views::bisect_report::ReportContext;
 use archive::{Archive, RunQuery};
@@ -15,7 +16,7 @@ use bisect::decision::DecisionConfig;
 use bisect::report::Outcome;
 use run_record::record::RunRecord;
 
-pub(super) fn report(global: &GlobalArgs, args: &BisectReportArgs) -> anyhow::Result<Code> {
+pub(super) fn report(global: &GlobalOptions, args: &BisectReportArgs) -> exit::Result<Code> {
     let loaded = load(global, args.repo.repo.as_deref())?;
     let status = status_of(&loaded)?;
     if status.outcome.is_some()
@@ -281,11 +282,11 @@ fn record_like(archive: &Archive, commit: &str, like: &RunRecord) -> Option<RunR
 /// from runs under `config_key`, so that runs of another test archived for
 /// the same commits never name the report.
 pub(super) fn print_outcome(
-    global: &GlobalArgs,
+    global: &GlobalOptions,
     loaded: &Loaded,
     config_key: Option<&str>,
     outcome: &Outcome,
-) -> anyhow::Result<Code> {
+) -> exit::Result<Code> {
     let code = match outcome {
         Outcome::Finished(_) => Code::Ok,
         Outcome::Refused(_) => Code::Refused,

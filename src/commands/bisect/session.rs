@@ -8,8 +8,8 @@
 
 use super::input;
 use super::wiring;
-use crate::cli::GlobalArgs;
-use anyhow::Context;
+use crate::exit::{self, Context};
+use crate::global_options::GlobalOptions;
 use archive::Archive;
 use archive::journal::BisectSession;
 use bisect::config::BisectConfig;
@@ -65,7 +65,7 @@ pub struct SessionSpec {
 }
 
 /// The canonical working tree of the repository at (or containing) `path`.
-pub(super) fn repo_key(repo: &Repository, path: &Path) -> anyhow::Result<String> {
+pub(super) fn repo_key(repo: &Repository, path: &Path) -> exit::Result<String> {
     let workdir = repo.workdir().ok_or_else(|| {
         input(format!(
             "{} is a bare repository: bisect needs one with a working tree",
@@ -95,7 +95,7 @@ pub(super) struct Loaded {
 /// The active session of the repository at (or containing) `path`; with
 /// no path, that of the repository of the current directory, else the
 /// one bisection in progress, wherever its repository is.
-pub(super) fn load(global: &GlobalArgs, path: Option<&Path>) -> anyhow::Result<Loaded> {
+pub(super) fn load(global: &GlobalOptions, path: Option<&Path>) -> exit::Result<Loaded> {
     // No archive holds no session: said so, and none is created.
     if let Some(archive_path) = crate::store::missing_archive(global)? {
         return Err(input(format!(
@@ -130,7 +130,7 @@ pub(super) fn load(global: &GlobalArgs, path: Option<&Path>) -> anyhow::Result<L
 fn find_session(
     archive: &Archive,
     path: Option<&Path>,
-) -> anyhow::Result<(Repository, BisectSession)> {
+) -> exit::Result<(Repository, BisectSession)> {
     if let Some(path) = path {
         let repo = range::discover(path).map_err(input)?;
         let key = repo_key(&repo, path)?;
@@ -191,7 +191,7 @@ fn no_session(key: Option<&str>) -> String {
 
 /// Holds the state directory's lock: one `bisect run` per repository at a
 /// time. The kernel drops it when the process dies, however it dies.
-pub(super) fn lock_state(dir: &Path) -> anyhow::Result<std::fs::File> {
+pub(super) fn lock_state(dir: &Path) -> exit::Result<std::fs::File> {
     std::fs::create_dir_all(dir).with_context(|| format!("failed to create {}", dir.display()))?;
     let path = dir.join("lock");
     let file = std::fs::OpenOptions::new()
@@ -207,12 +207,12 @@ pub(super) fn lock_state(dir: &Path) -> anyhow::Result<std::fs::File> {
             path.display()
         ))),
         Err(std::fs::TryLockError::Error(err)) => {
-            Err(anyhow::Error::new(err).context(format!("failed to lock {}", path.display())))
+            Err(exit::Failure::from(err).context(format!("failed to lock {}", path.display())))
         }
     }
 }
 
-pub(super) fn load_events(loaded: &Loaded) -> anyhow::Result<Vec<bisect::JournalEvent>> {
+pub(super) fn load_events(loaded: &Loaded) -> exit::Result<Vec<bisect::JournalEvent>> {
     let texts = loaded.archive.session_events(loaded.session.id)?;
     wiring::decode_events(&texts).with_context(|| {
         format!(
@@ -222,7 +222,7 @@ pub(super) fn load_events(loaded: &Loaded) -> anyhow::Result<Vec<bisect::Journal
     })
 }
 
-pub(super) fn status_of(loaded: &Loaded) -> anyhow::Result<Status> {
+pub(super) fn status_of(loaded: &Loaded) -> exit::Result<Status> {
     let events = load_events(loaded)?;
     engine::status(&loaded.graph, &loaded.spec.config, &events)
         .context("failed to replay the journal")

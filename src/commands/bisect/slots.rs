@@ -279,7 +279,9 @@ where
         let result = match finished.measured {
             Ok(measured) => {
                 self.session.note_seconds(finished.seconds);
-                self.session.accept(&finished.commit, measured)
+                self.session
+                    .accept(&finished.commit, measured)
+                    .map_err(BoxError::from)
             }
             Err(err) => Err(err),
         };

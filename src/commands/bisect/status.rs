@@ -5,8 +5,9 @@
 //! ([`crate::views::bisect_status::StatusDoc`]).
 
 use super::session::{Loaded, SessionSpec, load, status_of};
-use crate::cli::{BisectRepoArgs, GlobalArgs};
-use crate::exit::Code;
+use crate::cli::BisectRepoArgs;
+use crate::exit::{self, Code};
+use crate::global_options::GlobalOptions;
 use crate::output;
 use crate::views::bisect_status::{STATUS_SCHEMA, StatusContext, StatusDoc};
 use archive::journal::BisectSession;
@@ -14,7 +15,7 @@ use bisect::graph::{CommitGraph, CommitInfo};
 use bisect::progress::Status;
 use bisect::report::{BisectResult, Outcome};
 
-pub(super) fn status(global: &GlobalArgs, args: &BisectRepoArgs) -> anyhow::Result<Code> {
+pub(super) fn status(global: &GlobalOptions, args: &BisectRepoArgs) -> exit::Result<Code> {
     let loaded = load(global, args.repo.as_deref())?;
     let status = status_of(&loaded)?;
     print_status(
@@ -39,12 +40,12 @@ fn state_name(status: &Status) -> &'static str {
 }
 
 pub(super) fn print_status(
-    global: &GlobalArgs,
+    global: &GlobalOptions,
     session: &BisectSession,
     spec: &SessionSpec,
     graph: &CommitGraph,
     status: &Status,
-) -> anyhow::Result<()> {
+) -> exit::Result<()> {
     let doc = StatusDoc {
         schema: STATUS_SCHEMA,
         session: session.id,
@@ -106,7 +107,7 @@ fn log_lines(loaded: &Loaded, status: &Status) -> Vec<String> {
     lines
 }
 
-pub(super) fn log(global: &GlobalArgs, args: &BisectRepoArgs) -> anyhow::Result<Code> {
+pub(super) fn log(global: &GlobalOptions, args: &BisectRepoArgs) -> exit::Result<Code> {
     let loaded = load(global, args.repo.as_deref())?;
     let status = status_of(&loaded)?;
     let lines = log_lines(&loaded, &status);

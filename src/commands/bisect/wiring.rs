@@ -2,8 +2,11 @@
 //! builds in the bisect worktree, measures with a bench test or the
 //! user's command, stores every run in the archive before handing its
 //! sample to the engine, and finds archived runs of a commit under the
-//! session's config_key; and a [`Journal`] kept in the archive.
+//! session's config_key; and a [`Journal`] kept in the archive. What
+//! they fail with reaches the engine boxed as an [`exit::Failure`], so
+//! that the bisection ends with the code the error declared.
 
+use crate::exit;
 use crate::vm::{self, GuestSettings, GuestSubject, KernelUnderTest, VmOptions};
 use archive::{Archive, CanonicalRun, RunQuery};
 use bench_core::run::BenchRequest;
@@ -145,9 +148,9 @@ impl<'w> SessionMeasurer<'w> {
         self.config_key.as_deref()
     }
 
-    fn record_of(&mut self, commit: &CommitInfo) -> Result<RecordMeasurement, BoxError> {
+    fn record_of(&mut self, commit: &CommitInfo) -> exit::Result<RecordMeasurement> {
         match &self.method {
-            Method::Command => self.commands.measure_record(commit),
+            Method::Command => Ok(self.commands.measure_record(commit)?),
             Method::Kernel(step) => {
                 if let Some(reason) = self.commands.prepare(commit)? {
                     return Ok(RecordMeasurement::Skip(reason));
@@ -170,7 +173,7 @@ impl<'w> SessionMeasurer<'w> {
 
     /// One fresh repeat of `commit`: measured, checked to be of that
     /// commit, stored in the archive, and only then handed over.
-    pub fn take(&mut self, commit: &CommitInfo) -> Result<Measurement, BoxError> {
+    pub fn take(&mut self, commit: &CommitInfo) -> exit::Result<Measurement> {
         let measured = self.record_of(commit)?;
         self.accept(commit, measured)
     }
@@ -193,7 +196,7 @@ impl<'w> SessionMeasurer<'w> {
         &mut self,
         commit: &CommitInfo,
         measured: RecordMeasurement,
-    ) -> Result<Measurement, BoxError> {
+    ) -> exit::Result<Measurement> {
         let mut record = match measured {
             RecordMeasurement::Record(record) => *record,
             RecordMeasurement::Skip(reason) => return Ok(Measurement::Skip(reason)),
@@ -235,8 +238,9 @@ impl<'w> SessionMeasurer<'w> {
     }
 }
 
-impl Measurer for SessionMeasurer<'_> {
-    fn archived(&mut self, commit: &CommitInfo) -> Result<Vec<Sample>, BoxError> {
+impl SessionMeasurer<'_> {
+    /// The archived samples of `commit` under the session's config_key.
+    fn archived_samples(&self, commit: &CommitInfo) -> exit::Result<Vec<Sample>> {
         let Some(config_key) = &self.config_key else {
             return Ok(Vec::new());
         };
@@ -256,6 +260,12 @@ impl Measurer for SessionMeasurer<'_> {
                 })
             })
             .collect())
+    }
+}
+
+impl Measurer for SessionMeasurer<'_> {
+    fn archived(&mut self, commit: &CommitInfo) -> Result<Vec<Sample>, BoxError> {
+        Ok(self.archived_samples(commit)?)
     }
 
     fn measure(&mut self, commit: &CommitInfo) -> Result<Measurement, BoxError> {
@@ -305,15 +315,25 @@ pub fn decode_events(texts: &[String]) -> Result<Vec<JournalEvent>, serde_json::
         .collect()
 }
 
-impl Journal for ArchiveJournal {
-    fn load(&mut self) -> Result<Vec<JournalEvent>, BoxError> {
+impl ArchiveJournal {
+    fn events(&self) -> exit::Result<Vec<JournalEvent>> {
         let texts = self.archive.session_events(self.session_id)?;
         Ok(decode_events(&texts)?)
     }
 
-    fn append(&mut self, event: &JournalEvent) -> Result<(), BoxError> {
+    fn append_event(&mut self, event: &JournalEvent) -> exit::Result<()> {
         let text = serde_json::to_string(event)?;
         self.archive.append_event(self.session_id, &text)?;
         Ok(())
+    }
+}
+
+impl Journal for ArchiveJournal {
+    fn load(&mut self) -> Result<Vec<JournalEvent>, BoxError> {
+        Ok(self.events()?)
+    }
+
+    fn append(&mut self, event: &JournalEvent) -> Result<(), BoxError> {
+        Ok(self.append_event(event)?)
     }
 }

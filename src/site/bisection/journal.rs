@@ -2,7 +2,7 @@
 //! each commit's samples, verdict and skip in the order the journal
 //! first names them, and how it finished.
 
-use anyhow::Context;
+use crate::exit::{self, Context};
 use archive::Archive;
 use archive::journal::BisectSession;
 use bisect::JournalEvent;
@@ -41,7 +41,7 @@ fn log_of<'a>(
 pub(super) fn session_events(
     archive: &Archive,
     session: &BisectSession,
-) -> anyhow::Result<Vec<JournalEvent>> {
+) -> exit::Result<Vec<JournalEvent>> {
     let texts = archive
         .session_events(session.id)
         .context("failed to read the archive")?;

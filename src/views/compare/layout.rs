@@ -2,12 +2,23 @@
 //! sweeps of a test (families, netperf's layout) and every configuration
 //! of a test (matrices, `--layout matrix`), in the order of their rows.
 
-use crate::cli::CompareLayout;
 use archive::compare::ComparisonGroup;
 use archive::figures::{spec_options, spec_value};
 use run_record::spec::{RunSpec, TestKind};
 use serde::Serialize;
 use std::collections::BTreeMap;
+
+/// How a comparison lays out its tables (`--layout`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompareLayout {
+    /// netperf's tables, a row per side, size sweeps of a test in one.
+    Netperf,
+    /// One table per test, a row per configuration.
+    Matrix,
+    /// Mean, spread, change and p value of every metric (the
+    /// `compare-stats` template).
+    Stats,
+}
 
 /// What names the rows of a size sweep.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -12,9 +12,9 @@ mod layout;
 mod tables;
 
 pub use group::GroupTable;
+pub use layout::CompareLayout;
 pub use tables::{FamilyTable, Marks, MatrixTable};
 
-use crate::cli::CompareLayout;
 use crate::render::table::unique_short_names;
 use crate::render::text::plain;
 use crate::views::units::Units;

@@ -7,8 +7,8 @@
 //! differences), and two sides with nothing in common.
 
 use super::Sample;
-use crate::cli::CompareLayout;
 use crate::views::compare::CompareContext;
+use crate::views::compare::CompareLayout;
 use crate::views::compare_stats::CompareStatsContext;
 use crate::views::units::Units;
 use archive::compare::{CompareOptions, Comparison, compare};

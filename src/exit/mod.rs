@@ -11,6 +11,33 @@
 //! | 125  | cannot tell (as `git bisect run` reads it)                  |
 //! | 128  | verdict: usage or configuration error (aborts git bisect)   |
 //! | 130  | interrupted by SIGINT or SIGTERM                            |
+//!
+//! A failure carries its code from where it arose, so that classifying
+//! one consults no list of error types. Every error a command can fail
+//! with declares its exit code ([`ExitCoded`]): the CLI's own errors in
+//! one impl beside each type, the other crates' in [`foreign`], where
+//! the libraries' are read from what each says of its errors (their
+//! `is_input()`: the user can fix it), since a library knows no exit
+//! code. An error becomes a [`Failure`] (by `?`, or by [`Context`]'s
+//! `context`) with the code it declares, and keeps it through every
+//! context added after; an error type that declares none cannot become
+//! one (it does not compile). What a library boxes of ours (a
+//! bisection's measurer and journal, `bisect::journal::BoxError`) is a
+//! boxed `Failure`, whose code the engine's error hands on. Two things
+//! are decided at the end: a signal received ends the process with 130
+//! whatever the failure ([`classify`]), and a closed stdout, which
+//! declares 0, is no failure at all ([`is_broken_pipe`]).
+//!
+//! Why a code carried and not read off the error chain at the end: stable
+//! Rust can ask a `&dyn Error` of the chain for a concrete type only, not
+//! for a trait, so reading it needs a hand-kept list of every type that
+//! decides a code, which falls behind as errors are added, and reaches up
+//! into every module that defines one.
+
+mod failure;
+mod foreign;
+
+pub use failure::{Context, ExitCoded, Failure, Result};
 
 use std::process::ExitCode;
 
@@ -52,62 +79,30 @@ impl From<Code> for ExitCode {
 #[error("{0}")]
 pub struct InputError(pub String);
 
-/// Picks the exit code for a failure: an interruption is 130, input
-/// errors anywhere in the chain (including bad run records) are 2,
-/// everything else is 3.
-pub fn classify(err: &anyhow::Error) -> Code {
-    if child_process::interrupt::check().is_err()
-        || err
-            .chain()
-            .any(|cause| cause.is::<child_process::interrupt::Interrupted>())
-    {
-        return Code::Interrupted;
+impl ExitCoded for InputError {
+    fn exit_code(&self) -> Code {
+        Code::Input
     }
-    let is_input = err.chain().any(|cause| {
-        cause.is::<InputError>()
-            || cause.is::<run_record::record::RecordError>()
-            || cause.is::<run_record::spec::UnknownTest>()
-            || cause.is::<run_record::record::UnknownMetric>()
-            || cause.is::<archive::import::ImportError>()
-            || cause
-                .downcast_ref::<crate::vm::VmError>()
-                .is_some_and(crate::vm::VmError::is_input)
-            || cause
-                .downcast_ref::<bench_core::host::settings::SettingsError>()
-                .is_some_and(bench_core::host::settings::SettingsError::is_input)
-            || cause
-                .downcast_ref::<archive::ArchiveError>()
-                .is_some_and(is_input_archive_error)
-    });
-    if is_input { Code::Input } else { Code::Runtime }
 }
 
-/// An error as netbisect prints it: `netbisect: error: ...` and a line
+/// The exit code of a failed command: 130 once a signal came (whatever
+/// the work it stopped failed with), else the code the failure's error
+/// declared.
+pub fn classify(failure: &Failure) -> Code {
+    if child_process::interrupt::check().is_err() {
+        return Code::Interrupted;
+    }
+    failure.code()
+}
+
+/// A failure as netbisect prints it: `netbisect: error: ...` and a line
 /// for each cause.
-pub fn error_text(err: &anyhow::Error) -> String {
-    let mut text = format!("netbisect: error: {err}\n");
-    for cause in err.chain().skip(1) {
+pub fn error_text(failure: &Failure) -> String {
+    let mut text = format!("netbisect: error: {failure}\n");
+    for cause in failure.chain().skip(1) {
         text.push_str(&format!("  caused by: {cause}\n"));
     }
     text
-}
-
-/// Archive failures the user can fix: a wrong file, id or query.
-fn is_input_archive_error(err: &archive::ArchiveError) -> bool {
-    use archive::ArchiveError;
-    matches!(
-        err,
-        ArchiveError::NotAnArchive { .. }
-            | ArchiveError::NoArchive { .. }
-            | ArchiveError::NewerSchema { .. }
-            | ArchiveError::NoSuchRun(_)
-            | ArchiveError::AmbiguousId { .. }
-            | ArchiveError::InvalidQuery(_)
-            | ArchiveError::SessionActive { .. }
-            | ArchiveError::NoSuchSession(_)
-            | ArchiveError::SessionEnded(_)
-            | ArchiveError::BadAddress { .. }
-    )
 }
 
 /// Standard output was closed under us (`netbisect ... | head`), which
@@ -116,34 +111,41 @@ fn is_input_archive_error(err: &archive::ArchiveError) -> bool {
 #[error("standard output was closed")]
 pub struct StdoutClosed;
 
+impl ExitCoded for StdoutClosed {
+    /// Success: the reader has all it wanted.
+    fn exit_code(&self) -> Code {
+        Code::Ok
+    }
+}
+
 /// The error for a failed write to standard output: [`StdoutClosed`] for
 /// a closed pipe, else the I/O error with context. Only writes to stdout
 /// go through here, so a broken pipe on a socket is never mistaken for a
 /// reader that stopped reading.
-pub fn stdout_error(err: std::io::Error) -> anyhow::Error {
+pub fn stdout_error(err: std::io::Error) -> Failure {
     if err.kind() == std::io::ErrorKind::BrokenPipe {
-        anyhow::Error::new(StdoutClosed)
+        Failure::from(StdoutClosed)
     } else {
-        anyhow::Error::new(err).context("failed to write to stdout")
+        Failure::from(err).context("failed to write to stdout")
     }
 }
 
-/// True when the failure is that standard output was closed.
-pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
-    err.chain().any(|cause| cause.is::<StdoutClosed>())
+/// True when the failure is that standard output was closed: the one
+/// error that declares success.
+pub fn is_broken_pipe(failure: &Failure) -> bool {
+    failure.code() == Code::Ok
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use anyhow::Context;
     use std::io::{Error, ErrorKind};
 
     #[test]
     fn only_a_closed_stdout_counts_as_a_closed_pipe() {
         let closed = stdout_error(Error::from(ErrorKind::BrokenPipe));
         assert!(is_broken_pipe(&closed));
-        assert_eq!(classify(&closed), Code::Runtime);
+        assert!(is_broken_pipe(&closed.context("failed to print the run")));
 
         // A peer that went away mid-test also gives EPIPE: that is a
         // failed measurement, never a reader that stopped reading.
@@ -151,6 +153,7 @@ mod tests {
             .context("send failed on the data socket")
             .unwrap_err();
         assert!(!is_broken_pipe(&socket));
+        assert_eq!(socket.code(), Code::Runtime);
 
         let full_disk = stdout_error(Error::from(ErrorKind::StorageFull));
         assert!(!is_broken_pipe(&full_disk));
