@@ -2,6 +2,7 @@
 //! structs, calls the libraries, renders their data, and maps failures to
 //! the documented exit codes (see [`exit`]).
 
+mod bisection;
 mod cli;
 mod commands;
 mod commits;

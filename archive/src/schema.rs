@@ -258,7 +258,8 @@ pub const MIGRATIONS: &[Migration] = &[
                 good TEXT NOT NULL,
                 bad TEXT NOT NULL,
                 state TEXT NOT NULL
-                    CHECK (state IN ('open', 'bisecting', 'bisected', 'refused', 'fixed', 'dismissed')),
+                    CHECK (state IN ('suspected', 'open', 'bisecting', 'bisected', 'refused', 'fixed',
+                    'dismissed')),
                 detail TEXT NOT NULL CHECK (json_valid(detail)),
                 session_id INTEGER REFERENCES bisect_sessions (id),
                 culprit TEXT,

@@ -71,8 +71,15 @@ mod tests {
             .into_iter()
             .collect();
         let parents: Vec<&git2::Commit<'_>> = parents.iter().collect();
-        repo.commit(Some("HEAD"), &signature, &signature, message, &tree, &parents)
-            .unwrap()
+        repo.commit(
+            Some("HEAD"),
+            &signature,
+            &signature,
+            message,
+            &tree,
+            &parents,
+        )
+        .unwrap()
     }
 
     #[test]

@@ -174,7 +174,11 @@ mod tests {
         else {
             panic!("not opened");
         };
-        assert!(archive.hold_regression(id, "d", Duration::from_secs(60)).unwrap());
+        assert!(
+            archive
+                .hold_regression(id, "d", Duration::from_secs(60))
+                .unwrap()
+        );
         let end = BisectionEnd::Culprit {
             culprit: "c".to_string(),
             report: "Subject: a regression\n\nthe report\n".to_string(),

@@ -9,6 +9,7 @@
 //! here: what follows takes these plain options.
 
 pub mod axes;
+pub mod recipe;
 mod test_options;
 pub mod vm;
 

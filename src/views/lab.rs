@@ -6,9 +6,7 @@
 
 use crate::render::table::{TableRow, lay_out};
 use crate::views::bisection::duration;
-use archive::lab::{
-    Job, JobState, Notification, Regression, RegressionState, Track, Worker,
-};
+use archive::lab::{Job, JobState, Notification, Regression, RegressionState, Track, Worker};
 use serde::Serialize;
 
 /// The schema of [`LabStatus`].
@@ -168,7 +166,9 @@ fn track_lines(tracks: &[Track]) -> Vec<String> {
         let watches = format!(
             "{} of {} on {}",
             text("branch"),
-            spec["remote"].as_str().map_or_else(|| text("repo"), str::to_string),
+            spec["remote"]
+                .as_str()
+                .map_or_else(|| text("repo"), str::to_string),
             text("pool")
         );
         rows.push(TableRow::of([short(&track.key), watches]));
@@ -277,6 +277,7 @@ fn regression_lines(status: &LabStatus) -> Vec<String> {
     ])];
     for regression in &status.regressions {
         let state = match regression.state {
+            RegressionState::Suspected => "suspected",
             RegressionState::Open => "open",
             RegressionState::Bisecting => "bisecting",
             RegressionState::Bisected => "bisected",
@@ -290,8 +291,14 @@ fn regression_lines(status: &LabStatus) -> Vec<String> {
             shorter(&regression.good),
             shorter(&regression.bad),
             change_of(regression),
-            regression.culprit.as_deref().map_or("-".to_string(), shorter),
-            regression.fixed_by.as_deref().map_or("-".to_string(), shorter),
+            regression
+                .culprit
+                .as_deref()
+                .map_or("-".to_string(), shorter),
+            regression
+                .fixed_by
+                .as_deref()
+                .map_or("-".to_string(), shorter),
             report_of(status, regression),
         ]));
     }

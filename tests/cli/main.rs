@@ -14,6 +14,7 @@ mod env;
 mod help;
 mod history;
 mod imports;
+mod lab;
 mod layout;
 mod netns;
 mod netperf_layout;

@@ -130,9 +130,10 @@ impl Archive {
     }
 
     /// Opens the regression of `track` between the commits `good` and
-    /// `bad`, with what its detection found (`detail`, JSON): a new one,
-    /// the same one opened before (by any tracker), or none while the
-    /// track has another active.
+    /// `bad`, with what its detection found (`detail`, JSON): a new one
+    /// (or the suspicion of that range, confirmed), the same one opened
+    /// before (by any tracker), or none while the track has another
+    /// active.
     pub fn open_regression(
         &mut self,
         track: &str,
@@ -141,6 +142,21 @@ impl Archive {
         detail: &str,
     ) -> Result<Opened, ArchiveError> {
         self.backend_mut().open_regression(track, good, bad, detail)
+    }
+
+    /// Records that the suspicion of `track` between `good` and `bad`
+    /// (a regression in state [`RegressionState::Suspected`]) is being
+    /// confirmed, with what detection found (`detail`, JSON), so that
+    /// every tracker goes on confirming that range, whatever lands
+    /// meanwhile; false when the range was recorded before.
+    pub fn note_suspicion(
+        &mut self,
+        track: &str,
+        good: &str,
+        bad: &str,
+        detail: &str,
+    ) -> Result<bool, ArchiveError> {
+        self.backend_mut().note_suspicion(track, good, bad, detail)
     }
 
     /// Records a suspicion of `track` between `good` and `bad` that

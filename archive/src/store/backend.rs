@@ -220,8 +220,9 @@ pub(crate) trait LabStore {
     fn tracks(&self) -> Result<Vec<Track>, ArchiveError>;
 
     /// Opens the regression of `track` between `good` and `bad` with
-    /// `detail` (JSON), unless it is there already or the track has
-    /// another one active (see [`Opened`]).
+    /// `detail` (JSON), a new range or one suspected, unless it is there
+    /// already in another state or the track has another one active (see
+    /// [`Opened`]).
     fn open_regression(
         &mut self,
         track: &str,
@@ -230,9 +231,21 @@ pub(crate) trait LabStore {
         detail: &str,
     ) -> Result<Opened, ArchiveError>;
 
+    /// Records the suspicion of `track` between `good` and `bad` whose
+    /// confirmation starts, with `detail` (JSON); false when the range
+    /// was recorded before (in any state).
+    fn note_suspicion(
+        &mut self,
+        track: &str,
+        good: &str,
+        bad: &str,
+        detail: &str,
+    ) -> Result<bool, ArchiveError>;
+
     /// Records the suspicion of `track` between `good` and `bad`, which
-    /// measuring again did not confirm, with `detail` (JSON); false when
-    /// the range was recorded before (in any state).
+    /// measuring again did not confirm, with `detail` (JSON): a new
+    /// range, or one suspected; false when the range was recorded in
+    /// another state.
     fn dismiss_suspicion(
         &mut self,
         track: &str,

@@ -297,6 +297,10 @@ impl Track {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RegressionState {
+    /// A suspicion being confirmed: the range's two commits are
+    /// measured again until they are found to differ (it opens) or not
+    /// (it is dismissed).
+    Suspected,
     /// Confirmed, its bisection not started yet.
     Open,
     /// Its bisection runs.
@@ -316,6 +320,7 @@ pub enum RegressionState {
 impl RegressionState {
     pub(crate) fn name(self) -> &'static str {
         match self {
+            RegressionState::Suspected => "suspected",
             RegressionState::Open => "open",
             RegressionState::Bisecting => "bisecting",
             RegressionState::Bisected => "bisected",
@@ -327,6 +332,7 @@ impl RegressionState {
 
     fn parse(text: &str) -> Result<RegressionState, ArchiveError> {
         Ok(match text {
+            "suspected" => RegressionState::Suspected,
             "open" => RegressionState::Open,
             "bisecting" => RegressionState::Bisecting,
             "bisected" => RegressionState::Bisected,

@@ -138,6 +138,11 @@ pub struct Suspicion {
     pub first_bad: usize,
     /// The head, the newest point.
     pub head: usize,
+    /// The point on the new level compared with the last good one: the
+    /// head when the suspicion was made (it stays the one compared when
+    /// newer commits land during its confirmation).
+    #[serde(default)]
+    pub compared: usize,
     /// How many standard errors for the worse.
     pub z: f64,
     /// The change, percent of the window's level (negative: lower).
@@ -207,6 +212,7 @@ pub fn check_head(points: &[Vec<f64>], config: &HeadConfig) -> HeadCheck {
             last_good: window_idx[window_idx.len() - 1],
             first_bad: measured[split],
             head,
+            compared: head,
             ..found
         };
         if best.as_ref().is_none_or(|best| suspicion.z > best.z) {
@@ -253,11 +259,45 @@ fn compare_window(window: &[f64], suspect: &[f64], config: &HeadConfig) -> Optio
         last_good: 0,
         first_bad: 0,
         head: 0,
+        compared: 0,
         z: loss / standard_error,
         change_pct,
         baseline,
         sigma,
     })
+}
+
+/// The suspicion between `last_good` and `compared` whose confirmation
+/// is under way, with its figures as the points show them now.
+fn pinned_suspicion(
+    points: &[Vec<f64>],
+    config: &HeadConfig,
+    last_good: usize,
+    compared: usize,
+) -> Suspicion {
+    let window: Vec<f64> = (0..=last_good)
+        .rev()
+        .filter(|&idx| !points[idx].is_empty())
+        .take(config.baseline_points)
+        .flat_map(|idx| points[idx].iter().copied())
+        .collect();
+    let figures = compare_window(&window, &points[compared], config);
+    Suspicion {
+        last_good,
+        first_bad: compared,
+        head: points.len().saturating_sub(1),
+        compared,
+        ..figures.unwrap_or(Suspicion {
+            last_good,
+            first_bad: compared,
+            head: compared,
+            compared,
+            z: 0.0,
+            change_pct: 0.0,
+            baseline: 0.0,
+            sigma: 0.0,
+        })
+    }
 }
 
 /// Where the confirmation of a suspicion stands.
@@ -300,7 +340,8 @@ pub enum HeadNext {
     Steady,
     /// A suspicion to confirm: measure each of these points once more.
     Measure(Suspicion, Vec<usize>),
-    /// A regression, confirmed.
+    /// A regression, confirmed: between the suspicion's last good point
+    /// and the point it compared.
     Confirmed(Suspicion, Box<Difference>),
     /// A suspicion dismissed: the caller remembers it, so as not to
     /// suspect the same again ([`next_at_head`]'s `dismissed`).
@@ -310,19 +351,37 @@ pub enum HeadNext {
 /// The next thing to do at the head of `points` (see [`check_head`] and
 /// [`confirm`]). `dismissed` tells whether a suspicion between a last
 /// good point and a head was dismissed before; such a one is left alone.
+/// `pinned` is the suspicion whose confirmation is under way (its last
+/// good point and the point it compares), which goes on whatever commits
+/// land meanwhile, to its confirmation, or to its dismissal, by the
+/// comparison or as soon as the point, measured again, no longer looks
+/// worse than the window before the last good point.
 pub fn next_at_head(
     points: &[Vec<f64>],
     config: &HeadConfig,
     dismissed: &dyn Fn(usize, usize) -> bool,
+    pinned: Option<(usize, usize)>,
 ) -> HeadNext {
-    let suspicion = match check_head(points, config) {
-        HeadCheck::Warming { .. } => return HeadNext::Warming,
-        HeadCheck::Steady => return HeadNext::Steady,
-        HeadCheck::Suspect(suspicion) => suspicion,
+    let suspicion = match pinned {
+        Some((last_good, compared)) => {
+            let suspicion = pinned_suspicion(points, config, last_good, compared);
+            // Measured again, the point no longer looks worse than the
+            // window: the suspicion ends here, as it would not have been
+            // made on these samples.
+            if suspicion.z < config.suspect_sigmas {
+                return HeadNext::Dismissed(suspicion);
+            }
+            suspicion
+        }
+        None => match check_head(points, config) {
+            HeadCheck::Warming { .. } => return HeadNext::Warming,
+            HeadCheck::Steady => return HeadNext::Steady,
+            HeadCheck::Suspect(suspicion) if dismissed(suspicion.last_good, suspicion.head) => {
+                return HeadNext::Steady;
+            }
+            HeadCheck::Suspect(suspicion) => suspicion,
+        },
     };
-    if dismissed(suspicion.last_good, suspicion.head) {
-        return HeadNext::Steady;
-    }
     // The first sample of each point is the one measured as its commit
     // landed, and the suspicion chose the two for what those showed:
     // only the repeats measured since are compared, so that the choice
@@ -330,7 +389,7 @@ pub fn next_at_head(
     let repeats = |point: &[f64]| point.get(1..).unwrap_or_default().to_vec();
     let (good, head) = (
         repeats(&points[suspicion.last_good]),
-        repeats(&points[suspicion.head]),
+        repeats(&points[suspicion.compared]),
     );
     match confirm(&good, &head, config) {
         Confirmation::Confirmed(difference) => HeadNext::Confirmed(suspicion, difference),
@@ -341,9 +400,9 @@ pub fn next_at_head(
             let wanted = if good.len() < head.len() {
                 vec![suspicion.last_good]
             } else if head.len() < good.len() {
-                vec![suspicion.head]
+                vec![suspicion.compared]
             } else {
-                vec![suspicion.last_good, suspicion.head]
+                vec![suspicion.last_good, suspicion.compared]
             };
             HeadNext::Measure(suspicion, wanted)
         }

@@ -81,11 +81,16 @@ pub fn track(branch: &Branch, config: &HeadConfig, rng: &mut Rng) -> TrackResult
         if commit < branch.n_before {
             continue;
         }
-        let mut suspected = None;
+        // The suspicion under way, confirmed or dismissed before the
+        // next commit lands.
+        let mut pinned = None;
         loop {
-            let next = next_at_head(&points, config, &|good, head| {
-                dismissed.contains(&(good, head))
-            });
+            let next = next_at_head(
+                &points,
+                config,
+                &|good, head| dismissed.contains(&(good, head)),
+                pinned,
+            );
             match next {
                 HeadNext::Steady => break,
                 HeadNext::Warming => {
@@ -93,8 +98,8 @@ pub fn track(branch: &Branch, config: &HeadConfig, rng: &mut Rng) -> TrackResult
                     points[commit].push(sample);
                 }
                 HeadNext::Measure(suspicion, wanted) => {
-                    if suspected != Some((suspicion.last_good, suspicion.head)) {
-                        suspected = Some((suspicion.last_good, suspicion.head));
+                    if pinned.is_none() {
+                        pinned = Some((suspicion.last_good, suspicion.compared));
                         result.n_suspicions += 1;
                     }
                     for point in wanted {
@@ -103,18 +108,20 @@ pub fn track(branch: &Branch, config: &HeadConfig, rng: &mut Rng) -> TrackResult
                     }
                 }
                 HeadNext::Dismissed(suspicion) => {
-                    dismissed.insert((suspicion.last_good, suspicion.head));
+                    pinned = None;
+                    dismissed.insert((suspicion.last_good, suspicion.compared));
                 }
                 HeadNext::Confirmed(suspicion, _) => {
                     let holds_step = branch.step_at.is_some_and(|step_at| {
-                        suspicion.last_good < step_at && step_at <= suspicion.head
+                        suspicion.last_good < step_at && step_at <= suspicion.compared
                     });
                     if holds_step {
                         result.confirmed_at = Some(commit);
                         return result;
                     }
+                    pinned = None;
                     result.false_alarms += 1;
-                    dismissed.insert((suspicion.last_good, suspicion.head));
+                    dismissed.insert((suspicion.last_good, suspicion.compared));
                 }
             }
         }

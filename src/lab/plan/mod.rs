@@ -79,6 +79,19 @@ pub enum Action {
         /// What detection found (JSON).
         detail: String,
     },
+    /// Record that the suspicion between `good` and `bad` is being
+    /// confirmed, under the track's key with `suffix`: every look goes on
+    /// with it until it is confirmed or dismissed.
+    Suspect {
+        /// Empty for a regression's suspicion, [`FIX_SUFFIX`] for a fix's.
+        suffix: &'static str,
+        /// The last point before the suspected change.
+        good: String,
+        /// The point compared with it.
+        bad: String,
+        /// What detection found (JSON).
+        detail: String,
+    },
     /// Record a suspicion that measuring again did not confirm, under
     /// the track's key with `suffix`.
     Dismiss {
@@ -144,10 +157,40 @@ fn window_start(commits: &[String], regressions: &[Regression]) -> usize {
                 .as_deref()
                 .and_then(index)
                 .or_else(|| index(&regression.bad)),
-            RegressionState::Refused | RegressionState::Dismissed => None,
+            RegressionState::Suspected | RegressionState::Refused | RegressionState::Dismissed => {
+                None
+            }
         })
         .max()
         .unwrap_or(0)
+}
+
+/// Whether the regression of track `track` is one of `suffix`'s: a fix's
+/// suspicion ([`FIX_SUFFIX`]) or a regression's (no suffix).
+fn under_suffix(track: &str, suffix: &str) -> bool {
+    track.ends_with(FIX_SUFFIX) == (suffix == FIX_SUFFIX)
+}
+
+/// The suspicion of `regressions` under way among `suffix`'s, as indices
+/// of `commits` after `start`: its last good point and the point it
+/// compares.
+fn pinned(
+    commits: &[String],
+    start: usize,
+    regressions: &[Regression],
+    suffix: &str,
+) -> Option<(usize, usize)> {
+    let index = |commit: &str| {
+        commits[start..]
+            .iter()
+            .position(|tracked| tracked == commit)
+    };
+    regressions
+        .iter()
+        .filter(|regression| regression.state == RegressionState::Suspected)
+        .filter(|regression| under_suffix(&regression.track, suffix))
+        .filter_map(|regression| Some((index(&regression.good)?, index(&regression.bad)?)))
+        .next_back()
 }
 
 /// The plan of one look.
@@ -159,42 +202,15 @@ pub fn look(inputs: &Inputs<'_>) -> Plan {
         .map(|commit| inputs.samples.get(commit).cloned().unwrap_or_default())
         .collect();
     let mut actions = Vec::new();
-    let recorded = |suffix: &str, good: usize, head: usize| {
-        let (good, bad) = (&commits[start + good], &commits[start + head]);
-        inputs.regressions.iter().any(|regression| {
-            regression.track.ends_with(suffix) == !suffix.is_empty()
-                && &regression.good == good
-                && &regression.bad == bad
-        })
-    };
-    let commit_at = |idx: usize| commits[start + idx].clone();
-    let mut head = match next_at_head(&window, inputs.config, &|good, head| {
-        recorded("", good, head)
-    }) {
-        HeadNext::Warming => HeadState::Warming,
-        HeadNext::Steady => HeadState::Steady,
-        HeadNext::Measure(suspicion, wanted) => {
-            for idx in wanted {
-                repeat(inputs, &commit_at(idx), PRIORITY_CONFIRM, &mut actions);
-            }
-            HeadState::Confirming { suspicion }
-        }
-        HeadNext::Confirmed(suspicion, difference) => {
+    let mut head = match detect(inputs, start, &window, "", &mut actions) {
+        Detected::Nothing(state) => state,
+        Detected::Confirmed(suspicion, difference) => {
             actions.push(Action::Open {
-                good: commit_at(suspicion.last_good),
-                bad: commit_at(suspicion.head),
+                good: commits[start + suspicion.last_good].clone(),
+                bad: commits[start + suspicion.compared].clone(),
                 detail: detail(&suspicion, Some(&difference)),
             });
             HeadState::Confirmed { suspicion }
-        }
-        HeadNext::Dismissed(suspicion) => {
-            actions.push(Action::Dismiss {
-                suffix: "",
-                good: commit_at(suspicion.last_good),
-                bad: commit_at(suspicion.head),
-                detail: detail(&suspicion, None),
-            });
-            HeadState::Steady
         }
     };
     if head == HeadState::Steady
@@ -207,6 +223,73 @@ pub fn look(inputs: &Inputs<'_>) -> Plan {
     }
     measure_new(inputs, &mut actions);
     Plan { actions, head }
+}
+
+/// What detection at the head found for the plan.
+enum Detected {
+    /// No change confirmed: where the head stands.
+    Nothing(HeadState),
+    /// A change confirmed, of this size.
+    Confirmed(Suspicion, Box<bisect::ends::Difference>),
+}
+
+/// Detection at the head of `window` (the commits after `start`), the
+/// suspicions under `suffix` (a regression's, or a fix's with the
+/// direction turned round): repeats asked, a suspicion recorded or
+/// dismissed.
+fn detect(
+    inputs: &Inputs<'_>,
+    start: usize,
+    window: &[Vec<f64>],
+    suffix: &'static str,
+    actions: &mut Vec<Action>,
+) -> Detected {
+    let commits = inputs.commits;
+    let commit_at = |idx: usize| commits[start + idx].clone();
+    let recorded = |good: usize, head: usize| {
+        let (good, bad) = (&commits[start + good], &commits[start + head]);
+        inputs.regressions.iter().any(|regression| {
+            under_suffix(&regression.track, suffix)
+                && &regression.good == good
+                && &regression.bad == bad
+        })
+    };
+    let reversed;
+    let config = if suffix.is_empty() {
+        inputs.config
+    } else {
+        reversed = inputs.config.reversed();
+        &reversed
+    };
+    let pinned = pinned(commits, start, inputs.regressions, suffix);
+    match next_at_head(window, config, &recorded, pinned) {
+        HeadNext::Warming => Detected::Nothing(HeadState::Warming),
+        HeadNext::Steady => Detected::Nothing(HeadState::Steady),
+        HeadNext::Measure(suspicion, wanted) => {
+            if pinned.is_none() {
+                actions.push(Action::Suspect {
+                    suffix,
+                    good: commit_at(suspicion.last_good),
+                    bad: commit_at(suspicion.compared),
+                    detail: detail(&suspicion, None),
+                });
+            }
+            for idx in wanted {
+                repeat(inputs, &commit_at(idx), PRIORITY_CONFIRM, actions);
+            }
+            Detected::Nothing(HeadState::Confirming { suspicion })
+        }
+        HeadNext::Confirmed(suspicion, difference) => Detected::Confirmed(suspicion, difference),
+        HeadNext::Dismissed(suspicion) => {
+            actions.push(Action::Dismiss {
+                suffix,
+                good: commit_at(suspicion.last_good),
+                bad: commit_at(suspicion.compared),
+                detail: detail(&suspicion, None),
+            });
+            Detected::Nothing(HeadState::Steady)
+        }
+    }
 }
 
 /// After a regression was bisected, whether the metric came back: a
@@ -226,54 +309,38 @@ fn look_for_fix(
         .rfind(|regression| regression.state == RegressionState::Bisected)
         .filter(|regression| commits.get(start) == Some(&regression.bad))?;
     let before = inputs.samples.get(&regression.good)?;
-    let reversed = inputs.config.reversed();
-    let recorded = |good: usize, head: usize| {
-        inputs.regressions.iter().any(|dismissed| {
-            dismissed.track.ends_with(FIX_SUFFIX)
-                && dismissed.good == commits[start + good]
-                && dismissed.bad == commits[start + head]
-        })
-    };
-    let commit_at = |idx: usize| commits[start + idx].clone();
-    match next_at_head(window, &reversed, &recorded) {
-        HeadNext::Warming | HeadNext::Steady => None,
-        HeadNext::Measure(suspicion, wanted) => {
-            for idx in wanted {
-                repeat(inputs, &commit_at(idx), PRIORITY_CONFIRM, actions);
-            }
+    match detect(inputs, start, window, FIX_SUFFIX, actions) {
+        Detected::Nothing(HeadState::Confirming { suspicion }) => {
             Some(HeadState::Confirming { suspicion })
         }
-        HeadNext::Confirmed(suspicion, difference) => {
+        Detected::Nothing(_) => None,
+        Detected::Confirmed(suspicion, difference) => {
             let back = difference.new_mean;
             let level = bisect::robust::mean_var(before).0;
             let still_worse_pct = match inputs.config.direction {
                 run_record::record::Direction::HigherIsBetter => (level - back) / level * 100.0,
                 run_record::record::Direction::LowerIsBetter => (back - level) / level * 100.0,
             };
+            let (good, bad) = (
+                commits[start + suspicion.last_good].clone(),
+                commits[start + suspicion.compared].clone(),
+            );
             if still_worse_pct < inputs.config.min_effect_pct {
                 actions.push(Action::Fixed {
                     id: regression.id,
-                    commit: commit_at(suspicion.head),
+                    commit: bad,
                 });
                 Some(HeadState::Confirmed { suspicion })
             } else {
+                // Better, but not back: a change of its own, not the fix.
                 actions.push(Action::Dismiss {
                     suffix: FIX_SUFFIX,
-                    good: commit_at(suspicion.last_good),
-                    bad: commit_at(suspicion.head),
+                    good,
+                    bad,
                     detail: detail(&suspicion, Some(&difference)),
                 });
                 None
             }
-        }
-        HeadNext::Dismissed(suspicion) => {
-            actions.push(Action::Dismiss {
-                suffix: FIX_SUFFIX,
-                good: commit_at(suspicion.last_good),
-                bad: commit_at(suspicion.head),
-                detail: detail(&suspicion, None),
-            });
-            None
         }
     }
 }
@@ -310,7 +377,12 @@ fn warm(inputs: &Inputs<'_>, start: usize, actions: &mut Vec<Action>) {
         return;
     };
     let any_new = commits.iter().any(|commit| !tried(inputs, commit));
-    if !any_new && inputs.samples.get(head).is_some_and(|samples| !samples.is_empty()) {
+    if !any_new
+        && inputs
+            .samples
+            .get(head)
+            .is_some_and(|samples| !samples.is_empty())
+    {
         repeat(inputs, head, PRIORITY_HEAD, actions);
     }
 }
@@ -332,7 +404,8 @@ fn measure_new(inputs: &Inputs<'_>, actions: &mut Vec<Action>) {
         .sum();
     let mut room = inputs.capacity.saturating_sub(pending);
     let mut chosen: Vec<usize> = Vec::new();
-    let untried = |idx: usize, chosen: &[usize]| !tried(inputs, &commits[idx]) && !chosen.contains(&idx);
+    let untried =
+        |idx: usize, chosen: &[usize]| !tried(inputs, &commits[idx]) && !chosen.contains(&idx);
     if let Some(head) = commits.len().checked_sub(1)
         && untried(head, &chosen)
     {

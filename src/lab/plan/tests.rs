@@ -141,8 +141,21 @@ fn measure_until_decided(
     level: impl Fn(usize) -> f64,
 ) -> Plan {
     let wobble = [0.4, -0.5, 0.1, -0.3, 0.6, -0.2];
+    // The suspicions the looks record, as the archive would keep them.
+    let mut recorded: Vec<Regression> = regressions.to_vec();
     for turn in 0..200 {
-        let plan = look_at(commits, samples, jobs, regressions, 3);
+        let plan = look_at(commits, samples, jobs, &recorded, 3);
+        for action in &plan.actions {
+            if let Action::Suspect {
+                suffix, good, bad, ..
+            } = action
+            {
+                recorded.push(Regression {
+                    track: format!("t{suffix}"),
+                    ..regression(RegressionState::Suspected, good, bad)
+                });
+            }
+        }
         let asked = measured_commits(&plan);
         if asked.is_empty() {
             return plan;
@@ -180,7 +193,10 @@ fn the_window_starts_after_a_regression_and_a_return_marks_it_fixed() {
     let commits = commits(50);
     // Down at c20, back at c49.
     let (mut samples, jobs) = measured(&commits, |idx| if idx >= 20 { 90.0 } else { 100.0 });
-    samples.get_mut("c19").unwrap().extend([100.2, 99.8, 100.1, 99.9]);
+    samples
+        .get_mut("c19")
+        .unwrap()
+        .extend([100.2, 99.8, 100.1, 99.9]);
     let bisected = [regression(RegressionState::Bisected, "c19", "c20")];
     let quiet = look_at(&commits, &samples, &jobs, &bisected, 3);
     assert_eq!(quiet.head, HeadState::Steady, "{:?}", quiet.actions);
@@ -188,7 +204,10 @@ fn the_window_starts_after_a_regression_and_a_return_marks_it_fixed() {
 
     samples.insert("c49".to_string(), vec![100.0]);
     let back = look_at(&commits, &samples, &jobs, &bisected, 3);
-    assert!(matches!(back.head, HeadState::Confirming { .. }), "{back:?}");
+    assert!(
+        matches!(back.head, HeadState::Confirming { .. }),
+        "{back:?}"
+    );
     let level = |idx: usize| match idx {
         0..20 | 49 => 100.0,
         _ => 90.0,

@@ -289,7 +289,10 @@ impl LabStore for PgArchive {
             &format!(
                 "INSERT INTO lab_regressions (track, good, bad, state, detail, opened_us, \
                  updated_us) VALUES ($1, $2, $3, 'open', $4, {NOW_US}, {NOW_US}) \
-                 ON CONFLICT (track, good, bad) DO NOTHING RETURNING id"
+                 ON CONFLICT (track, good, bad) DO UPDATE SET state = 'open', \
+                 detail = excluded.detail, opened_us = excluded.opened_us, \
+                 updated_us = excluded.updated_us \
+                 WHERE lab_regressions.state = 'suspected' RETURNING id"
             ),
             &[&track, &good, &bad, &detail],
         );
@@ -323,6 +326,24 @@ impl LabStore for PgArchive {
         }))
     }
 
+    fn note_suspicion(
+        &mut self,
+        track: &str,
+        good: &str,
+        bad: &str,
+        detail: &str,
+    ) -> Result<bool, ArchiveError> {
+        let added = self.lab_execute(
+            &format!(
+                "INSERT INTO lab_regressions (track, good, bad, state, detail, opened_us, \
+                 updated_us) VALUES ($1, $2, $3, 'suspected', $4, {NOW_US}, {NOW_US}) \
+                 ON CONFLICT (track, good, bad) DO NOTHING"
+            ),
+            &[&track, &good, &bad, &detail],
+        )?;
+        Ok(added == 1)
+    }
+
     fn dismiss_suspicion(
         &mut self,
         track: &str,
@@ -334,7 +355,9 @@ impl LabStore for PgArchive {
             &format!(
                 "INSERT INTO lab_regressions (track, good, bad, state, detail, opened_us, \
                  updated_us) VALUES ($1, $2, $3, 'dismissed', $4, {NOW_US}, {NOW_US}) \
-                 ON CONFLICT (track, good, bad) DO NOTHING"
+                 ON CONFLICT (track, good, bad) DO UPDATE SET state = 'dismissed', \
+                 detail = excluded.detail, updated_us = excluded.updated_us \
+                 WHERE lab_regressions.state = 'suspected'"
             ),
             &[&track, &good, &bad, &detail],
         )?;

@@ -210,7 +210,8 @@ const MIGRATIONS: &[&str] = &[
         good text NOT NULL,
         bad text NOT NULL,
         state text NOT NULL
-            CHECK (state IN ('open', 'bisecting', 'bisected', 'refused', 'fixed', 'dismissed')),
+            CHECK (state IN ('suspected', 'open', 'bisecting', 'bisected', 'refused', 'fixed',
+            'dismissed')),
         detail text NOT NULL CHECK (detail::jsonb IS NOT NULL),
         session_id bigint REFERENCES bisect_sessions (id),
         culprit text,

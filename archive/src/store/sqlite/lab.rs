@@ -323,16 +323,19 @@ impl LabStore for SqliteArchive {
         detail: &str,
     ) -> Result<Opened, ArchiveError> {
         let transaction = self.lab_write()?;
-        let same: Option<i64> = transaction
+        let same: Option<(i64, String)> = transaction
             .query_row(
-                "SELECT id FROM lab_regressions WHERE track = ?1 AND good = ?2 AND bad = ?3",
+                "SELECT id, state FROM lab_regressions \
+                 WHERE track = ?1 AND good = ?2 AND bad = ?3",
                 params![track, good, bad],
-                |row| row.get(0),
+                |row| Ok((row.get(0)?, row.get(1)?)),
             )
             .optional()?;
-        if let Some(id) = same {
-            return Ok(Opened::Existing(id));
-        }
+        let suspected = match same {
+            Some((id, state)) if state == RegressionState::Suspected.name() => Some(id),
+            Some((id, _)) => return Ok(Opened::Existing(id)),
+            None => None,
+        };
         let active: Option<i64> = transaction
             .query_row(
                 "SELECT id FROM lab_regressions \
@@ -345,14 +348,45 @@ impl LabStore for SqliteArchive {
             return Ok(Opened::AnotherActive(id));
         }
         let now = local_clock_us();
-        transaction.execute(
-            "INSERT INTO lab_regressions (track, good, bad, state, detail, opened_us, \
-             updated_us) VALUES (?1, ?2, ?3, 'open', ?4, ?5, ?5)",
-            params![track, good, bad, detail, now],
-        )?;
-        let id = transaction.last_insert_rowid();
+        let id = match suspected {
+            Some(id) => {
+                transaction.execute(
+                    "UPDATE lab_regressions SET state = 'open', detail = ?2, opened_us = ?3, \
+                     updated_us = ?3 WHERE id = ?1",
+                    params![id, detail, now],
+                )?;
+                id
+            }
+            None => {
+                transaction.execute(
+                    "INSERT INTO lab_regressions (track, good, bad, state, detail, opened_us, \
+                     updated_us) VALUES (?1, ?2, ?3, 'open', ?4, ?5, ?5)",
+                    params![track, good, bad, detail, now],
+                )?;
+                transaction.last_insert_rowid()
+            }
+        };
         transaction.commit()?;
         Ok(Opened::New(id))
+    }
+
+    fn note_suspicion(
+        &mut self,
+        track: &str,
+        good: &str,
+        bad: &str,
+        detail: &str,
+    ) -> Result<bool, ArchiveError> {
+        let transaction = self.lab_write()?;
+        let now = local_clock_us();
+        let added = transaction.execute(
+            "INSERT INTO lab_regressions (track, good, bad, state, detail, opened_us, \
+             updated_us) VALUES (?1, ?2, ?3, 'suspected', ?4, ?5, ?5) \
+             ON CONFLICT (track, good, bad) DO NOTHING",
+            params![track, good, bad, detail, now],
+        )?;
+        transaction.commit()?;
+        Ok(added == 1)
     }
 
     fn dismiss_suspicion(
@@ -367,7 +401,9 @@ impl LabStore for SqliteArchive {
         let added = transaction.execute(
             "INSERT INTO lab_regressions (track, good, bad, state, detail, opened_us, \
              updated_us) VALUES (?1, ?2, ?3, 'dismissed', ?4, ?5, ?5) \
-             ON CONFLICT (track, good, bad) DO NOTHING",
+             ON CONFLICT (track, good, bad) DO UPDATE SET state = 'dismissed', \
+             detail = excluded.detail, updated_us = excluded.updated_us \
+             WHERE lab_regressions.state = 'suspected'",
             params![track, good, bad, detail, now],
         )?;
         transaction.commit()?;
