@@ -151,17 +151,23 @@ fn track(global: &GlobalOptions, args: &TrackWatchArgs) -> exit::Result<Code> {
         &tracker.key()[..12]
     ));
     let mut archive = open_patiently(&location, &say)?;
+    // In a log, a status only when it changes.
+    let mut last_status = String::new();
     let outcome = (|| loop {
         match tracker.look(&mut archive) {
             Ok(looked) => {
                 for news in &looked.news {
                     say(news);
                 }
-                reporter.status(&status_line(&looked, tracker.n_driving()));
+                let status = status_line(&looked, tracker.n_driving());
+                if status != last_status {
+                    reporter.status(&status);
+                    last_status = status;
+                }
             }
             Err(err) if exit::classify(&err) == Code::Interrupted => return Err(err),
             Err(err) => {
-                say(exit::error_text(&err).trim_end());
+                say(&crate::lab::worker::failure_text(&err));
                 let away = err
                     .chain()
                     .filter_map(|cause| cause.downcast_ref::<archive::ArchiveError>())

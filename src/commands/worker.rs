@@ -49,7 +49,7 @@ pub fn run(global: &GlobalOptions, args: &WorkerArgs) -> exit::Result<Code> {
             Ok(false) => sleep_or_stop(options.poll)?,
             Err(err) if exit::classify(&err) == Code::Interrupted => return Err(err),
             Err(err) => {
-                say(exit::error_text(&err).trim_end());
+                say(&crate::lab::worker::failure_text(&err));
                 let away = err
                     .chain()
                     .filter_map(|cause| cause.downcast_ref::<archive::ArchiveError>())

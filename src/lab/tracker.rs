@@ -313,7 +313,7 @@ impl Tracker {
                 Ok(Driven::NotNow(_)) => {}
                 Err(err) => looked.news.push(format!(
                     "regression {id}: {}",
-                    exit::error_text(&err).trim_end()
+                    &crate::lab::worker::failure_text(&err)
                 )),
             }
         }

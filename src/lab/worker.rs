@@ -90,6 +90,16 @@ pub fn is_unreachable(err: &archive::ArchiveError) -> bool {
     }
 }
 
+/// A failure a long-running process goes on after, as its log says it:
+/// `error: ...` and a line for each cause.
+pub fn failure_text(failure: &exit::Failure) -> String {
+    let text = exit::error_text(failure);
+    text.trim_end()
+        .strip_prefix("netbisect: ")
+        .unwrap_or(text.trim_end())
+        .to_string()
+}
+
 /// Sleeps `delay`, or stops at a signal.
 pub fn sleep_or_stop(delay: Duration) -> exit::Result<()> {
     let until = Instant::now() + delay;

@@ -192,6 +192,10 @@ impl Lab {
     }
 
     fn start_tracker(&mut self) -> u32 {
+        self.start_tracker_logging("tracker.log")
+    }
+
+    fn start_tracker_logging(&mut self, log: &str) -> u32 {
         let clone = self.path("clone").display().to_string();
         let upstream = self.path("upstream").display().to_string();
         let inbox = self.path("inbox").display().to_string();
@@ -223,7 +227,7 @@ impl Lab {
                 "--retry",
                 "0.2",
             ],
-            "tracker.log",
+            log,
         )
     }
 
@@ -293,7 +297,7 @@ impl Lab {
     }
 
     fn logs(&self) -> String {
-        ["tracker.log", "lab-a1.log", "lab-a2.log"]
+        ["tracker.log", "tracker-2.log", "lab-a1.log", "lab-a2.log"]
             .iter()
             .map(|log| {
                 let text = std::fs::read_to_string(self.path(log)).unwrap_or_default();
@@ -434,7 +438,10 @@ fn a_step_is_tracked_confirmed_bisected_and_reported_with_nobody_at_the_keyboard
     for worker in WORKERS {
         lab.start_worker(worker);
     }
+    // Two trackers watch the branch: one regression, one bisection, one
+    // report all the same.
     lab.start_tracker();
+    lab.start_tracker_logging("tracker-2.log");
     let confirmed_at = land_until_confirmed(&lab);
     assert!(
         confirmed_at == STEP_AT || confirmed_at == STEP_AT + 1,
@@ -466,4 +473,168 @@ fn a_step_is_tracked_confirmed_bisected_and_reported_with_nobody_at_the_keyboard
     let text = String::from_utf8(output.stdout).unwrap();
     assert!(text.contains("lab-a1") && text.contains("lab-a2"), "{text}");
     assert!(started.elapsed() < Duration::from_secs(240));
+}
+
+/// Waits until `path` exists.
+fn wait_for_file(lab: &Lab, path: &Path, seconds: u64) {
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    while !path.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "no {}\n{}",
+            path.display(),
+            lab.logs()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn on_postgresql_a_killed_worker_and_a_restarted_server_lose_nothing_and_store_nothing_twice() {
+    if test_fixtures::skip::unless_slow_tests() {
+        return;
+    }
+    let cluster = match test_fixtures::postgres::Cluster::own() {
+        Ok(cluster) => cluster,
+        Err(why) => {
+            test_fixtures::skip::skip(why);
+            return;
+        }
+    };
+    let mut lab = Lab::new(Some(cluster.url(&cluster.database())));
+    let mut pids: BTreeMap<&str, u32> = BTreeMap::new();
+    for worker in WORKERS {
+        pids.insert(worker, lab.start_worker(worker));
+    }
+    lab.start_tracker();
+    lab.wait_settled(120, &lab.commits[N_FIRST - 1].to_string());
+    for idx in N_FIRST..STEP_AT - 2 {
+        lab.land(idx);
+        lab.wait_settled(60, &lab.commits[idx].to_string());
+    }
+
+    // A worker killed mid-measurement: its job goes to the other once
+    // its lease expires, and is measured and stored once.
+    let slow = lab.path("pool").join("slow");
+    std::fs::write(&slow, "").unwrap();
+    lab.land(STEP_AT - 2);
+    wait_for_file(&lab, &lab.path("pool").join("measuring"), 30);
+    let taken = lab
+        .archive()
+        .jobs(&JobFilter {
+            owner: None,
+            states: vec![JobState::Leased],
+        })
+        .unwrap();
+    let victim = taken[0].worker.clone().unwrap();
+    let victim: &str = WORKERS.iter().find(|name| **name == victim).unwrap();
+    crate::signals::signal(pids[victim], libc::SIGKILL);
+    std::fs::remove_file(&slow).unwrap();
+    let killed_job = taken[0].id;
+    lab.wait_settled(60, &lab.commits[STEP_AT - 2].to_string());
+    let job = lab
+        .archive()
+        .jobs(&JobFilter::default())
+        .unwrap()
+        .into_iter()
+        .find(|job| job.id == killed_job)
+        .unwrap();
+    assert_eq!(job.state, JobState::Done);
+    assert!(job.attempts >= 2, "{job:?}");
+    pids.insert(victim, lab.start_worker(victim));
+
+    // The step, confirmed; then the server restarted mid-bisection.
+    lab.land(STEP_AT - 1);
+    lab.wait_settled(60, &lab.commits[STEP_AT - 1].to_string());
+    let mut idx = STEP_AT;
+    loop {
+        lab.land(idx);
+        lab.wait_settled(60, &lab.commits[idx].to_string());
+        let opened = lab
+            .archive()
+            .regressions(None)
+            .unwrap()
+            .iter()
+            .any(|regression| regression.state.is_active());
+        if opened {
+            break;
+        }
+        idx += 1;
+        assert!(idx <= STEP_AT + 1, "not confirmed by K+1\n{}", lab.logs());
+    }
+    // Slow measurements keep the bisection going while the server is
+    // stopped and started again.
+    std::fs::write(&slow, "").unwrap();
+    lab.wait_for(60, "the bisection under way", |archive| {
+        archive.jobs(&JobFilter::default()).is_ok_and(|jobs| {
+            jobs.iter()
+                .any(|job| job.kind == "slot" && job.state == JobState::Done)
+        })
+    });
+    let bisecting = lab.archive().regressions(None).unwrap();
+    assert!(
+        bisecting
+            .iter()
+            .any(|regression| regression.state == RegressionState::Bisecting),
+        "{bisecting:?}"
+    );
+    cluster.stop();
+    std::thread::sleep(Duration::from_secs(2));
+    cluster.start_again();
+    std::fs::remove_file(&slow).unwrap();
+    check_report(&lab);
+    let tracker = std::fs::read_to_string(lab.path("tracker.log")).unwrap();
+    assert!(tracker.contains("answers again"), "{tracker}");
+}
+
+#[test]
+fn a_worker_started_by_a_scheduler_does_one_job_or_none() {
+    let lab = Lab::new(None);
+    let clone = lab.path("clone").display().to_string();
+    let head = lab.commits[N_FIRST - 1].to_string();
+    let run = |args: &[&str]| {
+        let output = lab
+            .command(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    // One look: the head asked for.
+    let (code, stderr) = run(&[
+        "track",
+        "--repo",
+        &clone,
+        "--branch",
+        "main",
+        "--since",
+        &head,
+        "--testbed",
+        "lab-a1",
+        "--measure",
+        "sh measure.sh",
+        "--once",
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let dir = lab.path("state").display().to_string();
+    let once = ["worker", "--testbed", "lab-a1", "--once", "--dir", &dir];
+    let (code, stderr) = run(&once);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("run ") && stderr.contains(" stored"),
+        "{stderr}"
+    );
+    let (code, stderr) = run(&once);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("no job of lab-a1 waits"), "{stderr}");
+    let archive = lab.archive();
+    let jobs = archive.jobs(&JobFilter::default()).unwrap();
+    assert_eq!(jobs.len(), 1, "{jobs:?}");
+    assert_eq!(jobs[0].state, JobState::Done);
+    assert_eq!(archive.count().unwrap(), 1);
+    check_one_run_per_job(&archive);
 }
