@@ -50,10 +50,10 @@
 //!    time (`lease_expires_us`), its `job_key` unique so that asking for
 //!    the same work twice adds nothing; `lab_workers`, what each worker
 //!    last said it does; `lab_tracks`, what each tracker watches;
-//!    `lab_regressions`, the regressions trackers confirmed, unique by
-//!    track and range and at most one active (open or bisecting) per
-//!    track, so that several trackers never start two bisections of one
-//!    regression; `lab_notifications`, the reports waiting for their
+//!    `lab_regressions`, the ranges trackers suspected, confirmed or
+//!    dismissed, unique by track and range and at most one active (open
+//!    or bisecting) per track, so that several trackers never start two
+//!    bisections of one regression; `lab_notifications`, the reports waiting for their
 //!    command, one per regression. Times there are integer
 //!    microseconds since the epoch, compared with the clock.
 

@@ -2,7 +2,9 @@
 //! (`--notify CMD`, run with `sh -c`, the report on its stdin, as
 //! `sendmail -t` reads a mail), once. netbisect never speaks SMTP: the
 //! command is the lab's own (sendmail, a chat hook, a script that files
-//! a ticket).
+//! a ticket). It sees `NETBISECT_REGRESSION` (the regression's id) and
+//! `NETBISECT_SUBJECT` (the report's first line, the change and the
+//! culprit, for a mail's subject).
 //!
 //! A report is taken under a hold (as a worker takes a job), so that two
 //! trackers never run its command at once; it is marked sent only when
@@ -109,10 +111,20 @@ fn hand_over(notification: &Notification) -> Result<String, String> {
     let Some(command) = &notification.command else {
         return Ok(String::new());
     };
-    let env = [(
-        "NETBISECT_REGRESSION".to_string(),
-        notification.regression_id.to_string(),
-    )];
+    let subject = notification
+        .body
+        .lines()
+        .find(|line| !line.trim().is_empty())
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    let env = [
+        (
+            "NETBISECT_REGRESSION".to_string(),
+            notification.regression_id.to_string(),
+        ),
+        ("NETBISECT_SUBJECT".to_string(), subject),
+    ];
     let outcome = runner::run_command_with_input(
         command,
         &std::env::temp_dir(),
@@ -163,10 +175,10 @@ mod tests {
         let mut archive = Archive::open(&dir.path().join("archive.db")).unwrap();
         let inbox = dir.path().join("inbox");
         let flaky = dir.path().join("flaky");
-        // Fails once, then files what it reads.
+        // Fails once, then files the subject and what it reads.
         let command = format!(
             "if [ ! -e '{flaky}' ]; then touch '{flaky}'; echo no route >&2; exit 75; fi; \
-             cat >> '{inbox}'",
+             echo \"[$NETBISECT_REGRESSION] $NETBISECT_SUBJECT\" >> '{inbox}'; cat >> '{inbox}'",
             flaky = flaky.display(),
             inbox = inbox.display()
         );
@@ -201,7 +213,7 @@ mod tests {
         assert!(send_due(&mut archive, "s", retry).unwrap().is_empty());
         assert_eq!(
             std::fs::read_to_string(&inbox).unwrap(),
-            "Subject: a regression\n\nthe report\n"
+            format!("[{id}] Subject: a regression\nSubject: a regression\n\nthe report\n")
         );
     }
 }

@@ -200,7 +200,12 @@ impl Lab {
         let upstream = self.path("upstream").display().to_string();
         let inbox = self.path("inbox").display().to_string();
         let since = self.commits[0].to_string();
-        let notify = format!("cat >> '{inbox}'; echo >> '{inbox}'");
+        // The guide's recipe, with the mail filed where `sendmail -t`
+        // would send it.
+        let notify = format!(
+            "{{ printf 'To: lab@example.org\\nSubject: [netbisect] %s\\n\\n' \"$NETBISECT_SUBJECT\"; \
+             cat; }} >> '{inbox}'"
+        );
         self.start(
             &[
                 "track",
@@ -428,6 +433,10 @@ fn check_report(lab: &Lab) {
     assert_eq!(inbox.matches("First bad commit").count(), 1, "{inbox}");
     assert!(inbox.contains(&format!("commit {culprit}")), "{inbox}");
     assert!(inbox.contains("Fixes: "), "{inbox}");
+    assert!(
+        inbox.starts_with("To: lab@example.org\nSubject: [netbisect] TCP_STREAM 10^6bits/s -"),
+        "{inbox}"
+    );
     check_one_run_per_job(&archive);
 }
 
