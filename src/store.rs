@@ -39,6 +39,7 @@ pub fn open_archive(global: &GlobalOptions) -> exit::Result<Archive> {
             .with_context(|| format!("failed to create directory {}", parent.display()))?;
     }
     Archive::open_location_noting(location, &mut upgrade_notice(global, location))
+        .map(|archive| noting_lock_waits(global, archive))
         .context("failed to open the archive")
 }
 
@@ -55,6 +56,7 @@ pub fn open_existing_archive(global: &GlobalOptions) -> exit::Result<Archive> {
     }
     let location = archive_location(global)?;
     Archive::open_location_noting(location, &mut upgrade_notice(global, location))
+        .map(|archive| noting_lock_waits(global, archive))
         .context("failed to open the archive")
 }
 
@@ -73,7 +75,24 @@ pub fn missing_archive(global: &GlobalOptions) -> exit::Result<Option<PathBuf>> 
 pub fn open_archive_read(global: &GlobalOptions) -> exit::Result<Archive> {
     let location = archive_location(global)?;
     Archive::open_location_read_only_noting(location, &mut upgrade_notice(global, location))
+        .map(|archive| noting_lock_waits(global, archive))
         .context("failed to open the archive")
+}
+
+/// `archive`, saying on stderr, unless `--quiet`, while a statement of
+/// it waits for a lock another session holds (a PostgreSQL table locked
+/// by another program, another writer's long transaction): the server
+/// ends such a wait only at its `lock_timeout`, minutes later.
+fn noting_lock_waits(global: &GlobalOptions, mut archive: Archive) -> Archive {
+    if !global.quiet() {
+        archive.report_lock_waits(std::sync::Arc::new(|wait: archive::store::LockWait| {
+            eprintln!(
+                "netbisect: waiting for a lock held by another session, {} s",
+                wait.waited.as_secs()
+            );
+        }));
+    }
+    archive
 }
 
 /// Says on stderr, unless `--quiet`, that the archive at `location` is

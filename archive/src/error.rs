@@ -157,8 +157,10 @@ pub enum ArchiveError {
         source: Option<postgres::Error>,
     },
     /// Any other PostgreSQL failure (a dropped connection, a statement
-    /// the server refused); the transaction it was in stored nothing.
-    #[error("postgresql: {0}")]
+    /// the server refused, or ended at the session's `lock_timeout` or
+    /// `statement_timeout`, which are named); the transaction it was in
+    /// stored nothing.
+    #[error("postgresql: {}", timeout_words(.0).map_or_else(|| .0.to_string(), str::to_string))]
     Postgres(#[from] postgres::Error),
     /// Storing in a PostgreSQL archive failed before its transaction
     /// committed (the connection dropped, the server refused a
@@ -218,14 +220,57 @@ impl ArchiveError {
                 | ArchiveError::BadAddress { .. }
         )
     }
+
+    /// True when a PostgreSQL server refused to store a value of a run:
+    /// a data exception (SQLSTATE class 22: text it cannot hold, a value
+    /// too long for its column) or a limit of the server (class 54: an
+    /// index entry too large). The run is at fault, not the connection.
+    pub(crate) fn refuses_a_value(&self) -> bool {
+        let (ArchiveError::StoreFailed { error, .. } | ArchiveError::Postgres(error)) = self else {
+            return false;
+        };
+        error
+            .code()
+            .is_some_and(|code| code.code().starts_with("22") || code.code().starts_with("54"))
+    }
 }
 
 /// A client error as a person reads it: the server's own severity and
 /// words when it answered (the client's `Display` says only "db
-/// error"), else the client's.
+/// error"), else the client's; a statement ended at one of the
+/// session's bounds says which.
 fn postgres_text(err: &postgres::Error) -> String {
     match err.as_db_error() {
-        Some(db_error) => format!("{}: {}", db_error.severity(), db_error.message()),
+        Some(db_error) => {
+            let text = format!("{}: {}", db_error.severity(), db_error.message());
+            match timeout_words(err) {
+                Some(words) => format!("{text}: {words}"),
+                None => text,
+            }
+        }
         None => err.to_string(),
     }
+}
+
+/// What a statement the server ended at one of the session's bounds
+/// (`lock_timeout`, `statement_timeout`) means, naming the bound and
+/// where it is set; `None` for any other error.
+fn timeout_words(err: &postgres::Error) -> Option<&'static str> {
+    use postgres::error::SqlState;
+    let db_error = err.as_db_error()?;
+    if *db_error.code() == SqlState::LOCK_NOT_AVAILABLE {
+        return Some(
+            "a lock held by another session was not released within lock_timeout \
+             (the archive's address may give a longer one: ?lock_timeout=10min)",
+        );
+    }
+    if *db_error.code() == SqlState::QUERY_CANCELED
+        && db_error.message().contains("statement timeout")
+    {
+        return Some(
+            "a statement ran longer than statement_timeout \
+             (the archive's address may give a longer one: ?statement_timeout=30min)",
+        );
+    }
+    None
 }

@@ -8,7 +8,9 @@
 //!   archives) and integrity check. [`Archive`] is the one front door;
 //!   behind it each backend implements the same primitives.
 //! - [`location`]: where an archive lives, a file path or a
-//!   `postgres://` address, shown without its password.
+//!   `postgres://` address, shown without its password, with what bounds
+//!   a session with the server (`connect_timeout`, `statement_timeout`,
+//!   `lock_timeout`).
 //! - [`import`]: netperf classic and omni output, uperf's text output,
 //!   iperf3 `-J`, and canonical run records, detected from content.
 //! - [`compare`]: current versus patched, group by group, with a
@@ -78,6 +80,6 @@ pub use location::Location;
 /// reads.
 pub use schema::CURRENT_VERSION as FILE_SCHEMA_VERSION;
 pub use store::{
-    Archive, CanonicalRun, CheckReport, MergeCounts, MetricValue, RunQuery, StoreCounts,
-    StoreOutcome, StoredRun,
+    Archive, CanonicalRun, CheckReport, MergeCounts, MetricValue, RefusedRun, RunQuery,
+    StoreCounts, StoreOutcome, StoredRun,
 };

@@ -8,6 +8,13 @@
 //! libpq does); it is kept in the connection's settings only and never
 //! shown: an address is displayed as user, host, port and database.
 //!
+//! What bounds a session's waits is read from the address too
+//! ([`ServerTimeouts`]): `connect_timeout` (libpq's name, which bounds
+//! the whole start-up of a connection here as there), and
+//! `statement_timeout` and `lock_timeout`, which the server enforces and
+//! which are sent as start-up options (`-c name=value`), before any the
+//! address's own `options` gives, so that those win.
+//!
 //! No TLS connector is built in: `sslmode=require` is refused, and
 //! `prefer` (the default) connects without TLS.
 
@@ -15,15 +22,16 @@ use crate::ArchiveError;
 use std::ffi::OsStr;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+
+mod timeouts;
+
+pub use timeouts::{
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_LOCK_TIMEOUT, DEFAULT_STATEMENT_TIMEOUT, ServerTimeouts,
+};
 
 /// The Unix socket directory of Debian's PostgreSQL, used when an
 /// address names no host, as libpq does there.
 const DEFAULT_SOCKET_DIR: &str = "/var/run/postgresql";
-
-/// How long connecting may take before the server counts as unreachable,
-/// unless the address says otherwise (`connect_timeout`).
-const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Where an archive lives.
 #[derive(Clone, Debug)]
@@ -53,6 +61,20 @@ impl Location {
             Location::Server(_) => None,
         }
     }
+
+    /// Fails with [`ArchiveError::NoArchive`] when this is a file that is
+    /// not there, as a read says it; an address is never missing here
+    /// (the server says what it has).
+    pub fn check_exists(&self) -> Result<(), ArchiveError> {
+        match self.file() {
+            Some(path) if std::fs::symlink_metadata(path).is_err() => {
+                Err(ArchiveError::NoArchive {
+                    path: path.to_path_buf(),
+                })
+            }
+            _ => Ok(()),
+        }
+    }
 }
 
 impl fmt::Display for Location {
@@ -70,11 +92,13 @@ pub fn is_server_address(text: &str) -> bool {
 }
 
 /// A PostgreSQL database: the client's settings (with the password, if
-/// any) and the address as it may be shown (without).
+/// any), the address as it may be shown (without), and what bounds a
+/// session's waits.
 #[derive(Clone)]
 pub struct ServerAddress {
     config: postgres::Config,
     shown: String,
+    timeouts: ServerTimeouts,
 }
 
 impl fmt::Debug for ServerAddress {
@@ -110,8 +134,9 @@ impl ServerAddress {
         if !is_server_address(text) {
             return Err(bad("not a postgres:// address".to_string()));
         }
+        let (for_client, mut timeouts) = ServerTimeouts::from_query(text).map_err(bad)?;
         let mut config: postgres::Config =
-            text.parse().map_err(|err| ArchiveError::BadAddress {
+            for_client.parse().map_err(|err| ArchiveError::BadAddress {
                 address: redact(text),
                 detail: "the client cannot read it".to_string(),
                 source: Some(err),
@@ -134,9 +159,13 @@ impl ServerAddress {
         if config.get_hosts().is_empty() {
             config.host_path(DEFAULT_SOCKET_DIR);
         }
-        if config.get_connect_timeout().is_none() {
-            config.connect_timeout(DEFAULT_CONNECT_TIMEOUT);
+        // The client's own timeout bounds each TCP connect; the whole
+        // start-up is bounded around it (`store::postgres::connect`).
+        if let Some(start_up) = timeouts.start_up {
+            config.connect_timeout(start_up);
         }
+        let options = timeouts.start_up_options(config.get_options());
+        config.options(&options);
         let shown = shown_address(scheme, text, &config);
         if config.get_password().is_none() {
             let password = std::env::var("PGPASSWORD")
@@ -147,12 +176,21 @@ impl ServerAddress {
                 config.password(password);
             }
         }
-        Ok(ServerAddress { config, shown })
+        Ok(ServerAddress {
+            config,
+            shown,
+            timeouts,
+        })
     }
 
     /// The client's settings, password included.
     pub(crate) fn config(&self) -> &postgres::Config {
         &self.config
+    }
+
+    /// What bounds a session's waits.
+    pub fn timeouts(&self) -> &ServerTimeouts {
+        &self.timeouts
     }
 }
 
@@ -304,6 +342,7 @@ fn split_pgpass_line(line: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn files_and_servers_are_told_by_the_scheme() {
@@ -345,6 +384,81 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("without TLS"), "{err}");
+    }
+
+    #[test]
+    fn timeouts_come_from_the_query_and_the_options_win() {
+        let address = ServerAddress::parse("postgres://lab@127.0.0.1/runs").unwrap();
+        assert_eq!(address.timeouts(), &ServerTimeouts::default());
+        assert_eq!(
+            address.config().get_options(),
+            Some("-c statement_timeout=10min -c lock_timeout=5min")
+        );
+        assert_eq!(
+            address.config().get_connect_timeout(),
+            Some(&DEFAULT_CONNECT_TIMEOUT)
+        );
+
+        let address = ServerAddress::parse(
+            "postgres://lab@127.0.0.1/runs?statement_timeout=30s&connect_timeout=3\
+             &application_name=nb&lock_timeout=1500",
+        )
+        .unwrap();
+        let timeouts = address.timeouts();
+        assert_eq!(timeouts.start_up, Some(Duration::from_secs(3)));
+        assert_eq!((&*timeouts.statement, &*timeouts.lock), ("30s", "1500"));
+        assert_eq!(address.config().get_application_name(), Some("nb"));
+        assert_eq!(
+            address.config().get_options(),
+            Some("-c statement_timeout=30s -c lock_timeout=1500")
+        );
+
+        // The address's own options come last, so that the server takes
+        // theirs, and are taken as the timeouts in force.
+        let address = ServerAddress::parse(
+            "postgres://lab@127.0.0.1/runs?lock_timeout=1min\
+             &options=-c%20lock_timeout%3D2s%20--statement-timeout%3D0%20-cwork_mem%3D4MB",
+        )
+        .unwrap();
+        assert_eq!(
+            address.config().get_options(),
+            Some(
+                "-c statement_timeout=10min -c lock_timeout=1min \
+                 -c lock_timeout=2s --statement-timeout=0 -cwork_mem=4MB"
+            )
+        );
+        assert_eq!(
+            (&*address.timeouts().lock, &*address.timeouts().statement),
+            ("2s", "0")
+        );
+
+        // libpq's reading of connect_timeout: 0 or less is no bound.
+        for no_bound in ["0", "-1"] {
+            let address = ServerAddress::parse(&format!(
+                "postgres://lab@127.0.0.1/runs?connect_timeout={no_bound}"
+            ))
+            .unwrap();
+            assert_eq!(address.timeouts().start_up, None);
+            assert_eq!(address.config().get_connect_timeout(), None);
+        }
+    }
+
+    #[test]
+    fn unreadable_timeouts_are_refused_by_name() {
+        for (query, named) in [
+            ("statement_timeout=5%20s", "statement_timeout=5%20s"),
+            ("lock_timeout=1.5s", "lock_timeout=1.5s"),
+            ("lock_timeout=s", "lock_timeout=s"),
+            ("statement_timeout=-1", "statement_timeout=-1"),
+            ("connect_timeout=2s", "connect_timeout=2s"),
+        ] {
+            let err = ServerAddress::parse(&format!("postgres://lab:pw@127.0.0.1/runs?{query}"))
+                .unwrap_err();
+            assert!(matches!(err, ArchiveError::BadAddress { .. }), "{err}");
+            let text = err.to_string();
+            assert!(text.contains(named), "{text}");
+            assert!(!text.contains("pw"), "{text}");
+        }
     }
 
     #[test]

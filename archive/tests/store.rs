@@ -209,8 +209,10 @@ fn merge_is_idempotent() {
     );
     assert_eq!(first.count().unwrap(), 3);
     assert!(first.check().unwrap().is_clean());
+    // A file that is not there is said as a read says it.
     let err = first.merge_from(&dir.path().join("absent.db")).unwrap_err();
-    assert!(matches!(err, ArchiveError::Open { .. }), "{err}");
+    assert!(matches!(err, ArchiveError::NoArchive { .. }), "{err}");
+    assert!(!dir.path().join("absent.db").exists());
 }
 
 #[test]

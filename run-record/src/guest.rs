@@ -246,6 +246,26 @@ mod tests {
             .unwrap()
             .replace("vm-loopback", "vm-loopbacK");
         assert!(record_of_run(text.as_bytes(), &asked).is_err());
+        // A name no archive stores, where the run asked says nothing of
+        // it (a guest's own describe or tool).
+        let mut named = record(None, None);
+        named.subject.describe = Some("v6.1\0".into());
+        named.source.tool = "x".repeat(crate::record::MAX_NAME_BYTES + 1);
+        named.seal().unwrap();
+        let err = record_of_run(&bytes(&named), &asked).unwrap_err();
+        assert!(
+            err.ends_with(
+                "subject.describe holds a NUL character (at byte 4), which no archive stores"
+            ),
+            "{err}"
+        );
+        named.subject.describe = None;
+        named.seal().unwrap();
+        let err = record_of_run(&bytes(&named), &asked).unwrap_err();
+        assert!(
+            err.ends_with("source.tool is 1025 bytes long, over the limit of 1024 bytes"),
+            "{err}"
+        );
     }
 
     #[test]

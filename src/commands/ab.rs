@@ -26,6 +26,9 @@ pub fn run(global: &GlobalOptions, args: &AbArgs) -> exit::Result<Code> {
     if args.label_a == args.label_b {
         return Err(InputError("--label-a and --label-b must differ".into()).into());
     }
+    for (option, label) in [("--label-a", &args.label_a), ("--label-b", &args.label_b)] {
+        run_record::record::check_name(option, label).map_err(|err| InputError(err.to_string()))?;
+    }
     vm::check_guest_bench_args(&args.bench)?;
     let request = request_from_args(&args.bench)?;
     let configurations = configurations_of(&args.bench, &request)?;

@@ -273,20 +273,42 @@ fn run_export(global: &GlobalOptions, filters: &RunFilterArgs) -> exit::Result<C
 
 fn run_merge(global: &GlobalOptions, other: &Path) -> exit::Result<Code> {
     let other_location = archive::Location::parse(other.as_os_str())?;
+    // A missing file is said as a read says it, before the archive merged
+    // into is opened (and perhaps made).
+    other_location
+        .check_exists()
+        .with_context(|| format!("failed to merge {other_location}"))?;
     let mut archive = open_archive(global)?;
     let counts = archive
         .merge(&other_location)
         .with_context(|| format!("failed to merge {other_location}"))?;
+    for refused in &counts.refused {
+        eprintln!(
+            "netbisect: warning: left out run {}: {}",
+            refused.id, refused.reason
+        );
+    }
     output::emit(
         global,
         || output::line(&counts, "the counts"),
         || {
+            let refused = match counts.refused.len() {
+                0 => String::new(),
+                n_refused => format!(", {n_refused} refused"),
+            };
             Ok(format!(
-                "{}: {} runs, {} added, {} already present\n",
+                "{}: {} runs, {} added, {} already present{refused}\n",
                 other_location, counts.examined, counts.added, counts.already_present
             ))
         },
     )?;
+    if !counts.refused.is_empty() {
+        return Err(exit::Failure::msg(format!(
+            "{} runs of {other_location} were refused and left out (named above); \
+             the others were merged",
+            counts.refused.len()
+        )));
+    }
     Ok(Code::Ok)
 }
 

@@ -23,7 +23,7 @@ use bench_core::client::ClientOptions;
 use bench_core::datapath::InterimFigures;
 use bench_core::run::{BenchRequest, InterimReports};
 use clap::Parser;
-use run_record::record::Subject;
+use run_record::record::{Subject, check_name};
 use run_record::spec::{
     AddressFamily, ConfidenceSpec, DEFAULT_CONFIDENCE_ITERATIONS, RunSpec, Setting, SweepParameter,
     SweepSpec, SystemSettings, TestKind, parse_sweep,
@@ -332,6 +332,16 @@ fn request_with_spec(
     spec: RunSpec,
     data_port: Option<bench_core::protocol::PortRange>,
 ) -> exit::Result<BenchRequest> {
+    // A name no archive would store is refused before anything runs.
+    for (option, name) in [
+        ("--commit", &args.commit),
+        ("--label", &args.label),
+        ("--testbed", &args.testbed),
+    ] {
+        if let Some(name) = name {
+            check_name(option, name).map_err(|err| InputError(err.to_string()))?;
+        }
+    }
     // The range of -D is clap's (`cli::values::interim_seconds`).
     let interim = args.interim.map(|seconds| InterimReports {
         every: Duration::from_secs_f64(seconds),

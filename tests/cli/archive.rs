@@ -409,3 +409,155 @@ fn runs_are_ordered_by_their_times_not_by_strings() {
     let text = stdout_of(netbisect(&db).args(["history", "--metric", "throughput_bps"]));
     assert!(text.contains("\n2026-11-30 07:04:23 +0000 "), "{text}");
 }
+
+#[test]
+fn a_merge_of_a_missing_file_is_said_as_a_read_says_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("archive.db");
+    let output = netbisect(&db)
+        .current_dir(dir.path())
+        .args(["archive", "merge", "nothere.db"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("no archive at nothere.db"), "{stderr}");
+    assert!(!stderr.contains("file:"), "{stderr}");
+    // Neither the missing file nor the archive merged into is made.
+    assert!(!dir.path().join("nothere.db").exists());
+    assert!(!db.exists());
+}
+
+/// A record of [`generated_record`]'s kind with `label`.
+fn labelled_record(label: &str) -> RunRecord {
+    let mut record = generated_record(1, 1);
+    record.subject.label = Some(label.to_string());
+    record.seal().unwrap();
+    record
+}
+
+#[test]
+fn names_no_archive_stores_are_refused_by_name_wherever_they_arrive() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("archive.db");
+    let long = "x".repeat(run_record::record::MAX_NAME_BYTES + 1);
+    let expected = format!(
+        "subject.label is {} bytes long, over the limit of 1024 bytes",
+        long.len()
+    );
+    for (record, words) in [
+        (labelled_record(&long), expected.as_str()),
+        (
+            labelled_record("base\u{0}"),
+            "subject.label holds a NUL character (at byte 4)",
+        ),
+    ] {
+        let output = netbisect(&db)
+            .args(["archive", "import", "-"])
+            .write_stdin(json_lines(&[record]))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(words), "{stderr}");
+    }
+    // A peer tool's output labelled so on the command line.
+    let netperf = data_dir().join("peer-outputs/netperf-TCP_RR-l10-plain.txt");
+    let output = netbisect(&db)
+        .args(["archive", "import", "--label", &long])
+        .arg(&netperf)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(&expected), "{stderr}");
+    // bench, before anything runs.
+    let output = netbisect(&db)
+        .args(["bench", "-t", "TCP_STREAM", "-l", "0.1", "--label", &long])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "--label is {} bytes long, over the limit of 1024 bytes",
+            long.len()
+        )),
+        "{stderr}"
+    );
+    let check = stdout_of(netbisect(&db).args(["archive", "check"]));
+    assert!(check.contains("runs: 0, damaged: 0"), "{check}");
+}
+
+#[test]
+fn a_merge_names_the_runs_it_leaves_out_and_merges_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let older = dir.path().join("older.db");
+    let kept = generated_record(2, 2);
+    let stand_in = generated_record(3, 3);
+    let planted = labelled_record(&"y".repeat(2000));
+    netbisect(&older)
+        .args(["archive", "import", "-"])
+        .write_stdin(json_lines(&[kept.clone(), stand_in.clone()]))
+        .assert()
+        .success();
+    // The row of an older netbisect, which held no names to a limit.
+    let connection = rusqlite::Connection::open(&older).unwrap();
+    connection
+        .execute_batch("PRAGMA foreign_keys = OFF")
+        .unwrap();
+    connection
+        .execute(
+            "UPDATE run_series SET run_id = ?1 WHERE run_id = ?2",
+            [&planted.id, &stand_in.id],
+        )
+        .unwrap();
+    connection
+        .execute(
+            "UPDATE runs SET id = ?1, record = ?2 WHERE id = ?3",
+            rusqlite::params![
+                planted.id,
+                planted.to_canonical_bytes().unwrap(),
+                stand_in.id
+            ],
+        )
+        .unwrap();
+    drop(connection);
+
+    let db = dir.path().join("archive.db");
+    let output = netbisect(&db)
+        .args(["archive", "merge"])
+        .arg(&older)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{stdout}{stderr}");
+    assert_eq!(
+        stdout,
+        format!(
+            "{}: 2 runs, 1 added, 0 already present, 1 refused\n",
+            older.display()
+        )
+    );
+    assert!(
+        stderr.contains(&format!(
+            "netbisect: warning: left out run {}: subject.label is 2000 bytes long, \
+             over the limit of 1024 bytes",
+            planted.id
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("1 runs of"), "{stderr}");
+    let check = stdout_of(netbisect(&db).args(["archive", "check"]));
+    assert!(check.contains("runs: 1, damaged: 0"), "{check}");
+    // The archive that holds it names it too.
+    let output = netbisect(&older)
+        .args(["archive", "check"])
+        .output()
+        .unwrap();
+    let check = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(3), "{check}");
+    assert!(check.contains("runs: 2, damaged: 1"), "{check}");
+    assert!(check.contains(&format!("{}: ", planted.id)), "{check}");
+}

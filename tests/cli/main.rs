@@ -2,6 +2,7 @@
 
 mod archive;
 mod archive_postgres;
+mod archive_postgres_bounds;
 mod archive_safety;
 mod archive_shared;
 mod bench;

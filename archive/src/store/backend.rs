@@ -20,7 +20,7 @@ use super::lab::{
 use super::query::{MetricValue, Order, RunQuery, StoredRun};
 use super::session::BisectSession;
 use super::write::{MergeCounts, StoreCounts};
-use super::{CanonicalRun, SeriesRun};
+use super::{CanonicalRun, LockWaitReport, SeriesRun};
 use crate::ArchiveError;
 use crate::location::Location;
 use run_record::record::Metric;
@@ -99,6 +99,11 @@ pub(crate) trait Backend: SessionStore + LabStore + Send {
     /// for them) and every stored run against its columns and its
     /// history row.
     fn check(&self) -> Result<CheckReport, ArchiveError>;
+
+    /// From now on, calls `report` while a statement waits for a lock
+    /// another session holds, where the backend can see such a wait; see
+    /// [`Archive::report_lock_waits`](super::Archive::report_lock_waits).
+    fn report_lock_waits(&mut self, report: LockWaitReport);
 }
 
 /// The bisection sessions of a backend, and their journals: the primitives

@@ -37,10 +37,13 @@ use run_record::record::{Metric, RecordError, RunRecord};
 use serde_json::Value;
 use std::ops::ControlFlow;
 use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
 
 mod backend;
 mod check;
 pub(crate) mod lab;
+mod merge;
 mod postgres;
 mod query;
 mod row;
@@ -58,7 +61,7 @@ use query::Order;
 pub use query::{MetricValue, RunQuery, StoredRun};
 pub use series::SeriesRun;
 pub use sqlite::BUSY_TIMEOUT;
-pub use write::{MergeCounts, StoreCounts, StoreOutcome};
+pub use write::{MergeCounts, RefusedRun, StoreCounts, StoreOutcome};
 
 /// A validated run record together with its canonical bytes, ready to
 /// store.
@@ -70,8 +73,10 @@ pub struct CanonicalRun {
 
 impl CanonicalRun {
     /// Wraps a sealed record; fails when its id is not that of its content
-    /// (call [`RunRecord::seal`] first).
+    /// (call [`RunRecord::seal`] first), or when a name of it is beyond
+    /// what every archive stores ([`RunRecord::check_names`]).
     pub fn from_record(record: RunRecord) -> Result<CanonicalRun, ArchiveError> {
+        record.check_names()?;
         let computed = record.compute_id()?;
         if computed != record.id {
             return Err(ArchiveError::NotSealed {
@@ -101,22 +106,18 @@ impl CanonicalRun {
         Ok(CanonicalRun { record, bytes })
     }
 
-    /// The run stored as `id` with `bytes` in the archive at `source`,
-    /// verified before it is copied into another: bytes that are no
-    /// valid record, or the record of another id, are
-    /// [`ArchiveError::DamagedRun`] naming `source`.
-    pub(crate) fn copied(
-        id: &str,
-        bytes: &[u8],
-        source: &dyn std::fmt::Display,
-    ) -> Result<CanonicalRun, ArchiveError> {
-        let damaged = |detail: String| ArchiveError::DamagedRun {
+    /// The run stored as `id` with `bytes` in another archive, checked
+    /// before it is copied into this one: bytes the record check refuses
+    /// (a damaged run, or one stored before a limit of the check), or the
+    /// record of another id, are the [`RefusedRun`] a merge reports.
+    pub(crate) fn copied(id: &str, bytes: &[u8]) -> Result<CanonicalRun, RefusedRun> {
+        let refused = |reason: String| RefusedRun {
             id: id.to_string(),
-            detail: format!("in {source}: {detail}"),
+            reason,
         };
-        let run = CanonicalRun::from_json(bytes).map_err(|err| damaged(err.to_string()))?;
+        let run = CanonicalRun::from_json(bytes).map_err(|err| refused(err.to_string()))?;
         if run.record.id != id {
-            return Err(damaged(format!("the record's id is {}", run.record.id)));
+            return Err(refused(format!("its record's id is {}", run.record.id)));
         }
         Ok(run)
     }
@@ -146,6 +147,21 @@ pub struct Upgrade {
 /// What is called just before an upgrade starts.
 pub type UpgradeNotice<'a> = &'a mut dyn FnMut(Upgrade);
 
+/// A statement of the archive's that waits for a lock another session
+/// holds (a table locked by another program, another writer's long
+/// transaction, another netbisect's upgrade), for a caller that tells
+/// its user ([`Archive::report_lock_waits`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LockWait {
+    /// How long the statement has waited so far.
+    pub waited: Duration,
+}
+
+/// What is called, on a thread of the archive's own, while a statement
+/// waits for a lock: when the wait is first seen, then every few
+/// seconds until it ends.
+pub type LockWaitReport = Arc<dyn Fn(LockWait) + Send + Sync>;
+
 /// An open archive, on whichever backend holds it.
 ///
 /// Every public read and write is here; each backend implements the few
@@ -155,6 +171,8 @@ pub type UpgradeNotice<'a> = &'a mut dyn FnMut(Upgrade);
 /// runs, are the same on both.
 pub struct Archive {
     backend: Box<dyn Backend>,
+    /// Who hears of lock waits, also those of an archive a merge reads.
+    lock_waits: Option<LockWaitReport>,
 }
 
 impl Archive {
@@ -163,9 +181,10 @@ impl Archive {
     /// that are not archives, are damaged or have a newer schema, without
     /// writing to them.
     pub fn open(path: &Path) -> Result<Archive, ArchiveError> {
-        Ok(Archive {
-            backend: Box::new(SqliteArchive::open(path, &mut |_| {})?),
-        })
+        Ok(Archive::of(Box::new(SqliteArchive::open(
+            path,
+            &mut |_| {},
+        )?)))
     }
 
     /// Opens the archive file at `path` for reading: never creates it (a
@@ -173,9 +192,10 @@ impl Archive {
     /// files beside it that the owner could not use. An archive this user
     /// may write is opened as by [`Archive::open`].
     pub fn open_read_only(path: &Path) -> Result<Archive, ArchiveError> {
-        Ok(Archive {
-            backend: Box::new(SqliteArchive::open_read_only(path, &mut |_| {})?),
-        })
+        Ok(Archive::of(Box::new(SqliteArchive::open_read_only(
+            path,
+            &mut |_| {},
+        )?)))
     }
 
     /// Opens the archive at `location`, as [`Archive::open`] does a file;
@@ -197,7 +217,7 @@ impl Archive {
             Location::File(path) => Box::new(SqliteArchive::open(path, notice)?),
             Location::Server(address) => Box::new(PgArchive::open(address, notice)?),
         };
-        Ok(Archive { backend })
+        Ok(Archive::of(backend))
     }
 
     /// Opens the archive at `location` for reading, as
@@ -217,7 +237,26 @@ impl Archive {
             Location::File(path) => Box::new(SqliteArchive::open_read_only(path, notice)?),
             Location::Server(address) => Box::new(PgArchive::open_read_only(address)?),
         };
-        Ok(Archive { backend })
+        Ok(Archive::of(backend))
+    }
+
+    fn of(backend: Box<dyn Backend>) -> Archive {
+        Archive {
+            backend,
+            lock_waits: None,
+        }
+    }
+
+    /// From now on, calls `report` while a statement of this archive
+    /// waits for a lock another session holds. On PostgreSQL a thread
+    /// watches the statements that run for over a second (from a second
+    /// connection, opened only then) and calls `report` when the server
+    /// shows one waiting, then every 5 s while it waits; the server's
+    /// `lock_timeout` ends the wait. A SQLite file's waits for another
+    /// writer are bounded by [`BUSY_TIMEOUT`] and not reported.
+    pub fn report_lock_waits(&mut self, report: LockWaitReport) {
+        self.backend.report_lock_waits(Arc::clone(&report));
+        self.lock_waits = Some(report);
     }
 
     /// Where this archive lives, as it may be shown (an address without
@@ -255,49 +294,6 @@ impl Archive {
     /// none.
     pub fn store_all(&mut self, runs: &[CanonicalRun]) -> Result<StoreCounts, ArchiveError> {
         self.backend.store_all(runs)
-    }
-
-    /// Copies into this archive every run of the archive file at `other`
-    /// that it lacks. Each copied run is verified first. Merging the same
-    /// archive again adds nothing. Between two files this is one
-    /// transaction; see [`Archive::merge`] otherwise.
-    pub fn merge_from(&mut self, other: &Path) -> Result<MergeCounts, ArchiveError> {
-        self.merge(&Location::File(other.to_path_buf()))
-    }
-
-    /// Copies into this archive every run of the archive at `other` that
-    /// it lacks, from either backend into either, verifying each run
-    /// first. Between two SQLite files this is one transaction; otherwise
-    /// the runs are read as a stream and stored [`MERGE_BATCH`] at a
-    /// time, each batch one transaction, so that a merge cut short keeps
-    /// whole batches and a second merge completes it. Merging the same
-    /// archive again adds nothing.
-    pub fn merge(&mut self, other: &Location) -> Result<MergeCounts, ArchiveError> {
-        if let Location::File(path) = other
-            && let Some(merged) = self.backend.merge_file(path)
-        {
-            return merged;
-        }
-        let source = Archive::open_location_read_only(other)?;
-        let mut counts = MergeCounts::default();
-        let mut batch = Vec::with_capacity(MERGE_BATCH);
-        let mut store_batch = |archive: &mut Archive, batch: &mut Vec<CanonicalRun>| {
-            let stored = archive.store_all(batch)?;
-            counts.added += stored.added;
-            counts.already_present += stored.already_present;
-            batch.clear();
-            Ok::<(), ArchiveError>(())
-        };
-        source.for_each_record(&RunQuery::default(), |run, bytes| {
-            batch.push(CanonicalRun::copied(&run.id, bytes, other)?);
-            if batch.len() == MERGE_BATCH {
-                store_batch(self, &mut batch)?;
-            }
-            Ok::<(), ArchiveError>(())
-        })?;
-        store_batch(self, &mut batch)?;
-        counts.examined = counts.added + counts.already_present;
-        Ok(counts)
     }
 
     /// Number of runs stored.
@@ -440,8 +436,7 @@ impl Archive {
     }
 }
 
-/// Runs per transaction of a merge that is not between two files.
-pub const MERGE_BATCH: usize = 1000;
+pub use merge::MERGE_BATCH;
 
 /// `bytes` read as the record of run `id`; a record that does not decode
 /// or verify is [`ArchiveError::DamagedRun`].

@@ -29,8 +29,8 @@ pub struct StoreCounts {
     pub already_present: u64,
 }
 
-/// Counts of a merge.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+/// Counts of a merge, and the runs it left out.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct MergeCounts {
     /// Runs in the other archive.
     pub examined: u64,
@@ -38,6 +38,21 @@ pub struct MergeCounts {
     pub added: u64,
     /// Runs this archive already had.
     pub already_present: u64,
+    /// Runs of the other archive refused, each named with the reason;
+    /// the others were merged.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<RefusedRun>,
+}
+
+/// A run a merge left out: its record is refused by the record check
+/// (damaged, or beyond a limit the check holds records to), or it is
+/// one the archive it is merged into refuses to store.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RefusedRun {
+    /// The run's id, as the other archive stores it.
+    pub id: String,
+    /// Why it was refused.
+    pub reason: String,
 }
 
 /// The columns of `runs` a run is stored in, in the order of

@@ -9,6 +9,7 @@
 //! `lab` (the queue, regressions and outbox of a lab that runs itself)
 //! and `opening` (schema versions and what is refused) apart.
 
+mod acceptance;
 mod check;
 mod lab;
 mod opening;

@@ -62,12 +62,15 @@
 //! This module holds the top level, [`RunRecord::seal`] and the keys;
 //! reading a record back is `read.rs` ([`RunRecord::from_slice`]), the
 //! members below the top level are `figures.rs`, the figures a run is
-//! judged by [`Metric`], and the latency histogram's layout [`histogram`].
+//! judged by [`Metric`], the latency histogram's layout [`histogram`],
+//! and the limits of the run's names, which every archive must store,
+//! `names.rs` ([`RunRecord::check_names`]).
 
 mod experiment;
 mod figures;
 pub mod histogram;
 mod metric;
+mod names;
 mod read;
 mod system;
 
@@ -78,6 +81,7 @@ pub use figures::{
     LatencyReport, SocketTruth, Source, Spread, Subject, Summary, TcpInfoFigures, UdpFigures,
 };
 pub use metric::{Direction, Metric, UnknownMetric};
+pub use names::{MAX_NAME_BYTES, check_name};
 pub use system::{Granted, SystemOutcome};
 
 use crate::canonical::{self, CanonicalError};
@@ -153,6 +157,26 @@ pub enum RecordError {
         stated: String,
         /// The config_key of the content.
         computed: String,
+    },
+    /// A name of the run (label, commit, testbed, ...) is longer than
+    /// every archive stores ([`MAX_NAME_BYTES`]).
+    #[error("{field} is {length} bytes long, over the limit of {limit} bytes")]
+    NameTooLong {
+        /// The member, or the option that gives it.
+        field: &'static str,
+        /// Its length, bytes.
+        length: usize,
+        /// The limit, bytes.
+        limit: usize,
+    },
+    /// A name of the run holds a NUL character, which PostgreSQL's text
+    /// cannot hold.
+    #[error("{field} holds a NUL character (at byte {offset}), which no archive stores")]
+    NulInName {
+        /// The member, or the option that gives it.
+        field: &'static str,
+        /// Where the first NUL is, bytes from the start.
+        offset: usize,
     },
 }
 

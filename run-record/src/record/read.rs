@@ -1,6 +1,7 @@
 //! Reading a record back from bytes: encoding, schema revision, numbers,
-//! members the schema does not define, times, `config_key` and `id`, each
-//! refused with the [`RecordError`] that says what is wrong.
+//! members the schema does not define, names (`names.rs`), times,
+//! `config_key` and `id`, each refused with the [`RecordError`] that says
+//! what is wrong.
 
 use super::{RecordError, RunRecord, SCHEMA_MAJOR, SCHEMA_MINOR, SCHEMA_PREFIX, id_of_tree};
 use crate::canonical;
@@ -32,6 +33,7 @@ impl RunRecord {
         canonical::check_integers(&tree, &mut String::from("$"))?;
         let record: RunRecord = serde_json::from_value(tree.clone())
             .map_err(|err| RecordError::Invalid(err.to_string()))?;
+        record.check_names()?;
         for (name, time) in [
             ("started_at", &record.started_at),
             ("finished_at", &record.finished_at),

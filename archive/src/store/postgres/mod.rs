@@ -25,6 +25,7 @@
 
 use crate::ArchiveError;
 use crate::location::{Location, ServerAddress};
+use crate::store::LockWaitReport;
 use crate::store::backend::{Backend, RecordVisitor};
 use crate::store::check::CheckReport;
 use crate::store::query::{MetricValue, Order, RunQuery, StoredRun};
@@ -32,12 +33,14 @@ use crate::store::write::StoreCounts;
 use crate::store::{CanonicalRun, SeriesRun, Upgrade, UpgradeNotice};
 use postgres::error::SqlState;
 use run_record::record::Metric;
-use std::cell::RefCell;
+use watch::Session;
 
 mod check;
+mod connect;
 mod journal;
 mod lab;
 mod query;
+mod watch;
 mod write;
 
 /// The newest schema version of a PostgreSQL archive this build writes
@@ -246,7 +249,7 @@ pub(crate) struct PgArchive {
     /// statement, and the archive's reads take `&self`. It is borrowed
     /// for one statement or transaction at a time and never while the
     /// archive's caller runs, so that no read finds it borrowed.
-    client: RefCell<postgres::Client>,
+    client: Session,
     address: ServerAddress,
     /// The schema version when opened (after any migration): what the
     /// reads may rely on. Another process can only raise it meanwhile,
@@ -292,19 +295,12 @@ impl PgArchive {
         }
     }
 
-    /// Connects to `address`; the version is the caller's to read.
+    /// Connects to `address`, within its start-up bound; the version is
+    /// the caller's to read.
     fn connect(address: &ServerAddress) -> Result<PgArchive, ArchiveError> {
-        let client =
-            address
-                .config()
-                .connect(postgres::NoTls)
-                .map_err(|err| ArchiveError::Server {
-                    address: address.to_string(),
-                    detail: connect_failure(&err).to_string(),
-                    source: Some(err),
-                })?;
+        let connected = connect::connect(address)?;
         Ok(PgArchive {
-            client: RefCell::new(client),
+            client: Session::new(connected.client, connected.backend_pid),
             address: address.clone(),
             version: 0,
         })
@@ -345,6 +341,11 @@ impl PgArchive {
     fn migrate(&self) -> Result<(), ArchiveError> {
         let mut client = self.client.borrow_mut();
         let mut transaction = client.transaction()?;
+        // An upgrade takes as long as the archive is large (a minute and
+        // more for a million runs); it is announced, and bounded by the
+        // data, not by the session's statement_timeout. Its wait for
+        // another's upgrade is still bounded by lock_timeout.
+        transaction.batch_execute("SET LOCAL statement_timeout = 0")?;
         transaction.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])?;
         let found = read_version_with(&mut transaction, &self.address, Lookup::Fresh)?;
         if found.is_none() && has_tables_with(&mut transaction)? {
@@ -426,6 +427,10 @@ impl Backend for PgArchive {
 
     fn check(&self) -> Result<CheckReport, ArchiveError> {
         check::check(self)
+    }
+
+    fn report_lock_waits(&mut self, report: LockWaitReport) {
+        self.client.report_lock_waits(&self.address, report);
     }
 }
 

@@ -34,7 +34,7 @@ use crate::store::backend::{Backend, RecordVisitor};
 use crate::store::check::CheckReport;
 use crate::store::query::{MetricValue, Order, RunQuery, StoredRun};
 use crate::store::write::{MergeCounts, StoreCounts};
-use crate::store::{CanonicalRun, SeriesRun};
+use crate::store::{CanonicalRun, LockWaitReport, SeriesRun};
 use run_record::record::Metric;
 use rusqlite::Connection;
 use std::cell::Cell;
@@ -132,5 +132,11 @@ impl Backend for SqliteArchive {
 
     fn check(&self) -> Result<CheckReport, ArchiveError> {
         check::check_connection(&self.connection, &self.path)
+    }
+
+    /// Nothing is reported: a file's writers wait for each other at most
+    /// [`BUSY_TIMEOUT`], and readers never wait.
+    fn report_lock_waits(&mut self, report: LockWaitReport) {
+        let _ = report;
     }
 }

@@ -72,7 +72,13 @@ pub(super) fn merge_from(
                 continue;
             }
             let bytes: Vec<u8> = row.get(1)?;
-            let run = CanonicalRun::copied(&id, &bytes, &other.display())?;
+            let run = match CanonicalRun::copied(&id, &bytes) {
+                Ok(run) => run,
+                Err(refused) => {
+                    counts.refused.push(refused);
+                    continue;
+                }
+            };
             if insert_run(&mut insert, &run)? {
                 counts.added += 1;
             } else {
