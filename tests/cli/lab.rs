@@ -29,6 +29,9 @@ const BINARY: &str = env!("CARGO_BIN_EXE_netbisect");
 /// Commits of the branch, and the first on the lower level.
 const N_COMMITS: usize = 40;
 const STEP_AT: usize = 25;
+/// The first commit back on the higher level, on the branch of the
+/// test of a fix.
+const FIXED_AT: usize = 32;
 /// Commits on the branch when the tracker starts.
 const N_FIRST: usize = 12;
 /// Records written per worker and level.
@@ -101,10 +104,23 @@ struct Lab {
     upstream: GitRepo,
     commits: Vec<Oid>,
     children: Vec<Child>,
+    /// Whether the notification command fails the first time, as a
+    /// mail server that is away.
+    mail_server_away_once: bool,
+}
+
+/// The level of commit `idx` of a branch that steps down at K.
+fn stepped(idx: usize) -> u32 {
+    if idx >= STEP_AT { 90 } else { 100 }
 }
 
 impl Lab {
     fn new(archive: Option<String>) -> Lab {
+        Lab::with_levels(archive, stepped)
+    }
+
+    /// A lab whose commit `idx` measures at `level_of(idx)`, 100 or 90.
+    fn with_levels(archive: Option<String>, level_of: fn(usize) -> u32) -> Lab {
         let dir = tempfile::tempdir().unwrap();
         let archive =
             archive.unwrap_or_else(|| dir.path().join("archive.db").display().to_string());
@@ -115,10 +131,7 @@ impl Lab {
             N_COMMITS,
             |idx| {
                 vec![
-                    (
-                        "level",
-                        if idx >= STEP_AT { "90" } else { "100" }.to_string(),
-                    ),
+                    ("level", level_of(idx).to_string()),
                     ("measure.sh", MEASURE.to_string()),
                     ("version", idx.to_string()),
                 ]
@@ -137,6 +150,7 @@ impl Lab {
             upstream,
             commits,
             children: Vec::new(),
+            mail_server_away_once: false,
         }
     }
 
@@ -202,10 +216,17 @@ impl Lab {
         let since = self.commits[0].to_string();
         // The guide's recipe, with the mail filed where `sendmail -t`
         // would send it.
-        let notify = format!(
+        let mut notify = format!(
             "{{ printf 'To: lab@example.org\\nSubject: [netbisect] %s\\n\\n' \"$NETBISECT_SUBJECT\"; \
              cat; }} >> '{inbox}'"
         );
+        if self.mail_server_away_once {
+            let away = self.path("away").display().to_string();
+            notify = format!(
+                "if [ ! -e '{away}' ]; then touch '{away}'; echo 'mail server away' >&2; exit 75; fi; \
+                 {notify}"
+            );
+        }
         self.start(
             &[
                 "track",
@@ -645,5 +666,229 @@ fn a_worker_started_by_a_scheduler_does_one_job_or_none() {
     assert_eq!(jobs.len(), 1, "{jobs:?}");
     assert_eq!(jobs[0].state, JobState::Done);
     assert_eq!(archive.count().unwrap(), 1);
+    check_one_run_per_job(&archive);
+}
+
+/// Lands the commits from `from` one by one, each once measured and the
+/// queue settled, until `found` says so of the archive; returns the
+/// commit that had just landed then.
+fn land_until(lab: &Lab, from: usize, what: &str, found: impl Fn(&Archive) -> bool) -> usize {
+    for idx in from..N_COMMITS {
+        lab.land(idx);
+        lab.wait_settled(60, &lab.commits[idx].to_string());
+        if found(&lab.archive()) {
+            return idx;
+        }
+    }
+    panic!("{what}: not by the last commit\n{}", lab.logs());
+}
+
+#[test]
+fn a_killed_tracker_carries_on_a_refused_report_is_retried_and_a_fix_is_not_reported() {
+    let mut lab = Lab::with_levels(None, |idx| {
+        if (STEP_AT..FIXED_AT).contains(&idx) {
+            90
+        } else {
+            100
+        }
+    });
+    lab.mail_server_away_once = true;
+    for worker in WORKERS {
+        lab.start_worker(worker);
+    }
+    let tracker = lab.start_tracker();
+    lab.wait_settled(120, &lab.commits[N_FIRST - 1].to_string());
+    for idx in N_FIRST..STEP_AT {
+        lab.land(idx);
+        lab.wait_settled(60, &lab.commits[idx].to_string());
+    }
+    // Slow measurements from the step on, so that the tracker is killed
+    // while its bisection waits on a worker.
+    let slow = lab.path("pool").join("slow");
+    std::fs::write(&slow, "").unwrap();
+    let is_open = |archive: &Archive| {
+        archive
+            .regressions(None)
+            .is_ok_and(|found| found.iter().any(|regression| regression.state.is_active()))
+    };
+    let confirmed_at = land_until(&lab, STEP_AT, "a regression opened", is_open);
+    assert!(
+        confirmed_at <= STEP_AT + 1,
+        "confirmed as commit {confirmed_at} landed\n{}",
+        lab.logs()
+    );
+    lab.wait_for(60, "a bisection's slot taken", |archive| {
+        archive.jobs(&JobFilter::default()).is_ok_and(|jobs| {
+            jobs.iter()
+                .any(|job| job.kind == "slot" && job.state == JobState::Leased)
+        })
+    });
+    crate::signals::signal(tracker, libc::SIGKILL);
+    std::fs::remove_file(&slow).unwrap();
+    // Started again, the tracker takes the bisection over once the dead
+    // one's hold expires, and resumes it from its journal.
+    lab.start_tracker_logging("tracker-2.log");
+    check_report(&lab);
+
+    // The first report was refused (the mail server away): logged,
+    // kept, and handed over on the next try, once.
+    let log = std::fs::read_to_string(lab.path("tracker-2.log")).unwrap();
+    assert!(
+        log.contains("was not handed over: the notification command failed (exit 75): mail server away; tried again in"),
+        "{log}"
+    );
+    let archive = lab.archive();
+    let sent = archive.notifications().unwrap();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0].attempts, 2, "{sent:?}");
+
+    // The metric comes back at FIXED_AT: the regression is marked fixed
+    // within a commit, and nothing is reported about it again.
+    let is_fixed = |archive: &Archive| {
+        archive.regressions(None).is_ok_and(|found| {
+            found
+                .iter()
+                .any(|regression| regression.state == RegressionState::Fixed)
+        })
+    };
+    let fixed_at = land_until(&lab, confirmed_at + 1, "the regression fixed", is_fixed);
+    assert!(
+        (FIXED_AT..=FIXED_AT + 1).contains(&fixed_at),
+        "fixed as commit {fixed_at} landed\n{}",
+        lab.logs()
+    );
+    for idx in fixed_at + 1..fixed_at + 3 {
+        lab.land(idx);
+        lab.wait_settled(60, &lab.commits[idx].to_string());
+    }
+    let archive = lab.archive();
+    let regressions: Vec<_> = archive
+        .regressions(None)
+        .unwrap()
+        .into_iter()
+        .filter(|regression| {
+            !matches!(
+                regression.state,
+                RegressionState::Dismissed | RegressionState::Suspected
+            )
+        })
+        .collect();
+    assert_eq!(regressions.len(), 1, "{regressions:?}");
+    assert_eq!(regressions[0].state, RegressionState::Fixed);
+    let fixed_by = regressions[0].fixed_by.clone().unwrap();
+    assert!(
+        lab.commits[FIXED_AT..=fixed_at]
+            .iter()
+            .any(|commit| commit.to_string() == fixed_by),
+        "{regressions:?}"
+    );
+    assert_eq!(archive.notifications().unwrap().len(), 1);
+    assert_eq!(lab.inbox().matches("First bad commit").count(), 1);
+    let output = lab
+        .command(&["regressions"])
+        .stdout(Stdio::piped())
+        .output()
+        .unwrap();
+    let text = String::from_utf8(output.stdout).unwrap();
+    let row = text
+        .lines()
+        .find(|line| line.contains(" fixed "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        row.contains(&fixed_by[..10]) && row.ends_with("sent"),
+        "{text}"
+    );
+    check_one_run_per_job(&archive);
+}
+
+#[test]
+fn commits_that_land_faster_than_measured_are_measured_newest_first_then_their_gaps() {
+    let lab = Lab::new(None);
+    let clone = lab.path("clone").display().to_string();
+    let upstream = lab.path("upstream").display().to_string();
+    let since = lab.commits[0].to_string();
+    let dir = lab.path("state").display().to_string();
+    let run = |args: &[&str]| {
+        let output = lab.command(args).stderr(Stdio::piped()).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {stderr}");
+    };
+    // A lab whose scheduler starts a look of the tracker, then one job
+    // of its one worker: a look asks for one first measurement at a time.
+    let look_and_work = || {
+        run(&[
+            "track",
+            "--repo",
+            &clone,
+            "--remote",
+            &upstream,
+            "--branch",
+            "main",
+            "--since",
+            &since,
+            "--testbed",
+            "lab-a1",
+            "--measure",
+            "sh measure.sh",
+            "--once",
+        ]);
+        run(&["worker", "--testbed", "lab-a1", "--once", "--dir", &dir]);
+    };
+    // The commits in the order of their first measurement.
+    let measured = || -> Vec<usize> {
+        let jobs = lab.archive().jobs(&JobFilter::default()).unwrap();
+        let mut firsts: Vec<_> = jobs
+            .iter()
+            .filter(|job| job.kind == "measure" && job.key.ends_with("/1"))
+            .map(|job| (job.id, job.key.clone()))
+            .collect();
+        firsts.sort();
+        firsts
+            .iter()
+            .map(|(_, key)| {
+                lab.commits
+                    .iter()
+                    .position(|commit| key.contains(&commit.to_string()))
+                    .unwrap()
+            })
+            .collect()
+    };
+    let measure_all = |n_commits: usize| {
+        for _ in 0..3 * n_commits {
+            look_and_work();
+            if measured().len() == n_commits {
+                return;
+            }
+        }
+        panic!("not all {n_commits} commits measured: {:?}", measured());
+    };
+
+    // Twelve commits at once: the head, then the middle of the gap, then
+    // the middles of the gaps left, until every commit is measured once.
+    measure_all(N_FIRST);
+    let order = measured();
+    assert_eq!(order[..2], [N_FIRST - 1, (N_FIRST - 1) / 2], "{order:?}");
+    let distinct: BTreeSet<usize> = order.iter().copied().collect();
+    assert_eq!(distinct, (0..N_FIRST).collect(), "{order:?}");
+
+    // Four more land at once: the newest first again, then its gap.
+    lab.land(N_FIRST + 3);
+    measure_all(N_FIRST + 4);
+    let order = measured();
+    assert_eq!(
+        order[N_FIRST..N_FIRST + 2],
+        [N_FIRST + 3, N_FIRST + 1],
+        "{order:?}"
+    );
+    let archive = lab.archive();
+    assert_eq!(
+        archive
+            .jobs(&JobFilter::default())
+            .unwrap()
+            .iter()
+            .filter(|job| job.state == JobState::Done)
+            .count() as u64,
+        archive.count().unwrap()
+    );
     check_one_run_per_job(&archive);
 }

@@ -294,8 +294,11 @@ fn detect(
 
 /// After a regression was bisected, whether the metric came back: a
 /// change for the better at the head, confirmed as a regression is,
-/// that brings the metric to within the minimum effect of its level
-/// before the regression.
+/// that brings the metric back nearer its level before the regression
+/// than its level after (more than half the loss made good). The
+/// halfway mark, not the minimum effect, decides: a handful of repeats
+/// each side measures the level back only to within the noise, and a
+/// fix should not be missed for a wobble of a percent.
 fn look_for_fix(
     inputs: &Inputs<'_>,
     start: usize,
@@ -309,6 +312,7 @@ fn look_for_fix(
         .rfind(|regression| regression.state == RegressionState::Bisected)
         .filter(|regression| commits.get(start) == Some(&regression.bad))?;
     let before = inputs.samples.get(&regression.good)?;
+    let after = inputs.samples.get(&regression.bad)?;
     match detect(inputs, start, window, FIX_SUFFIX, actions) {
         Detected::Nothing(HeadState::Confirming { suspicion }) => {
             Some(HeadState::Confirming { suspicion })
@@ -317,15 +321,18 @@ fn look_for_fix(
         Detected::Confirmed(suspicion, difference) => {
             let back = difference.new_mean;
             let level = bisect::robust::mean_var(before).0;
-            let still_worse_pct = match inputs.config.direction {
-                run_record::record::Direction::HigherIsBetter => (level - back) / level * 100.0,
-                run_record::record::Direction::LowerIsBetter => (back - level) / level * 100.0,
+            let regressed = bisect::robust::mean_var(after).0;
+            let worse_pct = |value: f64| match inputs.config.direction {
+                run_record::record::Direction::HigherIsBetter => (level - value) / level * 100.0,
+                run_record::record::Direction::LowerIsBetter => (value - level) / level * 100.0,
             };
+            let still_worse_pct = worse_pct(back);
+            let lost_pct = worse_pct(regressed);
             let (good, bad) = (
                 commits[start + suspicion.last_good].clone(),
                 commits[start + suspicion.compared].clone(),
             );
-            if still_worse_pct < inputs.config.min_effect_pct {
+            if still_worse_pct < lost_pct / 2.0 {
                 actions.push(Action::Fixed {
                     id: regression.id,
                     commit: bad,
@@ -369,21 +376,30 @@ fn repeat(inputs: &Inputs<'_>, commit: &str, priority: i64, actions: &mut Vec<Ac
     }
 }
 
-/// Too few samples in the window: the commits before the head that were
-/// never measured, else the head again.
+/// Too few samples in the window to compare the head with. Commits never
+/// measured come first ([`measure_new`]); then one more sample of the
+/// newest point before the head, which the head is compared with. When
+/// the head is the window's only point (a level change was just found
+/// there), the head is measured again until it holds the window's
+/// fewest samples, so that the commit after it is compared at once, and
+/// no more: a branch where nothing lands must leave the workers idle.
 fn warm(inputs: &Inputs<'_>, start: usize, actions: &mut Vec<Action>) {
     let commits = &inputs.commits[start..];
-    let Some(head) = commits.last() else {
+    if commits.iter().any(|commit| !tried(inputs, commit)) {
+        return;
+    }
+    let n_samples = |commit: &String| inputs.samples.get(commit).map_or(0, Vec::len);
+    let Some((head, before)) = commits.split_last() else {
         return;
     };
-    let any_new = commits.iter().any(|commit| !tried(inputs, commit));
-    if !any_new
-        && inputs
-            .samples
-            .get(head)
-            .is_some_and(|samples| !samples.is_empty())
-    {
-        repeat(inputs, head, PRIORITY_HEAD, actions);
+    let wanted = before
+        .iter()
+        .rev()
+        .find(|commit| n_samples(commit) > 0)
+        .unwrap_or(head);
+    let n_wanted = n_samples(wanted);
+    if n_wanted > 0 && n_wanted < inputs.config.min_baseline_samples {
+        repeat(inputs, wanted, PRIORITY_HEAD, actions);
     }
 }
 
