@@ -270,7 +270,8 @@ impl Tracker {
                     )?;
                 }
                 Action::Fixed { id, commit } => {
-                    if archive.mark_regression_fixed(*id, commit)? {
+                    let suspicion_track = format!("{}{FIX_SUFFIX}", self.key);
+                    if archive.mark_regression_fixed(*id, commit, &suspicion_track)? {
                         looked
                             .news
                             .push(format!("regression {id} is fixed at {}", short(commit)));

@@ -350,14 +350,22 @@ impl Drop for Lab {
     }
 }
 
-/// Whether every job of the archive is done or given up, and `commit`
-/// has a done job.
+/// Whether every job of the archive is done or given up, `commit` has a
+/// done job, and no suspicion is under confirmation (a tracker slower
+/// than the workers may be between two of its repeats).
 fn settled_with(archive: &Archive, commit: &str) -> bool {
     let Ok(jobs) = archive.jobs(&JobFilter::default()) else {
         return false;
     };
-    jobs.iter()
-        .all(|job| matches!(job.state, JobState::Done | JobState::Failed))
+    let confirming = archive.regressions(None).map_or(true, |found| {
+        found
+            .iter()
+            .any(|regression| regression.state == RegressionState::Suspected)
+    });
+    !confirming
+        && jobs
+            .iter()
+            .all(|job| matches!(job.state, JobState::Done | JobState::Failed))
         && jobs.iter().any(|job| {
             job.state == JobState::Done && job.payload.contains(&format!("\"commit\":\"{commit}\""))
         })
@@ -798,6 +806,9 @@ fn a_killed_tracker_carries_on_a_refused_report_is_retried_and_a_fix_is_not_repo
         row.contains(&fixed_by[..10]) && row.ends_with("sent"),
         "{text}"
     );
+    // The suspicion that confirmed the fix is the fix now, not one under
+    // way.
+    assert!(!text.contains("suspected"), "{text}");
     check_one_run_per_job(&archive);
 }
 

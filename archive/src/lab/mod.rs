@@ -224,9 +224,17 @@ impl Archive {
     }
 
     /// Marks regression `id` (bisected or refused) fixed at commit
-    /// `fixed_by`; false when it is active or fixed already.
-    pub fn mark_regression_fixed(&mut self, id: i64, fixed_by: &str) -> Result<bool, ArchiveError> {
-        self.backend_mut().mark_regression_fixed(id, fixed_by)
+    /// `fixed_by`, and removes the suspicion under `suspicion_track` that
+    /// compared `fixed_by` (the fix's, confirmed: no longer under way),
+    /// in one transaction; false when it is active or fixed already.
+    pub fn mark_regression_fixed(
+        &mut self,
+        id: i64,
+        fixed_by: &str,
+        suspicion_track: &str,
+    ) -> Result<bool, ArchiveError> {
+        self.backend_mut()
+            .mark_regression_fixed(id, fixed_by, suspicion_track)
     }
 
     /// Takes for `sender`, for `hold`, the oldest report of the outbox

@@ -296,8 +296,15 @@ pub(crate) trait LabStore {
     ) -> Result<bool, ArchiveError>;
 
     /// Marks regression `id` fixed at commit `fixed_by`, unless it is
-    /// fixed already or still active; false then.
-    fn mark_regression_fixed(&mut self, id: i64, fixed_by: &str) -> Result<bool, ArchiveError>;
+    /// fixed already or still active; false then. In the same
+    /// transaction the suspicion of `suspicion_track` that compared
+    /// `fixed_by` and confirmed the fix is removed: it is the fix now.
+    fn mark_regression_fixed(
+        &mut self,
+        id: i64,
+        fixed_by: &str,
+        suspicion_track: &str,
+    ) -> Result<bool, ArchiveError>;
 
     /// Takes for `sender`, for `hold_us`, the oldest report of the outbox
     /// that is not sent, is due, and no other sender holds.

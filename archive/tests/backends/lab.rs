@@ -370,12 +370,30 @@ fn a_regression_is_opened_and_bisected_once_and_its_report_sent_once() {
         assert_eq!(kept.len(), 1);
         assert!(kept[0].sent_us.is_some() && kept[0].last_error.is_none());
 
-        // Fixed later, once.
-        assert!(archive.mark_regression_fixed(id, "c30").unwrap());
-        assert!(!archive.mark_regression_fixed(id, "c31").unwrap());
+        // Fixed later, once; the suspicion that confirmed it is no
+        // longer under way.
+        assert!(
+            archive
+                .note_suspicion("t1#fix", "c29", "c30", "{}")
+                .unwrap()
+        );
+        assert!(
+            archive
+                .note_suspicion("t1#fix", "c28", "c29", "{}")
+                .unwrap()
+        );
+        assert!(archive.mark_regression_fixed(id, "c30", "t1#fix").unwrap());
+        assert!(!archive.mark_regression_fixed(id, "c31", "t1#fix").unwrap());
         let regression = archive.regressions(Some("t1")).unwrap().remove(0);
         assert_eq!(regression.state, RegressionState::Fixed);
         assert_eq!(regression.fixed_by.as_deref(), Some("c30"));
+        let left: Vec<(String, RegressionState)> = archive
+            .regressions(Some("t1#fix"))
+            .unwrap()
+            .into_iter()
+            .map(|suspicion| (suspicion.bad, suspicion.state))
+            .collect();
+        assert_eq!(left, [("c29".to_string(), RegressionState::Suspected)]);
 
         // A regression bisected without a notification command keeps its
         // report, with nothing to send.

@@ -462,15 +462,30 @@ impl LabStore for PgArchive {
         Ok(true)
     }
 
-    fn mark_regression_fixed(&mut self, id: i64, fixed_by: &str) -> Result<bool, ArchiveError> {
-        let changed = self.lab_execute(
+    fn mark_regression_fixed(
+        &mut self,
+        id: i64,
+        fixed_by: &str,
+        suspicion_track: &str,
+    ) -> Result<bool, ArchiveError> {
+        let mut client = self.client.borrow_mut();
+        let mut transaction = client.transaction()?;
+        let changed = transaction.execute(
             &format!(
                 "UPDATE lab_regressions SET state = 'fixed', fixed_by = $2, \
                  updated_us = {NOW_US} WHERE id = $1 AND state IN ('bisected', 'refused')"
             ),
             &[&id, &fixed_by],
         )?;
-        Ok(changed == 1)
+        if changed != 1 {
+            return Ok(false);
+        }
+        transaction.execute(
+            "DELETE FROM lab_regressions WHERE track = $1 AND bad = $2 AND state = 'suspected'",
+            &[&suspicion_track, &fixed_by],
+        )?;
+        transaction.commit()?;
+        Ok(true)
     }
 
     fn take_notification(

@@ -501,15 +501,27 @@ impl LabStore for SqliteArchive {
         Ok(true)
     }
 
-    fn mark_regression_fixed(&mut self, id: i64, fixed_by: &str) -> Result<bool, ArchiveError> {
+    fn mark_regression_fixed(
+        &mut self,
+        id: i64,
+        fixed_by: &str,
+        suspicion_track: &str,
+    ) -> Result<bool, ArchiveError> {
         let transaction = self.lab_write()?;
         let changed = transaction.execute(
             "UPDATE lab_regressions SET state = 'fixed', fixed_by = ?2, updated_us = ?3 \
              WHERE id = ?1 AND state IN ('bisected', 'refused')",
             params![id, fixed_by, local_clock_us()],
         )?;
+        if changed != 1 {
+            return Ok(false);
+        }
+        transaction.execute(
+            "DELETE FROM lab_regressions WHERE track = ?1 AND bad = ?2 AND state = 'suspected'",
+            params![suspicion_track, fixed_by],
+        )?;
         transaction.commit()?;
-        Ok(changed == 1)
+        Ok(true)
     }
 
     fn take_notification(
