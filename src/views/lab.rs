@@ -2,8 +2,10 @@
 //! the lab as its archive holds it ([`LabStatus`], the `--json`
 //! document), and beside it the tables laid out for people: the workers
 //! and what each does, the jobs waiting or taken, the regressions and
-//! their reports, and how long the queue takes to drain.
+//! their reports, how long the queue takes to drain, and what the lab
+//! answers next and when.
 
+use crate::lab::plan::{PRIORITY_BISECT, PRIORITY_CONFIRM, PRIORITY_HEAD};
 use crate::render::table::{TableRow, lay_out};
 use crate::views::bisection::duration;
 use archive::lab::{Job, JobState, Notification, Regression, RegressionState, Track, Worker};
@@ -91,6 +93,9 @@ pub struct LabContext<'a> {
     pub drains_in: Option<String>,
     /// The seconds a job took lately, as people read them.
     pub per_job: Option<String>,
+    /// What the lab answers next and in about how long, when a job is
+    /// waiting or taken ([`next_answer`]).
+    pub next_answer: Option<String>,
     /// The regressions, laid out.
     pub regression_lines: Vec<String>,
 }
@@ -141,9 +146,42 @@ impl<'a> LabContext<'a> {
             n_live_workers,
             drains_in,
             per_job: status.seconds_per_job.map(duration),
+            next_answer: next_answer(&status.jobs, n_live_workers, status.seconds_per_job),
             regression_lines: regression_lines(status),
         }
     }
+}
+
+/// What the lab answers next, and in about how long. Workers take the
+/// jobs of the highest priority first, so the next answer waits on
+/// those: a suspicion's repeats (the change at the head confirmed or
+/// dismissed), else a bisection's slots (its next step), else the newest
+/// commit's first point; they are done in rounds of the workers seen
+/// lately, each round the seconds a job took lately.
+fn next_answer(
+    jobs: &[Job],
+    n_live_workers: usize,
+    seconds_per_job: Option<f64>,
+) -> Option<String> {
+    let top = jobs.iter().map(|job| job.priority).max()?;
+    let what = if top >= PRIORITY_CONFIRM {
+        "a change at the head confirmed or dismissed"
+    } else if top >= PRIORITY_BISECT {
+        "a bisection's next step"
+    } else if top >= PRIORITY_HEAD {
+        "the newest commit's point"
+    } else {
+        "a gap between the commits measured filled"
+    };
+    let n_top = jobs.iter().filter(|job| job.priority == top).count();
+    let when = match seconds_per_job.filter(|_| n_live_workers > 0) {
+        Some(seconds) => format!(
+            "in about {}",
+            duration(seconds * n_top.div_ceil(n_live_workers) as f64)
+        ),
+        None => "once a worker takes its jobs".to_string(),
+    };
+    Some(format!("next answer: {what}, {when}"))
 }
 
 fn count_state(jobs: &[Job], state: JobState) -> usize {

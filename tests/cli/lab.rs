@@ -826,7 +826,7 @@ fn commits_that_land_faster_than_measured_are_measured_newest_first_then_their_g
     };
     // A lab whose scheduler starts a look of the tracker, then one job
     // of its one worker: a look asks for one first measurement at a time.
-    let look_and_work = || {
+    let look = || {
         run(&[
             "track",
             "--repo",
@@ -843,7 +843,18 @@ fn commits_that_land_faster_than_measured_are_measured_newest_first_then_their_g
             "sh measure.sh",
             "--once",
         ]);
+    };
+    let look_and_work = || {
+        look();
         run(&["worker", "--testbed", "lab-a1", "--once", "--dir", &dir]);
+    };
+    let status = || {
+        let output = lab
+            .command(&["track", "status"])
+            .stdout(Stdio::piped())
+            .output()
+            .unwrap();
+        String::from_utf8(output.stdout).unwrap()
     };
     // The commits in the order of their first measurement.
     let measured = || -> Vec<usize> {
@@ -876,14 +887,27 @@ fn commits_that_land_faster_than_measured_are_measured_newest_first_then_their_g
 
     // Twelve commits at once: the head, then the middle of the gap, then
     // the middles of the gaps left, until every commit is measured once.
+    look();
+    let text = status();
+    assert!(
+        text.contains("next answer: the newest commit's point, once a worker takes its jobs"),
+        "{text}"
+    );
     measure_all(N_FIRST);
     let order = measured();
     assert_eq!(order[..2], [N_FIRST - 1, (N_FIRST - 1) / 2], "{order:?}");
     let distinct: BTreeSet<usize> = order.iter().copied().collect();
     assert_eq!(distinct, (0..N_FIRST).collect(), "{order:?}");
 
-    // Four more land at once: the newest first again, then its gap.
+    // Four more land at once: the newest first again, then its gap; the
+    // lab says when it is measured, at the time a job took.
     lab.land(N_FIRST + 3);
+    look();
+    let text = status();
+    assert!(
+        text.contains("next answer: the newest commit's point, in about "),
+        "{text}"
+    );
     measure_all(N_FIRST + 4);
     let order = measured();
     assert_eq!(
