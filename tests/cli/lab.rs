@@ -4,9 +4,10 @@
 //! archive, and nothing typed after they start. The regression is
 //! confirmed as K or K+1 lands, bisected with `--jobs 2` on the workers,
 //! and its report, naming K, handed to the notification command once.
-//! On PostgreSQL too, with a worker killed (`kill -9`) mid-measurement
-//! and the database server restarted mid-bisection: the report still
-//! arrives, once, and no job's run is stored twice.
+//! This module holds that test and the lab its tests share; `restarts`
+//! kills the processes (and on PostgreSQL restarts the server) in the
+//! middle of the work, `scheduled` starts them one job or look at a
+//! time, as a lab's own scheduler does.
 //!
 //! The measure script takes milliseconds: it prints the next of the run
 //! records this test wrote for its worker and the commit's level (2%
@@ -23,6 +24,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use test_fixtures::git::GitRepo;
 use test_fixtures::record::RecordBuilder;
+
+mod restarts;
+mod scheduled;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_netbisect");
 
@@ -425,6 +429,42 @@ fn land_until_confirmed(lab: &Lab) -> usize {
     panic!("no regression confirmed\n{}", lab.logs());
 }
 
+/// Checks that the bisection of session `session_id` took the runs the
+/// tracker's jobs had stored of its ends (the head's point and the
+/// repeats that confirmed the change) before measuring anything more.
+fn check_archived_runs_reused(archive: &Archive, session_id: i64) {
+    let by_trackers: BTreeSet<String> = archive
+        .jobs(&JobFilter::default())
+        .unwrap()
+        .iter()
+        .filter(|job| job.kind == "measure" && job.state == JobState::Done)
+        .filter_map(|job| {
+            let result: serde_json::Value = serde_json::from_str(job.result.as_deref()?).ok()?;
+            Some(result["run_id"].as_str()?.to_string())
+        })
+        .collect();
+    let events = archive.session_events(session_id).unwrap();
+    let reused: Vec<String> = events
+        .iter()
+        .map(|event| serde_json::from_str::<serde_json::Value>(event).unwrap())
+        .filter(|event| event["event"] == "archived")
+        .flat_map(|event| {
+            event["samples"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|sample| Some(sample["run_id"].as_str()?.to_string()))
+        })
+        .collect();
+    // Each end holds at least the confirmation's five repeats.
+    assert!(reused.len() >= 10, "{events:?}");
+    assert!(
+        reused.iter().all(|run_id| by_trackers.contains(run_id)),
+        "{reused:?} {by_trackers:?}"
+    );
+}
+
 /// Waits for the report, then checks it names commit K, came once, and
 /// that the archive holds one run per job.
 fn check_report(lab: &Lab) {
@@ -458,6 +498,7 @@ fn check_report(lab: &Lab) {
         .unwrap();
     let workers: BTreeSet<_> = slots.iter().filter_map(|job| job.worker.clone()).collect();
     assert_eq!(workers.len(), 2, "{slots:?}");
+    check_archived_runs_reused(&archive, regressions[0].session_id.unwrap());
     let inbox = lab.inbox();
     assert_eq!(inbox.matches("First bad commit").count(), 1, "{inbox}");
     assert!(inbox.contains(&format!("commit {culprit}")), "{inbox}");
@@ -511,419 +552,4 @@ fn a_step_is_tracked_confirmed_bisected_and_reported_with_nobody_at_the_keyboard
     let text = String::from_utf8(output.stdout).unwrap();
     assert!(text.contains("lab-a1") && text.contains("lab-a2"), "{text}");
     assert!(started.elapsed() < Duration::from_secs(240));
-}
-
-/// Waits until `path` exists.
-fn wait_for_file(lab: &Lab, path: &Path, seconds: u64) {
-    let deadline = Instant::now() + Duration::from_secs(seconds);
-    while !path.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "no {}\n{}",
-            path.display(),
-            lab.logs()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-#[test]
-fn on_postgresql_a_killed_worker_and_a_restarted_server_lose_nothing_and_store_nothing_twice() {
-    if test_fixtures::skip::unless_slow_tests() {
-        return;
-    }
-    let cluster = match test_fixtures::postgres::Cluster::own() {
-        Ok(cluster) => cluster,
-        Err(why) => {
-            test_fixtures::skip::skip(why);
-            return;
-        }
-    };
-    let mut lab = Lab::new(Some(cluster.url(&cluster.database())));
-    let mut pids: BTreeMap<&str, u32> = BTreeMap::new();
-    for worker in WORKERS {
-        pids.insert(worker, lab.start_worker(worker));
-    }
-    lab.start_tracker();
-    lab.wait_settled(120, &lab.commits[N_FIRST - 1].to_string());
-    for idx in N_FIRST..STEP_AT - 2 {
-        lab.land(idx);
-        lab.wait_settled(60, &lab.commits[idx].to_string());
-    }
-
-    // A worker killed mid-measurement: its job goes to the other once
-    // its lease expires, and is measured and stored once.
-    let slow = lab.path("pool").join("slow");
-    std::fs::write(&slow, "").unwrap();
-    lab.land(STEP_AT - 2);
-    wait_for_file(&lab, &lab.path("pool").join("measuring"), 30);
-    let taken = lab
-        .archive()
-        .jobs(&JobFilter {
-            owner: None,
-            states: vec![JobState::Leased],
-        })
-        .unwrap();
-    let victim = taken[0].worker.clone().unwrap();
-    let victim: &str = WORKERS.iter().find(|name| **name == victim).unwrap();
-    crate::signals::signal(pids[victim], libc::SIGKILL);
-    std::fs::remove_file(&slow).unwrap();
-    let killed_job = taken[0].id;
-    lab.wait_settled(60, &lab.commits[STEP_AT - 2].to_string());
-    let job = lab
-        .archive()
-        .jobs(&JobFilter::default())
-        .unwrap()
-        .into_iter()
-        .find(|job| job.id == killed_job)
-        .unwrap();
-    assert_eq!(job.state, JobState::Done);
-    assert!(job.attempts >= 2, "{job:?}");
-    pids.insert(victim, lab.start_worker(victim));
-
-    // The step, confirmed; then the server restarted mid-bisection.
-    lab.land(STEP_AT - 1);
-    lab.wait_settled(60, &lab.commits[STEP_AT - 1].to_string());
-    let mut idx = STEP_AT;
-    loop {
-        lab.land(idx);
-        lab.wait_settled(60, &lab.commits[idx].to_string());
-        let opened = lab
-            .archive()
-            .regressions(None)
-            .unwrap()
-            .iter()
-            .any(|regression| regression.state.is_active());
-        if opened {
-            break;
-        }
-        idx += 1;
-        assert!(idx <= STEP_AT + 1, "not confirmed by K+1\n{}", lab.logs());
-    }
-    // Slow measurements keep the bisection going while the server is
-    // stopped and started again.
-    std::fs::write(&slow, "").unwrap();
-    lab.wait_for(60, "the bisection under way", |archive| {
-        archive.jobs(&JobFilter::default()).is_ok_and(|jobs| {
-            jobs.iter()
-                .any(|job| job.kind == "slot" && job.state == JobState::Done)
-        })
-    });
-    let bisecting = lab.archive().regressions(None).unwrap();
-    assert!(
-        bisecting
-            .iter()
-            .any(|regression| regression.state == RegressionState::Bisecting),
-        "{bisecting:?}"
-    );
-    cluster.stop();
-    std::thread::sleep(Duration::from_secs(2));
-    cluster.start_again();
-    std::fs::remove_file(&slow).unwrap();
-    check_report(&lab);
-    let tracker = std::fs::read_to_string(lab.path("tracker.log")).unwrap();
-    assert!(tracker.contains("answers again"), "{tracker}");
-}
-
-#[test]
-fn a_worker_started_by_a_scheduler_does_one_job_or_none() {
-    let lab = Lab::new(None);
-    let clone = lab.path("clone").display().to_string();
-    let head = lab.commits[N_FIRST - 1].to_string();
-    let run = |args: &[&str]| {
-        let output = lab
-            .command(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .output()
-            .unwrap();
-        (
-            output.status.code(),
-            String::from_utf8_lossy(&output.stderr).into_owned(),
-        )
-    };
-    // One look: the head asked for.
-    let (code, stderr) = run(&[
-        "track",
-        "--repo",
-        &clone,
-        "--branch",
-        "main",
-        "--since",
-        &head,
-        "--testbed",
-        "lab-a1",
-        "--measure",
-        "sh measure.sh",
-        "--once",
-    ]);
-    assert_eq!(code, Some(0), "{stderr}");
-    let dir = lab.path("state").display().to_string();
-    let once = ["worker", "--testbed", "lab-a1", "--once", "--dir", &dir];
-    let (code, stderr) = run(&once);
-    assert_eq!(code, Some(0), "{stderr}");
-    assert!(
-        stderr.contains("run ") && stderr.contains(" stored"),
-        "{stderr}"
-    );
-    let (code, stderr) = run(&once);
-    assert_eq!(code, Some(0), "{stderr}");
-    assert!(stderr.contains("no job of lab-a1 waits"), "{stderr}");
-    let archive = lab.archive();
-    let jobs = archive.jobs(&JobFilter::default()).unwrap();
-    assert_eq!(jobs.len(), 1, "{jobs:?}");
-    assert_eq!(jobs[0].state, JobState::Done);
-    assert_eq!(archive.count().unwrap(), 1);
-    check_one_run_per_job(&archive);
-}
-
-/// Lands the commits from `from` one by one, each once measured and the
-/// queue settled, until `found` says so of the archive; returns the
-/// commit that had just landed then.
-fn land_until(lab: &Lab, from: usize, what: &str, found: impl Fn(&Archive) -> bool) -> usize {
-    for idx in from..N_COMMITS {
-        lab.land(idx);
-        lab.wait_settled(60, &lab.commits[idx].to_string());
-        if found(&lab.archive()) {
-            return idx;
-        }
-    }
-    panic!("{what}: not by the last commit\n{}", lab.logs());
-}
-
-#[test]
-fn a_killed_tracker_carries_on_a_refused_report_is_retried_and_a_fix_is_not_reported() {
-    let mut lab = Lab::with_levels(None, |idx| {
-        if (STEP_AT..FIXED_AT).contains(&idx) {
-            90
-        } else {
-            100
-        }
-    });
-    lab.mail_server_away_once = true;
-    for worker in WORKERS {
-        lab.start_worker(worker);
-    }
-    let tracker = lab.start_tracker();
-    lab.wait_settled(120, &lab.commits[N_FIRST - 1].to_string());
-    for idx in N_FIRST..STEP_AT {
-        lab.land(idx);
-        lab.wait_settled(60, &lab.commits[idx].to_string());
-    }
-    // Slow measurements from the step on, so that the tracker is killed
-    // while its bisection waits on a worker.
-    let slow = lab.path("pool").join("slow");
-    std::fs::write(&slow, "").unwrap();
-    let is_open = |archive: &Archive| {
-        archive
-            .regressions(None)
-            .is_ok_and(|found| found.iter().any(|regression| regression.state.is_active()))
-    };
-    let confirmed_at = land_until(&lab, STEP_AT, "a regression opened", is_open);
-    assert!(
-        confirmed_at <= STEP_AT + 1,
-        "confirmed as commit {confirmed_at} landed\n{}",
-        lab.logs()
-    );
-    lab.wait_for(60, "a bisection's slot taken", |archive| {
-        archive.jobs(&JobFilter::default()).is_ok_and(|jobs| {
-            jobs.iter()
-                .any(|job| job.kind == "slot" && job.state == JobState::Leased)
-        })
-    });
-    crate::signals::signal(tracker, libc::SIGKILL);
-    std::fs::remove_file(&slow).unwrap();
-    // Started again, the tracker takes the bisection over once the dead
-    // one's hold expires, and resumes it from its journal.
-    lab.start_tracker_logging("tracker-2.log");
-    check_report(&lab);
-
-    // The first report was refused (the mail server away): logged,
-    // kept, and handed over on the next try, once.
-    let log = std::fs::read_to_string(lab.path("tracker-2.log")).unwrap();
-    assert!(
-        log.contains("was not handed over: the notification command failed (exit 75): mail server away; tried again in"),
-        "{log}"
-    );
-    let archive = lab.archive();
-    let sent = archive.notifications().unwrap();
-    assert_eq!(sent.len(), 1, "{sent:?}");
-    assert_eq!(sent[0].attempts, 2, "{sent:?}");
-
-    // The metric comes back at FIXED_AT: the regression is marked fixed
-    // within a commit, and nothing is reported about it again.
-    let is_fixed = |archive: &Archive| {
-        archive.regressions(None).is_ok_and(|found| {
-            found
-                .iter()
-                .any(|regression| regression.state == RegressionState::Fixed)
-        })
-    };
-    let fixed_at = land_until(&lab, confirmed_at + 1, "the regression fixed", is_fixed);
-    assert!(
-        (FIXED_AT..=FIXED_AT + 1).contains(&fixed_at),
-        "fixed as commit {fixed_at} landed\n{}",
-        lab.logs()
-    );
-    for idx in fixed_at + 1..fixed_at + 3 {
-        lab.land(idx);
-        lab.wait_settled(60, &lab.commits[idx].to_string());
-    }
-    let archive = lab.archive();
-    let regressions: Vec<_> = archive
-        .regressions(None)
-        .unwrap()
-        .into_iter()
-        .filter(|regression| {
-            !matches!(
-                regression.state,
-                RegressionState::Dismissed | RegressionState::Suspected
-            )
-        })
-        .collect();
-    assert_eq!(regressions.len(), 1, "{regressions:?}");
-    assert_eq!(regressions[0].state, RegressionState::Fixed);
-    let fixed_by = regressions[0].fixed_by.clone().unwrap();
-    assert!(
-        lab.commits[FIXED_AT..=fixed_at]
-            .iter()
-            .any(|commit| commit.to_string() == fixed_by),
-        "{regressions:?}"
-    );
-    assert_eq!(archive.notifications().unwrap().len(), 1);
-    assert_eq!(lab.inbox().matches("First bad commit").count(), 1);
-    let output = lab
-        .command(&["regressions"])
-        .stdout(Stdio::piped())
-        .output()
-        .unwrap();
-    let text = String::from_utf8(output.stdout).unwrap();
-    let row = text
-        .lines()
-        .find(|line| line.contains(" fixed "))
-        .unwrap_or_else(|| panic!("{text}"));
-    assert!(
-        row.contains(&fixed_by[..10]) && row.ends_with("sent"),
-        "{text}"
-    );
-    // The suspicion that confirmed the fix is the fix now, not one under
-    // way.
-    assert!(!text.contains("suspected"), "{text}");
-    check_one_run_per_job(&archive);
-}
-
-#[test]
-fn commits_that_land_faster_than_measured_are_measured_newest_first_then_their_gaps() {
-    let lab = Lab::new(None);
-    let clone = lab.path("clone").display().to_string();
-    let upstream = lab.path("upstream").display().to_string();
-    let since = lab.commits[0].to_string();
-    let dir = lab.path("state").display().to_string();
-    let run = |args: &[&str]| {
-        let output = lab.command(args).stderr(Stdio::piped()).output().unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-        assert_eq!(output.status.code(), Some(0), "{args:?}: {stderr}");
-    };
-    // A lab whose scheduler starts a look of the tracker, then one job
-    // of its one worker: a look asks for one first measurement at a time.
-    let look = || {
-        run(&[
-            "track",
-            "--repo",
-            &clone,
-            "--remote",
-            &upstream,
-            "--branch",
-            "main",
-            "--since",
-            &since,
-            "--testbed",
-            "lab-a1",
-            "--measure",
-            "sh measure.sh",
-            "--once",
-        ]);
-    };
-    let look_and_work = || {
-        look();
-        run(&["worker", "--testbed", "lab-a1", "--once", "--dir", &dir]);
-    };
-    let status = || {
-        let output = lab
-            .command(&["track", "status"])
-            .stdout(Stdio::piped())
-            .output()
-            .unwrap();
-        String::from_utf8(output.stdout).unwrap()
-    };
-    // The commits in the order of their first measurement.
-    let measured = || -> Vec<usize> {
-        let jobs = lab.archive().jobs(&JobFilter::default()).unwrap();
-        let mut firsts: Vec<_> = jobs
-            .iter()
-            .filter(|job| job.kind == "measure" && job.key.ends_with("/1"))
-            .map(|job| (job.id, job.key.clone()))
-            .collect();
-        firsts.sort();
-        firsts
-            .iter()
-            .map(|(_, key)| {
-                lab.commits
-                    .iter()
-                    .position(|commit| key.contains(&commit.to_string()))
-                    .unwrap()
-            })
-            .collect()
-    };
-    let measure_all = |n_commits: usize| {
-        for _ in 0..3 * n_commits {
-            look_and_work();
-            if measured().len() == n_commits {
-                return;
-            }
-        }
-        panic!("not all {n_commits} commits measured: {:?}", measured());
-    };
-
-    // Twelve commits at once: the head, then the middle of the gap, then
-    // the middles of the gaps left, until every commit is measured once.
-    look();
-    let text = status();
-    assert!(
-        text.contains("next answer: the newest commit's point, once a worker takes its jobs"),
-        "{text}"
-    );
-    measure_all(N_FIRST);
-    let order = measured();
-    assert_eq!(order[..2], [N_FIRST - 1, (N_FIRST - 1) / 2], "{order:?}");
-    let distinct: BTreeSet<usize> = order.iter().copied().collect();
-    assert_eq!(distinct, (0..N_FIRST).collect(), "{order:?}");
-
-    // Four more land at once: the newest first again, then its gap; the
-    // lab says when it is measured, at the time a job took.
-    lab.land(N_FIRST + 3);
-    look();
-    let text = status();
-    assert!(
-        text.contains("next answer: the newest commit's point, in about "),
-        "{text}"
-    );
-    measure_all(N_FIRST + 4);
-    let order = measured();
-    assert_eq!(
-        order[N_FIRST..N_FIRST + 2],
-        [N_FIRST + 3, N_FIRST + 1],
-        "{order:?}"
-    );
-    let archive = lab.archive();
-    assert_eq!(
-        archive
-            .jobs(&JobFilter::default())
-            .unwrap()
-            .iter()
-            .filter(|job| job.state == JobState::Done)
-            .count() as u64,
-        archive.count().unwrap()
-    );
-    check_one_run_per_job(&archive);
 }

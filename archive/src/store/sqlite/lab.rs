@@ -513,15 +513,13 @@ impl LabStore for SqliteArchive {
              WHERE id = ?1 AND state IN ('bisected', 'refused')",
             params![id, fixed_by, local_clock_us()],
         )?;
-        if changed != 1 {
-            return Ok(false);
+        let sql =
+            "DELETE FROM lab_regressions WHERE track = ?1 AND bad = ?2 AND state = 'suspected'";
+        if changed == 1 {
+            transaction.execute(sql, params![suspicion_track, fixed_by])?;
+            transaction.commit()?;
         }
-        transaction.execute(
-            "DELETE FROM lab_regressions WHERE track = ?1 AND bad = ?2 AND state = 'suspected'",
-            params![suspicion_track, fixed_by],
-        )?;
-        transaction.commit()?;
-        Ok(true)
+        Ok(changed == 1)
     }
 
     fn take_notification(
