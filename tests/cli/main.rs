@@ -17,6 +17,7 @@ mod env;
 mod help;
 mod history;
 mod imports;
+mod lab;
 mod layout;
 mod limits;
 mod netns;
