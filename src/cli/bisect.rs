@@ -107,6 +107,15 @@ pub struct BisectStartArgs {
     /// ancestor
     #[arg(long, value_name = "REV")]
     pub bad: String,
+    /// How each commit is built and measured, and how it is decided.
+    #[command(flatten)]
+    pub recipe: RecipeArgs,
+}
+
+/// How each commit is built and measured, and how a change is decided:
+/// what `bisect start` and `track` share.
+#[derive(Debug, Args)]
+pub struct RecipeArgs {
     /// Shell command building the checked-out commit, once per commit
     /// (a failure skips the commit)
     #[arg(long, value_name = "CMD", allow_hyphen_values = true)]

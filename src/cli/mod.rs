@@ -6,12 +6,14 @@
 mod archive;
 mod bench;
 mod bisect;
+mod lab;
 mod values;
 mod vm;
 
 pub use archive::*;
 pub use bench::*;
 pub use bisect::*;
+pub use lab::*;
 pub use values::MAX_JOBS;
 pub use vm::*;
 
@@ -129,6 +131,13 @@ pub enum Command {
     /// Write the archive as a static site: charts of every configuration
     /// across commits, comparisons and bisections
     Publish(PublishArgs),
+    /// Watch a branch: measure each new commit on the lab's workers,
+    /// confirm a change at the head, bisect it and report it
+    Track(TrackArgs),
+    /// Take the lab's jobs for this testbed from the archive's queue
+    Worker(WorkerArgs),
+    /// The regressions the trackers found: open, bisected, fixed
+    Regressions(LabListArgs),
 }
 
 /// `netbisect record`.

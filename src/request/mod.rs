@@ -10,6 +10,7 @@
 
 pub mod axes;
 pub mod command;
+pub mod recipe;
 mod test_options;
 pub mod vm;
 

@@ -61,6 +61,44 @@ impl Cluster {
             .map_err(Clone::clone)
     }
 
+    /// A cluster of the caller's own, not shared with other tests, for a
+    /// test that stops and starts its server ([`Cluster::stop`]); `Err`
+    /// as [`Cluster::shared`].
+    pub fn own() -> Result<Cluster, String> {
+        Cluster::start()
+    }
+
+    /// Stops the server (a fast shutdown: every connection is cut, as
+    /// when a database server restarts) and waits until it is gone; it
+    /// stays down until [`Cluster::start_again`].
+    pub fn stop(&self) {
+        std::fs::write(self.dir.join("down"), "").expect("cannot mark the server down");
+        std::fs::write(self.dir.join("restart"), "").expect("cannot mark the restart");
+        let pid_file = self.dir.join("data").join("postmaster.pid");
+        let pid = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|text| text.lines().next()?.trim().parse::<i32>().ok())
+            .expect("the server writes its process id");
+        let killed = Command::new("kill")
+            .args(["-INT", &pid.to_string()])
+            .status()
+            .is_ok_and(|status| status.success());
+        assert!(killed, "cannot stop postgres ({pid})");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Path::new(&format!("/proc/{pid}")).exists() {
+            assert!(Instant::now() < deadline, "postgres ({pid}) does not stop");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Starts the server [`Cluster::stop`] stopped, and waits until it
+    /// takes connections.
+    pub fn start_again(&self) {
+        std::fs::remove_file(self.dir.join("down")).expect("the server was not stopped");
+        self.wait_until_ready()
+            .expect("postgres does not start again");
+    }
+
     /// The cluster of this test process, or `None` after the test says
     /// it skips ([`crate::skip::skip`]) where PostgreSQL's server
     /// binaries are not installed. A cluster that fails to start where
@@ -129,14 +167,26 @@ impl Cluster {
         }
         write_setup_files(&dir.join("data"), setup, owner)?;
         // The server, and a watcher that stops it by its id and removes
-        // the directory once this process is gone.
+        // the directory once this process is gone. A server that ends
+        // while `down` is in the directory ([`Cluster::stop`]) stays down
+        // until the file is gone, and then starts again
+        // ([`Cluster::start_again`]).
         let script = r#"
             bin=$1 dir=$2 port=$3 parent=$4
             shift 4
-            "$bin/postgres" -D "$dir/data" -p "$port" -k "$dir" -c listen_addresses=127.0.0.1 \
-                -c fsync=off -c max_connections=60 "$@" >"$dir/server.log" 2>&1 &
-            server=$!
-            while [ -d "/proc/$parent" ] && kill -0 "$server" 2>/dev/null; do sleep 1; done
+            start() {
+                "$bin/postgres" -D "$dir/data" -p "$port" -k "$dir" -c listen_addresses=127.0.0.1 \
+                    -c fsync=off -c max_connections=60 "$@" >>"$dir/server.log" 2>&1 &
+                server=$!
+            }
+            start "$@"
+            while [ -d "/proc/$parent" ]; do
+                if ! kill -0 "$server" 2>/dev/null; then
+                    if [ -e "$dir/down" ]; then sleep 0.1; continue; fi
+                    if [ -e "$dir/restart" ]; then rm -f "$dir/restart"; start "$@"; else break; fi
+                fi
+                sleep 0.2
+            done
             kill -INT "$server" 2>/dev/null
             wait "$server"
             rm -rf "$dir"

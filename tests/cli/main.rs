@@ -19,6 +19,7 @@ mod help;
 mod history;
 mod hostile_text;
 mod imports;
+mod lab;
 mod layout;
 mod limits;
 mod netns;

@@ -42,6 +42,7 @@ use std::time::Duration;
 
 mod backend;
 mod check;
+pub(crate) mod lab;
 mod merge;
 mod postgres;
 mod query;

@@ -5,11 +5,13 @@
 //! since CI installs them); where they are, a cluster that does not
 //! start is a failure.
 //!
-//! Here the reads and writes; `check` (damage and `archive check`) and
-//! `opening` (schema versions and what is refused) apart.
+//! Here the reads and writes; `check` (damage and `archive check`),
+//! `lab` (the queue, regressions and outbox of a lab that runs itself)
+//! and `opening` (schema versions and what is refused) apart.
 
 mod acceptance;
 mod check;
+mod lab;
 mod opening;
 
 use archive::location::ServerAddress;

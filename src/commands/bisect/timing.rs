@@ -3,24 +3,11 @@
 //! several jobs says them, and its reproduce line keeps `--jobs`.
 
 use super::session::{Loaded, load_events};
+use crate::bisection::report::Timing;
 use crate::exit::{self, Context};
 use bisect::JournalEvent;
 use bisect::engine;
 use std::collections::BTreeMap;
-
-/// The cost of a bisection in time.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(super) struct Timing {
-    /// Measurements run at once (`bisect run --jobs`).
-    pub jobs: u32,
-    /// The rounds: the wall-clock in units of one measurement, as if
-    /// every measurement took as long (see [`rounds`]).
-    pub rounds: u32,
-    /// Seconds of wall-clock from the first event of the journal to the
-    /// last, less the pauses after an interruption; `None` when the
-    /// archive's times cannot be read.
-    pub wall_s: Option<f64>,
-}
 
 /// The timing of `loaded`'s bisection from its journal.
 pub(super) fn timing_of(loaded: &Loaded) -> exit::Result<Timing> {

@@ -42,6 +42,7 @@ use std::path::{Path, PathBuf};
 
 mod check;
 mod journal;
+mod lab;
 mod open;
 mod path_kind;
 mod query;
