@@ -48,8 +48,8 @@ pub struct BenchArgs {
     /// given). A single "m=SIZE,..." (bytes per send) or "r=SIZE,..."
     /// (request and response size; "REQ/RESP" sets them apart) prints a
     /// sweep table, e.g. "m=1,900,9000,60000". Axes: t (tests), m, M, r,
-    /// s, S, b, and the settings of --set (mtu, txqueuelen, an offload
-    /// such as gso=on,off, a sysctl)
+    /// s, S ("default": the kernel's own size), b, and the settings of
+    /// --set (mtu, txqueuelen, an offload such as gso=on,off, a sysctl)
     #[arg(long, value_name = "AXIS=VALUES")]
     pub sweep: Vec<String>,
     /// Set up the system under test before the test (repeatable): an

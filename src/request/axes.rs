@@ -1,8 +1,9 @@
 //! The configurations of an experiment: the product of `--sweep AXIS=V,...`
 //! axes over the test bench's flags describe. An axis varies one of the
 //! test's options (`t` tests, `m`/`M` send and receive sizes, `r`
-//! request/response sizes, `s`/`S` socket buffers, `b` first burst) or a
-//! setting of the system under test (`mtu`, `txqueuelen`, an offload such
+//! request/response sizes, `s`/`S` socket buffers, where `default`
+//! leaves the size to the kernel, `b` first burst) or a setting of the
+//! system under test (`mtu`, `txqueuelen`, an offload such
 //! as `gso`, a dotted sysctl name; see [`run_record::spec::Setting`]).
 //! Every configuration is built and checked here, before anything runs.
 
@@ -71,6 +72,9 @@ pub enum AxisValue {
     Number(u32),
     /// Request and response sizes.
     Pair(u32, u32),
+    /// `default` of a socket buffer: no size asked, the kernel's own (and
+    /// its autotuning), as without `-s`/`-S`.
+    KernelDefault,
     /// A setting.
     Setting(Setting),
 }
@@ -127,6 +131,9 @@ pub fn parse_axis(text: &str) -> Result<Axis, InputError> {
                     .parse()
                     .map_err(|_| bad(format!("'{value}' is not a count")))?,
             ),
+            AxisKey::LocalBuffer | AxisKey::RemoteBuffer if value == "default" => {
+                AxisValue::KernelDefault
+            }
             AxisKey::SendSize
             | AxisKey::RecvSize
             | AxisKey::LocalBuffer
@@ -249,6 +256,8 @@ fn apply(spec: &mut RunSpec, key: &AxisKey, value: &AxisValue) -> Result<(), Str
         (AxisKey::RemoteBuffer, AxisValue::Number(bytes)) => {
             spec.remote_socket_buffer_bytes = Some(*bytes)
         }
+        (AxisKey::LocalBuffer, AxisValue::KernelDefault) => spec.local_socket_buffer_bytes = None,
+        (AxisKey::RemoteBuffer, AxisValue::KernelDefault) => spec.remote_socket_buffer_bytes = None,
         (AxisKey::Burst, AxisValue::Number(burst)) => spec.first_burst = *burst,
         (AxisKey::Setting(_), AxisValue::Setting(setting)) => spec
             .system
@@ -298,6 +307,27 @@ mod tests {
             all[7].spec.system.as_ref().unwrap().features.get("gso"),
             Some(&false)
         );
+    }
+
+    #[test]
+    fn default_leaves_a_socket_buffer_to_the_kernel() {
+        let buffers = axes(&["S=default,212992", "s=128K,default"]).unwrap();
+        let all = configurations(&buffers, TestKind::TcpStream, &spec_of).unwrap();
+        assert_eq!(all.len(), 4);
+        assert_eq!(all[0].name, ["S=default", "s=128K"]);
+        assert_eq!(all[0].spec.remote_socket_buffer_bytes, None);
+        assert_eq!(all[0].spec.local_socket_buffer_bytes, Some(131_072));
+        assert_eq!(all[1].spec.local_socket_buffer_bytes, None);
+        assert_eq!(all[3].spec.remote_socket_buffer_bytes, Some(212_992));
+        // A default configuration is the spec without -s or -S.
+        assert_eq!(all[1].spec, RunSpec::defaults(TestKind::TcpStream));
+        for (texts, says) in [
+            (&["m=default"][..], "--sweep m="),
+            (&["S=default,default"][..], "given twice"),
+        ] {
+            let err = axes(texts).unwrap_err().to_string();
+            assert!(err.contains(says), "{texts:?}: {err}");
+        }
     }
 
     #[test]
