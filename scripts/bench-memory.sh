@@ -19,17 +19,30 @@
 #   netperf mail     archive import of a netperf table of 200000
 #                    labelled rows (refused at the row that starts run
 #                    100001, before any run is built)
+#   stdin, 1 GB      `yes | head -c 1G | netbisect archive import -`
+#                    (refused at its first ceiling, read as a stream)
+#   histograms       archive import of 100 TCP_RR records at the layout's
+#                    ceiling (30 iterations and the summary, 2240 buckets
+#                    each: imported, in batches), and of 100 records of
+#                    330000 buckets each, two histograms of 165000
+#                    (refused by the record check)
+#   long side names  archive import of a mail of 99990 rows whose side
+#                    names are 1000 bytes long (104 MB; imported)
 #
 # Each row says the exit code too: 2 is a refusal of the input, 125 is
 # verdict's "cannot tell". Runs on loopback in a temporary directory.
 # Needs GNU time (/usr/bin/time).
-# Usage: scripts/bench-memory.sh   (env: NETBISECT, PLAN_COMMITS)
+# The records are made by archive's example memory_inputs (MEMORY_INPUTS,
+# built by `cargo build -p archive --example memory_inputs`).
+# Usage: scripts/bench-memory.sh   (env: NETBISECT, PLAN_COMMITS, MEMORY_INPUTS)
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 NETBISECT=${NETBISECT:-$HERE/target/release/netbisect}
 PLAN_COMMITS=${PLAN_COMMITS:-100000}
 [ -x "$NETBISECT" ] || { echo "no $NETBISECT: cargo build --release, or set NETBISECT" >&2; exit 2; }
+MEMORY_INPUTS=${MEMORY_INPUTS:-$(dirname "$NETBISECT")/examples/memory_inputs}
+[ -x "$MEMORY_INPUTS" ] || { echo "no $MEMORY_INPUTS: cargo build -p archive --example memory_inputs" >&2; exit 2; }
 [ -x /usr/bin/time ] || { echo "needs GNU time (/usr/bin/time)" >&2; exit 2; }
 
 WORK=$(mktemp -d)
@@ -76,6 +89,19 @@ awk -v n=200000 'BEGIN {
     for (i = 0; i < n; i++)
         printf "%s 131072  16384  16384    10.00    11967.53\n", (i % 2 ? "patched" : "current")
 }' > "$WORK/mail200k.txt"
+awk -v n=99990 'BEGIN {
+    long = sprintf("%990s", ""); gsub(/ /, "s", long)
+    print "MIGRATED TCP STREAM TEST from 0.0.0.0 (0.0.0.0) port 0 AF_INET to 127.0.0.1 () port 0 AF_INET : demo"
+    print "Recv   Send    Send"
+    print "Socket Socket  Message  Elapsed"
+    print "Size   Size    Size     Time     Throughput"
+    print "bytes  bytes   bytes    secs.    10^6bits/sec"
+    print ""
+    for (i = 0; i < n; i++)
+        printf "%s%d 131072  16384  16384    10.00    11967.53\n", long, i
+}' > "$WORK/mail-long-names.txt"
+"$MEMORY_INPUTS" histograms 100 30 2240 > "$WORK/histograms-legal.jsonl"
+"$MEMORY_INPUTS" histograms 100 1 165000 > "$WORK/histograms-330k.jsonl"
 
 printf '%-34s %9s %5s\n' "reader" "peak MiB" "exit"
 row "measure stdout, 500 MB" "${NB[@]}" verdict --good-run cccc1111 --bad-run dddd2222 \
@@ -91,3 +117,7 @@ row "JSON record line, 16 MB" "${NB[@]}" archive import "$WORK/line16.jsonl"
 row "JSON record line, 1e6 values" "${NB[@]}" archive import "$WORK/line1m.jsonl"
 row "iperf3 JSON padded to 16 MB" "${NB[@]}" archive import "$WORK/iperf3.json"
 row "netperf mail, 200000 labelled rows" "${NB[@]}" archive import "$WORK/mail200k.txt"
+row "stdin, 1 GB of yes" bash -c 'yes | head -c 1G | "$@" archive import -' - "${NB[@]}"
+row "100 records at 2240 buckets x 31" "${NB[@]}" archive import "$WORK/histograms-legal.jsonl"
+row "100 records of 330000 buckets" "${NB[@]}" archive import "$WORK/histograms-330k.jsonl"
+row "mail, 99990 rows, long side names" "${NB[@]}" archive import "$WORK/mail-long-names.txt"

@@ -2,6 +2,7 @@
 //! structs, calls the libraries, renders their data, and maps failures to
 //! the documented exit codes (see [`exit`]).
 
+mod bisection;
 mod cli;
 mod commands;
 mod commits;
@@ -9,6 +10,7 @@ mod comparison;
 mod exit;
 mod experiment;
 mod global_options;
+mod lab;
 mod output;
 mod progress;
 mod render;

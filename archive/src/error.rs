@@ -155,8 +155,11 @@ pub enum ArchiveError {
         address: String,
         /// What went wrong, in a few words: for a failed connection
         /// `connection refused`, `connection timed out`, `unknown host`,
-        /// `no server at the socket`, `authentication failed`, `the server
-        /// refused the connection` or `cannot connect`.
+        /// `no server at the socket`, `authentication failed`, `the server's
+        /// pg_hba.conf turned the connection away`, `the server refused the
+        /// connection`, `the server's certificate did not
+        /// verify`, `the TLS handshake failed`, `the server does not offer
+        /// TLS, which sslmode requires` or `cannot connect`.
         detail: String,
         /// The client's error when connecting failed, with the system's
         /// or the server's words beneath it; `None` when the server was

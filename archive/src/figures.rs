@@ -1,15 +1,22 @@
 //! What a netperf-style table needs of a set of runs: the title and the
-//! command line of a spec, and the figures of one side of a comparison in
-//! netperf's columns (socket sizes as granted, elapsed time, throughput,
-//! rate, CPU utilisation and service demand, datagrams, confidence).
+//! command line of a spec (and of a run's configuration, where it ran),
+//! and the figures of one side of a comparison in netperf's columns
+//! (socket sizes as granted, elapsed time, throughput, rate, CPU
+//! utilisation and service demand, datagrams, confidence).
 //!
 //! A title names every parameter of the spec that is not netperf's
 //! default for the test, and always the test length, so that two groups
 //! of a comparison never share a title. [`spec_options`] destructures the
 //! whole [`RunSpec`] without a rest pattern: a new spec parameter does not
-//! compile until it is given its words here.
+//! compile until it is given its words here. The command lines are
+//! [`CommandLine`]s, quoted by run-record's one renderer.
+
+mod command;
+
+pub use command::{CommandWord, configuration_command, options_of_command, vm_options_of_env};
 
 use run_record::record::{Metric, RunRecord};
+use run_record::shell::CommandLine;
 use run_record::spec::{AddressFamily, CpuPinning, ReportedSocketBuffers, RunSpec, TestKind};
 use serde::Serialize;
 
@@ -19,12 +26,20 @@ use serde::Serialize;
 pub struct SpecOption {
     /// Words in a title (`-S 2280`, `nodelay`, `flows 4`).
     pub title: String,
-    /// Arguments of `netbisect bench` (`-S 2280`, `--nodelay`).
-    pub command: String,
+    /// The flag of `netbisect bench` that gives it again (`-S`,
+    /// `--nodelay`, `--set`); none where no flag does (the buffers an
+    /// import reports as granted).
+    pub flag: Option<String>,
+    /// The flag's value (`2280`, `gso=off`); none for a flag without one.
+    pub value: Option<String>,
 }
 
-fn option(title: String, command: String) -> SpecOption {
-    SpecOption { title, command }
+fn option(title: String, flag: &str, value: Option<String>) -> SpecOption {
+    SpecOption {
+        title,
+        flag: Some(flag.to_string()),
+        value,
+    }
 }
 
 /// A number of seconds without needless digits (`10`, `0.1`, `2.5`).
@@ -63,17 +78,17 @@ pub fn spec_options(spec: &RunSpec) -> Vec<SpecOption> {
     } = spec;
     let defaults = RunSpec::defaults(*test);
     let mut options = Vec::new();
-    let both =
-        |flag: &str, value: String| option(format!("{flag} {value}"), format!("{flag} {value}"));
+    let both = |flag: &str, value: String| option(format!("{flag} {value}"), flag, Some(value));
+    let alone = |flag: &str| option(flag.to_string(), flag, None);
     if *family == AddressFamily::Ipv6 {
-        options.push(option("-6".to_string(), "-6".to_string()));
+        options.push(alone("-6"));
     }
     options.push(both("-l", seconds(*duration_s)));
     if *local_cpu {
-        options.push(both("-c", String::new()));
+        options.push(alone("-c"));
     }
     if *remote_cpu {
-        options.push(both("-C", String::new()));
+        options.push(alone("-C"));
     }
     if *cpu_pinning != CpuPinning::default() {
         let cpu = |cpu: &Option<u32>| cpu.map_or(String::new(), |cpu| cpu.to_string());
@@ -100,7 +115,11 @@ pub fn spec_options(spec: &RunSpec) -> Vec<SpecOption> {
     // Buffers an imported text says were granted: shown, but no option
     // of a command, since no `-s`/`-S` is known to give them again.
     if let Some(buffers) = reported_socket_buffers {
-        options.push(option(granted_title(*test, buffers), String::new()));
+        options.push(SpecOption {
+            title: granted_title(*test, buffers),
+            flag: None,
+            value: None,
+        });
     }
     if *send_size_bytes != defaults.send_size_bytes {
         options.push(both("-m", send_size_bytes.to_string()));
@@ -120,32 +139,49 @@ pub fn spec_options(spec: &RunSpec) -> Vec<SpecOption> {
         options.push(both("-b", first_burst.to_string()));
     }
     if *nodelay {
-        options.push(option("nodelay".to_string(), "--nodelay".to_string()));
+        options.push(option("nodelay".to_string(), "--nodelay", None));
     }
     if *flows != defaults.flows {
-        options.push(option(format!("flows {flows}"), format!("--flows {flows}")));
+        options.push(option(
+            format!("flows {flows}"),
+            "--flows",
+            Some(flows.to_string()),
+        ));
     }
     if let Some(threads) = threads {
         options.push(option(
             format!("threads {threads}"),
-            format!("--threads {threads}"),
+            "--threads",
+            Some(threads.to_string()),
         ));
     }
     if *warmup_s != defaults.warmup_s {
         options.push(option(
             format!("warm-up {}s", seconds(*warmup_s)),
-            format!("--warmup {}", seconds(*warmup_s)),
+            "--warmup",
+            Some(seconds(*warmup_s)),
         ));
     }
     for setting in system.iter().flat_map(|system| system.settings()) {
         let text = setting.text();
-        options.push(option(text.clone(), format!("--set {}", shell_word(&text))));
-    }
-    for each in &mut options {
-        each.title = each.title.trim_end().to_string();
-        each.command = each.command.trim_end().to_string();
+        options.push(option(text.clone(), "--set", Some(text)));
     }
     options
+}
+
+impl SpecOption {
+    /// Adds the option to `command`, where a flag gives it.
+    pub fn add_to(&self, command: &mut CommandLine) {
+        match (&self.flag, &self.value) {
+            (Some(flag), Some(value)) => {
+                command.option(flag, value.clone());
+            }
+            (Some(flag), None) => {
+                command.word(flag.clone());
+            }
+            (None, _) => {}
+        }
+    }
 }
 
 /// The value of the parameter a title names by `flag` (`-m`, `-M`,
@@ -165,19 +201,6 @@ pub fn spec_value(spec: &RunSpec, flag: &str) -> Option<String> {
         "nodelay" => if spec.nodelay { "yes" } else { "no" }.to_string(),
         _ => return None,
     })
-}
-
-/// `word` as one shell word: as it is when it holds nothing the shell
-/// reads, else in single quotes.
-fn shell_word(word: &str) -> String {
-    let plain = word
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '=' | '.' | '_' | '-' | ',' | '/' | ':'));
-    if plain {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', "'\\''"))
-    }
 }
 
 /// The words of a title for the socket buffers an import reports as
@@ -214,19 +237,20 @@ pub fn spec_title(spec: &RunSpec, testbed: &str) -> String {
     format!("{} (testbed {testbed})", words.join(" "))
 }
 
-/// The `netbisect bench` command that runs `spec` again.
-pub fn spec_command(spec: &RunSpec) -> String {
-    let mut words = vec![
-        "netbisect bench -t".to_string(),
-        spec.test.name().to_string(),
-    ];
-    words.extend(
-        spec_options(spec)
-            .into_iter()
-            .map(|each| each.command)
-            .filter(|command| !command.is_empty()),
-    );
-    words.join(" ")
+/// The `netbisect bench` command that runs `spec` again (on loopback:
+/// [`configuration_command`] says where a run ran).
+pub fn spec_command(spec: &RunSpec) -> CommandLine {
+    let mut command = CommandLine::new(&["netbisect", "bench"]);
+    add_spec(&mut command, spec);
+    command
+}
+
+/// Adds `-t` and every parameter of `spec` off its default to `command`.
+pub fn add_spec(command: &mut CommandLine, spec: &RunSpec) {
+    command.option("-t", spec.test.name());
+    for each in spec_options(spec) {
+        each.add_to(command);
+    }
 }
 
 /// The figures of one side of a comparison group, in netperf's columns.
@@ -448,7 +472,7 @@ mod tests {
              flows 4 warm-up 1.5s (testbed lab)"
         );
         assert_eq!(
-            spec_command(&spec),
+            spec_command(&spec).render(),
             "netbisect bench -t TCP_STREAM -l 0.1 -c -C -T 0,1 -I 95,5 -i 10,3 -S 2280 \
              -m 1432 --nodelay --flows 4 --warmup 1.5"
         );
@@ -472,7 +496,7 @@ mod tests {
             "TCP_STREAM -l 60 -c -C granted send 16384 recv 87380 (testbed lab)"
         );
         assert_eq!(
-            spec_command(&spec),
+            spec_command(&spec).render(),
             "netbisect bench -t TCP_STREAM -l 60 -c -C"
         );
         let mut rr = RunSpec::defaults(TestKind::TcpRr);

@@ -20,6 +20,9 @@
 //! - [`history`]: a metric across commits (or time) with change points.
 //! - [`journal`]: bisection sessions and their journals of events, one
 //!   durable append at a time.
+//! - [`lab`]: a lab that runs itself: the queue of the workers' jobs
+//!   under leases, the trackers' regressions and the outbox of their
+//!   reports.
 //!
 //! Architecture invariant: SQL lives in this crate only, and this crate
 //! knows nothing of git, the command line or templates. Commit order for
@@ -66,6 +69,7 @@ pub mod figures;
 pub mod history;
 pub mod import;
 pub mod journal;
+pub mod lab;
 pub mod location;
 mod schema;
 pub mod store;

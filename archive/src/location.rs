@@ -15,8 +15,12 @@
 //! which are sent as start-up options (`-c name=value`), before any the
 //! address's own `options` gives, so that those win.
 //!
-//! No TLS connector is built in: `sslmode=require` is refused, and
-//! `prefer` (the default) connects without TLS.
+//! Whether the connection is encrypted, and what it checks of the
+//! server's certificate, is read as libpq reads it ([`TlsSettings`]):
+//! `sslmode` (`disable`, `prefer`, `require`, `verify-ca`,
+//! `verify-full`) and `sslrootcert` in the query, else `PGSSLMODE` and
+//! `PGSSLROOTCERT`. As with libpq, a connection through a Unix socket
+//! directory is never encrypted, whatever the mode.
 
 use crate::ArchiveError;
 use std::ffi::OsStr;
@@ -24,10 +28,12 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 mod timeouts;
+mod tls;
 
 pub use timeouts::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_LOCK_TIMEOUT, DEFAULT_STATEMENT_TIMEOUT, ServerTimeouts,
 };
+pub use tls::{SslMode, TlsSettings};
 
 /// The Unix socket directory of Debian's PostgreSQL, used when an
 /// address names no host, as libpq does there.
@@ -92,13 +98,14 @@ pub fn is_server_address(text: &str) -> bool {
 }
 
 /// A PostgreSQL database: the client's settings (with the password, if
-/// any), the address as it may be shown (without), and what bounds a
-/// session's waits.
+/// any), the address as it may be shown (without), what bounds a
+/// session's waits and what TLS it asks for.
 #[derive(Clone)]
 pub struct ServerAddress {
     config: postgres::Config,
     shown: String,
     timeouts: ServerTimeouts,
+    tls: TlsSettings,
 }
 
 impl fmt::Debug for ServerAddress {
@@ -135,20 +142,13 @@ impl ServerAddress {
             return Err(bad("not a postgres:// address".to_string()));
         }
         let (for_client, mut timeouts) = ServerTimeouts::from_query(text).map_err(bad)?;
+        let (for_client, tls_asked) = tls::TlsAsked::from_query(&for_client).map_err(bad)?;
         let mut config: postgres::Config =
             for_client.parse().map_err(|err| ArchiveError::BadAddress {
                 address: redact(text),
                 detail: "the client cannot read it".to_string(),
                 source: Some(err),
             })?;
-        if config.get_ssl_mode() == postgres::config::SslMode::Require {
-            return Err(bad(
-                "sslmode=require: this netbisect is built without TLS; \
-                 use a Unix socket, a trusted network or an SSH tunnel, with sslmode=disable \
-                 or prefer"
-                    .to_string(),
-            ));
-        }
         if config.get_user().is_none() {
             let user = ["PGUSER", "USER", "LOGNAME"]
                 .iter()
@@ -159,6 +159,8 @@ impl ServerAddress {
         if config.get_hosts().is_empty() {
             config.host_path(DEFAULT_SOCKET_DIR);
         }
+        let tls = TlsSettings::new(tls_asked, over_sockets_only(&config)).map_err(bad)?;
+        config.ssl_mode(client_ssl_mode(tls.mode, &config));
         // The client's own timeout bounds each TCP connect; the whole
         // start-up is bounded around it (`store::postgres::connect`).
         if let Some(start_up) = timeouts.start_up {
@@ -180,6 +182,7 @@ impl ServerAddress {
             config,
             shown,
             timeouts,
+            tls,
         })
     }
 
@@ -192,6 +195,34 @@ impl ServerAddress {
     pub fn timeouts(&self) -> &ServerTimeouts {
         &self.timeouts
     }
+
+    /// What TLS the address asks for.
+    pub fn tls(&self) -> &TlsSettings {
+        &self.tls
+    }
+}
+
+/// The client's reading of `mode`: it knows no `verify-*` (the checks
+/// are the connector's, `store::postgres::tls`), so those ask it for
+/// `require`. An address of Unix socket directories only asks for no
+/// TLS, as libpq never encrypts there and the server refuses it there.
+fn client_ssl_mode(mode: SslMode, config: &postgres::Config) -> postgres::config::SslMode {
+    match mode {
+        _ if over_sockets_only(config) => postgres::config::SslMode::Disable,
+        SslMode::Disable => postgres::config::SslMode::Disable,
+        SslMode::Prefer => postgres::config::SslMode::Prefer,
+        SslMode::Require | SslMode::VerifyCa | SslMode::VerifyFull => {
+            postgres::config::SslMode::Require
+        }
+    }
+}
+
+/// True when every host of `config` is a Unix socket directory.
+fn over_sockets_only(config: &postgres::Config) -> bool {
+    config
+        .get_hosts()
+        .iter()
+        .all(|host| matches!(host, postgres::config::Host::Unix(_)))
 }
 
 /// `text` without anything that may be a password: the user's part of
@@ -379,11 +410,36 @@ mod tests {
     }
 
     #[test]
-    fn tls_is_refused_plainly() {
-        let err = ServerAddress::parse("postgres://lab@127.0.0.1/runs?sslmode=require")
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("without TLS"), "{err}");
+    fn tls_is_read_by_libpq_names_and_never_over_a_socket() {
+        use postgres::config::SslMode as ClientMode;
+        let address =
+            ServerAddress::parse("postgres://lab@127.0.0.1/runs?sslmode=require").unwrap();
+        assert_eq!(address.tls().mode, SslMode::Require);
+        assert_eq!(address.config().get_ssl_mode(), ClientMode::Require);
+        let address = ServerAddress::parse(
+            "postgres://lab@127.0.0.1/runs?sslmode=disable&application_name=a",
+        )
+        .unwrap();
+        assert_eq!(address.config().get_ssl_mode(), ClientMode::Disable);
+        assert_eq!(address.config().get_application_name(), Some("a"));
+        let address =
+            ServerAddress::parse("postgres://lab@/runs?host=%2Frun%2Fpg&sslmode=require").unwrap();
+        assert_eq!(address.tls().mode, SslMode::Require);
+        assert_eq!(address.config().get_ssl_mode(), ClientMode::Disable);
+        // Nor is a CA file asked for there.
+        ServerAddress::parse("postgres://lab@/runs?host=%2Frun%2Fpg&sslmode=verify-full").unwrap();
+
+        let err =
+            ServerAddress::parse("postgres://lab:pw@127.0.0.1/runs?sslmode=allow").unwrap_err();
+        assert!(matches!(err, ArchiveError::BadAddress { .. }), "{err}");
+        assert!(err.to_string().contains("sslmode=allow"), "{err}");
+        let err = ServerAddress::parse(
+            "postgres://lab:pw@127.0.0.1/runs?sslmode=verify-full&sslrootcert=%2Fnonexistent%2Fca.crt",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("no CA file"), "{err}");
+        assert!(!err.contains("pw@"), "{err}");
     }
 
     #[test]

@@ -45,6 +45,17 @@
 //!    (`archive list --limit N`) are read from the end of the index
 //!    instead of by sorting every row of the table, which took seconds
 //!    on a million runs.
+//! 9. The lab's tables (see `store/lab.rs`): `lab_jobs`, the queue of
+//!    work for the testbeds' workers, each job leased to one worker at a
+//!    time (`lease_expires_us`), its `job_key` unique so that asking for
+//!    the same work twice adds nothing; `lab_workers`, what each worker
+//!    last said it does; `lab_tracks`, what each tracker watches;
+//!    `lab_regressions`, the ranges trackers suspected, confirmed or
+//!    dismissed, unique by track and range and at most one active (open
+//!    or bisecting) per track, so that several trackers never start two
+//!    bisections of one regression; `lab_notifications`, the reports waiting for their
+//!    command, one per regression. Times there are integer
+//!    microseconds since the epoch, compared with the clock.
 
 use crate::ArchiveError;
 use run_record::record::{Metric, RunRecord};
@@ -55,7 +66,7 @@ use std::collections::BTreeMap;
 pub const APPLICATION_ID: i32 = 0x6e62_6973;
 
 /// The newest schema version this build writes and reads.
-pub const CURRENT_VERSION: u32 = 8;
+pub const CURRENT_VERSION: u32 = 9;
 
 /// The oldest schema an archive opened read-only (not migrated) may
 /// have: every read but a history's works on it, and a history falls
@@ -68,6 +79,9 @@ pub const SERIES_VERSION: u32 = 5;
 /// The version since which `run_series` is keyed by
 /// `(config_key, started_at, run_id)`.
 pub const SERIES_BY_CONFIG_VERSION: u32 = 6;
+
+/// The version since which the lab's tables exist.
+pub const LAB_VERSION: u32 = 9;
 
 /// A data conversion that runs inside a migration's transaction.
 pub type Backfill = fn(&Connection) -> Result<(), ArchiveError>;
@@ -199,6 +213,79 @@ pub const MIGRATIONS: &[Migration] = &[
     },
     Migration {
         sql: "CREATE INDEX runs_by_time ON runs (started_at, id);",
+        backfill: None,
+    },
+    Migration {
+        sql: "
+            CREATE TABLE lab_jobs (
+                id INTEGER PRIMARY KEY,
+                pool TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                owner TEXT NOT NULL,
+                job_key TEXT NOT NULL UNIQUE,
+                payload TEXT NOT NULL CHECK (json_valid(payload)),
+                priority INTEGER NOT NULL,
+                state TEXT NOT NULL
+                    CHECK (state IN ('queued', 'leased', 'done', 'failed')),
+                worker TEXT,
+                attempts INTEGER NOT NULL DEFAULT 0,
+                created_us INTEGER NOT NULL,
+                leased_us INTEGER,
+                lease_expires_us INTEGER,
+                finished_us INTEGER,
+                result TEXT CHECK (result IS NULL OR json_valid(result))
+            ) STRICT;
+            CREATE INDEX lab_jobs_queue ON lab_jobs (pool, state, priority DESC, id);
+            CREATE INDEX lab_jobs_by_owner ON lab_jobs (owner, state);
+            CREATE TABLE lab_workers (
+                name TEXT PRIMARY KEY NOT NULL,
+                pool TEXT NOT NULL,
+                host TEXT NOT NULL,
+                pid INTEGER NOT NULL,
+                job_id INTEGER,
+                started_us INTEGER NOT NULL,
+                seen_us INTEGER NOT NULL
+            ) STRICT;
+            CREATE TABLE lab_tracks (
+                track_key TEXT PRIMARY KEY NOT NULL,
+                spec TEXT NOT NULL CHECK (json_valid(spec)),
+                created_us INTEGER NOT NULL,
+                seen_us INTEGER NOT NULL
+            ) STRICT;
+            CREATE TABLE lab_regressions (
+                id INTEGER PRIMARY KEY,
+                track TEXT NOT NULL,
+                good TEXT NOT NULL,
+                bad TEXT NOT NULL,
+                state TEXT NOT NULL
+                    CHECK (state IN ('suspected', 'open', 'bisecting', 'bisected', 'refused', 'fixed',
+                    'dismissed')),
+                detail TEXT NOT NULL CHECK (json_valid(detail)),
+                session_id INTEGER REFERENCES bisect_sessions (id),
+                culprit TEXT,
+                fixed_by TEXT,
+                driver TEXT,
+                driver_expires_us INTEGER,
+                opened_us INTEGER NOT NULL,
+                updated_us INTEGER NOT NULL,
+                UNIQUE (track, good, bad)
+            ) STRICT;
+            CREATE UNIQUE INDEX lab_regressions_active ON lab_regressions (track)
+                WHERE state IN ('open', 'bisecting');
+            CREATE TABLE lab_notifications (
+                id INTEGER PRIMARY KEY,
+                regression_id INTEGER NOT NULL UNIQUE REFERENCES lab_regressions (id),
+                command TEXT,
+                body TEXT NOT NULL,
+                created_us INTEGER NOT NULL,
+                sent_us INTEGER,
+                attempts INTEGER NOT NULL DEFAULT 0,
+                last_error TEXT,
+                next_attempt_us INTEGER NOT NULL,
+                sender TEXT,
+                sender_expires_us INTEGER
+            ) STRICT;
+        ",
         backfill: None,
     },
 ];

@@ -53,8 +53,9 @@ pub const MAX_FRAME_BYTES: u32 = 256 * 1024;
 /// Largest frame payload a server accepts before the handshake is over:
 /// `hello` and `auth` are about a hundred bytes.
 pub const MAX_HANDSHAKE_FRAME_BYTES: u32 = 4096;
-/// Default control port of `netbisect serve`.
-pub const DEFAULT_PORT: u16 = 12866;
+/// Default control port of `netbisect serve`: the one records take for
+/// granted (a run's command line names any other).
+pub const DEFAULT_PORT: u16 = run_record::record::DEFAULT_CONTROL_PORT;
 
 /// A range of ports, both ends included (`--data-port LOW-HIGH`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

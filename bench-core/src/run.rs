@@ -273,6 +273,7 @@ fn assemble(
         iterations: outcome.iterations,
         system,
         experiment: None,
+        command: None,
     };
     record.seal()?;
     Ok(record)

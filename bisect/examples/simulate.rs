@@ -5,16 +5,18 @@
 //! median repeats of each end before the steps or the refusal (a step
 //! of 0 simulates ends that do not differ).
 //!
-//! Usage: simulate [--jobs K,...] N_COMMITS STEP_PCT CV_PCT SHAPE TRIALS
+//! Usage: simulate [--min-effect PCT] [--jobs K,...] N_COMMITS STEP_PCT CV_PCT SHAPE TRIALS
 //! SEED [REPEATS,...] [MAX_REPEATS]. SHAPE is normal, heavy, outliers,
 //! bimodal or drift; REPEATS are the naive method's fixed repeat counts
 //! (default 3,10); MAX_REPEATS is the both methods' cap per commit. With
 //! `--jobs`, the posterior method alone is run with each K measurements
 //! at once, and the rounds (wall-clock in units of one measurement) are
-//! printed beside the measurements. Run it through
+//! printed beside the measurements. With `--min-effect`, the ends'
+//! futility bound is built against that effect, as `bisect start
+//! --min-effect` builds it. Run it through
 //! scripts/bench-bisect-sim.sh.
 
-use bisect::decision::{DecisionConfig, Method};
+use bisect::decision::{DecisionConfig, FutilityAlternative, Method};
 use bisect::sim::{self, History, NoiseShape, Rng, Tally};
 use std::process::ExitCode;
 
@@ -28,22 +30,37 @@ struct Args {
     naive_repeats: Vec<u32>,
     max_repeats: Option<u32>,
     jobs: Option<Vec<usize>>,
+    min_effect_pct: Option<f64>,
 }
 
 fn parse() -> Result<Args, String> {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
-    let jobs = if args.first().map(String::as_str) == Some("--jobs") {
-        let list = args.get(1).cloned().unwrap_or_default();
+    let mut jobs = None;
+    let mut min_effect_pct = None;
+    // Leading options, in either order, before the positional arguments.
+    while let Some(option) = args.first().filter(|arg| arg.starts_with("--")).cloned() {
+        let value = args.get(1).cloned().unwrap_or_default();
         args.drain(..2.min(args.len()));
-        let jobs = list
-            .split(',')
-            .map(|k| k.parse::<usize>().ok().filter(|&k| k >= 1))
-            .collect::<Option<Vec<_>>>()
-            .ok_or("bad --jobs list")?;
-        Some(jobs)
-    } else {
-        None
-    };
+        match option.as_str() {
+            "--jobs" => {
+                let list = value
+                    .split(',')
+                    .map(|k| k.parse::<usize>().ok().filter(|&k| k >= 1))
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or("bad --jobs list")?;
+                jobs = Some(list);
+            }
+            "--min-effect" => {
+                let pct = value
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|pct| pct.is_finite() && *pct >= 0.0)
+                    .ok_or("bad --min-effect percentage")?;
+                min_effect_pct = Some(pct);
+            }
+            _ => return Err(format!("unknown option {option}")),
+        }
+    }
     if args.len() < 6 {
         return Err(
             "usage: simulate N_COMMITS STEP_PCT CV_PCT SHAPE TRIALS SEED [REPEATS,...]".into(),
@@ -76,6 +93,7 @@ fn parse() -> Result<Args, String> {
             None => None,
         },
         jobs,
+        min_effect_pct,
     })
 }
 
@@ -90,6 +108,11 @@ fn main() -> ExitCode {
     let mut decision = DecisionConfig::default();
     if let Some(max_repeats) = args.max_repeats {
         decision.max_repeats = max_repeats;
+    }
+    if let Some(min_effect_pct) = args.min_effect_pct {
+        // As `bisect start --min-effect`: the effect given is a promise.
+        decision.min_effect_pct = min_effect_pct;
+        decision.futility_alternative = FutilityAlternative::MinEffect;
     }
     if let Some(jobs) = &args.jobs {
         return simulate_jobs(&args, &decision, jobs);
@@ -134,14 +157,15 @@ fn main() -> ExitCode {
         }
     }
     println!(
-        "commits={} step={}% cv={}% shape={:?} trials={} seed={} max_repeats={}",
+        "commits={} step={}% cv={}% shape={:?} trials={} seed={} max_repeats={}{}",
         args.n_commits,
         args.step_pct,
         args.cv_pct,
         args.shape,
         args.n_trials,
         args.seed,
-        decision.max_repeats
+        decision.max_repeats,
+        min_effect_words(&decision)
     );
     println!(
         "{:<24} {:>10} {:>14} {:>10} {:>10}",
@@ -199,14 +223,15 @@ fn simulate_jobs(args: &Args, decision: &DecisionConfig, jobs: &[usize]) -> Exit
         }
     }
     println!(
-        "commits={} step={}% cv={}% shape={:?} trials={} seed={} max_repeats={} method=posterior",
+        "commits={} step={}% cv={}% shape={:?} trials={} seed={} max_repeats={}{} method=posterior",
         args.n_commits,
         args.step_pct,
         args.cv_pct,
         args.shape,
         args.n_trials,
         args.seed,
-        decision.max_repeats
+        decision.max_repeats,
+        min_effect_words(decision)
     );
     println!(
         "{:>4} {:>9} {:>9} {:>9} {:>12} {:>6} {:>8} {:>11} {:>8}",
@@ -247,4 +272,12 @@ fn simulate_jobs(args: &Args, decision: &DecisionConfig, jobs: &[usize]) -> Exit
         );
     }
     ExitCode::SUCCESS
+}
+
+/// The header's word on the minimum effect, when one is promised.
+fn min_effect_words(decision: &DecisionConfig) -> String {
+    match decision.futility_alternative {
+        FutilityAlternative::MinEffect => format!(" min_effect={}%", decision.min_effect_pct),
+        FutilityAlternative::NoiseScale => String::new(),
+    }
 }

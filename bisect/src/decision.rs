@@ -107,6 +107,27 @@ pub struct DecisionConfig {
     /// before the futility bound refused only on the interval and the cap.
     #[serde(default)]
     pub ends_test: EndsTest,
+    /// What the futility bound's alternative is built against. Journals
+    /// written before the choice built it against the noise, and the
+    /// noise is left out of a journal, so that one without a promise
+    /// keeps the bytes it had.
+    #[serde(default, skip_serializing_if = "FutilityAlternative::is_noise_scale")]
+    pub futility_alternative: FutilityAlternative,
+}
+
+/// The smallest step the futility bound of the ends is built to keep
+/// (see the `ends` module).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FutilityAlternative {
+    /// The larger of the minimum effect and a few noise scales of one
+    /// run: what a bisection uses when it is given no minimum effect.
+    #[default]
+    NoiseScale,
+    /// The minimum effect itself, as a promise: ends that differ by that
+    /// much are refused with a probability of at most the bound's error,
+    /// however noisy the runs, at the cost of more repeats of the ends.
+    MinEffect,
 }
 
 /// Which rules may refuse a bisection whose ends do not differ enough
@@ -121,6 +142,13 @@ pub enum EndsTest {
     /// Those, and the futility bound of the sequential test on the ends,
     /// which refuses ends that do not differ after a few repeats.
     Futility,
+}
+
+impl FutilityAlternative {
+    /// True for the default, built against the noise.
+    fn is_noise_scale(&self) -> bool {
+        *self == FutilityAlternative::NoiseScale
+    }
 }
 
 /// How a bisection walks the range.
@@ -153,6 +181,7 @@ impl Default for DecisionConfig {
             method: Method::Posterior,
             culprit_confidence: default_culprit_confidence(),
             ends_test: EndsTest::Futility,
+            futility_alternative: FutilityAlternative::NoiseScale,
         }
     }
 }

@@ -58,6 +58,28 @@ pub struct Estimate {
     pub p95_rounds: u32,
 }
 
+impl Estimate {
+    /// The wall-clock the rest takes, mean and 95th percentile, in
+    /// seconds; `None` before a measurement was timed. With several jobs
+    /// the measurements of the rest are taken at the ratio of rounds to
+    /// measurements of the whole bisection, so that every place that
+    /// says what is left says the same.
+    pub fn rest_seconds(&self) -> Option<[f64; 2]> {
+        if self.seconds_per_run <= 0.0 {
+            return None;
+        }
+        let wall = if self.jobs > 1 && self.mean_measurements > 0.0 {
+            (self.mean_rounds / self.mean_measurements).min(1.0)
+        } else {
+            1.0
+        };
+        Some(
+            [self.mean_after_ends, f64::from(self.p95_after_ends)]
+                .map(|runs| runs * self.seconds_per_run * wall),
+        )
+    }
+}
+
 fn one_job() -> u32 {
     1
 }

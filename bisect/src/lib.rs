@@ -28,11 +28,17 @@
 //!   a [`measurement::SlotMeasurer`]; [`schedule`] says where each goes.
 //! - [`sim`]: simulated noisy histories, the engine run over them, and a
 //!   naive bisection to compare.
+//! - [`head`]: detection at the head of a tracked branch: a change
+//!   suspected after each new point, confirmed by measuring the head and
+//!   the last point before it again as the ends are measured; [`head::sim`]
+//!   follows simulated branches with it.
 //! - [`plan`]: how many measurements and how much time a bisection will
 //!   take, from the simulator, before it runs.
 //! - [`range`]: the git side: open the repository, resolve revisions, load
 //!   the range (git2).
 //! - [`worktree`]: the linked worktree steps are built and measured in.
+//! - [`fetch`]: a tracked branch fetched from a remote into a ref of
+//!   netbisect's own.
 //! - [`measure`]: a [`Measurer`] from the user's build and measure
 //!   commands (run by `child_process::runner`) and run records.
 //!
@@ -102,7 +108,9 @@ pub mod ends;
 pub mod engine;
 pub mod error;
 pub mod estimate;
+pub mod fetch;
 pub mod graph;
+pub mod head;
 pub mod journal;
 mod machine;
 pub mod measure;

@@ -450,11 +450,7 @@ impl<'g> Machine<'g> {
 
     fn refusal(&self, reason: RefusalReason) -> Refusal {
         let bad = Target::Node(self.graph.bad_idx());
-        let futility = ends::futility(
-            &self.good_samples,
-            self.samples(bad),
-            self.config.decision.min_effect_pct,
-        );
+        let futility = ends::futility(&self.good_samples, self.samples(bad), &self.config.decision);
         Refusal {
             schema: report::REFUSAL_SCHEMA.to_string(),
             metric: self.config.metric.clone(),

@@ -92,8 +92,9 @@ pub struct Refusal {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<RefusalReason>,
     /// The smallest step the ends' test was built to see: the larger of
-    /// the minimum effect and two noise scales of one run, percent of the
-    /// good end's mean.
+    /// the minimum effect and one and a half noise scales of one run, or
+    /// the minimum effect alone when it was promised; percent of the good
+    /// end's mean.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub smallest_step_pct: Option<f64>,
     /// The noise of one run the ends show, percent of the good end's mean.

@@ -2,7 +2,7 @@
 //! histories, with fixed seeds so that they are deterministic.
 
 use bisect::config::BisectConfig;
-use bisect::decision::{DecisionConfig, Method};
+use bisect::decision::{DecisionConfig, FutilityAlternative, Method};
 use bisect::engine;
 use bisect::graph::{CommitGraph, CommitInfo};
 use bisect::journal::{BoxError, JournalEvent, MemoryJournal};
@@ -99,14 +99,24 @@ fn the_same_seed_gives_the_same_bisection() {
 /// with a step of `step_pct` (0: the ends do not differ) in normal noise
 /// of `cv_pct`: the tally and each trial's repeats of each end.
 fn ends_tally(step_pct: f64, cv_pct: f64, n_trials: u32, seed: u64) -> (Tally, Vec<u32>) {
-    let decision = DecisionConfig::default();
+    ends_tally_with(&DecisionConfig::default(), step_pct, cv_pct, n_trials, seed)
+}
+
+/// [`ends_tally`] under `decision`.
+fn ends_tally_with(
+    decision: &DecisionConfig,
+    step_pct: f64,
+    cv_pct: f64,
+    n_trials: u32,
+    seed: u64,
+) -> (Tally, Vec<u32>) {
     let mut history_rng = Rng::new(seed);
     let mut engine_tally = Tally::default();
     let mut end_repeats = Vec::new();
     for trial_idx in 0..n_trials {
         let history = History::random(64, step_pct, cv_pct, NoiseShape::Normal, &mut history_rng);
         let mut rng = Rng::new(seed ^ u64::from(trial_idx) << 32);
-        let trial = sim::engine_bisect(&history, &decision, &mut rng).unwrap();
+        let trial = sim::engine_bisect(&history, decision, &mut rng).unwrap();
         engine_tally.add(trial);
         end_repeats.push(trial.n_end_repeats);
     }
@@ -134,6 +144,29 @@ fn ends_that_do_not_differ_are_refused_within_ten_repeats_of_each() {
     let (tally, _) = ends_tally(5.0, 5.0, 100, 37);
     assert!(tally.refused_pct() <= 30.0, "{tally:?}");
     assert!(tally.refused_pct() >= 5.0, "{tally:?}");
+}
+
+#[test]
+fn a_promised_minimum_effect_keeps_a_step_of_that_size() {
+    // `--min-effect 5`: the futility bound is built against 5%, so a 5%
+    // step in 5% noise, refused about a fifth of the time by the bound
+    // built against the noise (above), is refused at most 2% of the time
+    // (Wald's bound), and found.
+    let promised = DecisionConfig {
+        min_effect_pct: 5.0,
+        futility_alternative: FutilityAlternative::MinEffect,
+        ..DecisionConfig::default()
+    };
+    let (tally, _) = ends_tally_with(&promised, 5.0, 5.0, 200, 37);
+    assert!(tally.refused_pct() <= 3.0, "{tally:?}");
+    assert!(tally.accuracy_pct() >= 95.0, "{tally:?}");
+    // Ends that do not differ are still refused, after more repeats
+    // than the bound built against the noise takes, but well within
+    // the cap.
+    let (tally, end_repeats) = ends_tally_with(&promised, 0.0, 5.0, 200, 29);
+    assert!(tally.refused_pct() >= 97.0, "{tally:?}");
+    let median = sim::median(&end_repeats).unwrap();
+    assert!((10.0..=40.0).contains(&median), "median {median}");
 }
 
 /// A measurer whose k-th sample of a commit is the same whenever it is

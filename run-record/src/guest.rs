@@ -77,7 +77,7 @@ fn one_line(text: &str) -> String {
 /// The guest's record of a run, read with every check of
 /// [`RunRecord::from_slice`], and taken only when it is of the run
 /// `asked`: the same spec, testbed and label, the commit when one was
-/// given, and no experiment (the host adds that). The error says every
+/// given, and no experiment or command (the host adds those). The error says every
 /// difference.
 pub fn record_of_run(bytes: &[u8], asked: &AskedRun<'_>) -> Result<RunRecord, String> {
     let record = RunRecord::from_slice(bytes)
@@ -125,6 +125,9 @@ fn differences(record: &RunRecord, asked: &AskedRun<'_>) -> Vec<String> {
     if record.experiment.is_some() {
         differences.push("it names an experiment".to_string());
     }
+    if record.command.is_some() {
+        differences.push("it names a command".to_string());
+    }
     differences
 }
 
@@ -162,6 +165,7 @@ mod tests {
             summary: Summary::default(),
             system: None,
             experiment: None,
+            command: None,
         };
         record.seal().unwrap();
         record
@@ -217,12 +221,27 @@ mod tests {
         in_experiment.spec = spec.clone();
         in_experiment.testbed = "lab".into();
         in_experiment.experiment = Some(crate::record::ExperimentTag {
-            id: "ab12".into(),
+            id: "0123456789abcdef".into(),
             round: 1,
         });
         in_experiment.seal().unwrap();
         let err = record_of_run(&bytes(&in_experiment), &asked).unwrap_err();
         assert!(err.ends_with(": it names an experiment"), "{err}");
+        // Nor may a guest say what command made its run.
+        let mut with_command = in_experiment.clone();
+        with_command.experiment = None;
+        with_command.command = Some(vec!["bench".into(), "--kernel".into(), "x".into()]);
+        with_command.seal().unwrap();
+        let err = record_of_run(&bytes(&with_command), &asked).unwrap_err();
+        assert!(err.ends_with(": it names a command"), "{err}");
+        // An experiment id of another form is refused as the record is read.
+        in_experiment.experiment = Some(crate::record::ExperimentTag {
+            id: "e1;touch pwn;#".into(),
+            round: 1,
+        });
+        in_experiment.seal().unwrap();
+        let err = record_of_run(&bytes(&in_experiment), &asked).unwrap_err();
+        assert!(err.contains("experiment.id \"e1;touch pwn;#\""), "{err}");
     }
 
     #[test]
@@ -265,6 +284,31 @@ mod tests {
         assert!(
             err.ends_with("source.tool is 1025 bytes long, over the limit of 1024 bytes"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn a_guest_record_with_a_figure_no_run_has_is_refused_by_name() {
+        let spec = RunSpec::defaults(TestKind::TcpStream);
+        let asked = AskedRun {
+            spec: &spec,
+            testbed: "vm-loopback",
+            label: None,
+            commit: None,
+        };
+        let mut absurd = record(None, None);
+        absurd.iterations.push(crate::record::Iteration {
+            elapsed_s: 10.0,
+            throughput_bps: 8e6,
+            transaction_rate: Some(1.7e308),
+            ..crate::record::Iteration::default()
+        });
+        absurd.seal().unwrap();
+        let err = record_of_run(&bytes(&absurd), &asked).unwrap_err();
+        assert_eq!(
+            err,
+            "the guest's run record is not readable: $.iterations[0].transaction_rate is \
+             1.7e308 /s, beyond 1e10 /s: no run measures that"
         );
     }
 

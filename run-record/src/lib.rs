@@ -7,6 +7,8 @@
 //!   its `config_key`.
 //! - [`canonical`]: RFC 8785 (JCS) bytes with the checks JSON numbers need.
 //! - [`spec`]: the resolved test specification.
+//! - [`shell`]: command lines quoted for POSIX shells, the one way every
+//!   printed command is rendered.
 //! - [`env`](mod@env): the state of a host that moves network numbers, as recorded.
 //! - [`guest`]: what a guest of the VM runner hands back for a run,
 //!   checked to be of the run asked.
@@ -39,6 +41,7 @@
 //!     summary: Summary::default(),
 //!     system: None,
 //!     experiment: None,
+//!     command: None,
 //! };
 //! // Sealing sets the schema, then the config_key, then the id.
 //! record.seal()?;
@@ -65,6 +68,7 @@ pub mod env;
 pub mod guest;
 pub mod kernel;
 pub mod record;
+pub mod shell;
 pub mod spec;
 pub mod stats;
 pub mod time;

@@ -50,6 +50,34 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
     (year, month, day)
 }
 
+/// Days since 1970-01-01 of a proleptic Gregorian date: the inverse of
+/// [`civil_from_days`], after Hinnant's `days_from_civil`.
+fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
+    let year = year - i64::from(month <= 2);
+    let era = year.div_euclid(400);
+    let year_of_era = year.rem_euclid(400);
+    let month_index = i64::from(if month > 2 { month - 3 } else { month + 9 });
+    let day_of_year = (153 * month_index + 2) / 5 + i64::from(day) - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    era * 146_097 + day_of_era - 719_468
+}
+
+/// Seconds from 1970-01-01T00:00:00Z to `text`, a UTC time as records
+/// keep them (see [`is_rfc3339_utc`]), with its fraction; `None` for
+/// text of any other shape. Differences of two such times are spans of
+/// wall-clock (a leap second aside).
+pub fn utc_seconds(text: &str) -> Option<f64> {
+    if !is_rfc3339_utc(text) {
+        return None;
+    }
+    let field = |range: std::ops::Range<usize>| text[range].parse::<u32>().ok();
+    let year = i64::from(field(0..4)?);
+    let days = days_from_civil(year, field(5..7)?, field(8..10)?);
+    let second_of_day = field(11..13)? * 3600 + field(14..16)? * 60 + field(17..19)?;
+    let fraction: f64 = format!("0{}", &text[19..text.len() - 1]).parse().ok()?;
+    Some(days as f64 * 86_400.0 + f64::from(second_of_day) + fraction)
+}
+
 /// A record's time (`YYYY-MM-DDTHH:MM:SS[.frac]Z`) with exactly six
 /// fraction digits, as netbisect writes it: padded with zeros, or cut to
 /// microseconds. Strings of this form order as the times they are
@@ -150,6 +178,18 @@ pub fn is_rfc3339_utc(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_back_the_seconds_it_formats() {
+        for seconds in [0u64, 951_782_400, 1_700_000_000, 4_102_444_800] {
+            let time = UNIX_EPOCH + Duration::from_micros(seconds * 1_000_000 + 250_000);
+            let text = rfc3339_utc(time);
+            assert_eq!(utc_seconds(&text), Some(seconds as f64 + 0.25), "{text}");
+        }
+        assert_eq!(utc_seconds("2026-12-06T14:37:38Z"), Some(1_796_567_858.0));
+        assert_eq!(utc_seconds("2026-12-06T14:37:38+01:00"), None);
+        assert_eq!(utc_seconds("yesterday"), None);
+    }
 
     #[test]
     fn formats_known_instants() {

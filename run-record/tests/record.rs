@@ -363,6 +363,7 @@ fn fixture() -> RunRecord {
         },
         system: None,
         experiment: None,
+        command: None,
     };
     record.seal().unwrap();
     record
@@ -467,7 +468,7 @@ fn schema_problems_are_reported() {
     tree.as_object_mut().unwrap().remove("schema");
     assert_eq!(
         tree_error(&tree),
-        "missing \"schema\" field (expected \"netbisect.run/1.3\")"
+        "missing \"schema\" field (expected \"netbisect.run/1.4\")"
     );
     tree["schema"] = "netbisect.run/2".into();
     assert_eq!(
@@ -768,18 +769,18 @@ fn newer_minor_revisions_may_add_members() {
     // Old reader, new data, as this reader treats a revision newer than
     // its own: unknown members are accepted and the id covers them.
     let mut tree = golden_tree();
-    tree["schema"] = "netbisect.run/1.4".into();
+    tree["schema"] = "netbisect.run/1.5".into();
     tree["summary"]["new_figure"] = 1.into();
     tree["iterations"][0]["ends"]["local"]["new_count"] = 7.into();
     let bytes = reseal(tree);
     let record = RunRecord::from_slice(&bytes).unwrap();
-    assert_eq!(record.schema, "netbisect.run/1.4");
+    assert_eq!(record.schema, "netbisect.run/1.5");
     let stated: Value = serde_json::from_slice(&bytes).unwrap();
     assert_eq!(record.id, stated["id"].as_str().unwrap());
     // A member added to the spec enters the config_key as written: a
     // document whose key was computed without it is refused.
     let mut tree = golden_tree();
-    tree["schema"] = "netbisect.run/1.4".into();
+    tree["schema"] = "netbisect.run/1.5".into();
     tree["spec"]["new_knob"] = 3.into();
     let err = RunRecord::from_slice(&reseal(tree)).unwrap_err();
     assert!(
@@ -853,7 +854,7 @@ fn records_read_back_as_written() {
     );
     // A newer minor revision may carry members this reader does not know.
     let mut tree = golden_tree();
-    tree["schema"] = "netbisect.run/1.4".into();
+    tree["schema"] = "netbisect.run/1.5".into();
     tree["summary"]["new_figure"] = 1.into();
     assert!(RunRecord::from_slice(&reseal(tree)).is_ok());
 }
@@ -922,4 +923,58 @@ fn times_must_be_utc_with_valid_fields() {
             "{time}: {message}"
         );
     }
+}
+
+#[test]
+fn a_command_is_a_member_of_1_4_and_records_without_one_stay_1_3() {
+    let plain = fixture();
+    assert_eq!(plain.schema, "netbisect.run/1.3");
+    let mut with_command = fixture();
+    with_command.command = Some(
+        [
+            "ab",
+            "--kernel-a",
+            "base/bzImage",
+            "--sweep",
+            "S=18000,2280",
+        ]
+        .map(String::from)
+        .to_vec(),
+    );
+    with_command.seal().unwrap();
+    assert_eq!(with_command.schema, "netbisect.run/1.4");
+    // Not in the config_key: the run pairs with one made without it.
+    assert_eq!(with_command.config_key, plain.config_key);
+    let bytes = with_command.to_canonical_bytes().unwrap();
+    assert_eq!(RunRecord::from_slice(&bytes).unwrap(), with_command);
+    // A record that says it is of 1.3 cannot carry one.
+    let mut tree = golden_tree();
+    tree["command"] = serde_json::json!(["bench"]);
+    assert_eq!(
+        read_error(&reseal(tree)),
+        "invalid record: command is a member of netbisect.run/1.4, and this record is of 1.3"
+    );
+    let mut tree = golden_tree();
+    tree["schema"] = "netbisect.run/1.4".into();
+    tree["command"] = serde_json::json!(["sh", "-c", "id"]);
+    assert!(
+        read_error(&reseal(tree)).contains("command starts with \"sh\""),
+        "a command netbisect does not keep is refused"
+    );
+}
+
+#[test]
+fn an_experiment_id_not_of_its_form_is_refused_by_name() {
+    for id in ["e1;touch pwn;#", "$(id)", "0123456789ABCDEF", "abc"] {
+        let mut tree = golden_tree();
+        tree["experiment"] = serde_json::json!({"id": id, "round": 1});
+        let err = read_error(&reseal(tree));
+        assert!(
+            err.starts_with("invalid record: experiment.id "),
+            "{id}: {err}"
+        );
+    }
+    let mut tree = golden_tree();
+    tree["experiment"] = serde_json::json!({"id": "0123456789abcdef", "round": 2});
+    assert!(RunRecord::from_slice(&reseal(tree)).is_ok());
 }

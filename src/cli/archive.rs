@@ -126,7 +126,9 @@ run:X, commit:X or label:X. A selector matching nothing exits with 2.
 Runs are grouped by test spec and testbed; each group shows mean,
 spread, samples, change and a Mann-Whitney verdict per metric (\"~\":
 within noise). Differences of environment are listed as warnings.
-compare reports and does not judge: it exits with 0 whatever it finds.";
+compare reports and does not judge: it exits with 0 whatever it finds,
+unless --check is given: then it exits with 1 when B is significantly
+worse than A in any metric of any group, by at least --min-effect.";
 
 /// `netbisect compare`.
 #[derive(Debug, Args)]
@@ -143,8 +145,13 @@ pub struct CompareArgs {
     #[arg(long, value_name = "ALPHA", default_value_t = 0.05)]
     pub alpha: f64,
     /// Smallest change of the means, percent, reported as significant
-    #[arg(long, value_name = "PCT", default_value_t = 0.0)]
+    /// (and, with --check, failed)
+    #[arg(long, value_name = "PCT", default_value_t = 0.0, alias = "effect")]
     pub min_effect: f64,
+    /// Exit with 1 when B is significantly worse than A, by at least
+    /// --min-effect, in any metric (for scripts and CI)
+    #[arg(long)]
+    pub check: bool,
     /// Only runs of this test kind, on both sides
     #[arg(long, value_name = "TEST")]
     pub test: Option<run_record::spec::TestKind>,
@@ -189,7 +196,12 @@ is a point, in order of start time.
 A history follows one test configuration (test spec and testbed). When
 the selected runs span several, the command lists them and exits with
 2: narrow the selection with --spec-key (or --test, --testbed, --label,
---config-key).";
+--config-key).
+
+With --check, the command exits with 1 when the newest level of the
+series began with a change for the worse: the last change point found
+is a regression. Narrow the series (--range, --label) to the window a
+check judges, since a change accepted long ago stays the last one.";
 
 /// `netbisect history`.
 #[derive(Debug, Args)]
@@ -234,6 +246,10 @@ pub struct HistoryArgs {
     /// Smallest change of level, percent, marked as a change point
     #[arg(long, value_name = "PCT", default_value_t = 0.0)]
     pub min_change: f64,
+    /// Exit with 1 when the newest level began with a change for the
+    /// worse (for scripts and CI)
+    #[arg(long)]
+    pub check: bool,
     #[command(flatten)]
     pub units: UnitsArg,
     /// Also write the history's chart to FILE (SVG), as `publish` draws it

@@ -219,9 +219,10 @@ pub struct AbArgs {
     pub email: bool,
     /// Measure anew, as a new experiment, even when the archive holds this
     /// one's runs (run again without it, the command measures only what
-    /// the experiment still lacks)
-    #[arg(long)]
-    pub fresh: bool,
+    /// the experiment still lacks). The experiment's reproduce line names
+    /// it as --fresh=TOKEN, which is that experiment again
+    #[arg(long, value_name = "TOKEN", num_args = 0..=1, require_equals = true)]
+    pub fresh: Option<Option<String>>,
     /// When another `ab` is measuring the same experiment on this machine,
     /// wait for it to end and measure only what it leaves (without it,
     /// this one stops and says so)

@@ -107,6 +107,15 @@ pub struct BisectStartArgs {
     /// ancestor
     #[arg(long, value_name = "REV")]
     pub bad: String,
+    /// How each commit is built and measured, and how it is decided.
+    #[command(flatten)]
+    pub recipe: RecipeArgs,
+}
+
+/// How each commit is built and measured, and how a change is decided:
+/// what `bisect start` and `track` share.
+#[derive(Debug, Args)]
+pub struct RecipeArgs {
     /// Shell command building the checked-out commit, once per commit
     /// (a failure skips the commit)
     #[arg(long, value_name = "CMD", allow_hyphen_values = true)]
@@ -137,14 +146,13 @@ pub struct BisectStartArgs {
     /// lower for latency, CPU and service demand]
     #[arg(long, value_enum, value_name = "WAY")]
     pub direction: Option<DirectionArg>,
-    /// Smallest difference between the ends worth bisecting, percent
-    #[arg(
-        long,
-        value_name = "PCT",
-        default_value_t = 1.0,
-        value_parser = values::min_effect_pct
-    )]
-    pub min_effect: f64,
+    /// Smallest difference between the ends worth bisecting, percent, as
+    /// a promise: ends that differ by that much are refused at most 2% of
+    /// the time, however noisy the runs (noisy runs then take more
+    /// repeats of the ends) [default: 1, with the smallest step the ends'
+    /// test keeps set by the noise]
+    #[arg(long, value_name = "PCT", value_parser = values::min_effect_pct)]
+    pub min_effect: Option<f64>,
     /// Most repeats of one commit (an undecided commit is skipped)
     #[arg(
         long,

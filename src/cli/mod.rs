@@ -6,12 +6,14 @@
 mod archive;
 mod bench;
 mod bisect;
+mod lab;
 mod values;
 mod vm;
 
 pub use archive::*;
 pub use bench::*;
 pub use bisect::*;
+pub use lab::*;
 pub use values::MAX_JOBS;
 pub use vm::*;
 
@@ -21,7 +23,8 @@ use std::path::PathBuf;
 const AFTER_HELP: &str = "\
 Exit codes:
   0    success; for verdicts: old (like the good side)
-  1    verdict: new (like the bad side), a regression
+  1    verdict: new (like the bad side), a regression; history --check,
+       compare --check: a change for the worse
   2    usage or input error
   3    runtime failure (network, file system, a failed command)
   4    bisect refused: the good and bad ends do not differ enough
@@ -128,6 +131,13 @@ pub enum Command {
     /// Write the archive as a static site: charts of every configuration
     /// across commits, comparisons and bisections
     Publish(PublishArgs),
+    /// Watch a branch: measure each new commit on the lab's workers,
+    /// confirm a change at the head, bisect it and report it
+    Track(TrackArgs),
+    /// Take the lab's jobs for this testbed from the archive's queue
+    Worker(WorkerArgs),
+    /// The regressions the trackers found: open, bisected, fixed
+    Regressions(LabListArgs),
 }
 
 /// `netbisect record`.

@@ -54,6 +54,19 @@ pub fn rounds(text: &str) -> Result<u32, String> {
     }
 }
 
+/// The intervals, leases and holds of `track` and `worker`: between a
+/// hundredth of a second and a day.
+pub fn lab_seconds(text: &str) -> Result<f64, String> {
+    let seconds: f64 = number(text)?;
+    if seconds.is_finite() && (0.01..=86_400.0).contains(&seconds) {
+        Ok(seconds)
+    } else {
+        Err(format!(
+            "must be between 0.01 and 86400 seconds, got {seconds}"
+        ))
+    }
+}
+
 /// `--vm-cpus N`: 1 to 64.
 pub fn vm_cpus(text: &str) -> Result<u32, String> {
     let cpus = number(text)?;

@@ -84,14 +84,14 @@ fn run_import(global: &GlobalOptions, args: &ImportArgs) -> exit::Result<Code> {
                 n_failed += 1;
                 let message = file_error.to_string();
                 if !global.quiet() {
-                    eprintln!("netbisect: error: {message}; nothing imported from it");
+                    eprintln!("netbisect: error: {message}; {}", file_error.kept);
                 }
                 FileReport {
                     file: file.display().to_string(),
                     format: None,
                     runs: 0,
-                    added: 0,
-                    already_present: 0,
+                    added: file_error.stored.added,
+                    already_present: file_error.stored.already_present,
                     error: Some(message),
                 }
             }
@@ -132,6 +132,10 @@ fn run_import(global: &GlobalOptions, args: &ImportArgs) -> exit::Result<Code> {
 struct FileError {
     file: String,
     message: String,
+    /// What was stored of the file before it was refused, said.
+    kept: String,
+    /// What was stored of the file before it was refused.
+    stored: archive::StoreCounts,
 }
 
 /// Imports one file: its report, or what went wrong with this file only
@@ -142,20 +146,11 @@ fn import_file(
     subject: &Subject,
     args: &ImportArgs,
 ) -> exit::Result<Result<FileReport, FileError>> {
-    let file_error = |message: String| FileError {
+    let file_error = |message: String, stored: archive::StoreCounts| FileError {
         file: file.display().to_string(),
         message,
-    };
-    let read = if file.as_os_str() == "-" {
-        import::read_input(std::io::stdin().lock())
-    } else {
-        std::fs::File::open(file)
-            .map_err(import::ReadError::from)
-            .and_then(import::read_input)
-    };
-    let bytes = match read {
-        Ok(bytes) => bytes,
-        Err(err) => return Ok(Err(file_error(err.to_string()))),
+        kept: stored_before(stored),
+        stored,
     };
     let mut side_labels = std::collections::BTreeMap::new();
     for mapping in &args.side_label {
@@ -176,31 +171,75 @@ fn import_file(
         label_prefix: args.label_prefix.clone(),
         output_labels: args.labels.clone(),
     };
-    let imported = match import::parse(&bytes, &options) {
-        Ok(imported) => imported,
-        Err(err) => return Ok(Err(file_error(err.to_string()))),
-    };
-    let counts = archive.store_all(&imported.runs).map_err(|err| {
-        let stored = if matches!(err, archive::ArchiveError::CommitUnknown { .. }) {
-            "they were stored either all or none, and importing the file again adds \
-             what is missing"
-        } else {
-            "none of them was stored"
+    let mut stdin;
+    let mut opened;
+    let input = if file.as_os_str() == "-" {
+        stdin = std::io::stdin().lock();
+        import::Input::Stream(&mut stdin)
+    } else {
+        opened = match std::fs::File::open(file) {
+            Ok(opened) => opened,
+            Err(err) => {
+                let message = import::ReadError::from(err).to_string();
+                return Ok(Err(file_error(message, archive::StoreCounts::default())));
+            }
         };
-        exit::Failure::from(err).context(format!(
-            "failed to store the runs of {}; {stored} (the files reported above were \
-             stored)",
-            file.display()
-        ))
-    })?;
+        import::Input::File(&mut opened)
+    };
+    let imported = match import::import_into(archive, input, &options) {
+        Ok(imported) => imported,
+        Err(stopped) => {
+            let stored = stopped.stored;
+            return stopped_import(file, stopped).map(|message| Err(file_error(message, stored)));
+        }
+    };
     Ok(Ok(FileReport {
         file: file.display().to_string(),
         format: Some(imported.format.name()),
-        runs: imported.runs.len(),
-        added: counts.added,
-        already_present: counts.already_present,
+        runs: imported.runs,
+        added: imported.counts.added,
+        already_present: imported.counts.already_present,
         error: None,
     }))
+}
+
+/// What was stored of an input refused part-way, said.
+fn stored_before(stored: archive::StoreCounts) -> String {
+    match stored.added + stored.already_present {
+        0 => "nothing imported from it".to_string(),
+        n_stored => format!(
+            "the {n_stored} runs read before it were stored in batches ({} added); \
+             importing it again once fixed adds what is missing",
+            stored.added
+        ),
+    }
+}
+
+/// What an import that stopped says: the input's fault, as the message
+/// of this file (then the other files are still imported); or the
+/// archive's, which stops the import.
+fn stopped_import(file: &Path, stopped: import::ImportStopped) -> exit::Result<String> {
+    let err = match stopped.failure {
+        import::ImportFailure::Read(err) => return Ok(err.to_string()),
+        import::ImportFailure::Store(err) => err,
+    };
+    let n_stored = stopped.stored.added + stopped.stored.already_present;
+    let stored = if n_stored > 0 {
+        format!(
+            "the {n_stored} runs of the batches stored before were kept, and importing the \
+             file again adds what is missing"
+        )
+    } else if matches!(err, archive::ArchiveError::CommitUnknown { .. }) {
+        "they were stored either all or none, and importing the file again adds what is \
+         missing"
+            .to_string()
+    } else {
+        "none of them was stored".to_string()
+    };
+    Err(exit::Failure::from(err).context(format!(
+        "failed to store the runs of {}; {stored} (the files reported above were stored)",
+        file.display()
+    )))
 }
 
 fn run_list(global: &GlobalOptions, filters: &RunFilterArgs) -> exit::Result<Code> {

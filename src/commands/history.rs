@@ -14,6 +14,10 @@
 //! history of thousands of runs decodes and hashes nothing; an archive
 //! older than those columns (opened read-only, so not upgraded) is read
 //! record by record.
+//!
+//! `--check` makes the history a test for scripts and CI: after printing
+//! it, the command exits with 1 ([`Code::New`]) when the newest level
+//! began with a change for the worse.
 
 use crate::cli::HistoryArgs;
 use crate::commits::commits_of;
@@ -24,8 +28,10 @@ use crate::site;
 use crate::store::{open_archive_read, series_runs};
 use crate::views::history::HistoryContext;
 use crate::views::units::Units;
+use archive::compare::ChangeKind;
 use archive::history::{
-    HistoryOptions, PointRuns, SeriesOrder, history, points_in_commit_order, points_in_time_order,
+    History, HistoryOptions, HistoryPoint, LevelChange, PointRuns, SeriesOrder, history,
+    points_in_commit_order, points_in_time_order,
 };
 use archive::store::SeriesRun;
 use archive::{Archive, RunQuery};
@@ -116,7 +122,35 @@ pub fn run(global: &GlobalOptions, args: &HistoryArgs) -> exit::Result<Code> {
             output::template(global, "history", &context, "the history")
         },
     )?;
+    if args.check
+        && let Some((point, change)) = newest_change_for_the_worse(&history)
+    {
+        if !global.quiet() {
+            eprintln!(
+                "netbisect: history --check: {} is worse since {}: {} (p = {:.2e})",
+                history.metric,
+                point.label,
+                change
+                    .change_pct
+                    .map_or("from zero".to_string(), |pct| format!("{pct:+.1}%")),
+                change.p_value
+            );
+        }
+        return Ok(Code::New);
+    }
     Ok(Code::Ok)
+}
+
+/// The point where the newest level of `history` begins, with its
+/// change, when that change was for the worse: what `--check` fails on.
+/// A later change for the better, back or beyond, clears it.
+fn newest_change_for_the_worse(history: &History) -> Option<(&HistoryPoint, &LevelChange)> {
+    let (point, change) = history
+        .points
+        .iter()
+        .rev()
+        .find_map(|point| point.change.as_ref().map(|change| (point, change)))?;
+    (change.direction == Some(ChangeKind::Regression)).then_some((point, change))
 }
 
 /// Writes the history's chart, as `publish` draws it, to `path`.

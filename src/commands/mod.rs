@@ -17,9 +17,12 @@ mod history;
 mod plan;
 mod publish;
 mod record;
+mod regressions;
 mod serve;
 mod templates;
+mod track;
 mod verdict;
+mod worker;
 
 use crate::cli::{BisectAction, Command};
 use crate::exit::{self, Code};
@@ -46,6 +49,9 @@ pub fn run(global: &GlobalOptions, command: &Command) -> exit::Result<Code> {
         Command::Ab(args) => ab::run(global, args),
         Command::Plan(args) => plan::run(global, args),
         Command::Publish(args) => publish::run(global, args),
+        Command::Track(args) => track::run(global, args),
+        Command::Worker(args) => worker::run(global, args),
+        Command::Regressions(args) => regressions::run(global, args),
     }
 }
 
@@ -59,7 +65,8 @@ pub fn interrupt_mode(command: &Command) -> Option<Mode> {
             Some(Mode::Journal)
         }
         Command::Bench(_) | Command::Verdict(_) => Some(Mode::ExitNow),
-        Command::Ab(_) => Some(Mode::Journal),
+        Command::Ab(_) | Command::Worker(_) => Some(Mode::Journal),
+        Command::Track(args) if args.action.is_none() => Some(Mode::Journal),
         Command::Bisect(args) if matches!(args.action, BisectAction::Run(_)) => Some(Mode::Journal),
         _ => None,
     }

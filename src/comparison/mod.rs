@@ -7,6 +7,8 @@
 
 mod reproduce;
 
+pub use reproduce::{Printed, experiment_command};
+
 pub use crate::views::compare::CompareLayout;
 
 use crate::exit::{self, InputError};
@@ -14,7 +16,9 @@ use crate::global_options::GlobalOptions;
 use crate::output;
 use crate::selector::{self, Selector};
 use crate::store::open_archive_read;
-use archive::compare::{CompareError, CompareOptions, Comparison, compare};
+use archive::compare::{
+    ChangeKind, CompareError, CompareOptions, Comparison, ComparisonRow, Verdict, compare,
+};
 use archive::{Archive, RunQuery};
 use run_record::spec::TestKind;
 
@@ -46,6 +50,9 @@ pub struct ComparisonRequest {
     pub units: String,
     /// Only runs of this experiment (`ab`'s id).
     pub experiment: Option<String>,
+    /// The command of that experiment as its runs keep it, when in hand
+    /// (`ab`'s own): its line for runs archived before netbisect kept it.
+    pub experiment_command: Option<Vec<String>>,
 }
 
 impl ComparisonRequest {
@@ -88,8 +95,12 @@ impl ComparisonRequest {
     }
 }
 
-/// Compares the two sides of `args` in the archive and prints the result.
-pub fn print_comparison(global: &GlobalOptions, args: &ComparisonRequest) -> exit::Result<()> {
+/// Compares the two sides of `args` in the archive, prints the result
+/// and returns the comparison, for a caller that judges it.
+pub fn print_comparison(
+    global: &GlobalOptions,
+    args: &ComparisonRequest,
+) -> exit::Result<Comparison> {
     args.check()?;
     let archive = open_archive_read(global)?;
     let compared = compare_sides(global, &archive, args)?;
@@ -109,7 +120,22 @@ pub fn print_comparison(global: &GlobalOptions, args: &ComparisonRequest) -> exi
         }
         output::pretty(&compared.comparison, "the comparison")
     };
-    output::emit(global, json, || compared.text(global, args))
+    output::emit(global, json, || compared.text(global, args))?;
+    Ok(compared.comparison)
+}
+
+/// The rows of `comparison` where the second side is significantly worse
+/// than the first (by at least the comparison's minimum effect, which a
+/// significant verdict includes), with the title of each one's group.
+pub fn changes_for_the_worse(comparison: &Comparison) -> Vec<(&str, &ComparisonRow)> {
+    comparison
+        .groups
+        .iter()
+        .flat_map(|group| group.rows.iter().map(|row| (group.title.as_str(), row)))
+        .filter(|(_, row)| {
+            row.verdict == Verdict::Significant && row.direction == Some(ChangeKind::Regression)
+        })
+        .collect()
 }
 
 /// The text `compare` prints for `args` (never its `--json`), from
@@ -144,7 +170,7 @@ impl Compared {
             ),
             CompareLayout::Netperf | CompareLayout::Matrix => {
                 let units = Units::parse(&args.units).map_err(|err| InputError(err.to_string()))?;
-                let email = args.email.then(|| self.email());
+                let email = args.email.then(|| self.email(args));
                 let context = CompareContext::new(
                     &self.comparison,
                     &self.settings,
@@ -160,16 +186,51 @@ impl Compared {
 
 impl Compared {
     /// What `--email` adds to the text: the records of the sides, the
-    /// command that makes their experiment again, where they were made.
-    fn email(&self) -> Email<'_> {
+    /// commands that make their runs again (an `ab` line per experiment,
+    /// a `bench` line per configuration of the runs outside any),
+    /// printed as `args` prints, and where they were made.
+    fn email(&self, args: &ComparisonRequest) -> Email<'_> {
         let [first, second] = &self.side_records;
         let all: Vec<&run_record::record::RunRecord> = first.iter().chain(second).collect();
+        let printed = reproduce::Printed {
+            units: &args.units,
+            alpha: args.alpha,
+            email: args.email,
+        };
+        let kept = args
+            .experiment
+            .as_deref()
+            .zip(args.experiment_command.as_deref());
+        let reproduce = reproduce::reproduce(
+            [first, second],
+            [&self.comparison.first_name, &self.comparison.second_name],
+            &printed,
+            kept,
+        );
+        let mut commands: Vec<String> = Vec::new();
+        for group in &self.comparison.groups {
+            let Some((_, command)) = reproduce
+                .bench_commands
+                .iter()
+                .find(|(key, _)| *key == group.spec_key)
+            else {
+                continue;
+            };
+            let mut command = command.clone();
+            // The table's unit, so that the run prints in it too.
+            if args.units != "m" {
+                command.option("-f", args.units.clone());
+            }
+            let command = command.render();
+            if !commands.contains(&command) {
+                commands.push(command);
+            }
+        }
         Email {
             side_records: &self.side_records,
-            ab_command: reproduce::ab_command(
-                [first, second],
-                [&self.comparison.first_name, &self.comparison.second_name],
-            ),
+            ab_commands: reproduce.ab_commands,
+            ab_commands_rebuilt: reproduce.ab_commands_rebuilt,
+            commands,
             measured_in: reproduce::measured_in(&all),
         }
     }
@@ -279,8 +340,8 @@ pub fn experiment_layout(records: &[&run_record::record::RunRecord]) -> CompareL
     };
     let axes: Vec<&str> = words
         .iter()
-        .filter_map(|word| word.strip_prefix("--sweep "))
-        .map(|axis| axis.trim_start_matches('\''))
+        .filter(|(flag, _)| flag == "--sweep")
+        .filter_map(|(_, axis)| axis.as_deref())
         .collect();
     match axes.as_slice() {
         [] => CompareLayout::Netperf,

@@ -3,7 +3,8 @@
 //! | code | meaning                                                     |
 //! |------|-------------------------------------------------------------|
 //! | 0    | success; for verdicts, "old" (like the good side)           |
-//! | 1    | a verdict of "regression" / "new" (like the bad side)       |
+//! | 1    | a verdict of "regression" / "new" (like the bad side);      |
+//! |      | `history --check`, `compare --check`: a change for the worse |
 //! | 2    | usage or input error: bad arguments, unreadable input files |
 //! | 3    | runtime failure: network, file system, a failed child      |
 //! | 4    | bisect refused: the ends do not differ enough               |
@@ -50,7 +51,9 @@ pub enum Code {
     Input = 2,
     /// Runtime failure.
     Runtime = 3,
-    /// A verdict of "new": like the bad side.
+    /// A verdict of "new": like the bad side; for `history --check` and
+    /// `compare --check`, a change for the worse found. One code for
+    /// both, as `git bisect run` and a CI job read a regression alike.
     New = 1,
     /// A bisection refused: its ends do not differ enough.
     Refused = 4,

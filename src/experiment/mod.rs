@@ -10,11 +10,16 @@
 //!   each round and kernel from the experiment's id, so that no
 //!   configuration always runs first after a boot.
 //! - The experiment's id is a hash of everything that defines it (the
-//!   kernels' images by content, labels, configurations, rounds, the VM
-//!   options, testbed and commit), and every run carries it with its
-//!   round (`experiment` of the record). Run again, the same command
-//!   finds the runs it has and measures only the rest; `--fresh` starts a
-//!   new experiment. Its printed comparison reads its own runs only.
+//!   kernels' images by content, labels, configurations in the order of
+//!   the axes as given, rounds, the VM options, testbed and commit, and
+//!   the token of `--fresh`), and every run carries it with its round
+//!   (`experiment` of the record) and the command that made it
+//!   (`command`, from which its reproduce line is printed: see
+//!   [`crate::request::command`]). Every part of the id comes from
+//!   those words, so that the line, pasted, names the same experiment.
+//!   Run again, the same command finds the runs it has and measures only
+//!   the rest; `--fresh` starts a new experiment, named again by
+//!   `--fresh=TOKEN`. Its printed comparison reads its own runs only.
 //!
 //! [`run`](mod@run) measures; [`progress`] tells how far it is.
 
@@ -75,6 +80,9 @@ pub struct Experiment {
     pub rounds: u32,
     /// Commit and testbed of the runs (each side adds its label).
     pub subject: GuestSubject,
+    /// The command its runs keep (`ab ...`, see
+    /// [`crate::request::command`]).
+    pub command: Vec<String>,
 }
 
 /// One boot of an experiment: the round, and which side.
@@ -99,14 +107,17 @@ struct Definition<'a> {
 }
 
 impl Experiment {
-    /// The experiment of `sides` over `configurations`; `fresh` makes it
-    /// a new one even when the same was run before.
+    /// The experiment of `sides` over `configurations`; the token of
+    /// `fresh` makes it another than the same run without it (`--fresh`
+    /// takes the time). `command` is what its runs keep: the words that
+    /// give all of these again.
     pub fn new(
         sides: [Side; 2],
         configurations: Vec<Configuration>,
         rounds: u32,
         subject: GuestSubject,
-        fresh: bool,
+        fresh: Option<String>,
+        command: Vec<String>,
     ) -> exit::Result<Experiment> {
         let definition = Definition {
             kernels: sides
@@ -118,7 +129,8 @@ impl Experiment {
             vm: &sides[0].kernel.options,
             commit: subject.commit.as_deref(),
             testbed: subject.testbed.as_deref(),
-            fresh: fresh.then(run_record::time::now_rfc3339),
+            // Today's token is what `--fresh` hashed before it had one.
+            fresh,
         };
         let bytes = run_record::canonical::to_canonical_bytes(&definition)
             .context("failed to describe the experiment")?;
@@ -129,6 +141,7 @@ impl Experiment {
             configurations,
             rounds,
             subject,
+            command,
         })
     }
 
@@ -189,7 +202,8 @@ mod tests {
             configurations,
             rounds,
             GuestSubject::default(),
-            false,
+            None,
+            Vec::new(),
         )
         .unwrap()
     }
@@ -220,6 +234,16 @@ mod tests {
         assert!(orders.windows(2).any(|pair| pair[0] != pair[1]));
         assert_eq!(experiment.order(experiment.boots()[3]), orders[3]);
     }
+
+    /// Ids are pinned: an experiment run again after an upgrade finds
+    /// the runs it archived before (the definition hashed is the one
+    /// netbisect hashed before its runs kept their command).
+    #[test]
+    fn ids_stay_as_they_were() {
+        assert_eq!(experiment(2, 2).id, PINNED_ID);
+    }
+
+    const PINNED_ID: &str = "05e5a94ecfed1441";
 
     #[test]
     fn the_id_names_what_defines_the_experiment() {

@@ -1,7 +1,7 @@
 //! Running an experiment: boot after boot in the experiment's order, the
 //! configurations of the boot that the archive does not hold yet, each
-//! finished run tagged with the experiment and its round, sealed and
-//! stored as soon as the guest has finished it.
+//! finished run tagged with the experiment, its round and its command,
+//! sealed and stored as soon as the guest has finished it.
 
 use super::progress::Progress;
 use super::{Boot, Experiment};
@@ -90,6 +90,7 @@ pub fn run(
                 match tested {
                     Ok(mut record) => {
                         record.experiment = Some(tag.clone());
+                        record.command = Some(experiment.command.clone());
                         record.seal().context("failed to seal the run record")?;
                         if let Some(system) = &record.system {
                             for refused in system.refused() {

@@ -273,67 +273,17 @@ pub fn wrap_words(value: Value, width: usize) -> Vec<String> {
 }
 
 /// Splits a shell command into lines of at most `width` columns, only
-/// between words: every line but the last ends with ` \`, and the lines
-/// after the first are indented by four spaces, so that the lines pasted
-/// together are the command again. A quoted word with spaces, in single
-/// or double quotes (`'a b'`, `CC="ccache gcc"`), is kept whole.
+/// between its arguments, never between a flag and its value: every line
+/// but the last ends with ` \`, and the lines after the first are
+/// indented by four spaces, so that the lines pasted together are the
+/// command again. A quoted word with spaces, in single or double quotes
+/// (`'a b'`, `CC="ccache gcc"`), is kept whole. The arguments are read
+/// back from the text ([`run_record::shell::units_of`]) and laid out by
+/// the same code as every command line of netbisect
+/// ([`run_record::shell::wrap_units`]).
 pub fn wrap_command(value: Value, width: usize) -> Vec<String> {
     let text = text_of(&value);
-    let mut words: Vec<String> = Vec::new();
-    // The quote that is open at the end of the last word, if any.
-    let mut open: Option<char> = None;
-    for part in text.split(' ') {
-        match words.last_mut() {
-            Some(last) if open.is_some() => {
-                last.push(' ');
-                last.push_str(part);
-            }
-            _ => words.push(part.to_string()),
-        }
-        let mut escaped = false;
-        for c in part.chars() {
-            match (open, c) {
-                (Some('"'), '\\') if !escaped => {
-                    escaped = true;
-                    continue;
-                }
-                (None, '\\') if !escaped => {
-                    escaped = true;
-                    continue;
-                }
-                (None, '\'' | '"') if !escaped => open = Some(c),
-                (Some(quote), c) if c == quote && !escaped => open = None,
-                _ => {}
-            }
-            escaped = false;
-        }
-    }
-    let mut lines: Vec<String> = Vec::new();
-    let mut line = String::new();
-    for word in words.into_iter().filter(|word| !word.is_empty()) {
-        let indent = if lines.is_empty() { 0 } else { 4 };
-        // Room for the word and, on a line that goes on, " \".
-        if !line.is_empty() && indent + line.len() + 1 + word.len() + 2 > width {
-            lines.push(std::mem::take(&mut line));
-        }
-        if !line.is_empty() {
-            line.push(' ');
-        }
-        line.push_str(&word);
-    }
-    if !line.is_empty() {
-        lines.push(line);
-    }
-    let n_lines = lines.len();
-    lines
-        .into_iter()
-        .enumerate()
-        .map(|(line_idx, line)| {
-            let indent = if line_idx == 0 { "" } else { "    " };
-            let more = if line_idx + 1 < n_lines { " \\" } else { "" };
-            format!("{indent}{line}{more}")
-        })
-        .collect()
+    run_record::shell::wrap_units(&run_record::shell::units_of(&text), width, "    ")
 }
 
 pub mod history;

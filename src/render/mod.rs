@@ -45,6 +45,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "bisect-status",
         include_str!("../../templates/bisect-status.j2"),
     ),
+    ("lab", include_str!("../../templates/lab.j2")),
 ];
 
 /// The version of the contexts templates are given, which a template

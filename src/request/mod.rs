@@ -9,6 +9,8 @@
 //! here: what follows takes these plain options.
 
 pub mod axes;
+pub mod command;
+pub mod recipe;
 mod test_options;
 pub mod vm;
 
@@ -76,6 +78,8 @@ pub struct KernelRun {
     pub subject: GuestSubject,
     /// The configurations to run, in order (one without `--sweep`).
     pub configurations: Vec<Configuration>,
+    /// The command its runs keep (`bench --kernel ...`, see [`command`]).
+    pub command: Vec<String>,
 }
 
 impl BenchInvocation {
@@ -100,6 +104,7 @@ impl BenchInvocation {
                     options,
                     subject: guest_subject(args),
                     configurations,
+                    command: command::bench_command(args),
                 })),
             });
         }

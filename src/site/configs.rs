@@ -178,7 +178,7 @@ fn config_page(
     let record = RunRecord::from_slice(&bytes)
         .with_context(|| format!("run {representative} in the archive is damaged"))?;
     let title = archive::figures::spec_title(&record.spec, &record.testbed);
-    let command = archive::figures::spec_command(&record.spec);
+    let command = archive::figures::configuration_command(&record).render();
 
     let ordered = ordered(runs, commits);
     let history = history(&ordered.points, &HistoryOptions::new(metric, ordered.order))

@@ -2,16 +2,21 @@
 //! (`ab`, one configuration or a `--sweep`), with the table `compare`
 //! prints for it, `netbisect compare label:A label:B --experiment ID`,
 //! in the layout `ab` prints it in (netperf's for one configuration or
-//! one size swept, else the matrix).
+//! one size swept, else the matrix), and the `netbisect ab` line that
+//! runs it again, when its runs kept their command.
 //!
 //! The runs say which label is A's: kernel A boots first in round 1,
 //! so A's label is that of the earliest run of the lowest round.
 
-use crate::comparison::{CompareLayout, ComparisonRequest, comparison_text, experiment_layout};
+use crate::comparison::{
+    CompareLayout, ComparisonRequest, Printed, comparison_text, experiment_command,
+    experiment_layout,
+};
 use crate::exit::{self, Context};
 use crate::global_options::GlobalOptions;
 use archive::{Archive, ArchiveError, RunQuery};
 use run_record::record::RunRecord;
+use run_record::shell::CommandLine;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -37,6 +42,8 @@ struct ExperimentRuns {
     rounds: u32,
     /// One run of each configuration (spec key), for the layout.
     configurations: BTreeMap<String, RunRecord>,
+    /// The command the first of its runs that kept one kept (`ab ...`).
+    command: Option<Vec<String>>,
 }
 
 /// The experiments of `archive`'s runs, each with its page, in order of
@@ -56,6 +63,9 @@ pub fn experiment_pages(
                 return Ok(());
             };
             let runs = experiments.entry(tag.id).or_default();
+            if runs.command.is_none() {
+                runs.command = record.command.clone();
+            }
             *runs.n_runs.entry(label.clone()).or_default() += 1;
             runs.rounds = runs.rounds.max(tag.round);
             let candidate = (tag.round, run.started_at.clone(), label);
@@ -113,6 +123,9 @@ struct ComparedView {
     command: String,
     /// The table, as that command prints it.
     table: String,
+    /// The `netbisect ab` command that runs the experiment again (and
+    /// prints the same table), when its runs kept it.
+    ab_command: Option<String>,
 }
 
 /// The comparison of an experiment's sides `first` (A) and `second`.
@@ -136,26 +149,34 @@ fn compared(
         email: false,
         units: "m".to_string(),
         experiment: Some(id.to_string()),
+        experiment_command: None,
     };
     let table = comparison_text(global, archive, &request)
         .with_context(|| format!("failed to compare the runs of experiment {id}"))?;
-    let command = format!(
-        "netbisect compare {} {} --experiment {id}{}",
-        shlex::try_quote(&request.first).map_or_else(|_| request.first.clone(), Into::into),
-        shlex::try_quote(&request.second).map_or_else(|_| request.second.clone(), Into::into),
-        if layout == CompareLayout::Matrix {
-            " --layout matrix"
-        } else {
-            ""
-        }
-    );
+    let mut command = CommandLine::new(&["netbisect", "compare"]);
+    command
+        .word(request.first.clone())
+        .word(request.second.clone())
+        .option("--experiment", id);
+    if layout == CompareLayout::Matrix {
+        command.option("--layout", "matrix");
+    }
+    let printed = Printed {
+        units: &request.units,
+        alpha: request.alpha,
+        email: false,
+    };
     Ok(ComparedView {
         first: first.to_string(),
         second: second.to_string(),
         rounds: runs.rounds,
         n_configurations: runs.configurations.len(),
-        command,
+        command: command.render(),
         table,
+        ab_command: runs
+            .command
+            .as_deref()
+            .and_then(|words| experiment_command(words, &printed)),
     })
 }
 

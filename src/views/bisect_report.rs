@@ -3,7 +3,7 @@
 //! and environment of its ends, and the commands that reproduce it.
 
 use crate::render::filters::fixed_text;
-use crate::views::bisection::{StepRow, short_id, step_rows, unit_of, value_of};
+use crate::views::bisection::{StepRow, duration, short_id, step_rows, unit_of, value_of};
 use bisect::graph::CommitInfo;
 use bisect::report::{BisectReport, BisectResult, EndSummary, Outcome, Refusal};
 use run_record::record::RunRecord;
@@ -50,6 +50,20 @@ pub struct ReportContext<'a> {
     pub culprit_rows: Vec<EndRow>,
     /// The steps of the bisection, as the table of steps prints them.
     pub step_rows: Vec<StepRow>,
+    /// What a bisection of several jobs cost in time; none with one.
+    pub parallel: Option<ParallelCost>,
+}
+
+/// The jobs, rounds and wall-clock of a bisection of several jobs, as
+/// its report prints them.
+#[derive(Debug, Serialize)]
+pub struct ParallelCost {
+    /// Measurements run at once.
+    pub jobs: u32,
+    /// The rounds: the wall-clock in units of one measurement.
+    pub rounds: u32,
+    /// The wall-clock as people read a time; none when unknown.
+    pub wall: Option<String>,
 }
 
 /// A commit in a table of means: the good and the bad end, or the
@@ -118,8 +132,22 @@ impl<'a> ReportContext<'a> {
             is_regression: report.is_some_and(BisectReport::is_regression),
             unit: unit_of(metric),
             end_rows: vec![EndRow::of(metric, good_end), EndRow::of(metric, bad_end)],
+            parallel: None,
             culprit_rows: report.map_or_else(Vec::new, culprit_rows),
             step_rows: report.map_or_else(Vec::new, |report| step_rows(metric, &report.steps)),
+        }
+    }
+
+    /// The context with the cost of a bisection of `jobs` measurements
+    /// at once, in `rounds` and `wall_s` seconds; one job adds nothing.
+    pub fn with_timing(self, jobs: u32, rounds: u32, wall_s: Option<f64>) -> ReportContext<'a> {
+        ReportContext {
+            parallel: (jobs > 1).then(|| ParallelCost {
+                jobs,
+                rounds,
+                wall: wall_s.map(duration),
+            }),
+            ..self
         }
     }
 }

@@ -73,14 +73,12 @@ pub struct StatusContext<'a> {
 impl<'a> StatusContext<'a> {
     /// The context of `status`.
     pub fn new(status: &'a StatusDoc) -> StatusContext<'a> {
+        // The progress line's words, with the jobs the bisection runs.
         let rest_time = status
             .estimate
             .as_ref()
-            .filter(|estimate| estimate.seconds_per_run > 0.0)
-            .map(|estimate| {
-                [estimate.mean_after_ends, f64::from(estimate.p95_after_ends)]
-                    .map(|runs| duration(runs * estimate.seconds_per_run))
-            });
+            .and_then(Estimate::rest_seconds)
+            .map(|seconds| seconds.map(duration));
         StatusContext {
             status,
             unit: unit_of(&status.metric),

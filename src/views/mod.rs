@@ -18,6 +18,7 @@ pub mod compare;
 pub mod compare_stats;
 pub mod env;
 pub mod history;
+pub mod lab;
 pub mod plan;
 pub mod run;
 #[cfg(test)]

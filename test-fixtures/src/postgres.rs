@@ -7,9 +7,12 @@
 //! `postgres` user, in a directory under the system's temporary
 //! directory that user can reach. One cluster serves a whole test binary
 //! ([`Cluster::shared`]); every test takes a database of its own
-//! ([`Cluster::database`]). A watcher started beside the server stops it
+//! ([`Cluster::database`]). A test that needs a server set up otherwise
+//! (TLS, its own `pg_hba.conf`) starts a cluster of its own
+//! ([`Cluster::start_with`]). A watcher started beside the server stops it
 //! by its process id, and removes the directory, once the test process
-//! is gone.
+//! is gone. The tests' own administration goes through the server's
+//! Unix socket, which every `pg_hba.conf` here lets the superuser use.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -22,6 +25,21 @@ pub const USER: &str = "netbisect";
 
 /// Its password.
 pub const PASSWORD: &str = "lab-password";
+
+/// What a cluster of a test's own is started with, beyond what every
+/// cluster here has.
+#[derive(Clone, Debug, Default)]
+pub struct ServerSetup {
+    /// Files written into the data directory before the server starts,
+    /// each readable by the server's user alone (as a TLS key must be):
+    /// a name and its contents. Settings name them relative to the data
+    /// directory (`ssl_cert_file=server.crt`).
+    pub files: Vec<(String, Vec<u8>)>,
+    /// Settings given to the server (`-c name=value`).
+    pub settings: Vec<(String, String)>,
+    /// The whole `pg_hba.conf`, instead of the one initdb writes.
+    pub hba: Option<String>,
+}
 
 /// A running server.
 pub struct Cluster {
@@ -43,6 +61,44 @@ impl Cluster {
             .map_err(Clone::clone)
     }
 
+    /// A cluster of the caller's own, not shared with other tests, for a
+    /// test that stops and starts its server ([`Cluster::stop`]); `Err`
+    /// as [`Cluster::shared`].
+    pub fn own() -> Result<Cluster, String> {
+        Cluster::start()
+    }
+
+    /// Stops the server (a fast shutdown: every connection is cut, as
+    /// when a database server restarts) and waits until it is gone; it
+    /// stays down until [`Cluster::start_again`].
+    pub fn stop(&self) {
+        std::fs::write(self.dir.join("down"), "").expect("cannot mark the server down");
+        std::fs::write(self.dir.join("restart"), "").expect("cannot mark the restart");
+        let pid_file = self.dir.join("data").join("postmaster.pid");
+        let pid = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|text| text.lines().next()?.trim().parse::<i32>().ok())
+            .expect("the server writes its process id");
+        let killed = Command::new("kill")
+            .args(["-INT", &pid.to_string()])
+            .status()
+            .is_ok_and(|status| status.success());
+        assert!(killed, "cannot stop postgres ({pid})");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Path::new(&format!("/proc/{pid}")).exists() {
+            assert!(Instant::now() < deadline, "postgres ({pid}) does not stop");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Starts the server [`Cluster::stop`] stopped, and waits until it
+    /// takes connections.
+    pub fn start_again(&self) {
+        std::fs::remove_file(self.dir.join("down")).expect("the server was not stopped");
+        self.wait_until_ready()
+            .expect("postgres does not start again");
+    }
+
     /// The cluster of this test process, or `None` after the test says
     /// it skips ([`crate::skip::skip`]) where PostgreSQL's server
     /// binaries are not installed. A cluster that fails to start where
@@ -59,6 +115,13 @@ impl Cluster {
     }
 
     fn start() -> Result<Cluster, String> {
+        Cluster::start_with(&ServerSetup::default())
+    }
+
+    /// Starts a cluster of the test's own, set up as `setup` says; `Err`
+    /// says why there is none, as [`Cluster::shared`] does. It stops when
+    /// the test process ends.
+    pub fn start_with(setup: &ServerSetup) -> Result<Cluster, String> {
         let bin_dir = bin_dir().ok_or_else(|| {
             "no PostgreSQL server installed (/usr/lib/postgresql/*/bin/postgres); \
              install the postgresql package"
@@ -102,16 +165,31 @@ impl Cluster {
                 String::from_utf8_lossy(&initdb.stderr)
             ));
         }
+        write_setup_files(&dir.join("data"), setup, owner)?;
         // The server, and a watcher that stops it by its id and removes
-        // the directory once this process is gone.
+        // the directory once this process is gone. A server that ends
+        // while `down` is in the directory ([`Cluster::stop`]) stays down
+        // until the file is gone, and then starts again
+        // ([`Cluster::start_again`]).
         let script = r#"
-            "$1/postgres" -D "$2/data" -p "$3" -k "$2" -c listen_addresses=127.0.0.1 \
-                -c fsync=off -c max_connections=60 >"$2/server.log" 2>&1 &
-            server=$!
-            while [ -d "/proc/$4" ] && kill -0 "$server" 2>/dev/null; do sleep 1; done
+            bin=$1 dir=$2 port=$3 parent=$4
+            shift 4
+            start() {
+                "$bin/postgres" -D "$dir/data" -p "$port" -k "$dir" -c listen_addresses=127.0.0.1 \
+                    -c fsync=off -c max_connections=60 "$@" >>"$dir/server.log" 2>&1 &
+                server=$!
+            }
+            start "$@"
+            while [ -d "/proc/$parent" ]; do
+                if ! kill -0 "$server" 2>/dev/null; then
+                    if [ -e "$dir/down" ]; then sleep 0.1; continue; fi
+                    if [ -e "$dir/restart" ]; then rm -f "$dir/restart"; start "$@"; else break; fi
+                fi
+                sleep 0.2
+            done
             kill -INT "$server" 2>/dev/null
             wait "$server"
-            rm -rf "$2"
+            rm -rf "$dir"
         "#;
         as_owner(Command::new("sh"), owner, &dir)
             .args(["-c", script, "postgres-for-tests"])
@@ -119,6 +197,12 @@ impl Cluster {
             .arg(&dir)
             .arg(port.to_string())
             .arg(std::process::id().to_string())
+            .args(
+                setup
+                    .settings
+                    .iter()
+                    .flat_map(|(name, value)| ["-c".to_string(), format!("{name}={value}")]),
+            )
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -137,7 +221,7 @@ impl Cluster {
     fn wait_until_ready(&self) -> Result<(), String> {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            match postgres::Client::connect(&self.url("postgres"), postgres::NoTls) {
+            match self.socket_config("postgres").connect(postgres::NoTls) {
                 Ok(_) => return Ok(()),
                 Err(err) if Instant::now() > deadline => {
                     let log =
@@ -167,6 +251,30 @@ impl Cluster {
         self.port
     }
 
+    /// The server's data directory, where the files of its
+    /// [`ServerSetup`] are; it goes with the cluster.
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.join("data")
+    }
+
+    /// The directory of the server's Unix socket.
+    pub fn socket_dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The client's settings for database `name` as the superuser,
+    /// through the Unix socket.
+    fn socket_config(&self, name: &str) -> postgres::Config {
+        let mut config = postgres::Config::new();
+        config
+            .host_path(&self.dir)
+            .port(self.port)
+            .user(USER)
+            .password(PASSWORD)
+            .dbname(name);
+        config
+    }
+
     /// The server's binaries (`psql` is among them).
     pub fn bin_dir(&self) -> &Path {
         &self.bin_dir
@@ -192,12 +300,40 @@ impl Cluster {
     /// Runs `sql` in database `name` as the superuser; panics on a
     /// failure, which is the test's.
     pub fn run_in(&self, name: &str, sql: &str) {
-        let mut client = postgres::Client::connect(&self.url(name), postgres::NoTls)
+        let mut client = self
+            .socket_config(name)
+            .connect(postgres::NoTls)
             .unwrap_or_else(|err| panic!("cannot connect to {name}: {err}"));
         client
             .batch_execute(sql)
             .unwrap_or_else(|err| panic!("{sql}: {err}"));
     }
+}
+
+/// Writes the files and the `pg_hba.conf` of `setup` into the data
+/// directory `data`, each for the server's user alone.
+fn write_setup_files(
+    data: &Path,
+    setup: &ServerSetup,
+    owner: Option<(u32, u32)>,
+) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    let hba = setup
+        .hba
+        .as_ref()
+        .map(|hba| ("pg_hba.conf".to_string(), hba.as_bytes().to_vec()));
+    for (name, contents) in setup.files.iter().cloned().chain(hba) {
+        let path = data.join(&name);
+        std::fs::write(&path, contents)
+            .map_err(|err| format!("cannot write {}: {err}", path.display()))?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+            .map_err(|err| err.to_string())?;
+        if let Some((uid, gid)) = owner {
+            std::os::unix::fs::chown(&path, Some(uid), Some(gid))
+                .map_err(|err| format!("cannot give {} to postgres: {err}", path.display()))?;
+        }
+    }
+    Ok(())
 }
 
 /// The newest installed PostgreSQL's server binaries.

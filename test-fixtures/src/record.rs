@@ -65,6 +65,7 @@ impl RecordBuilder {
                 summary: Summary::default(),
                 system: None,
                 experiment: None,
+                command: None,
             },
             summary: SummaryOf::Iterations(Box::new(|_| {})),
         }

@@ -11,7 +11,7 @@
 //! the suite, a missing tool or privilege is a failure instead: CI runs
 //! as root and installs every tool a test here gives up without (qemu,
 //! busybox-static, xz-utils, kmod, the two Debian kernels, PostgreSQL,
-//! chromium, iproute2, ethtool), so a skip there would only hide a test
+//! openssl, chromium, iproute2, ethtool), so a skip there would only hide a test
 //! that no longer runs. No test of the workspace gives up for a reason
 //! CI lacks too (KVM is tried and TCG taken, never skipped for); one
 //! that had to would say so without this function.

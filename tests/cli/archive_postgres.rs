@@ -182,10 +182,13 @@ fn addresses_that_cannot_be_used_are_refused_with_their_exit_codes() {
         "{stderr}"
     );
     assert!(!stderr.contains("s3cret"), "{stderr}");
-    netbisect_at("postgres://lab@127.0.0.1/runs?sslmode=require")
-        .args(["archive", "list"])
-        .assert()
-        .code(2);
+    // So is one asking to verify a certificate without a CA file.
+    netbisect_at(
+        "postgres://lab@127.0.0.1/runs?sslmode=verify-full&sslrootcert=/nonexistent/ca.crt",
+    )
+    .args(["archive", "list"])
+    .assert()
+    .code(2);
 
     let Some(cluster) = Cluster::shared_or_skip() else {
         return;
@@ -429,7 +432,7 @@ fn a_connection_dropped_mid_import_stores_each_file_whole_or_not_at_all() {
     assert!(text.contains("runs: 21, damaged: 0"), "{text}");
     // What the integrity line rests on.
     assert!(
-        text.contains("integrity: ok\n  checked: catalog: 5 tables, 12 indexes valid"),
+        text.contains("integrity: ok\n  checked: catalog: 10 tables, 23 indexes valid"),
         "{text}"
     );
     assert!(

@@ -1,11 +1,11 @@
 //! A PostgreSQL archive cannot hang netbisect: a server that accepts and
-//! never answers, or answers the start-up and never a query, ends in an
-//! error naming the server and the phase within `connect_timeout`; a
-//! table locked by another session is waited for with a message on
-//! stderr, until the lock goes or `lock_timeout` (or `statement_timeout`)
-//! ends the wait, each settable in the address. The silent servers are
-//! the test's own listeners on loopback; the locks are taken on the
-//! tests' cluster (`test_fixtures::postgres`), where PostgreSQL is
+//! never answers, never ends a TLS handshake, or answers the start-up
+//! and never a query, ends in an error naming the server and the phase
+//! within `connect_timeout`; a table locked by another session is
+//! waited for with a message on stderr, until the lock goes or
+//! `lock_timeout` (or `statement_timeout`) ends the wait, each settable
+//! in the address. The silent servers are the test's own listeners on
+//! loopback; the locks are taken on the tests' cluster (`test_fixtures::postgres`), where PostgreSQL is
 //! installed (these say so and pass elsewhere, and fail under
 //! `NETBISECT_SLOW_TESTS=1`).
 
@@ -17,39 +17,75 @@ use std::time::{Duration, Instant};
 use test_fixtures::postgres::Cluster;
 use test_fixtures::record::{RecordBuilder, json_lines};
 
-/// A server on loopback that accepts every connection and holds it;
-/// `answer_start_up` makes it answer a start-up message as a server
-/// that trusts every login does (authentication done, ready for a
-/// query), and then say nothing more. Returns its port.
-fn silent_server(answer_start_up: bool) -> u16 {
+/// What a silent server says before it falls silent.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Says {
+    /// Nothing at all.
+    Nothing,
+    /// Yes to a request for TLS, and then nothing: a handshake that never
+    /// ends.
+    YesToTls,
+    /// No to a request for TLS, as a server without TLS says, and to the
+    /// start-up message what a server that trusts every login says
+    /// (authentication done, ready for a query).
+    ReadyForQuery,
+}
+
+/// The code of a request for TLS, in place of a start-up message's
+/// protocol version.
+const SSL_REQUEST_CODE: u32 = 80_877_103;
+
+/// A server on loopback that accepts every connection, says what `says`
+/// tells, and holds it. Returns its port.
+fn silent_server(says: Says) -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     std::thread::spawn(move || {
         let mut held: Vec<TcpStream> = Vec::new();
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { continue };
-            if answer_start_up {
-                // The start-up message: its length (4 bytes, itself
-                // included), then that many bytes less four.
-                let mut length = [0u8; 4];
-                if stream.read_exact(&mut length).is_ok() {
-                    let mut rest =
-                        vec![0u8; (u32::from_be_bytes(length) as usize).saturating_sub(4)];
-                    let _ = stream.read_exact(&mut rest);
-                    // AuthenticationOk, then ReadyForQuery (idle).
-                    let mut answer = vec![b'R'];
-                    answer.extend_from_slice(&8u32.to_be_bytes());
-                    answer.extend_from_slice(&0u32.to_be_bytes());
-                    answer.push(b'Z');
-                    answer.extend_from_slice(&5u32.to_be_bytes());
-                    answer.push(b'I');
-                    let _ = stream.write_all(&answer);
-                }
+            if says != Says::Nothing {
+                answer(&mut stream, says);
             }
             held.push(stream);
         }
     });
     port
+}
+
+/// Reads the client's messages of a start-up and answers them as `says`
+/// tells: each is its length (4 bytes, itself included), then that many
+/// bytes less four, a request for TLS a code in place of a version.
+fn answer(stream: &mut TcpStream, says: Says) {
+    loop {
+        let mut length = [0u8; 4];
+        if stream.read_exact(&mut length).is_err() {
+            return;
+        }
+        let mut rest = vec![0u8; (u32::from_be_bytes(length) as usize).saturating_sub(4)];
+        if stream.read_exact(&mut rest).is_err() {
+            return;
+        }
+        if rest.len() == 4
+            && u32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]]) == SSL_REQUEST_CODE
+        {
+            let yes = says == Says::YesToTls;
+            let _ = stream.write_all(if yes { b"S" } else { b"N" });
+            if yes {
+                return;
+            }
+            continue;
+        }
+        // AuthenticationOk, then ReadyForQuery (idle).
+        let mut answer = vec![b'R'];
+        answer.extend_from_slice(&8u32.to_be_bytes());
+        answer.extend_from_slice(&0u32.to_be_bytes());
+        answer.push(b'Z');
+        answer.extend_from_slice(&5u32.to_be_bytes());
+        answer.push(b'I');
+        let _ = stream.write_all(&answer);
+        return;
+    }
 }
 
 /// `netbisect archive list` on the archive at `address`, and how long it
@@ -78,7 +114,7 @@ fn list_at(address: &str) -> (Output, Duration) {
 
 #[test]
 fn a_server_that_accepts_and_never_answers_ends_within_the_bound() {
-    let port = silent_server(false);
+    let port = silent_server(Says::Nothing);
     // The default bound (10 s), well before the 30 s of a user's
     // `timeout 30`.
     let (output, took) = list_at(&format!("postgres://u:p@127.0.0.1:{port}/db"));
@@ -109,7 +145,7 @@ fn a_server_that_accepts_and_never_answers_ends_within_the_bound() {
 
 #[test]
 fn a_server_that_never_answers_a_query_ends_at_the_first_query() {
-    let port = silent_server(true);
+    let port = silent_server(Says::ReadyForQuery);
     let (output, took) = list_at(&format!(
         "postgres://u:p@127.0.0.1:{port}/db?connect_timeout=2"
     ));
@@ -123,6 +159,27 @@ fn a_server_that_never_answers_a_query_ends_at_the_first_query() {
         )),
         "{stderr}"
     );
+}
+
+#[test]
+fn a_tls_handshake_that_never_ends_ends_within_the_bound() {
+    let port = silent_server(Says::YesToTls);
+    for mode in ["require", "prefer"] {
+        let (output, took) = list_at(&format!(
+            "postgres://u:p@127.0.0.1:{port}/db?connect_timeout=1&sslmode={mode}"
+        ));
+        let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+        assert_eq!(output.status.code(), Some(3), "{stderr}");
+        assert!(took < Duration::from_secs(5), "{took:?}");
+        assert!(
+            stderr.contains(&format!(
+                "cannot use the archive at postgres://u@127.0.0.1:{port}/db: no end to the \
+                 TLS handshake within 1 s (connect_timeout)"
+            )),
+            "{stderr}"
+        );
+        assert!(!stderr.contains(":p@"), "{stderr}");
+    }
 }
 
 /// A database of the cluster holding one run, and a session of the

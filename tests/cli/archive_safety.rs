@@ -331,7 +331,7 @@ fn another_users_archive_is_read_while_its_owner_writes() {
 
 /// Takes an archive back to schema version 4, as a netbisect of that
 /// version left it: without the per-run table history reads (nor the
-/// indexes of later versions).
+/// indexes and the lab's tables of later versions).
 fn as_version_4(db: &Path) {
     let connection = rusqlite::Connection::open(db).unwrap();
     connection
@@ -339,6 +339,11 @@ fn as_version_4(db: &Path) {
             "DROP TABLE run_series;
              DROP INDEX runs_history;
              DROP INDEX runs_by_time;
+             DROP TABLE lab_notifications;
+             DROP TABLE lab_regressions;
+             DROP TABLE lab_tracks;
+             DROP TABLE lab_workers;
+             DROP TABLE lab_jobs;
              PRAGMA user_version = 4;",
         )
         .unwrap();
@@ -352,8 +357,8 @@ fn as_version_4(db: &Path) {
 }
 
 /// Takes an archive back to schema version 5, as a netbisect of that
-/// version left it: `run_series` keyed by the run id alone, and no
-/// `runs_history` or `runs_by_time` index.
+/// version left it: `run_series` keyed by the run id alone, no
+/// `runs_history` or `runs_by_time` index, and none of the lab's tables.
 fn as_version_5(db: &Path) {
     let connection = rusqlite::Connection::open(db).unwrap();
     connection
@@ -368,6 +373,11 @@ fn as_version_5(db: &Path) {
              ALTER TABLE run_series_v5 RENAME TO run_series;
              DROP INDEX runs_history;
              DROP INDEX runs_by_time;
+             DROP TABLE lab_notifications;
+             DROP TABLE lab_regressions;
+             DROP TABLE lab_tracks;
+             DROP TABLE lab_workers;
+             DROP TABLE lab_jobs;
              PRAGMA user_version = 5;",
         )
         .unwrap();

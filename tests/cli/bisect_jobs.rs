@@ -97,7 +97,9 @@ fn three_jobs_bisect_a_real_range_and_resume_after_kill_9() {
     assert!(stderr.contains("started with --jobs 3"), "{stderr}");
 
     // Resumed without --jobs: the bisection's three.
-    let report = fixture.json(&["bisect", "run", "--json"]);
+    let (code, stdout, live) = fixture.run(&["bisect", "run", "--json"]);
+    assert_eq!(code, 0, "{live}");
+    let report: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(report["result"]["kind"], "first_bad", "{report}");
     assert_eq!(report["result"]["commit"]["id"], ids[19].to_string());
     assert_eq!(report["result"]["confirmed"], true);
@@ -152,6 +154,85 @@ fn three_jobs_bisect_a_real_range_and_resume_after_kill_9() {
     let again = fixture.json(&["bisect", "run", "--json"]);
     assert_eq!(again, report);
     assert_eq!(journaled_runs(&fixture), runs_after);
+    // The report's reproduce lines, pasted into a shell with `netbisect`
+    // a function that records its arguments, give the bisection's own
+    // words back (the measure command's quotes and `$` whole, though its
+    // line is cut), the jobs included, and run nothing else.
+    let (code, text, stderr) = fixture.run(&["bisect", "report"]);
+    assert_eq!(code, 0, "{stderr}");
+    let script = text
+        .lines()
+        .skip_while(|line| *line != "Reproduce:")
+        .skip(2)
+        .take_while(|line| !line.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let scratch = tempfile::tempdir().unwrap();
+    let calls = crate::command_lines::recorded_calls("sh", scratch.path(), &script);
+    crate::command_lines::nothing_ran(scratch.path(), &script);
+    assert_eq!(calls.len(), 2, "{script}");
+    let start: Vec<String> = calls[0]
+        .iter()
+        .map(|word| String::from_utf8(word.clone()).unwrap())
+        .collect();
+    assert_eq!(start[..2], ["bisect", "start"], "{script}");
+    for (flag, value) in [
+        ("--good", good.as_str()),
+        ("--bad", bad.as_str()),
+        ("--build", "sh build.sh"),
+        ("--measure", command.as_str()),
+        ("--max-repeats", "20"),
+    ] {
+        let at = start.iter().position(|word| word == flag);
+        assert_eq!(
+            at.and_then(|at| start.get(at + 1)).map(String::as_str),
+            Some(value),
+            "{flag} in {script}"
+        );
+    }
+    assert_eq!(
+        calls[1],
+        ["bisect", "run", "--jobs", "3"].map(|word| word.as_bytes().to_vec()),
+        "{script}"
+    );
+
+    // The report names the jobs, the rounds and the wall-clock, and its
+    // reproduce line asks for the three jobs again.
+    let (code, text, stderr) = fixture.run(&["bisect", "report"]);
+    assert_eq!(code, 0, "{stderr}");
+    let paragraph = text.replace('\n', " ");
+    let n_measurements = report["n_measurements"].as_u64().unwrap();
+    let steps = format!("Steps ({n_measurements} measurements in all, 3 at once in ");
+    let after = paragraph
+        .split_once(&steps)
+        .unwrap_or_else(|| panic!("{text}"))
+        .1;
+    let rounds: u64 = after.split(' ').next().unwrap().parse().unwrap();
+    // Three at once take at least a third of the measurements' rounds.
+    assert!(
+        rounds * 3 >= n_measurements && rounds < n_measurements,
+        "{rounds} rounds: {text}"
+    );
+    assert!(after.contains(" of wall-clock):"), "{text}");
+    assert!(
+        text.lines()
+            .any(|line| line == "netbisect bisect run --jobs 3"),
+        "{text}"
+    );
+    // The status estimates the rest as the live line did, with the jobs
+    // it runs.
+    let rest = |text: &str| -> String {
+        let joined = text.replace('\n', " ");
+        let tail = joined
+            .split_once("the rest takes ~")
+            .map(|(_, tail)| tail.to_string());
+        let tail = tail.unwrap_or_else(|| panic!("no estimate in {text}"));
+        tail.split(" at once").next().unwrap().to_string()
+    };
+    let live_rest = rest(&live);
+    assert!(live_rest.ends_with(", 3"), "{live}");
+    let status = fixture.run(&["bisect", "status"]).1;
+    assert_eq!(rest(&status), live_rest, "{status}\n{live}");
     // Reset removes every slot's worktree.
     let (code, _, stderr) = fixture.run(&["bisect", "reset"]);
     assert_eq!(code, 0, "{stderr}");

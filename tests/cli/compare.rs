@@ -521,5 +521,75 @@ fn help_documents_selectors_and_the_exit_code_in_80_columns() {
             "narrow the selection with --spec-key"
         };
         assert!(help.contains(expected), "{help}");
+        // --check and the code it exits with, for scripts and CI.
+        assert!(
+            help.contains("--check") && help.contains("exits with 1"),
+            "{help}"
+        );
     }
+}
+
+/// `compare` with `args`: its exit code, stdout and stderr.
+fn compare_output(archive: &Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let output = netbisect(archive)
+        .arg("compare")
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        output.status.code(),
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn check_exits_1_when_b_is_significantly_worse_by_the_effect() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = shifted_archive(dir.path());
+
+    // B 10% better than A: nothing worse, exit 0.
+    let (code, stdout, stderr) = compare_output(&db, &["--check", "1a2b3c4d", "patched"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+    let plain = stdout_of(netbisect(&db).args(["compare", "1a2b3c4d", "patched"]));
+    assert_eq!(stdout, plain);
+
+    // B 9% worse than A: exit 1, the table as without --check, and
+    // stderr naming the metric and its group.
+    let (code, stdout, stderr) = compare_output(&db, &["--check", "patched", "1a2b3c4d"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    let plain = stdout_of(netbisect(&db).args(["compare", "patched", "1a2b3c4d"]));
+    assert_eq!(stdout, plain);
+    assert!(
+        stderr.contains("compare --check: 1a2b3c4d is worse than patched in 1 metric:")
+            && stderr.contains("throughput_bps -9.")
+            && stderr.contains("TCP_STREAM"),
+        "{stderr}"
+    );
+    // Without --check compare still reports and does not judge.
+    let (code, _, _) = compare_output(&db, &["patched", "1a2b3c4d"]);
+    assert_eq!(code, Some(0));
+
+    // An effect the change does not reach passes; one it reaches fails,
+    // under either name of the option; --json keeps its document.
+    for (effect, expected) in [("15", 0), ("5", 1)] {
+        for option in ["--min-effect", "--effect"] {
+            let (code, stdout, stderr) = compare_output(
+                &db,
+                &["--check", option, effect, "--json", "patched", "1a2b3c4d"],
+            );
+            assert_eq!(code, Some(expected), "{option} {effect}: {stderr}");
+            let comparison: Comparison = serde_json::from_str(&stdout).unwrap();
+            let verdict = &comparison.groups[0].rows[0].verdict;
+            let significant = verdict == "significant";
+            assert_eq!(significant, expected == 1, "{option} {effect}: {verdict}");
+        }
+    }
+
+    // A usage error is still 2, not a verdict.
+    stderr_of_failure(
+        netbisect(&db).args(["compare", "--check", "patched", "nothing-like-this"]),
+        2,
+    );
 }

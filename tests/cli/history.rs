@@ -252,3 +252,102 @@ fn bad_repositories_ranges_and_filters_exit_2() {
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
 }
+
+/// `history --check` with `args`: its exit code, stdout and stderr.
+fn history_check(db: &Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let output = netbisect(db)
+        .args(["history", "--metric", "throughput_bps", "--check"])
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        output.status.code(),
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn check_fails_while_the_newest_level_is_a_change_for_the_worse() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, repo_dir, commits) = step_fixture(dir.path());
+    let repo = repo_dir.to_str().unwrap();
+
+    // The last four commits are 10% down from the six before: exit 1,
+    // the history printed as without --check, stderr saying why.
+    let (code, stdout, stderr) = history_check(&db, &["--repo", repo]);
+    assert_eq!(code, Some(1), "{stderr}");
+    let plain =
+        stdout_of(netbisect(&db).args(["history", "--metric", "throughput_bps", "--repo", repo]));
+    assert_eq!(stdout, plain);
+    assert!(
+        stderr.contains("throughput_bps is worse since")
+            && stderr.contains(&commits[6][..12])
+            && stderr.contains("-9.9%"),
+        "{stderr}"
+    );
+    // The same with --json: a script reads both the data and the code.
+    let (code, stdout, _) = history_check(&db, &["--repo", repo, "--json"]);
+    assert_eq!(code, Some(1));
+    let history: History = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(history.n_change_points, 1);
+
+    // Before the drop the series has no change: exit 0. A window that
+    // holds the drop but not three points after it cannot confirm it.
+    for range in [
+        &format!("{}..{}", commits[0], commits[5]),
+        &format!("{}..{}", commits[0], commits[7]),
+    ] {
+        let (code, _, stderr) = history_check(&db, &["--repo", repo, "--range", range]);
+        assert_eq!(code, Some(0), "{range}: {stderr}");
+        assert!(stderr.is_empty(), "{stderr}");
+    }
+
+    // Recovered: six more commits back at the old level make the
+    // newest change one for the better, and the check passes again.
+    let repo_handle = GitRepo::open(&repo_dir);
+    let tip = Oid::from_str(&commits[9]).unwrap();
+    let more = repo_handle.line(
+        Some(tip),
+        6,
+        |commit_idx| vec![("counter", format!("back {commit_idx}\n"))],
+        |commit_idx| format!("revert {commit_idx}"),
+    );
+    let records: Vec<_> = more
+        .iter()
+        .enumerate()
+        .map(|(idx, id)| {
+            let samples = around(9.4e9, 0.003, 3, 200 + idx as u64);
+            RunOf::stream(
+                &id.to_string(),
+                &format!("2026-04-02T0{idx}:00:00Z"),
+                &samples,
+            )
+            .record()
+        })
+        .collect();
+    import(&db, &records);
+    // From the drop on, the newest change is the recovery: for the
+    // better, so the check passes.
+    let range = format!("{}..{}", commits[5], more[5]);
+    let (code, _, stderr) = history_check(&db, &["--repo", repo, "--range", &range]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let history = history_json(&db, &["--repo", repo, "--range", &range]);
+    assert_eq!(history.n_change_points, 1, "{history:?}");
+    let change = history.points[4].change.as_ref().unwrap();
+    assert_eq!(change.direction.as_deref(), Some("improvement"));
+
+    // A usage error is still 2, whatever --check would have said.
+    let stderr = stderr_of_failure(
+        netbisect(&db).args([
+            "history",
+            "--metric",
+            "throughput_bps",
+            "--check",
+            "--alpha",
+            "2",
+        ]),
+        2,
+    );
+    assert!(stderr.contains("alpha"), "{stderr}");
+}

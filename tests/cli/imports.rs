@@ -257,8 +257,9 @@ fn a_wrapped_mail_of_two_outputs_imports_labelled_and_compares_as_printed() {
         compare.contains("TCP_STREAM -l 5 -c -C granted send 16384 recv 131072"),
         "{compare}"
     );
+    // Its testbed is named, so that a run made with it pairs with these.
     assert!(
-        compare.contains("  netbisect bench -t TCP_STREAM -l 5 -c -C\n"),
+        compare.contains("  netbisect bench --testbed default -t TCP_STREAM -l 5 -c -C\n"),
         "{compare}"
     );
     assert!(!compare.contains("-s 16384") && !compare.contains("-S 131072"));

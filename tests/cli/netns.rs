@@ -3,8 +3,10 @@
 //! and runs the binary inside it, so that nothing leaves the namespace.
 //! Where a namespace cannot be made, the test says why and passes
 //! without running (a failure under `NETBISECT_SLOW_TESTS=1`, since CI
-//! runs as root). `bench --set` is tested in [`settings`].
+//! runs as root). `bench --set` is tested in [`settings`], a PostgreSQL
+//! archive reached through its socket directory in [`postgres`].
 
+mod postgres;
 mod settings;
 
 use serde_json::Value;

@@ -143,7 +143,7 @@ fn wrong_schema_is_an_input_error() {
     let path = write(dir.path(), "other.json", b"{\"start\": {}, \"end\": {}}");
     assert_rejected(
         &path,
-        "missing \"schema\" field (expected \"netbisect.run/1.3\")",
+        "missing \"schema\" field (expected \"netbisect.run/1.4\")",
     );
 }
 

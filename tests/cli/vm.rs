@@ -734,8 +734,15 @@ fn ab_runs_an_experiment_in_one_boot_per_kernel_and_round() {
         assert!(line.len() <= 72, "too wide for a mail: {line:?}");
     }
     crate::check_mailing_list_rules(&stdout);
+    // The kernels as given, the axes and their values in the order given.
     assert!(
-        stdout.contains("netbisect ab --kernel-a vmlinuz-6.1.0-55-amd64"),
+        stdout.contains(&format!("netbisect ab --kernel-a {KERNEL_OLD}")),
+        "{stdout}"
+    );
+    let printed = crate::command_lines::printed_commands(&stdout);
+    assert_eq!(printed.len(), 1, "{stdout}");
+    assert!(
+        printed[0].contains("--sweep m=1K,16K --sweep S=212992,425984"),
         "{stdout}"
     );
     assert!(stdout.contains("Measured in qemu"), "{stdout}");
@@ -781,11 +788,41 @@ fn ab_runs_an_experiment_in_one_boot_per_kernel_and_round() {
         stdout
     };
     let table = compare(&id);
-    // The same command again finds every run archived: no boot.
-    let (code, again, stderr) = ab([KERNEL_OLD, KERNEL_NEW], "2", false);
+    // Each kind of line that runs the experiment again (ab's own,
+    // compare's, the site's), pasted into a shell, names the same
+    // experiment and finds every run archived: no boot.
+    let (code, email, stderr) = run(
+        &archive,
+        &[
+            "compare",
+            "current",
+            "patched",
+            "--experiment",
+            &id,
+            "--email",
+        ],
+    );
     assert_eq!(code, 0, "{stderr}");
-    assert!(boot_lines(&stderr).is_empty(), "{stderr}");
-    assert!(again.contains("current"), "{again}");
+    let site = dir.path().join("site");
+    let (code, _, stderr) = run(&archive, &["publish", site.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    let site_lines: Vec<String> = crate::command_lines::site_commands(&site)
+        .into_iter()
+        .filter(|line| line.starts_with("netbisect ab "))
+        .collect();
+    assert_eq!(site_lines.len(), 1, "{site_lines:?}");
+    for line in printed
+        .iter()
+        .chain(&crate::command_lines::printed_commands(&email))
+        .chain(&site_lines)
+    {
+        let output = crate::reproduce::paste(&archive, line);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(boot_lines(&stderr).is_empty(), "{line}\n{stderr}");
+        assert_eq!(experiment_id(&stderr), id, "{line}");
+        let again = String::from_utf8_lossy(&output.stdout);
+        assert!(again.contains("current"), "{again}");
+    }
     // Another experiment with the same labels, the kernels swapped: its
     // runs do not join the first one's.
     let (code, _, stderr) = ab([KERNEL_NEW, KERNEL_OLD], "1", false);

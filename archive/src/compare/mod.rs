@@ -62,7 +62,7 @@
 //! demand, `%`); percentages carry a `_pct` suffix. Absent values are
 //! `null`.
 
-use crate::figures::{SideFigures, spec_command, spec_options, spec_title};
+use crate::figures::{SideFigures, configuration_command, spec_options, spec_title};
 use run_record::env::{self, HostEnv};
 use run_record::record::{Metric, RecordError, RunRecord};
 use run_record::spec::TestKind;
@@ -347,7 +347,7 @@ fn compare_group(
         spec: SpecSummary::of(first_rep),
         run_spec: first_rep.spec.clone(),
         title: spec_title(&first_rep.spec, &first_rep.testbed),
-        command: spec_command(&first_rep.spec),
+        command: configuration_command(first_rep).render(),
         first_figures: SideFigures::of(&runs.first),
         second_figures: SideFigures::of(&runs.second),
         n_runs_first: runs.first.len(),

@@ -45,7 +45,9 @@ pub struct ComparisonGroup {
     /// The group's title: the test and every parameter off its default
     /// ([`crate::figures::spec_title`]); no two groups share one.
     pub title: String,
-    /// The `netbisect bench` command that runs the configuration again.
+    /// The `netbisect bench` command that runs the configuration again
+    /// where its first run of the first side ran (its server or its
+    /// kernel and VM, its testbed), quoted for a POSIX shell.
     pub command: String,
     /// The first side in netperf's columns.
     pub first_figures: SideFigures,

@@ -30,6 +30,8 @@
 //! A file either parses completely or yields an error naming the first line
 //! that did not parse; there is no partial result.
 
+mod batches;
+mod input;
 pub mod iperf3;
 pub mod netperf;
 mod plausible;
@@ -37,9 +39,17 @@ mod records;
 pub mod uperf;
 mod wrap;
 
+pub use batches::{
+    IMPORT_BATCH_BYTES, IMPORT_BATCH_RUNS, ImportFailure, ImportReport, ImportStopped, Input,
+    import_into,
+};
+pub use input::ReadError;
+
 use crate::store::CanonicalRun;
 use plausible::check_plausible;
-pub use plausible::{MAX_CPUS, MAX_THROUGHPUT_BPS, MAX_TRANSACTION_RATE};
+pub use run_record::record::limits::{
+    MAX_HOST_CPUS as MAX_CPUS, MAX_THROUGHPUT_BPS, MAX_TRANSACTION_RATE,
+};
 use run_record::record::{
     CpuFigures, Endpoint, Environments, Iteration, LatencyReport, RunRecord, Source, Spread,
     Subject, Summary, UdpFigures,
@@ -48,7 +58,7 @@ use run_record::spec::RunSpec;
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// The longest line an input may have, bytes. [`read_input`] refuses a
+/// The longest line an input may have, bytes. [`import_into`] refuses a
 /// longer line as soon as it has read this much of it, so one line of an
 /// input never holds more memory than this; [`parse`] refuses one too.
 pub const MAX_LINE_BYTES: usize = 16 << 20;
@@ -57,59 +67,15 @@ pub const MAX_LINE_BYTES: usize = 16 << 20;
 /// have: its lines are indexed, and the index is kept within tens of MiB.
 pub const MAX_TEXT_LINES: usize = 1 << 20;
 
+/// The largest text input (netperf or uperf output, iperf3's JSON, a
+/// mail), bytes: a text is parsed whole, and its parse takes a few times
+/// its size.
+pub const MAX_TEXT_BYTES: usize = 128 << 20;
+
 /// The largest JSON document (one run record, one iperf3 output) an input
 /// may hold, bytes; a larger one is refused before it is parsed into a
 /// tree, which takes several times its size.
 pub const MAX_DOCUMENT_BYTES: usize = 16 << 20;
-
-/// Why an input could not be read.
-#[derive(Debug, thiserror::Error)]
-pub enum ReadError {
-    /// The reader failed.
-    #[error("cannot read: {0}")]
-    Io(#[from] std::io::Error),
-    /// A line is longer than [`MAX_LINE_BYTES`].
-    #[error(transparent)]
-    Input(#[from] ImportError),
-}
-
-/// Reads a whole input, refusing it as soon as a line is longer than
-/// [`MAX_LINE_BYTES`].
-pub fn read_input(mut reader: impl std::io::Read) -> Result<Vec<u8>, ReadError> {
-    let mut input = Vec::new();
-    let mut chunk = vec![0u8; 64 * 1024];
-    let mut line_start = 0;
-    let mut line_no = 1;
-    loop {
-        let got = match reader.read(&mut chunk) {
-            Ok(0) => return Ok(input),
-            Ok(got) => got,
-            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(err) => return Err(err.into()),
-        };
-        let offset = input.len();
-        input.extend_from_slice(&chunk[..got]);
-        for (idx, &byte) in chunk[..got].iter().enumerate() {
-            if byte == b'\n' {
-                line_start = offset + idx + 1;
-                line_no += 1;
-            }
-        }
-        if input.len() - line_start > MAX_LINE_BYTES {
-            return Err(ImportError::LineTooLong { line: line_no }.into());
-        }
-    }
-}
-
-/// The first line longer than [`MAX_LINE_BYTES`], if any.
-fn check_line_lengths(input: &[u8]) -> Result<(), ImportError> {
-    for (line_idx, line) in input.split(|&byte| byte == b'\n').enumerate() {
-        if line.len() > MAX_LINE_BYTES {
-            return Err(ImportError::LineTooLong { line: line_idx + 1 });
-        }
-    }
-    Ok(())
-}
 
 /// The most runs one input may hold: counted before any is stored, and
 /// for JSON lines before any document is read into a record.
@@ -273,6 +239,15 @@ pub enum ImportError {
         /// input is refused as soon as it is reached (netperf's tables).
         line: Option<usize>,
     },
+    /// A text larger than [`MAX_TEXT_BYTES`].
+    #[error(
+        "line {line}: more than {} MiB of text, the most one import reads; import the outputs in parts",
+        MAX_TEXT_BYTES >> 20
+    )]
+    TextTooLarge {
+        /// The line where the text passes the ceiling.
+        line: usize,
+    },
     /// A line longer than [`MAX_LINE_BYTES`].
     #[error("line {line}: longer than {} MiB, the longest line netbisect reads", MAX_LINE_BYTES >> 20)]
     LineTooLong {
@@ -307,23 +282,63 @@ impl ImportError {
         }
     }
 
-    fn unrecognised(line: usize, text: &str) -> ImportError {
+    pub(crate) fn unrecognised(line: usize, text: &str) -> ImportError {
         let mut text: String = text.trim().chars().take(60).collect();
         text = text.replace(|c: char| !c.is_ascii() || c.is_ascii_control(), "?");
         ImportError::Unrecognised { line, text }
     }
 }
 
-/// Detects the format of `input` and parses every run in it.
+/// Detects the format of `input` and parses every run in it, held in
+/// memory: for an input already there (a test, a fuzzer). An input read
+/// from a file or a stream goes to the archive through [`import_into`],
+/// which holds one batch of it at a time.
 pub fn parse(input: &[u8], options: &ImportOptions) -> Result<Imported, ImportError> {
-    check_line_lengths(input)?;
-    let text = std::str::from_utf8(input).map_err(|err| {
-        let line = 1 + input[..err.valid_up_to()]
-            .iter()
-            .filter(|&&byte| byte == b'\n')
-            .count();
-        ImportError::parse(line, "not UTF-8 text")
-    })?;
+    /// Every run, kept.
+    struct Kept(Vec<CanonicalRun>);
+    impl batches::RunSink for Kept {
+        fn take(&mut self, run: CanonicalRun) -> Result<(), crate::ArchiveError> {
+            self.0.push(run);
+            Ok(())
+        }
+        fn keeps_as_it_goes(&self) -> bool {
+            false
+        }
+    }
+    let as_input = |err: ReadError| match err {
+        ReadError::Input(err) => err,
+        // Reading bytes in memory does not fail.
+        ReadError::Io(err) => ImportError::parse(1, err.to_string()),
+    };
+    let mut reader = input;
+    let start = input::Start::read(&mut reader).map_err(as_input)?;
+    if start.first == Some(b'{') {
+        records::check_documents(&mut reader, &start).map_err(as_input)?;
+    }
+    let mut kept = Kept(Vec::new());
+    let (format, _) =
+        batches::import_stream(&mut &input[..], options, &mut kept).map_err(|err| match err {
+            ImportFailure::Read(err) => as_input(err),
+            ImportFailure::Store(err) => ImportError::parse(1, err.to_string()),
+        })?;
+    Ok(Imported {
+        format,
+        runs: kept.0,
+    })
+}
+
+/// What [`parse_text`] and the text readers hand each run to, with the
+/// line the run starts on.
+pub(crate) type RecordSink<'a> = &'a mut dyn FnMut(RunRecord, usize) -> Result<(), ImportError>;
+
+/// Parses every run of a text input (iperf3's JSON, netperf or uperf
+/// output, a mail of them), handing each to `take` as it is read;
+/// returns the format and the number of runs.
+pub(crate) fn parse_text(
+    text: &str,
+    options: &ImportOptions,
+    take: &mut dyn FnMut(CanonicalRun) -> Result<(), ImportError>,
+) -> Result<(Format, usize), ImportError> {
     let Some((first_idx, first_line)) = text
         .lines()
         .enumerate()
@@ -331,65 +346,50 @@ pub fn parse(input: &[u8], options: &ImportOptions) -> Result<Imported, ImportEr
     else {
         return Err(ImportError::Empty);
     };
-    let first_line_no = first_idx + 1;
-    let (format, runs) = if first_line.trim_start().starts_with('{') {
-        let tree = records::first_value(text)?;
-        if tree.schema.is_some() {
-            (Format::RunRecords, records::parse(input)?)
-        } else if tree.start.is_some() && tree.end.is_some() {
-            let options = options.for_outputs(1)?.remove(0);
-            let record = iperf3::parse(text, &options)?;
-            let run = CanonicalRun::from_record(record)
-                .map_err(|err| ImportError::parse(first_line_no, err.to_string()))?;
-            (Format::Iperf3, vec![run])
-        } else {
-            return Err(ImportError::unrecognised(first_line_no, first_line));
-        }
-    } else {
-        // Text from an email: quoted lines are read unquoted, and the
-        // prose around the outputs is not read.
-        if let Some((idx, _)) = text.lines().enumerate().nth(MAX_TEXT_LINES) {
-            return Err(ImportError::TooManyLines { line: idx + 1 });
-        }
-        let text = unquote(text);
-        let netperf_start = text.lines().position(netperf::is_banner);
-        let uperf_start = text.lines().position(uperf::is_start);
-        let (format, records) = match (netperf_start, uperf_start) {
-            (Some(_), None) => netperf::parse(&text, options)?,
-            (None, Some(_)) => (Format::Uperf, uperf::parse(&text, options)?),
-            (Some(netperf), Some(uperf)) => {
-                return Err(ImportError::parse(
-                    netperf.max(uperf) + 1,
-                    "netperf and uperf outputs in one input: import them apart",
-                ));
-            }
-            (None, None) => return Err(ImportError::unrecognised(first_line_no, first_line)),
-        };
-        if records.len() > MAX_RUNS_PER_INPUT {
+    let mut n_runs = 0_usize;
+    let mut sink = |record: RunRecord, line: usize| {
+        if n_runs == MAX_RUNS_PER_INPUT {
             return Err(ImportError::TooManyRuns {
-                count: records.len(),
-                line: None,
+                count: n_runs + 1,
+                line: Some(line),
             });
         }
-        let runs = records
-            .into_iter()
-            .map(|record| {
-                CanonicalRun::from_record(record)
-                    .map_err(|err| ImportError::parse(first_line_no, err.to_string()))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        (format, runs)
+        let run = CanonicalRun::from_record(record)
+            .map_err(|err| ImportError::parse(line, err.to_string()))?;
+        n_runs += 1;
+        take(run)
     };
-    if runs.is_empty() {
+    if first_line.trim_start().starts_with('{') {
+        let options = options.for_outputs(1)?.remove(0);
+        sink(iperf3::parse(text, &options)?, first_idx + 1)?;
+        return Ok((Format::Iperf3, n_runs));
+    }
+    // Text from an email: quoted lines are read unquoted, and the prose
+    // around the outputs is not read.
+    if let Some((idx, _)) = text.lines().enumerate().nth(MAX_TEXT_LINES) {
+        return Err(ImportError::TooManyLines { line: idx + 1 });
+    }
+    let text = unquote(text);
+    let netperf_start = text.lines().position(netperf::is_banner);
+    let uperf_start = text.lines().position(uperf::is_start);
+    let format = match (netperf_start, uperf_start) {
+        (Some(_), None) => netperf::parse_each(&text, options, &mut sink)?,
+        (None, Some(_)) => {
+            uperf::parse_each(&text, options, &mut sink)?;
+            Format::Uperf
+        }
+        (Some(netperf), Some(uperf)) => {
+            return Err(ImportError::parse(
+                netperf.max(uperf) + 1,
+                "netperf and uperf outputs in one input: import them apart",
+            ));
+        }
+        (None, None) => return Err(ImportError::unrecognised(first_idx + 1, first_line)),
+    };
+    if n_runs == 0 {
         return Err(ImportError::Empty);
     }
-    if runs.len() > MAX_RUNS_PER_INPUT {
-        return Err(ImportError::TooManyRuns {
-            count: runs.len(),
-            line: None,
-        });
-    }
-    Ok(Imported { format, runs })
+    Ok((format, n_runs))
 }
 
 /// `text` with the quote markers of an email (`> `, `>> `, `> > `) taken
@@ -588,6 +588,7 @@ pub(crate) fn build_record(run: PeerRun, options: &ImportOptions) -> Result<RunR
         summary,
         system: None,
         experiment: None,
+        command: None,
     };
     record.seal()?;
     Ok(record)

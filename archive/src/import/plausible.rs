@@ -1,35 +1,25 @@
-//! Figures no real run has, refused on import: non-finite or negative
-//! figures, rates beyond any link, CPU beyond every CPU a host can have,
-//! a run that took no time, a start far after the import.
+//! Figures no real run has, refused on import before a record is built:
+//! non-finite or negative figures, rates beyond any link, CPU beyond
+//! every CPU a host can have (the ceilings every record is held to,
+//! `run_record::record::limits`), a run that took no time, a start far
+//! after the import.
 
 use super::{BuildError, ImportOptions, PeerRun};
+use run_record::record::limits::{MAX_HOST_CPUS, MAX_THROUGHPUT_BPS, MAX_TRANSACTION_RATE};
 use std::time::{Duration, SystemTime};
 
 /// How far past the import a run's stated start may be (clocks of two
 /// machines differ; a day more is a wrong clock or a wrong figure).
 const MAX_CLOCK_SKEW: Duration = Duration::from_secs(24 * 3600);
 
-/// The highest throughput an imported run may state, bits per second:
-/// 10 Tbit/s, beyond any link or loopback a run can measure today.
-pub const MAX_THROUGHPUT_BPS: f64 = 1e13;
-
-/// The highest transaction or operation rate an imported run may state,
-/// per second.
-pub const MAX_TRANSACTION_RATE: f64 = 1e10;
-
-/// The most CPUs a host may have (Linux's largest `NR_CPUS`): a CPU
-/// figure is at most 100 % times this many, since the tools that report
-/// one do not say how many CPUs it was taken over.
-pub const MAX_CPUS: f64 = 8192.0;
-
 /// Refuses figures no real run has: a negative or non-finite figure, a
 /// rate beyond any link ([`MAX_THROUGHPUT_BPS`], [`MAX_TRANSACTION_RATE`]),
-/// CPU over 100 % times [`MAX_CPUS`], an elapsed time of 0 or less, a
+/// CPU over 100 % times [`MAX_HOST_CPUS`], an elapsed time of 0 or less, a
 /// start far in the future.
 pub(super) fn check_plausible(run: &PeerRun, options: &ImportOptions) -> Result<(), BuildError> {
     let figures = &run.figures;
     let implausible = |reason: String| Err(BuildError::Implausible(reason));
-    let max_cpu_pct = 100.0 * MAX_CPUS;
+    let max_cpu_pct = 100.0 * MAX_HOST_CPUS;
     for (name, value, unit, ceiling) in [
         (
             "throughput",

@@ -1,8 +1,13 @@
 //! Canonical run records as input: one JSON document (any formatting) or
-//! JSON lines, each validated and kept verbatim in canonical form.
+//! JSON lines, read one document at a time ([`super::input::Documents`]),
+//! each validated and kept verbatim in canonical form, a few documents
+//! at a time on every core.
 
-use super::{ImportError, MAX_DOCUMENT_BYTES};
+use super::input::{Document, Documents, ReadError, Start};
+use super::{ImportError, MAX_RUNS_PER_INPUT};
 use crate::store::CanonicalRun;
+use run_record::record::RecordError;
+use std::io::BufRead;
 
 /// The members of a JSON document's top level that tell its format;
 /// every other member is skipped without being built.
@@ -19,23 +24,13 @@ pub(super) struct TopLevel {
     pub end: Option<serde::de::IgnoredAny>,
 }
 
-/// The top-level members of the first JSON document of `text`, for
-/// detecting the format: read without building a tree, which takes
-/// several times the text's size.
-pub(super) fn first_value(text: &str) -> Result<TopLevel, ImportError> {
-    let mut measure = serde_json::Deserializer::from_str(text).into_iter::<serde::de::IgnoredAny>();
-    if let Some(Ok(_)) = measure.next()
-        && measure.byte_offset() > MAX_DOCUMENT_BYTES
-    {
-        let leading = text.len() - text.trim_start().len();
-        let line = 1 + text[..leading].matches('\n').count();
-        return Err(ImportError::DocumentTooLarge { line });
-    }
-    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<TopLevel>();
-    match stream.next() {
-        Some(Ok(value)) => Ok(value),
-        Some(Err(err)) => Err(ImportError::parse(err.line(), json_message(&err))),
-        None => Err(ImportError::Empty),
+impl TopLevel {
+    /// The top-level members of `document`, read without building a
+    /// tree, which takes several times the text's size.
+    pub(super) fn of(document: &Document) -> Result<TopLevel, ImportError> {
+        serde_json::from_slice(&document.bytes).map_err(|err| {
+            ImportError::parse(document.line + err.line().max(1) - 1, json_message(&err))
+        })
     }
 }
 
@@ -48,80 +43,110 @@ fn json_message(err: &serde_json::Error) -> String {
     format!("malformed JSON: {message}")
 }
 
-/// Every record of `input`, in order.
-pub(super) fn parse(input: &[u8]) -> Result<Vec<CanonicalRun>, ImportError> {
-    // First find where each document starts and ends, cheaply; then
-    // validate the documents, on every core when there are many.
-    let mut spans = Vec::new();
+/// Documents validated together, on every core: at most this many ...
+const CHUNK_DOCUMENTS: usize = 256;
+/// ... and at most this many bytes of them, so that what is being
+/// validated at once stays within tens of MiB.
+const CHUNK_BYTES: usize = 8 << 20;
+
+/// Reads every document of `documents` (the first already read, and
+/// given) as a run record, in order, handing each to `take`; refuses the
+/// input at the first document that is not a valid record, and at the
+/// one past [`MAX_RUNS_PER_INPUT`].
+pub(super) fn each_record<E: From<ImportError> + From<ReadError>>(
+    first: Document,
+    documents: &mut Documents<'_>,
+    take: &mut dyn FnMut(CanonicalRun) -> Result<(), E>,
+) -> Result<usize, E> {
     let mut n_documents = 0_usize;
-    let mut stream =
-        serde_json::Deserializer::from_slice(input).into_iter::<serde::de::IgnoredAny>();
-    let mut start = 0;
-    let mut line = 1;
+    let mut chunk = vec![first];
+    let mut chunk_bytes = chunk[0].bytes.len();
     loop {
-        match stream.next() {
-            None => break,
-            Some(Ok(_)) => {
-                let end = stream.byte_offset();
-                let document = &input[start..end];
-                let leading = document.len() - document.trim_ascii_start().len();
-                line += count_newlines(&document[..leading]);
-                if document.len() - leading > MAX_DOCUMENT_BYTES {
-                    return Err(ImportError::DocumentTooLarge { line });
+        let next = documents.next_document()?;
+        let at_end = next.is_none();
+        if let Some(document) = next {
+            n_documents += 1;
+            if n_documents + 1 > MAX_RUNS_PER_INPUT {
+                return Err(ImportError::TooManyRuns {
+                    count: n_documents + 1,
+                    line: Some(document.line),
                 }
-                // Past the ceiling the documents are only counted, so
-                // that the refusal names their number.
-                n_documents += 1;
-                if n_documents <= super::MAX_RUNS_PER_INPUT {
-                    spans.push((line, start + leading, end));
-                }
-                line += count_newlines(&document[leading..]);
-                start = end;
+                .into());
             }
-            Some(Err(err)) => {
-                return Err(ImportError::parse(err.line(), json_message(&err)));
+            chunk_bytes += document.bytes.len();
+            chunk.push(document);
+        }
+        if at_end || chunk.len() >= CHUNK_DOCUMENTS || chunk_bytes >= CHUNK_BYTES {
+            for run in validate(std::mem::take(&mut chunk)) {
+                take(run?)?;
             }
+            chunk_bytes = 0;
+        }
+        if at_end {
+            return Ok(n_documents + 1);
         }
     }
-    if n_documents > super::MAX_RUNS_PER_INPUT {
+}
+
+/// Counts the documents of an input whose first character `start` read,
+/// refusing it past [`MAX_RUNS_PER_INPUT`] with their number, or at a
+/// document or line past its ceiling: what can be told of an input
+/// before any of it is read as records.
+pub(super) fn check_documents(reader: &mut dyn BufRead, start: &Start) -> Result<(), ReadError> {
+    let mut documents = Documents::new(reader, start, false);
+    let mut n_documents = 0_usize;
+    while documents.next_document()?.is_some() {
+        n_documents += 1;
+    }
+    if n_documents > MAX_RUNS_PER_INPUT {
         return Err(ImportError::TooManyRuns {
             count: n_documents,
             line: None,
-        });
+        }
+        .into());
     }
-    let validate = |(line, start, end): &(usize, usize, usize)| {
-        CanonicalRun::from_json(&input[*start..*end])
-            .map_err(|err| ImportError::parse(*line, format!("invalid run record: {err}")))
-    };
+    Ok(())
+}
+
+/// The runs of `chunk`, in order, each validated (on every core when
+/// there are several).
+fn validate(chunk: Vec<Document>) -> Vec<Result<CanonicalRun, ImportError>> {
     let n_threads = std::thread::available_parallelism().map_or(1, usize::from);
-    if n_threads < 2 || spans.len() < 64 {
-        return spans.iter().map(validate).collect();
+    if n_threads < 2 || chunk.len() < 2 {
+        return chunk.iter().map(validate_one).collect();
     }
-    let chunk_len = spans.len().div_ceil(n_threads);
-    let results: Vec<Result<Vec<CanonicalRun>, ImportError>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = spans
-            .chunks(chunk_len)
-            .map(|chunk| scope.spawn(move || chunk.iter().map(validate).collect()))
+    let part_len = chunk.len().div_ceil(n_threads);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = chunk
+            .chunks(part_len)
+            .map(|part| scope.spawn(move || part.iter().map(validate_one).collect::<Vec<_>>()))
             .collect();
         handles
             .into_iter()
-            .map(|handle| {
+            .flat_map(|handle| {
                 handle.join().unwrap_or_else(|_| {
-                    Err(ImportError::parse(
+                    vec![Err(ImportError::parse(
                         1,
                         "record validation failed unexpectedly",
-                    ))
+                    ))]
                 })
             })
             .collect()
-    });
-    let mut runs = Vec::with_capacity(spans.len());
-    for chunk in results {
-        runs.extend(chunk?);
-    }
-    Ok(runs)
+    })
 }
 
-fn count_newlines(bytes: &[u8]) -> usize {
-    bytes.iter().filter(|&&byte| byte == b'\n').count()
+/// One document read as a run record; a document that is not JSON is
+/// named at the line where it breaks, any other fault at its first line.
+fn validate_one(document: &Document) -> Result<CanonicalRun, ImportError> {
+    CanonicalRun::from_json(&document.bytes).map_err(|err| match err {
+        RecordError::Malformed { line, message, .. } => ImportError::parse(
+            document.line + line.max(1) - 1,
+            format!("malformed JSON: {message}"),
+        ),
+        RecordError::Truncated { line, .. } => ImportError::parse(
+            document.line + line.max(1) - 1,
+            "malformed JSON: the input ends inside a document",
+        ),
+        other => ImportError::parse(document.line, format!("invalid run record: {other}")),
+    })
 }

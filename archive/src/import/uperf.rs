@@ -26,7 +26,7 @@
 //! A captured output holds uperf's live progress: a line is read as a
 //! terminal shows it, from its last carriage return.
 
-use super::{ImportError, ImportOptions, PeerFigures, PeerRun, build_record};
+use super::{ImportError, ImportOptions, PeerFigures, PeerRun, RecordSink, build_record};
 use run_record::record::{Endpoint, Environments, LatencyReport, RunRecord, Source};
 use run_record::spec::{AddressFamily, RunSpec, TestKind};
 
@@ -199,8 +199,13 @@ fn table_rows<'a>(lines: &[(usize, &'a str)], first_word: &str) -> Vec<(usize, &
         .collect()
 }
 
-/// Every uperf output in `text`, each labelled as `options` says.
-pub(super) fn parse(text: &str, options: &ImportOptions) -> Result<Vec<RunRecord>, ImportError> {
+/// Every uperf output in `text`, each labelled as `options` says, handed
+/// to `sink` as it is read.
+pub(super) fn parse_each(
+    text: &str,
+    options: &ImportOptions,
+    sink: RecordSink<'_>,
+) -> Result<(), ImportError> {
     let lines: Vec<(usize, &str)> = text
         .lines()
         .enumerate()
@@ -223,12 +228,12 @@ pub(super) fn parse(text: &str, options: &ImportOptions) -> Result<Vec<RunRecord
         ));
     }
     let per_output = options.for_outputs(starts.len())?;
-    let mut records = Vec::with_capacity(starts.len());
     for (start_idx, &start) in starts.iter().enumerate() {
         let end = starts.get(start_idx + 1).copied().unwrap_or(lines.len());
-        records.push(parse_output(&lines[start..end], &per_output[start_idx])?);
+        let record = parse_output(&lines[start..end], &per_output[start_idx])?;
+        sink(record, lines[start].0)?;
     }
-    Ok(records)
+    Ok(())
 }
 
 /// The run of the output `lines`, its first line the `Starting` line.

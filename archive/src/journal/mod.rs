@@ -64,6 +64,14 @@ impl Archive {
         self.backend().session_events(session_id)
     }
 
+    /// When each event of the journal of session `session_id` was
+    /// written, oldest first (RFC 3339, UTC): what a report reads the
+    /// bisection's wall-clock from.
+    pub fn session_event_times(&self, session_id: i64) -> Result<Vec<String>, ArchiveError> {
+        self.session(session_id)?;
+        self.backend().session_event_times(session_id)
+    }
+
     /// Records the config_key the runs of session `session_id` are
     /// compared under.
     pub fn set_session_config_key(

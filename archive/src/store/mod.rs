@@ -42,6 +42,7 @@ use std::time::Duration;
 
 mod backend;
 mod check;
+pub(crate) mod lab;
 mod merge;
 mod postgres;
 mod query;
@@ -72,10 +73,14 @@ pub struct CanonicalRun {
 
 impl CanonicalRun {
     /// Wraps a sealed record; fails when its id is not that of its content
-    /// (call [`RunRecord::seal`] first), or when a name of it is beyond
-    /// what every archive stores ([`RunRecord::check_names`]).
+    /// (call [`RunRecord::seal`] first), when a name of it is beyond what
+    /// every archive stores ([`RunRecord::check_names`]), or when it is
+    /// beyond the limits every record is read with
+    /// ([`RunRecord::check_limits`]), so that nothing is stored that could
+    /// not be read back.
     pub fn from_record(record: RunRecord) -> Result<CanonicalRun, ArchiveError> {
         record.check_names()?;
+        record.check_limits().map_err(RecordError::from)?;
         let computed = record.compute_id()?;
         if computed != record.id {
             return Err(ArchiveError::NotSealed {

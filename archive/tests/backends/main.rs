@@ -5,11 +5,13 @@
 //! since CI installs them); where they are, a cluster that does not
 //! start is a failure.
 //!
-//! Here the reads and writes; `check` (damage and `archive check`) and
-//! `opening` (schema versions and what is refused) apart.
+//! Here the reads and writes; `check` (damage and `archive check`),
+//! `lab` (the queue, regressions and outbox of a lab that runs itself)
+//! and `opening` (schema versions and what is refused) apart.
 
 mod acceptance;
 mod check;
+mod lab;
 mod opening;
 
 use archive::location::ServerAddress;
@@ -232,6 +234,15 @@ fn the_journal_keeps_sessions_and_events_in_order() {
         assert_eq!(
             reader.session_events(session.id).unwrap(),
             [r#"{"n":1}"#, r#"{"n":2}"#]
+        );
+        let times = reader.session_event_times(session.id).unwrap();
+        assert_eq!(times.len(), 2, "{times:?}");
+        assert!(
+            times
+                .iter()
+                .all(|time| run_record::time::is_rfc3339_utc(time))
+                && times[0] <= times[1],
+            "{times:?}"
         );
         let active = reader.active_session("/src/linux").unwrap().unwrap();
         assert_eq!(

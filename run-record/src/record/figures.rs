@@ -26,12 +26,17 @@ pub struct Source {
     pub undated: bool,
 }
 
+/// The control port of `netbisect serve` when none is given: a run's
+/// [`Endpoint`] on another port was made with `-p`.
+pub const DEFAULT_CONTROL_PORT: u16 = 12866;
+
 /// Where the remote end was.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Endpoint {
     /// Remote host as given (`127.0.0.1` for the embedded server).
     pub host: String,
-    /// Control port, when there was one.
+    /// Control port, when there was one (a server given with `-H`; the
+    /// embedded server has none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub port: Option<u16>,
 }

@@ -1,4 +1,4 @@
-//! The canonical run record, schema `netbisect.run/1.3`: one test run as
+//! The canonical run record, schema `netbisect.run/1.4`: one test run as
 //! one JSON document, the unit that everything else stores, compares and
 //! bisects on.
 //!
@@ -7,14 +7,15 @@
 //! A record is a JSON object with these members (see the types below for
 //! every field):
 //!
-//! - `schema`: `"netbisect.run/1.3"`. A reader rejects any other major
-//!   version. A record of a revision this crate knows (`netbisect.run/1`
-//!   to `netbisect.run/1.3`) has exactly the members
+//! - `schema`: `"netbisect.run/1.4"`, or `"netbisect.run/1.3"` for a
+//!   record without the member 1.4 added (see below). A reader rejects
+//!   any other major version. A record of a revision this crate knows
+//!   (`netbisect.run/1` to `netbisect.run/1.4`) has exactly the members
 //!   the types below define, absent values left out (never `null`), so
 //!   that what is read
 //!   writes back to the same bytes and keeps its id; a `netbisect.run/1`
 //!   record stays one when read (its `schema` is kept). Only a newer minor
-//!   revision (`netbisect.run/1.N`, N > 3) may carry members this crate
+//!   revision (`netbisect.run/1.N`, N > 4) may carry members this crate
 //!   does not know; the id still covers them, and its `config_key` is
 //!   checked over its `spec` as written.
 //!
@@ -42,6 +43,15 @@
 //!   Revision 1.3 added the `vm` section's `host_cpus`, the host's CPUs
 //!   a VM was pinned to (each slot of `bisect run --jobs` with `--kernel`
 //!   its own; not in the config_key).
+//!
+//!   Revision 1.4 added `command`: the words after `netbisect` of the
+//!   command that made a run in a VM (`bench --kernel ...`, `ab ...`),
+//!   as given, so that the line that makes it again names the kernel
+//!   as its path was given, the VM options as given and an experiment's
+//!   axes in the order given (see [`check_command`]; not in the
+//!   config_key). A record without it is still written as 1.3, byte for
+//!   byte what earlier writers wrote, so that its id and every older
+//!   reader stay as they were.
 //! - `id`: blake3 of the canonical bytes of the record without `id`, as 64
 //!   hex digits. Identical content gives an identical id, which makes
 //!   storing, importing and merging idempotent. For an imported run whose
@@ -63,22 +73,28 @@
 //! reading a record back is `read.rs` ([`RunRecord::from_slice`]), the
 //! members below the top level are `figures.rs`, the figures a run is
 //! judged by [`Metric`], the latency histogram's layout [`histogram`],
-//! and the limits of the run's names, which every archive must store,
-//! `names.rs` ([`RunRecord::check_names`]).
+//! the limits of the run's names, which every archive must store,
+//! `names.rs` ([`RunRecord::check_names`]), and the physical ranges and
+//! sizes every record is held to [`limits`](mod@limits).
 
 mod experiment;
 mod figures;
 pub mod histogram;
+pub mod limits;
 mod metric;
 mod names;
 mod read;
 mod system;
 
-pub use experiment::ExperimentTag;
+pub use experiment::{
+    COMMANDS_KEPT, EXPERIMENT_ID_DIGITS, ExperimentTag, MAX_COMMAND_WORD_BYTES, MAX_COMMAND_WORDS,
+    check_command,
+};
 pub use figures::{
-    BufferTruth, ConfidenceOutcome, CpuConfidence, CpuDetail, CpuFigures, EndReport, Endpoint,
-    EndsReport, Environments, FlowFigures, HostCpu, Iteration, LatencyFigures, LatencyHistogram,
-    LatencyReport, SocketTruth, Source, Spread, Subject, Summary, TcpInfoFigures, UdpFigures,
+    BufferTruth, ConfidenceOutcome, CpuConfidence, CpuDetail, CpuFigures, DEFAULT_CONTROL_PORT,
+    EndReport, Endpoint, EndsReport, Environments, FlowFigures, HostCpu, Iteration, LatencyFigures,
+    LatencyHistogram, LatencyReport, SocketTruth, Source, Spread, Subject, Summary, TcpInfoFigures,
+    UdpFigures,
 };
 pub use metric::{Direction, Metric, UnknownMetric};
 pub use names::{MAX_NAME_BYTES, check_name};
@@ -91,13 +107,17 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-/// The schema this crate writes.
-pub const SCHEMA: &str = "netbisect.run/1.3";
+/// The newest schema this crate writes: that of a record with a member
+/// revision 1.4 added.
+pub const SCHEMA: &str = "netbisect.run/1.4";
+/// The schema of a record without the members revision 1.4 added, as
+/// every writer before it wrote it.
+pub const SCHEMA_WITHOUT_COMMAND: &str = "netbisect.run/1.3";
 /// The schema major version this crate reads.
 pub const SCHEMA_MAJOR: u32 = 1;
 /// The newest minor revision of [`SCHEMA_MAJOR`] whose members this crate
 /// knows; a record of a newer one may carry members it does not.
-pub const SCHEMA_MINOR: u32 = 3;
+pub const SCHEMA_MINOR: u32 = 4;
 const SCHEMA_PREFIX: &str = "netbisect.run/";
 
 /// Why a record could not be read, written or sealed.
@@ -150,6 +170,10 @@ pub enum RecordError {
         /// The id of the content.
         computed: String,
     },
+    /// A figure or part beyond the limits of a record
+    /// ([`limits`](mod@limits)).
+    #[error(transparent)]
+    Limit(Box<limits::LimitError>),
     /// The stated config_key is not the hash of the spec and environment.
     #[error("config_key does not match the content: stated {stated}, computed {computed}")]
     ConfigKeyMismatch {
@@ -178,6 +202,14 @@ pub enum RecordError {
         /// Where the first NUL is, bytes from the start.
         offset: usize,
     },
+}
+
+impl From<limits::LimitError> for RecordError {
+    fn from(err: limits::LimitError) -> RecordError {
+        // Boxed: a limit's path and figures would otherwise make every
+        // result of reading a record several times larger.
+        RecordError::Limit(Box::new(err))
+    }
 }
 
 /// One test run: the canonical run record.
@@ -215,6 +247,11 @@ pub struct RunRecord {
     /// The experiment and round of a run of `netbisect ab` (since 1.2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub experiment: Option<ExperimentTag>,
+    /// The words after `netbisect` of the command that made the run, as
+    /// given (`ab --kernel-a base/bzImage ...`), for a run in a VM
+    /// (since 1.4; see [`check_command`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
 }
 
 /// What `config_key` hashes. The spec is a [`RunSpec`], or the `spec`
@@ -280,7 +317,12 @@ impl RunRecord {
     /// Sets `schema`, `config_key` and `id` from the content. Call after
     /// the last change to a record, before storing or printing it.
     pub fn seal(&mut self) -> Result<(), RecordError> {
-        self.schema = SCHEMA.to_string();
+        self.schema = if self.command.is_some() {
+            SCHEMA
+        } else {
+            SCHEMA_WITHOUT_COMMAND
+        }
+        .to_string();
         self.config_key = self.compute_config_key()?;
         self.id = self.compute_id()?;
         Ok(())
@@ -372,6 +414,7 @@ mod tests {
             summary: Summary::default(),
             system: None,
             experiment: None,
+            command: None,
         };
         record.seal().unwrap();
         record

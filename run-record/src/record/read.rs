@@ -1,7 +1,8 @@
 //! Reading a record back from bytes: encoding, schema revision, numbers,
-//! members the schema does not define, names (`names.rs`), times,
-//! `config_key` and `id`, each refused with the [`RecordError`] that says
-//! what is wrong.
+//! members the schema does not define, names (`names.rs`), times, the
+//! fixed form of the experiment's id and of the command, the limits of
+//! its figures and parts (`limits.rs`), `config_key` and `id`, each
+//! refused with the [`RecordError`] that says what is wrong.
 
 use super::{RecordError, RunRecord, SCHEMA_MAJOR, SCHEMA_MINOR, SCHEMA_PREFIX, id_of_tree};
 use crate::canonical;
@@ -9,7 +10,8 @@ use serde_json::Value;
 
 impl RunRecord {
     /// Reads a record, checking encoding, schema version, numbers, fields,
-    /// `id` and `config_key`.
+    /// the limits of its figures ([`RunRecord::check_limits`]), `id` and
+    /// `config_key`.
     pub fn from_slice(bytes: &[u8]) -> Result<RunRecord, RecordError> {
         let text = std::str::from_utf8(bytes).map_err(|err| RecordError::NotUtf8 {
             offset: err.valid_up_to(),
@@ -45,6 +47,19 @@ impl RunRecord {
                 )));
             }
         }
+        // Members a command line prints, or a file is named after, have a
+        // fixed form.
+        if let Some(tag) = &record.experiment {
+            tag.check().map_err(RecordError::Invalid)?;
+        }
+        if let Some(words) = &record.command {
+            if minor < 4 {
+                return Err(RecordError::Invalid(format!(
+                    "command is a member of netbisect.run/1.4, and this record is of 1.{minor}"
+                )));
+            }
+            super::check_command(words).map_err(RecordError::Invalid)?;
+        }
         // A record of a revision this crate knows must be what the typed
         // record writes back, or storing `to_canonical_bytes` of what was
         // read would change its id. Newer minor revisions may add members,
@@ -67,6 +82,7 @@ impl RunRecord {
                 computed,
             });
         }
+        record.check_limits()?;
         // The id covers the document as written, including members a newer
         // minor revision may have added, so hash the tree, not the struct.
         let computed = id_of_tree(tree)?;

@@ -1,10 +1,11 @@
 //! `netbisect bench --kernel IMAGE`: the test in a VM booting the image
 //! (see [`crate::vm::run_tests`]), every configuration of its `--sweep`
-//! axes in that one boot; each record stored here as soon as the guest
-//! has finished it, and printed as bench prints a run (`--json`: one
-//! record a line).
+//! axes in that one boot; each record given the command that made it
+//! (the kernel and VM options as given) and stored here as soon as the
+//! guest has finished it, and printed as bench prints a run (`--json`:
+//! one record a line).
 
-use crate::exit::{self, Code};
+use crate::exit::{self, Code, Context};
 use crate::global_options::GlobalOptions;
 use crate::progress::Reporter;
 use crate::request::{BenchInvocation, KernelRun};
@@ -46,7 +47,10 @@ pub fn run(
             if name.is_empty() { "the test" } else { &name }
         ));
         match tested {
-            Ok(record) => {
+            Ok(mut record) => {
+                // Its line names the kernel and the VM as they were given.
+                record.command = Some(kernel.command.clone());
+                record.seal().context("failed to seal the run record")?;
                 if invocation.output.archive {
                     store_run(global, &record)?;
                 }

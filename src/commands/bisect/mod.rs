@@ -19,35 +19,32 @@
 //!
 //! This module holds the dispatch and the commands that change a session
 //! (`start`, `run`, `reset`); [`session`] its state, [`status`] the
-//! status and the log, [`report`] the report of a finished bisection.
+//! status and the log, [`report`] the report of a finished bisection,
+//! [`timing`] what it cost in time (jobs, rounds, wall-clock).
 
 mod progress;
 mod report;
-use crate::cli::MeasureArgs;
-use crate::cli::{
-    BisectAction, BisectArgs, BisectRepoArgs, BisectRunArgs, BisectStartArgs, DirectionArg,
-    MethodArg,
-};
+use crate::bisection::{ArchiveJournal, Range};
+use crate::cli::{BisectAction, BisectArgs, BisectRepoArgs, BisectRunArgs, BisectStartArgs};
 use crate::exit::{self, Code, Context, InputError};
 use crate::global_options::GlobalOptions;
-use bisect::config::BisectConfig;
-use bisect::decision::{DecisionConfig, Method as WalkMethod};
+use bisect::decision::Method as WalkMethod;
 use bisect::engine;
-use bisect::measure::{CommandMeasurer, CommandStep};
+use bisect::measure::CommandMeasurer;
 use bisect::range;
 use bisect::worktree::BisectWorktree;
 use child_process::runner;
 use report::print_outcome;
-use run_record::record::{Direction, Metric};
-use session::{SESSION_SCHEMA, SessionSpec, WORKTREE_NAME, load, lock_state, repo_key, state_dir};
+use run_record::record::Metric;
+use session::{SessionSpec, WORKTREE_NAME, load, lock_state, repo_key, state_dir};
 use status::print_status;
 use std::path::PathBuf;
-use std::time::Duration;
-use wiring::{ArchiveJournal, Method, SessionMeasurer};
+use wiring::SessionMeasurer;
 
 mod session;
 mod slots;
 mod status;
+mod timing;
 pub mod wiring;
 
 pub fn run(global: &GlobalOptions, args: &BisectArgs) -> exit::Result<Code> {
@@ -69,85 +66,23 @@ fn short(id: &str) -> &str {
     &id[..id.len().min(12)]
 }
 
-fn metric_of(
-    args: &BisectStartArgs,
-    bench: Option<&bench_core::run::BenchRequest>,
-) -> exit::Result<Metric> {
-    match (&args.metric, bench) {
-        (Some(name), _) => Ok(name.parse()?),
-        (None, Some(request)) => Ok(Metric::primary_for(&request.spec)),
-        (None, None) => Ok(Metric::ThroughputBps),
-    }
-}
-
 fn start(global: &GlobalOptions, args: &BisectStartArgs) -> exit::Result<Code> {
     let repo = range::open_repository(&args.repo).map_err(input)?;
     let key = repo_key(&repo, &args.repo)?;
     let workdir = PathBuf::from(&key);
     let good = range::resolve(&repo, &args.good).map_err(input)?;
     let bad = range::resolve(&repo, &args.bad).map_err(input)?;
-    let graph = range::load(&repo, good, bad, args.first_parent).map_err(input)?;
-    if let Some(build) = &args.build {
-        runner::check_command(build, &workdir).map_err(input)?;
-    }
-    let kernel = kernel_session(args)?;
-    let bench = match &args.measure {
-        MeasureArgs {
-            bench: Some(spec), ..
-        } if kernel.is_some() => Some(crate::request::parse_guest_bench_spec(spec)?),
-        MeasureArgs {
-            bench: Some(spec), ..
-        } => Some(crate::request::parse_bench_spec(spec)?),
-        MeasureArgs {
-            measure: Some(command),
-            ..
-        } => {
-            runner::check_command(command, &workdir).map_err(input)?;
-            None
-        }
-        _ => return Err(input("give --bench SPEC or --measure CMD")),
-    };
-    let metric = metric_of(args, bench.as_ref())?;
-    let direction = match args.direction {
-        Some(DirectionArg::Higher) => Direction::HigherIsBetter,
-        Some(DirectionArg::Lower) => Direction::LowerIsBetter,
-        None => metric.direction(),
-    };
-    let mut defaults = DecisionConfig::default();
-    if let Some(n) = args.end_repeats {
-        defaults.min_end_repeats = n;
-    }
-    if let Some(n) = args.confirm_repeats {
-        defaults.confirm_repeats = n;
-    }
-    let spec = SessionSpec {
-        schema: SESSION_SCHEMA.to_string(),
-        repo: key.clone(),
-        good_rev: args.good.clone(),
-        good: good.to_string(),
-        bad_rev: args.bad.clone(),
-        bad: bad.to_string(),
-        first_parent: args.first_parent,
-        build: args.build.clone(),
-        bench: args.measure.bench.clone(),
-        measure: args.measure.measure.clone(),
-        timeout_s: args.timeout,
-        kernel,
-        n_commits: graph.nodes.len() as u32,
-        config: BisectConfig {
-            metric: metric.name().to_string(),
-            direction,
-            decision: DecisionConfig {
-                min_effect_pct: args.min_effect,
-                max_repeats: args.max_repeats,
-                method: match args.method {
-                    MethodArg::Posterior => WalkMethod::Posterior,
-                    MethodArg::Sequential => WalkMethod::Sequential,
-                },
-                ..defaults
-            },
+    let graph = range::load(&repo, good, bad, args.recipe.first_parent).map_err(input)?;
+    let recipe = crate::request::recipe::recipe_of(&args.recipe, &workdir)?;
+    let spec = SessionSpec::new(
+        recipe,
+        Range {
+            repo: key.clone(),
+            good: (args.good.clone(), good.to_string()),
+            bad: (args.bad.clone(), bad.to_string()),
+            n_commits: graph.nodes.len() as u32,
         },
-    };
+    );
     let text = serde_json::to_string(&spec).context("failed to encode the session")?;
     let mut archive = crate::store::open_archive(global)?;
     let session = archive.start_session(&key, &text).context(
@@ -157,39 +92,6 @@ fn start(global: &GlobalOptions, args: &BisectStartArgs) -> exit::Result<Code> {
         engine::status(&graph, &spec.config, &[]).context("failed to plan the bisection")?;
     print_status(global, &session, &spec, &graph, &status)?;
     Ok(Code::Ok)
-}
-
-/// The kernel part of the session: checked options, the runner's tools
-/// found. The image itself is only there once a step is built.
-fn kernel_session(args: &BisectStartArgs) -> exit::Result<Option<wiring::KernelSession>> {
-    let Some(image) = &args.kernel else {
-        if args.vm.any() {
-            return Err(input("--vm-* options need --kernel RELPATH"));
-        }
-        return Ok(None);
-    };
-    if args.measure.bench.is_none() {
-        return Err(input(
-            "--kernel runs --bench SPEC in the guest: give --bench, not --measure",
-        ));
-    }
-    if image.is_absolute() {
-        return Err(input(format!(
-            "--kernel {} must be a path in the worktree, such as arch/x86/boot/bzImage",
-            image.display()
-        )));
-    }
-    let options = crate::request::vm::vm_options(&args.vm, None)?;
-    crate::vm::check_tools()?;
-    Ok(Some(wiring::KernelSession {
-        image: image.to_string_lossy().into_owned(),
-        options,
-        settings: args
-            .vm
-            .vm_settings
-            .as_ref()
-            .map(|path| path.to_string_lossy().into_owned()),
-    }))
 }
 
 /// The jobs of `bisect run`: those asked, checked against the journal's
@@ -241,28 +143,18 @@ fn run_session(global: &GlobalOptions, run_args: &BisectRunArgs) -> exit::Result
     let bad_oid = range::resolve(&loaded.repo, &spec.bad).map_err(input)?;
     let worktree = BisectWorktree::open_or_create(&loaded.repo, &dir, WORKTREE_NAME, bad_oid)
         .context("failed to prepare the bisect worktree")?;
-    let metric: Metric = spec.config.metric.parse()?;
-    let method = match (&spec.bench, &spec.kernel) {
-        (Some(text), Some(kernel)) => Method::Kernel(Box::new(wiring::KernelStep {
-            request: crate::request::parse_guest_bench_spec(text)?,
-            worktree: worktree.path().to_path_buf(),
-            image: PathBuf::from(&kernel.image),
-            session: kernel.clone(),
-            console_dir: dir.join("consoles"),
-            notes: crate::vm::Notes {
-                quiet: global.quiet(),
-                verbose: global.verbose(),
-            },
-        })),
-        (Some(text), None) => Method::Bench(Box::new(crate::request::parse_bench_spec(text)?)),
-        (None, _) => Method::Command,
-    };
-    let step = CommandStep {
-        build: spec.build.clone(),
-        measure: spec.measure.clone().unwrap_or_default(),
-        timeout: spec.timeout_s.map(Duration::from_secs_f64),
-        metric,
-    };
+    let recipe = spec.recipe();
+    let metric: Metric = recipe.metric()?;
+    let method = crate::bisection::measuring::method_of(
+        &recipe,
+        worktree.path(),
+        dir.join("consoles"),
+        crate::vm::Notes {
+            quiet: global.quiet(),
+            verbose: global.verbose(),
+        },
+    )?;
+    let step = recipe.step()?;
     let mut slot_worktrees = Vec::new();
     let mut cpu_sets = Vec::new();
     if jobs > 1

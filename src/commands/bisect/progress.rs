@@ -150,18 +150,11 @@ pub fn rest_of(estimate: &Estimate) -> String {
          measurements (95th pct {})",
         estimate.step_pct, estimate.cv_pct, estimate.mean_after_ends, estimate.p95_after_ends
     );
-    // With several at once, the wall-clock of the rest is taken at the
-    // ratio of rounds to measurements of the whole bisection.
-    let wall = if estimate.jobs > 1 && estimate.mean_measurements > 0.0 {
-        (estimate.mean_rounds / estimate.mean_measurements).min(1.0)
-    } else {
-        1.0
-    };
-    if estimate.seconds_per_run > 0.0 {
+    if let Some([mean_s, p95_s]) = estimate.rest_seconds() {
         text.push_str(&format!(
             ", ~{} (95th pct {}) at {:.1} s a measurement",
-            duration(estimate.mean_after_ends * estimate.seconds_per_run * wall),
-            duration(f64::from(estimate.p95_after_ends) * estimate.seconds_per_run * wall),
+            duration(mean_s),
+            duration(p95_s),
             estimate.seconds_per_run
         ));
     }

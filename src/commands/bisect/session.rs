@@ -1,5 +1,6 @@
 //! A bisection session's state: its description as `start` recorded it
-//! ([`SessionSpec`], JSON in the archive), the session loaded with its
+//! ([`SessionSpec`], JSON in the archive, `crate::bisection`'s), the
+//! session loaded with its
 //! repository and range, its journal, and the state directory in the
 //! repository's git directory (`.git/netbisect/`: the bisect worktree and
 //! the lock of `bisect run`). The commands after `start` find their
@@ -7,62 +8,20 @@
 //! else as the one bisection in progress in the archive's session store.
 
 use super::input;
-use super::wiring;
+pub(super) use crate::bisection::{SESSION_SCHEMA, SessionSpec};
 use crate::exit::{self, Context};
 use crate::global_options::GlobalOptions;
 use archive::Archive;
 use archive::journal::BisectSession;
-use bisect::config::BisectConfig;
 use bisect::engine;
 use bisect::graph::CommitGraph;
 use bisect::progress::Status;
 use bisect::range;
 use git2::Repository;
-use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
-/// Schema of [`SessionSpec`].
-pub(super) const SESSION_SCHEMA: &str = "netbisect.bisect-session/1";
 /// Name of the bisect worktree, and of its directory under the state dir.
 pub(super) const WORKTREE_NAME: &str = "netbisect";
-
-/// What `start` recorded: everything `run` needs, as given and resolved.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SessionSpec {
-    /// Always [`SESSION_SCHEMA`].
-    pub schema: String,
-    /// The repository's working tree, canonical.
-    pub repo: String,
-    /// The good revision as given.
-    pub good_rev: String,
-    /// Its commit id.
-    pub good: String,
-    /// The bad revision as given.
-    pub bad_rev: String,
-    /// Its commit id.
-    pub bad: String,
-    /// Only first parents are followed.
-    pub first_parent: bool,
-    /// Build command.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub build: Option<String>,
-    /// Bench spec (`--bench`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bench: Option<String>,
-    /// Measure command (`--measure`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub measure: Option<String>,
-    /// Timeout of the measure command, seconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeout_s: Option<f64>,
-    /// `--kernel`: each step boots the built image and tests inside.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kernel: Option<wiring::KernelSession>,
-    /// Commits in the range.
-    pub n_commits: u32,
-    /// The engine's options.
-    pub config: BisectConfig,
-}
 
 /// The canonical working tree of the repository at (or containing) `path`.
 pub(super) fn repo_key(repo: &Repository, path: &Path) -> exit::Result<String> {
@@ -214,7 +173,7 @@ pub(super) fn lock_state(dir: &Path) -> exit::Result<std::fs::File> {
 
 pub(super) fn load_events(loaded: &Loaded) -> exit::Result<Vec<bisect::JournalEvent>> {
     let texts = loaded.archive.session_events(loaded.session.id)?;
-    wiring::decode_events(&texts).with_context(|| {
+    crate::bisection::decode_events(&texts).with_context(|| {
         format!(
             "the journal of bisection session {} is damaged",
             loaded.session.id

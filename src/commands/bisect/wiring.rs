@@ -2,109 +2,19 @@
 //! builds in the bisect worktree, measures with a bench test or the
 //! user's command, stores every run in the archive before handing its
 //! sample to the engine, and finds archived runs of a commit under the
-//! session's config_key; and a [`Journal`] kept in the archive. What
-//! they fail with reaches the engine boxed as an [`exit::Failure`], so
+//! session's config_key (its journal is [`crate::bisection`]'s). What
+//! it fails with reaches the engine boxed as an [`exit::Failure`], so
 //! that the bisection ends with the code the error declared.
 
+use crate::bisection::measuring::{self, Checked};
+pub use crate::bisection::measuring::{KernelStep, Method};
 use crate::exit;
-use crate::vm::{self, GuestSettings, GuestSubject, KernelUnderTest, VmOptions};
-use archive::{Archive, CanonicalRun, RunQuery};
-use bench_core::run::BenchRequest;
+use archive::{Archive, RunQuery};
 use bisect::graph::CommitInfo;
 use bisect::journal::BoxError;
 use bisect::measure::{CommandMeasurer, RecordMeasurement};
-use bisect::{Journal, JournalEvent, Measurement, Measurer, Sample};
+use bisect::{Measurement, Measurer, Sample};
 use run_record::record::Metric;
-use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
-
-/// How one repeat is measured.
-pub enum Method {
-    /// A bench test run in-process after the build.
-    Bench(Box<BenchRequest>),
-    /// A bench test run in a VM booting the image the build left.
-    Kernel(Box<KernelStep>),
-    /// The user's command, run by bisect's command measurer.
-    Command,
-}
-
-/// What `--kernel` steps need: the test, the image's place in the
-/// worktree, how the VM is made, and where failed boots' consoles go.
-#[derive(Clone)]
-pub struct KernelStep {
-    /// The test, resolved.
-    pub request: BenchRequest,
-    /// The worktree.
-    pub worktree: PathBuf,
-    /// The image, relative to the worktree.
-    pub image: PathBuf,
-    /// The VM options of the session.
-    pub session: KernelSession,
-    /// Where console tails of failed boots are kept.
-    pub console_dir: PathBuf,
-    /// What the runner tells on stderr.
-    pub notes: vm::Notes,
-}
-
-/// The kernel part of a bisection session, as `start` recorded it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct KernelSession {
-    /// The image the build leaves, relative to the worktree.
-    pub image: String,
-    /// The VM options from the command line.
-    pub options: VmOptions,
-    /// A settings file the build may leave in the worktree, read at each
-    /// step (its sysctls and command line join the options).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub settings: Option<String>,
-}
-
-impl KernelStep {
-    /// Boots the image the build left and tests it; a missing image, a
-    /// failed boot or a failed test is a skip with its reason.
-    pub fn measure(&self) -> RecordMeasurement {
-        let image = self.worktree.join(&self.image);
-        let mut options = self.session.options.clone();
-        if let Some(settings) = &self.session.settings {
-            let path = self.worktree.join(settings);
-            if path.exists() {
-                match GuestSettings::read(&path) {
-                    Ok(settings) => {
-                        let mut append = settings.append;
-                        append.append(&mut options.append);
-                        options.append = append;
-                        for (key, value) in settings.sysctls {
-                            options.sysctls.entry(key).or_insert(value);
-                        }
-                    }
-                    Err(err) => {
-                        return RecordMeasurement::Skip(format!("bad guest settings: {err:#}"));
-                    }
-                }
-            }
-        }
-        let kernel = match KernelUnderTest::prepare(&image, options) {
-            Ok(kernel) => kernel,
-            Err(err) => return RecordMeasurement::Skip(format!("cannot boot the build: {err:#}")),
-        };
-        let subject = GuestSubject {
-            // "loopback" is bench's default without -H: a VM run names
-            // its testbed after its network mode instead.
-            testbed: (self.request.testbed != "loopback").then(|| self.request.testbed.clone()),
-            ..GuestSubject::default()
-        };
-        match vm::run_test(
-            &kernel,
-            &self.request,
-            &subject,
-            &self.console_dir,
-            self.notes,
-        ) {
-            Ok(record) => RecordMeasurement::Record(Box::new(record)),
-            Err(err) => RecordMeasurement::Skip(format!("{err:#}")),
-        }
-    }
-}
 
 /// The measurer of a bisection session.
 pub struct SessionMeasurer<'w> {
@@ -149,26 +59,7 @@ impl<'w> SessionMeasurer<'w> {
     }
 
     fn record_of(&mut self, commit: &CommitInfo) -> exit::Result<RecordMeasurement> {
-        match &self.method {
-            Method::Command => Ok(self.commands.measure_record(commit)?),
-            Method::Kernel(step) => {
-                if let Some(reason) = self.commands.prepare(commit)? {
-                    return Ok(RecordMeasurement::Skip(reason));
-                }
-                Ok(step.measure())
-            }
-            Method::Bench(request) => {
-                if let Some(reason) = self.commands.prepare(commit)? {
-                    return Ok(RecordMeasurement::Skip(reason));
-                }
-                let mut request = (**request).clone();
-                request.subject.commit = Some(commit.id.clone());
-                Ok(match bench_core::run::bench(&request) {
-                    Ok(record) => RecordMeasurement::Record(Box::new(record)),
-                    Err(err) => RecordMeasurement::Skip(format!("the bench test failed: {err}")),
-                })
-            }
-        }
+        measuring::measure_record(&self.method, &mut self.commands, commit)
     }
 
     /// One fresh repeat of `commit`: measured, checked to be of that
@@ -197,34 +88,12 @@ impl<'w> SessionMeasurer<'w> {
         commit: &CommitInfo,
         measured: RecordMeasurement,
     ) -> exit::Result<Measurement> {
-        let mut record = match measured {
-            RecordMeasurement::Record(record) => *record,
-            RecordMeasurement::Skip(reason) => return Ok(Measurement::Skip(reason)),
+        let (run, value) = match measuring::checked(commit, measured, self.metric)? {
+            Checked::Run(run, value) => (run, value),
+            Checked::Skip(reason) => return Ok(Measurement::Skip(reason)),
         };
-        match record.subject.commit.as_deref() {
-            Some(named) if named == commit.id => {}
-            Some(named) if named.is_empty() || !commit.id.starts_with(named) => {
-                return Ok(Measurement::Skip(format!(
-                    "the run record names commit {named}, not {}: pass --commit \
-                     \"$NETBISECT_COMMIT\" to netbisect bench, or check that the \
-                     right build was measured",
-                    &commit.id[..commit.id.len().min(12)]
-                )));
-            }
-            _ => {
-                record.subject.commit = Some(commit.id.clone());
-                record.seal()?;
-            }
-        }
-        let Some(value) = record.sample(self.metric) else {
-            return Ok(Measurement::Skip(format!(
-                "the run record has no {} figures",
-                self.metric
-            )));
-        };
-        let config_key = record.config_key.clone();
-        let run_id = record.id.clone();
-        let run = CanonicalRun::from_record(record)?;
+        let config_key = run.record().config_key.clone();
+        let run_id = run.record().id.clone();
         self.archive.store(&run)?;
         if self.config_key.is_none() {
             self.archive
@@ -288,52 +157,5 @@ impl Measurer for SessionMeasurer<'_> {
             }
             Method::Kernel(_) | Method::Command => None,
         }
-    }
-}
-
-/// A bisection's journal, kept in the archive as JSON documents.
-pub struct ArchiveJournal {
-    archive: Archive,
-    session_id: i64,
-}
-
-impl ArchiveJournal {
-    /// The journal of session `session_id` in `archive`.
-    pub fn new(archive: Archive, session_id: i64) -> ArchiveJournal {
-        ArchiveJournal {
-            archive,
-            session_id,
-        }
-    }
-}
-
-/// Decodes a session's journal.
-pub fn decode_events(texts: &[String]) -> Result<Vec<JournalEvent>, serde_json::Error> {
-    texts
-        .iter()
-        .map(|text| serde_json::from_str(text))
-        .collect()
-}
-
-impl ArchiveJournal {
-    fn events(&self) -> exit::Result<Vec<JournalEvent>> {
-        let texts = self.archive.session_events(self.session_id)?;
-        Ok(decode_events(&texts)?)
-    }
-
-    fn append_event(&mut self, event: &JournalEvent) -> exit::Result<()> {
-        let text = serde_json::to_string(event)?;
-        self.archive.append_event(self.session_id, &text)?;
-        Ok(())
-    }
-}
-
-impl Journal for ArchiveJournal {
-    fn load(&mut self) -> Result<Vec<JournalEvent>, BoxError> {
-        Ok(self.events()?)
-    }
-
-    fn append(&mut self, event: &JournalEvent) -> Result<(), BoxError> {
-        Ok(self.append_event(event)?)
     }
 }

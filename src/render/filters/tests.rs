@@ -38,15 +38,16 @@ fn scales_like_netperf() {
 }
 
 #[test]
-fn commands_wrap_between_words_with_a_backslash() {
+fn commands_wrap_between_arguments_with_a_backslash() {
     let command = "netbisect ab --kernel-a vmlinuz-6.1.0-55-amd64 --vm-append 'a b c' -t TCP_RR";
     let lines = wrap_command(Value::from(command), 40);
+    // Never between a flag and its value.
     assert_eq!(
         lines,
         [
-            "netbisect ab --kernel-a \\",
-            "    vmlinuz-6.1.0-55-amd64 --vm-append \\",
-            "    'a b c' -t TCP_RR",
+            "netbisect ab \\",
+            "    --kernel-a vmlinuz-6.1.0-55-amd64 \\",
+            "    --vm-append 'a b c' -t TCP_RR",
         ]
     );
     let joined: String = lines

@@ -42,9 +42,15 @@ pub fn short_name(value: &str) -> String {
 pub struct Email<'r> {
     /// The records of side A and of side B.
     pub side_records: &'r [Vec<RunRecord>; 2],
-    /// Runs of one experiment: the `netbisect ab` command that makes it
-    /// again.
-    pub ab_command: Option<String>,
+    /// Runs of experiments: the `netbisect ab` command that makes each
+    /// again, one line each.
+    pub ab_commands: Vec<String>,
+    /// Some of `ab_commands` were rebuilt from runs that did not keep
+    /// their command.
+    pub ab_commands_rebuilt: bool,
+    /// Runs outside any experiment: the `netbisect bench` command of
+    /// each of their configurations, once.
+    pub commands: Vec<String>,
     /// Runs in VMs: how the guests were made.
     pub measured_in: Option<String>,
 }
@@ -63,12 +69,20 @@ pub struct CompareContext<'a> {
     pub email: bool,
     /// `--email`: what each side is made of.
     pub email_sides: Vec<EmailSide>,
-    /// `--email`, runs of one experiment: the `netbisect ab` command that
-    /// makes it again (then `commands` is left empty).
+    /// `--email`, runs of experiments: the `netbisect ab` command that
+    /// makes the first again (`ab_commands` has every one).
     pub ab_command: Option<String>,
+    /// `--email`, runs of experiments: the `netbisect ab` command that
+    /// makes each again, one line each, in the order their runs come.
+    pub ab_commands: Vec<String>,
+    /// `--email`: some of `ab_commands` were rebuilt from runs made
+    /// before netbisect kept an experiment's command (kernels named by
+    /// release, axes in sorted order): they start a new experiment.
+    pub ab_commands_rebuilt: bool,
     /// `--email`, runs in VMs: how the guests were made.
     pub measured_in: Option<String>,
-    /// `--email`: the commands that reproduce each configuration.
+    /// `--email`: the commands that reproduce each configuration with
+    /// runs outside any experiment.
     pub commands: Vec<String>,
     /// `--email`: every environment difference, once.
     pub env_differences: Vec<String>,
@@ -114,7 +128,7 @@ impl<'a> CompareContext<'a> {
         email: Option<Email<'_>>,
     ) -> CompareContext<'a> {
         let email_records = email.as_ref().map(|email| email.side_records);
-        let (commands, env_differences) = commands_and_differences(comparison);
+        let env_differences = env_differences(comparison);
         let email_sides = email_records.map_or_else(Vec::new, |records| {
             [
                 (&comparison.first_name, &comparison.first_label, &records[0]),
@@ -128,8 +142,26 @@ impl<'a> CompareContext<'a> {
             .map(|(name, description, records)| EmailSide::of(name, description, records))
             .collect()
         });
-        let (ab_command, measured_in) =
-            email.map_or((None, None), |email| (email.ab_command, email.measured_in));
+        // Without `--email`, every configuration's command, as a user's
+        // template may print them.
+        let every_command = || {
+            let mut commands: Vec<String> = Vec::new();
+            for group in &comparison.groups {
+                if !commands.contains(&group.command) {
+                    commands.push(group.command.clone());
+                }
+            }
+            commands
+        };
+        let (ab_commands, ab_commands_rebuilt, commands, measured_in) =
+            email.map_or((Vec::new(), false, every_command(), None), |email| {
+                (
+                    email.ab_commands,
+                    email.ab_commands_rebuilt,
+                    email.commands,
+                    email.measured_in,
+                )
+            });
         let names = [
             comparison.first_name.as_str(),
             comparison.second_name.as_str(),
@@ -178,12 +210,10 @@ impl<'a> CompareContext<'a> {
             unit_name: units.name,
             email: frame.email,
             email_sides,
-            commands: if ab_command.is_some() {
-                Vec::new()
-            } else {
-                commands
-            },
-            ab_command,
+            commands,
+            ab_command: ab_commands.first().cloned(),
+            ab_commands,
+            ab_commands_rebuilt,
             measured_in,
             env_differences,
             heads,
@@ -197,15 +227,10 @@ impl<'a> CompareContext<'a> {
     }
 }
 
-/// The command of each configuration, once, and each environment
-/// difference, once, as `--email` lists them.
-fn commands_and_differences(comparison: &Comparison) -> (Vec<String>, Vec<String>) {
-    let mut commands: Vec<String> = Vec::new();
+/// Each environment difference, once, as `--email` lists them.
+fn env_differences(comparison: &Comparison) -> Vec<String> {
     let mut env_differences: Vec<String> = Vec::new();
     for group in &comparison.groups {
-        if !commands.contains(&group.command) {
-            commands.push(group.command.clone());
-        }
         for difference in &group.env_differences {
             let text = format!(
                 "{} {}: {} -> {}",
@@ -222,7 +247,7 @@ fn commands_and_differences(comparison: &Comparison) -> (Vec<String>, Vec<String
             }
         }
     }
-    (commands, env_differences)
+    env_differences
 }
 
 /// The fewest and the most more runs a side that would decide a row of

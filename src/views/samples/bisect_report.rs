@@ -342,5 +342,30 @@ pub fn samples() -> Vec<Sample> {
         let context = ReportContext::new(&outcome, [Some(&rr); 2], head, reproduce_rr.clone());
         samples.push(Sample::new("bisect-report", case, &context));
     }
+    // A promised minimum effect the ends were ruled out against.
+    let promised = Outcome::Refused(Refusal {
+        min_effect_pct: 4.0,
+        smallest_step_pct: Some(4.0),
+        ..refusal(RefusalReason::Futile, 100)
+    });
+    let mut promised_reproduce = reproduce_rr.clone();
+    let options = promised_reproduce.len() - 2;
+    promised_reproduce[options].push_str(" --min-effect 4");
+    let context = ReportContext::new(&promised, [Some(&rr); 2], head, promised_reproduce);
+    samples.push(Sample::new(
+        "bisect-report",
+        "refusal-futile-promised",
+        &context,
+    ));
+    // Three jobs at once: their rounds and wall-clock, and --jobs kept.
+    let jobs = Outcome::Finished(throughput_report(Method::Posterior, first_bad(99.62)));
+    let mut jobs_reproduce = reproduce_throughput();
+    *jobs_reproduce.last_mut().unwrap() = "netbisect bisect run --jobs 3".to_string();
+    let context = ReportContext::new(&jobs, [Some(&stream); 2], head, jobs_reproduce).with_timing(
+        3,
+        17,
+        Some(431.5),
+    );
+    samples.push(Sample::new("bisect-report", "posterior-jobs", &context));
     samples
 }

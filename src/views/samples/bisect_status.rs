@@ -94,8 +94,20 @@ pub fn samples() -> Vec<Sample> {
         }),
         ..in_progress("throughput_bps", estimate())
     };
+    // Three jobs at once: the time left at the rounds' pace, as the
+    // progress line says it.
+    let jobs = in_progress(
+        "throughput_bps",
+        Estimate {
+            jobs: 3,
+            mean_rounds: 14.1,
+            p95_rounds: 19,
+            ..running.estimate.clone().unwrap()
+        },
+    );
     [
         ("in-progress", running),
+        ("jobs-in-progress", jobs),
         ("latency-in-progress", latency),
         ("finished", finished),
     ]

@@ -19,6 +19,7 @@ mod bisect_status;
 mod compare;
 mod env;
 mod history;
+mod lab;
 mod plan;
 mod run;
 mod sweep;
@@ -85,6 +86,7 @@ pub fn all() -> Vec<Sample> {
     samples.extend(compare::samples());
     samples.extend(env::samples());
     samples.extend(history::samples());
+    samples.extend(lab::samples());
     samples.extend(plan::samples());
     samples.extend(run::samples());
     samples.extend(sweep::samples());

@@ -41,7 +41,9 @@
 //! `classic` the tables, and `values` the numbers, sizes and throughput
 //! units all of them share.
 
-use super::{Format, ImportError, ImportOptions, MAX_RUNS_PER_INPUT, PeerRun, build_record};
+use super::{
+    Format, ImportError, ImportOptions, MAX_RUNS_PER_INPUT, PeerRun, RecordSink, build_record,
+};
 use banner::{parse_banner, parse_warning_width};
 use classic::{ClassicRun, classic_runs};
 use omni::{is_keyval_line, omni_figures, parse_csv, parse_keyval};
@@ -61,28 +63,56 @@ pub use banner::is_banner;
 /// and runs to the next one. Lines before the first banner (the prose of
 /// an email) are not read.
 pub fn parse(text: &str, options: &ImportOptions) -> Result<(Format, Vec<RunRecord>), ImportError> {
+    let mut records = Vec::new();
+    let format = parse_each(text, options, &mut |record, _| {
+        records.push(record);
+        Ok(())
+    })?;
+    Ok((format, records))
+}
+
+/// Parses every netperf output in `text` as [`parse`] does, handing each
+/// run to `sink` as it is built instead of keeping them.
+pub(crate) fn parse_each(
+    text: &str,
+    options: &ImportOptions,
+    sink: RecordSink<'_>,
+) -> Result<Format, ImportError> {
     let lines: Vec<&str> = text.lines().collect();
     let starts: Vec<usize> = (0..lines.len())
         .filter(|&idx| is_banner(lines[idx]))
         .collect();
     let mut format = None;
-    let mut records = Vec::new();
+    let mut n_runs = 0_usize;
     let per_output = options.for_outputs(starts.len())?;
     for (start_idx, &start) in starts.iter().enumerate() {
         // Runs are counted as they are read: the line that starts one
         // past the ceiling is refused before any line after it is read.
-        let room = MAX_RUNS_PER_INPUT.saturating_sub(records.len());
+        let room = MAX_RUNS_PER_INPUT.saturating_sub(n_runs);
         if room == 0 {
             return Err(runs_past_limit(start + 1));
         }
         let end = starts.get(start_idx + 1).copied().unwrap_or(lines.len());
         let section = unwrap_section(&lines[start..end], start + 1)?;
         let section_lines: Vec<&str> = section.lines.iter().map(String::as_str).collect();
-        let (section_format, section_records) =
-            parse_section(&section_lines, 0, &per_output[start_idx], room)
-                .map_err(|err| section.renumber(err))?;
+        // What `sink` refuses names its line in the input already.
+        let mut refused = None;
+        let mut section_sink = |record: RunRecord, line_no: usize| {
+            n_runs += 1;
+            sink(record, section.input_line(line_no)).inspect_err(|err| refused = Some(err.clone()))
+        };
+        let parsed = parse_section(
+            &section_lines,
+            0,
+            &per_output[start_idx],
+            room,
+            &mut section_sink,
+        );
+        if let Some(err) = refused {
+            return Err(err);
+        }
+        let section_format = parsed.map_err(|err| section.renumber(err))?;
         format.get_or_insert(section_format);
-        records.extend(section_records);
     }
     // A cut in the middle of the last line would leave a figure shorter
     // than printed; netperf ends every line, so a last line without its
@@ -99,10 +129,7 @@ pub fn parse(text: &str, options: &ImportOptions) -> Result<(Format, Vec<RunReco
             ),
         ));
     }
-    match format {
-        Some(format) => Ok((format, records)),
-        None => Err(ImportError::Empty),
-    }
+    format.ok_or(ImportError::Empty)
 }
 
 /// The input refused at `line`, which starts the first run past
@@ -121,7 +148,8 @@ fn parse_section(
     start: usize,
     options: &ImportOptions,
     room: usize,
-) -> Result<(Format, Vec<RunRecord>), ImportError> {
+    sink: RecordSink<'_>,
+) -> Result<Format, ImportError> {
     let banner = parse_banner(lines[start], start + 1)?;
     let mut line_idx = start + 1;
     let mut achieved_width = None;
@@ -167,7 +195,6 @@ fn parse_section(
             classic_runs(lines, line_idx, &spec, room)?,
         )
     };
-    let mut records = Vec::with_capacity(runs.len());
     for run in runs {
         let ClassicRun {
             label,
@@ -228,7 +255,7 @@ fn parse_section(
         };
         let record = build_record(run, &run_options)
             .map_err(|err| ImportError::parse(line_no, err.to_string()))?;
-        records.push(record);
+        sink(record, line_no)?;
     }
-    Ok((format, records))
+    Ok(format)
 }

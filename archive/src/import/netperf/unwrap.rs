@@ -52,15 +52,18 @@ impl Section {
         self.numbers.push(number);
     }
 
+    /// Line `line` of `lines` (from 1) counted in the input.
+    pub(super) fn input_line(&self, line: usize) -> usize {
+        self.numbers
+            .get(line.saturating_sub(1))
+            .or(self.numbers.last())
+            .copied()
+            .unwrap_or(line)
+    }
+
     /// `err` with its line counted in the input rather than in `lines`.
     pub(super) fn renumber(&self, err: ImportError) -> ImportError {
-        let input_line = |line: usize| {
-            self.numbers
-                .get(line.saturating_sub(1))
-                .or(self.numbers.last())
-                .copied()
-                .unwrap_or(line)
-        };
+        let input_line = |line: usize| self.input_line(line);
         match err {
             ImportError::Parse { line, message } => ImportError::Parse {
                 line: input_line(line),

@@ -12,7 +12,7 @@
 //! The pages themselves are verified by the server as it reads them
 //! only where the cluster has data checksums, which is said too.
 
-use super::{PgArchive, SERIES_LABEL_VERSION};
+use super::{LAB_VERSION, PgArchive, SERIES_LABEL_VERSION};
 use crate::ArchiveError;
 use crate::store::backend::Backend;
 use crate::store::check::{
@@ -21,13 +21,23 @@ use crate::store::check::{
 use crate::store::query::SERIES_JOIN;
 use postgres::fallible_iterator::FallibleIterator;
 
-/// The tables the migrations make, each read whole by `check`.
+/// The tables the migrations up to version 3 make, each read whole by
+/// `check`.
 const TABLES: [&str; 5] = [
     "netbisect_archive",
     "runs",
     "run_series",
     "bisect_sessions",
     "bisect_events",
+];
+
+/// The lab's tables (version 4), each read whole by `check`.
+const LAB_TABLES: [&str; 5] = [
+    "lab_jobs",
+    "lab_workers",
+    "lab_tracks",
+    "lab_regressions",
+    "lab_notifications",
 ];
 
 /// The indexes the migrations up to version 2 make.
@@ -46,10 +56,39 @@ const INDEXES: [&str; 11] = [
 ];
 
 /// The indexes of later versions, with the version that makes each.
-const LATER_INDEXES: [(u32, &str); 1] = [(SERIES_LABEL_VERSION, "run_series_history")];
+const LATER_INDEXES: [(u32, &str); 12] = [
+    (SERIES_LABEL_VERSION, "run_series_history"),
+    (LAB_VERSION, "lab_jobs_pkey"),
+    (LAB_VERSION, "lab_jobs_job_key_key"),
+    (LAB_VERSION, "lab_jobs_queue"),
+    (LAB_VERSION, "lab_jobs_by_owner"),
+    (LAB_VERSION, "lab_workers_pkey"),
+    (LAB_VERSION, "lab_tracks_pkey"),
+    (LAB_VERSION, "lab_regressions_pkey"),
+    (LAB_VERSION, "lab_regressions_track_good_bad_key"),
+    (LAB_VERSION, "lab_regressions_active"),
+    (LAB_VERSION, "lab_notifications_pkey"),
+    (LAB_VERSION, "lab_notifications_regression_id_key"),
+];
 
-/// The foreign keys the migrations make.
-const FOREIGN_KEYS: [&str; 2] = ["run_series_run_id_fkey", "bisect_events_session_id_fkey"];
+/// The foreign keys the migrations make, with the version that makes
+/// each.
+const FOREIGN_KEYS: [(u32, &str); 4] = [
+    (1, "run_series_run_id_fkey"),
+    (1, "bisect_events_session_id_fkey"),
+    (LAB_VERSION, "lab_regressions_session_id_fkey"),
+    (LAB_VERSION, "lab_notifications_regression_id_fkey"),
+];
+
+/// The tables of an archive at schema `version`.
+fn tables(version: u32) -> Vec<&'static str> {
+    let lab: &[&str] = if version >= LAB_VERSION {
+        &LAB_TABLES
+    } else {
+        &[]
+    };
+    TABLES.iter().chain(lab).copied().collect()
+}
 
 /// What the integrity checks found, and what they were.
 struct Integrity {
@@ -80,12 +119,24 @@ pub(super) fn check(archive: &PgArchive) -> Result<CheckReport, ArchiveError> {
     }
     drop(rows);
     let integrity = integrity(&mut client, n_runs, schema_version)?;
+    let lab_violations = if schema_version >= LAB_VERSION {
+        " + (SELECT count(*) FROM lab_regressions WHERE session_id IS NOT NULL AND NOT EXISTS \
+         (SELECT 1 FROM bisect_sessions WHERE bisect_sessions.id = lab_regressions.session_id)) \
+         + (SELECT count(*) FROM lab_notifications WHERE NOT EXISTS \
+         (SELECT 1 FROM lab_regressions \
+         WHERE lab_regressions.id = lab_notifications.regression_id))"
+    } else {
+        ""
+    };
     let foreign_key_violations: i64 = client
         .query_one(
-            "SELECT (SELECT count(*) FROM run_series \
-             WHERE NOT EXISTS (SELECT 1 FROM runs WHERE runs.id = run_series.run_id)) \
-             + (SELECT count(*) FROM bisect_events WHERE NOT EXISTS \
-             (SELECT 1 FROM bisect_sessions WHERE bisect_sessions.id = bisect_events.session_id))",
+            &format!(
+                "SELECT (SELECT count(*) FROM run_series \
+                 WHERE NOT EXISTS (SELECT 1 FROM runs WHERE runs.id = run_series.run_id)) \
+                 + (SELECT count(*) FROM bisect_events WHERE NOT EXISTS \
+                 (SELECT 1 FROM bisect_sessions \
+                 WHERE bisect_sessions.id = bisect_events.session_id)){lab_violations}"
+            ),
             &[],
         )?
         .try_get(0)?;
@@ -126,16 +177,17 @@ fn integrity(
     version: u32,
 ) -> Result<Integrity, ArchiveError> {
     let mut problems = Vec::new();
+    let expected = self::tables(version);
     let tables: Vec<String> = client
         .query(
             "SELECT tablename::text FROM pg_catalog.pg_tables \
              WHERE schemaname = current_schema() AND tablename::text = ANY($1)",
-            &[&TABLES.as_slice()],
+            &[&expected],
         )?
         .iter()
         .map(|row| row.try_get(0))
         .collect::<Result<_, _>>()?;
-    for table in TABLES {
+    for table in expected.iter().copied() {
         if !tables.iter().any(|found| found == table) {
             problems.push(format!("table {table} is missing"));
         }
@@ -147,7 +199,7 @@ fn integrity(
          JOIN pg_catalog.pg_class AS tab ON tab.oid = pg_index.indrelid \
          WHERE tab.relnamespace = to_regnamespace(current_schema())::oid \
          AND tab.relname::text = ANY($1)",
-        &[&TABLES.as_slice()],
+        &[&expected],
     )?;
     let mut n_valid_indexes = 0;
     for row in &indexes {
@@ -177,7 +229,7 @@ fn integrity(
          JOIN pg_catalog.pg_class AS tab ON tab.oid = pg_constraint.conrelid \
          WHERE tab.relnamespace = to_regnamespace(current_schema())::oid \
          AND tab.relname::text = ANY($1)",
-        &[&TABLES.as_slice()],
+        &[&expected],
     )?;
     let mut n_constraints = 0;
     for row in &constraints {
@@ -187,7 +239,11 @@ fn integrity(
             problems.push(format!("constraint {name} is not validated"));
         }
     }
-    for name in FOREIGN_KEYS {
+    let foreign_keys = FOREIGN_KEYS
+        .iter()
+        .filter(|(since, _)| version >= *since)
+        .map(|(_, name)| *name);
+    for name in foreign_keys {
         if !constraints
             .iter()
             .any(|row| row.try_get::<_, String>(0).is_ok_and(|found| found == name))
@@ -206,20 +262,34 @@ fn integrity(
     }
     // The tables the runs' reads do not read whole.
     let mut transaction = client.transaction()?;
-    let n_journal_rows: i64 = transaction
-        .query_one(
-            "SELECT (SELECT count(*) FROM netbisect_archive AS row \
-             WHERE octet_length(row::text) > 0) \
-             + (SELECT count(*) FROM bisect_sessions AS row WHERE octet_length(row::text) > 0) \
-             + (SELECT count(*) FROM bisect_events AS row WHERE octet_length(row::text) > 0)",
-            &[],
-        )?
+    let lab = if version >= LAB_VERSION {
+        &LAB_TABLES[..]
+    } else {
+        &[]
+    };
+    let others: Vec<&str> = ["netbisect_archive", "bisect_sessions", "bisect_events"]
+        .iter()
+        .chain(lab)
+        .copied()
+        .collect();
+    let count_rows: Vec<String> = others
+        .iter()
+        .map(|table| {
+            format!("(SELECT count(*) FROM {table} AS row WHERE octet_length(row::text) > 0)")
+        })
+        .collect();
+    let n_other_rows: i64 = transaction
+        .query_one(&format!("SELECT {}", count_rows.join(" + ")), &[])?
         .try_get(0)?;
+    let others_named = if lab.is_empty() {
+        "netbisect_archive, bisect_sessions and bisect_events"
+    } else {
+        "netbisect_archive, bisect_sessions, bisect_events and the lab's tables"
+    };
     checks.push(format!(
         "read whole: runs ({n_runs} records), run_series (each row beside its run, and \
-         every row for its run id), netbisect_archive, bisect_sessions and bisect_events \
-         ({})",
-        rows(n_journal_rows)
+         every row for its run id), {others_named} ({})",
+        rows(n_other_rows)
     ));
     for table in ["runs", "run_series"] {
         let (by_table, by_index, index) = counts_both_ways(&mut transaction, table)?;

@@ -6,24 +6,27 @@
 //! The client bounds only its TCP connect; a server that accepts and
 //! then says nothing would hold its start-up forever, and the sync
 //! client cannot be interrupted. So the start-up runs on a thread of its
-//! own, which this side waits for with a deadline; the client's TLS hook,
-//! which it calls once a socket is connected, marks the phase. A start-up
-//! given up is left to end by itself (the client and its socket are
-//! dropped when the server answers or closes the connection, or when the
-//! process exits: a PostgreSQL server ends a start-up after its
-//! `authentication_timeout`, a minute by default).
+//! own, which this side waits for with a deadline; the client's TLS hook
+//! (`connect/tls.rs`), which it calls once a socket is connected, marks the
+//! phase. Under `sslmode=prefer` a failed TLS handshake is followed by
+//! an attempt without TLS, as libpq makes one, within the same bound.
+//! A start-up given up is left to end by itself (the client and its
+//! socket are dropped when the server answers or closes the connection,
+//! or when the process exits: a PostgreSQL server ends a start-up after
+//! its `authentication_timeout`, a minute by default).
 //!
 //! The first query asks for the session's process id, by which the
 //! lock watcher (`watch.rs`) finds the session among the server's.
 
 use crate::ArchiveError;
-use crate::location::ServerAddress;
-use postgres::Socket;
-use postgres::tls::{MakeTlsConnect, NoTls, NoTlsError, NoTlsStream};
+use crate::location::{ServerAddress, SslMode};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
+use tls::{Connector, TlsError};
+
+mod tls;
 
 /// A session whose start-up is over.
 pub(super) struct Connected {
@@ -39,11 +42,13 @@ pub(super) struct Connected {
 enum Phase {
     /// Resolving the host and connecting the socket.
     Connecting = 0,
-    /// The start-up exchange: TLS if any, the start-up message and the
+    /// The start-up exchange: the start-up message and the
     /// authentication, until the server says it is ready.
     StartUp = 1,
+    /// The TLS handshake, within the start-up exchange.
+    Tls = 2,
     /// The first query of the session.
-    FirstQuery = 2,
+    FirstQuery = 3,
 }
 
 impl Phase {
@@ -51,6 +56,7 @@ impl Phase {
         match value {
             0 => Phase::Connecting,
             1 => Phase::StartUp,
+            2 => Phase::Tls,
             _ => Phase::FirstQuery,
         }
     }
@@ -60,23 +66,9 @@ impl Phase {
         match self {
             Phase::Connecting => "no connection",
             Phase::StartUp => "no answer to the start-up and authentication",
+            Phase::Tls => "no end to the TLS handshake",
             Phase::FirstQuery => "no answer to the first query",
         }
-    }
-}
-
-/// The client's TLS hook, without TLS: the client calls it once the
-/// socket of an attempt is connected, which tells the start-up's phase.
-struct PhaseMarker(Arc<AtomicU8>);
-
-impl MakeTlsConnect<Socket> for PhaseMarker {
-    type Stream = NoTlsStream;
-    type TlsConnect = NoTls;
-    type Error = NoTlsError;
-
-    fn make_tls_connect(&mut self, _domain: &str) -> Result<NoTls, NoTlsError> {
-        self.0.store(Phase::StartUp as u8, Ordering::SeqCst);
-        Ok(NoTls)
     }
 }
 
@@ -86,13 +78,22 @@ impl MakeTlsConnect<Socket> for PhaseMarker {
 pub(super) fn connect(address: &ServerAddress) -> Result<Connected, ArchiveError> {
     let phase = Arc::new(AtomicU8::new(Phase::Connecting as u8));
     let (sender, receiver) = mpsc::sync_channel(1);
-    let config = address.config().clone();
-    let marker = PhaseMarker(Arc::clone(&phase));
+    let mut config = address.config().clone();
+    let connector = Connector::new(address.tls(), Arc::clone(&phase))
+        .map_err(|err| server_error(address, err.to_string()))?;
+    let fall_back_to_plain = address.tls().mode == SslMode::Prefer;
     let start_up_phase = Arc::clone(&phase);
     let spawned = std::thread::Builder::new()
         .name("netbisect-pg-connect".to_string())
         .spawn(move || {
-            let connected = config.connect(marker).and_then(|mut client| {
+            let client = config.connect(connector.clone()).or_else(|err| {
+                if !(fall_back_to_plain && tls_error_of(&err).is_some()) {
+                    return Err(err);
+                }
+                config.ssl_mode(postgres::config::SslMode::Disable);
+                config.connect(connector)
+            });
+            let connected = client.and_then(|mut client| {
                 start_up_phase.store(Phase::FirstQuery as u8, Ordering::SeqCst);
                 let backend_pid: i32 = client
                     .query_typed_one("SELECT pg_backend_pid()", &[])?
@@ -144,6 +145,18 @@ pub(super) fn connect(address: &ServerAddress) -> Result<Connected, ArchiveError
             "the start-up ended without a result".to_string(),
         )),
     }
+}
+
+/// The TLS failure beneath a client's error, if it is one.
+pub(super) fn tls_error_of(err: &postgres::Error) -> Option<&TlsError> {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(current) = cause {
+        if let Some(tls_error) = current.downcast_ref::<TlsError>() {
+            return Some(tls_error);
+        }
+        cause = current.source();
+    }
+    None
 }
 
 /// An [`ArchiveError::Server`] of `address` without a client error.

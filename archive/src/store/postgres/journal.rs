@@ -111,6 +111,14 @@ impl SessionStore for PgArchive {
         rows.iter().map(|row| row.read(0)).collect()
     }
 
+    fn session_event_times(&self, session_id: i64) -> Result<Vec<String>, ArchiveError> {
+        let rows = self.client.borrow_mut().query(
+            "SELECT written_at FROM bisect_events WHERE session_id = $1 ORDER BY seq",
+            &[&session_id],
+        )?;
+        rows.iter().map(|row| row.read(0)).collect()
+    }
+
     fn set_session_config_key(
         &mut self,
         session_id: i64,

@@ -38,17 +38,21 @@ use watch::Session;
 mod check;
 mod connect;
 mod journal;
+mod lab;
 mod query;
 mod watch;
 mod write;
 
 /// The newest schema version of a PostgreSQL archive this build writes
 /// and reads (numbered apart from the SQLite file's).
-pub const CURRENT_VERSION: u32 = 3;
+pub const CURRENT_VERSION: u32 = 4;
 
 /// The version from which `run_series` has each run's label
 /// ([`MIGRATIONS`]), and a history joins it by the label too.
 const SERIES_LABEL_VERSION: u32 = 3;
+
+/// The version from which the lab's tables exist ([`MIGRATIONS`]).
+const LAB_VERSION: u32 = 4;
 
 /// The key of the advisory lock migrations take ("nbis").
 const MIGRATION_LOCK: i64 = 0x6e62_6973;
@@ -79,6 +83,12 @@ const MIGRATION_LOCK: i64 = 0x6e62_6973;
 ///    one: a netbisect of version 2 that had the archive open while
 ///    another upgraded it stores its runs without a label, and they
 ///    would otherwise be missing from their label's history.
+/// 4. The lab's tables, as the file has them at its version 9 (see
+///    `store/lab.rs` and the file's schema): the queue `lab_jobs`, taken
+///    with `FOR UPDATE SKIP LOCKED` so that workers taking jobs at once
+///    never wait for each other nor take the same; `lab_workers`,
+///    `lab_tracks`, `lab_regressions` (unique by track and range, one
+///    active per track) and the outbox `lab_notifications`.
 const MIGRATIONS: &[&str] = &[
     "
     CREATE TABLE netbisect_archive (
@@ -161,6 +171,75 @@ const MIGRATIONS: &[&str] = &[
     $$;
     CREATE TRIGGER run_series_label BEFORE INSERT ON run_series
         FOR EACH ROW WHEN (NEW.label IS NULL) EXECUTE FUNCTION run_series_label();
+",
+    "
+    CREATE TABLE lab_jobs (
+        id bigserial PRIMARY KEY,
+        pool text COLLATE \"C\" NOT NULL,
+        kind text NOT NULL,
+        owner text COLLATE \"C\" NOT NULL,
+        job_key text COLLATE \"C\" NOT NULL UNIQUE,
+        payload text NOT NULL CHECK (payload::jsonb IS NOT NULL),
+        priority bigint NOT NULL,
+        state text NOT NULL CHECK (state IN ('queued', 'leased', 'done', 'failed')),
+        worker text,
+        attempts bigint NOT NULL DEFAULT 0,
+        created_us bigint NOT NULL,
+        leased_us bigint,
+        lease_expires_us bigint,
+        finished_us bigint,
+        result text CHECK (result IS NULL OR result::jsonb IS NOT NULL)
+    );
+    CREATE INDEX lab_jobs_queue ON lab_jobs (pool, state, priority DESC, id);
+    CREATE INDEX lab_jobs_by_owner ON lab_jobs (owner, state);
+    CREATE TABLE lab_workers (
+        name text COLLATE \"C\" PRIMARY KEY,
+        pool text NOT NULL,
+        host text NOT NULL,
+        pid bigint NOT NULL,
+        job_id bigint,
+        started_us bigint NOT NULL,
+        seen_us bigint NOT NULL
+    );
+    CREATE TABLE lab_tracks (
+        track_key text COLLATE \"C\" PRIMARY KEY,
+        spec text NOT NULL CHECK (spec::jsonb IS NOT NULL),
+        created_us bigint NOT NULL,
+        seen_us bigint NOT NULL
+    );
+    CREATE TABLE lab_regressions (
+        id bigserial PRIMARY KEY,
+        track text COLLATE \"C\" NOT NULL,
+        good text NOT NULL,
+        bad text NOT NULL,
+        state text NOT NULL
+            CHECK (state IN ('suspected', 'open', 'bisecting', 'bisected', 'refused', 'fixed',
+            'dismissed')),
+        detail text NOT NULL CHECK (detail::jsonb IS NOT NULL),
+        session_id bigint REFERENCES bisect_sessions (id),
+        culprit text,
+        fixed_by text,
+        driver text,
+        driver_expires_us bigint,
+        opened_us bigint NOT NULL,
+        updated_us bigint NOT NULL,
+        UNIQUE (track, good, bad)
+    );
+    CREATE UNIQUE INDEX lab_regressions_active ON lab_regressions (track)
+        WHERE state IN ('open', 'bisecting');
+    CREATE TABLE lab_notifications (
+        id bigserial PRIMARY KEY,
+        regression_id bigint NOT NULL UNIQUE REFERENCES lab_regressions (id),
+        command text,
+        body text NOT NULL,
+        created_us bigint NOT NULL,
+        sent_us bigint,
+        attempts bigint NOT NULL DEFAULT 0,
+        last_error text,
+        next_attempt_us bigint NOT NULL,
+        sender text,
+        sender_expires_us bigint
+    );
 ",
 ];
 
@@ -442,10 +521,27 @@ fn has_tables_with(client: &mut impl postgres::GenericClient) -> Result<bool, Ar
 fn connect_failure(err: &postgres::Error) -> &'static str {
     if let Some(db_error) = err.as_db_error() {
         return match *db_error.code() {
+            // The server's rules turn a login away with the code of a
+            // failed one; its words name the rules (`pg_hba.conf rejects
+            // connection ...`, `no pg_hba.conf entry ...`), and what
+            // their user changes is those rules or the address's
+            // `sslmode`, not a password.
+            SqlState::INVALID_AUTHORIZATION_SPECIFICATION
+                if db_error.message().contains("pg_hba.conf") =>
+            {
+                "the server's pg_hba.conf turned the connection away"
+            }
             SqlState::INVALID_PASSWORD | SqlState::INVALID_AUTHORIZATION_SPECIFICATION => {
                 "authentication failed"
             }
             _ => "the server refused the connection",
+        };
+    }
+    if let Some(tls_error) = connect::tls_error_of(err) {
+        return if tls_error.is_certificate_refused() {
+            "the server's certificate did not verify"
+        } else {
+            "the TLS handshake failed"
         };
     }
     let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(err);
@@ -466,6 +562,11 @@ fn connect_failure(err: &postgres::Error) -> &'static str {
         let text = current.to_string();
         if text == "password missing" || text == "authentication error" {
             return "authentication failed";
+        }
+        // The client's words when the server answers a request for TLS
+        // with no, under a mode that requires it.
+        if text == "server does not support TLS" {
+            return "the server does not offer TLS, which sslmode requires";
         }
         cause = current.source();
     }

@@ -47,18 +47,12 @@ pub(super) fn store_all(
     archive: &mut PgArchive,
     runs: &[CanonicalRun],
 ) -> Result<StoreCounts, ArchiveError> {
-    let mut sorted: Vec<&CanonicalRun> = runs.iter().collect();
-    sorted.sort_by(|left, right| left.record().id.cmp(&right.record().id));
-    sorted.dedup_by(|left, right| left.record().id == right.record().id);
-    let values = sorted
-        .iter()
-        .map(|run| RunValues::of(run))
-        .collect::<Result<Vec<_>, _>>()?;
+    let values = values_in_id_order(runs)?;
     let mut attempt = 1;
     loop {
         match store_in_transaction(archive, &values) {
             Ok(mut counts) => {
-                counts.already_present += (runs.len() - sorted.len()) as u64;
+                counts.already_present += (runs.len() - values.len()) as u64;
                 return Ok(counts);
             }
             Err(ArchiveError::Postgres(err))
@@ -88,6 +82,28 @@ fn store_in_transaction(
 ) -> Result<StoreCounts, ArchiveError> {
     let mut client = archive.client.borrow_mut();
     let mut transaction = client.transaction()?;
+    let counts = insert_runs(&mut transaction, values)?;
+    commit(archive, transaction)?;
+    Ok(counts)
+}
+
+/// The values of `runs`, sorted by id and without repeats: the order in
+/// which concurrent writers take their row locks without deadlocking.
+pub(super) fn values_in_id_order(
+    runs: &[CanonicalRun],
+) -> Result<Vec<RunValues<'_>>, ArchiveError> {
+    let mut sorted: Vec<&CanonicalRun> = runs.iter().collect();
+    sorted.sort_by(|left, right| left.record().id.cmp(&right.record().id));
+    sorted.dedup_by(|left, right| left.record().id == right.record().id);
+    sorted.iter().map(|run| RunValues::of(run)).collect()
+}
+
+/// Inserts the runs of `values` (in id order) in the caller's
+/// transaction, a run already present left as it is.
+pub(super) fn insert_runs(
+    transaction: &mut postgres::Transaction<'_>,
+    values: &[RunValues<'_>],
+) -> Result<StoreCounts, ArchiveError> {
     let mut counts = StoreCounts::default();
     for chunk in values.chunks(RUNS_PER_STATEMENT) {
         let sql = format!(
@@ -122,6 +138,17 @@ fn store_in_transaction(
             .collect();
         transaction.execute(&sql, &parameters)?;
     }
+    Ok(counts)
+}
+
+/// Commits `transaction`, naming a failure as storing does: an answer
+/// from the server means it did not commit
+/// ([`ArchiveError::StoreFailed`]); no answer leaves the outcome with the
+/// server ([`ArchiveError::CommitUnknown`]).
+pub(super) fn commit(
+    archive: &PgArchive,
+    transaction: postgres::Transaction<'_>,
+) -> Result<(), ArchiveError> {
     transaction.commit().map_err(|error| {
         // An answer from the server means it did not commit; no answer
         // leaves the outcome with the server.
@@ -136,6 +163,5 @@ fn store_in_transaction(
                 error,
             }
         }
-    })?;
-    Ok(counts)
+    })
 }

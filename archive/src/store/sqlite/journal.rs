@@ -80,6 +80,16 @@ impl SessionStore for SqliteArchive {
         Ok(events)
     }
 
+    fn session_event_times(&self, session_id: i64) -> Result<Vec<String>, ArchiveError> {
+        let mut statement = self
+            .connection
+            .prepare("SELECT written_at FROM bisect_events WHERE session_id = ?1 ORDER BY seq")?;
+        let times = statement
+            .query_map([session_id], |row| row.get(0))?
+            .collect::<Result<Vec<String>, _>>()?;
+        Ok(times)
+    }
+
     fn set_session_config_key(
         &mut self,
         session_id: i64,

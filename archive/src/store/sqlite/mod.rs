@@ -42,7 +42,9 @@ use std::path::{Path, PathBuf};
 
 mod check;
 mod journal;
+mod lab;
 mod open;
+mod path_kind;
 mod query;
 mod write;
 

@@ -176,6 +176,9 @@ fn runs_order_by_time_whatever_the_fraction_of_their_times() {
             }
         }
         connection.execute("DROP INDEX runs_by_time", []).unwrap();
+        connection
+            .execute_batch(crate::store::lab::DROP_LAB_TABLES)
+            .unwrap();
         connection.pragma_update(None, "user_version", 6).unwrap();
     }
     let archive = Archive::open(&path).unwrap();

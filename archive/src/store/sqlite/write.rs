@@ -17,18 +17,26 @@ pub(super) fn store_all(
     runs: &[CanonicalRun],
 ) -> Result<StoreCounts, ArchiveError> {
     let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let counts = store_in(&transaction, runs)?;
+    transaction.commit()?;
+    Ok(counts)
+}
+
+/// Stores every run in the caller's transaction (`transaction`), a run
+/// already present left as it is.
+pub(super) fn store_in(
+    transaction: &Connection,
+    runs: &[CanonicalRun],
+) -> Result<StoreCounts, ArchiveError> {
     let mut counts = StoreCounts::default();
-    {
-        let mut insert = prepare_insert(&transaction)?;
-        for run in runs {
-            if insert_run(&mut insert, run)? {
-                counts.added += 1;
-            } else {
-                counts.already_present += 1;
-            }
+    let mut insert = prepare_insert(transaction)?;
+    for run in runs {
+        if insert_run(&mut insert, run)? {
+            counts.added += 1;
+        } else {
+            counts.already_present += 1;
         }
     }
-    transaction.commit()?;
     Ok(counts)
 }
 
