@@ -52,6 +52,13 @@ pub struct BenchArgs {
     /// --set (mtu, txqueuelen, an offload such as gso=on,off, a sysctl)
     #[arg(long, value_name = "AXIS=VALUES")]
     pub sweep: Vec<String>,
+    /// One configuration listed whole, "AXIS=VALUE AXIS=VALUE ..."
+    /// (repeatable; the axes of --sweep, the same axes in each): the
+    /// configurations given instead of a product of axes, e.g. --config
+    /// "S=default s=default" --config "S=87380 s=87380"; with --sweep,
+    /// each of them with every combination of its axes
+    #[arg(long, value_name = "AXES")]
+    pub config: Vec<String>,
     /// Set up the system under test before the test (repeatable): an
     /// offload of the test's interface as ethtool -K names it ("gso=off",
     /// "tx-udp-segmentation=on"), "mtu=N", "txqueuelen=N", or a sysctl
