@@ -48,10 +48,17 @@ pub struct BenchArgs {
     /// given). A single "m=SIZE,..." (bytes per send) or "r=SIZE,..."
     /// (request and response size; "REQ/RESP" sets them apart) prints a
     /// sweep table, e.g. "m=1,900,9000,60000". Axes: t (tests), m, M, r,
-    /// s, S, b, and the settings of --set (mtu, txqueuelen, an offload
-    /// such as gso=on,off, a sysctl)
+    /// s, S ("default": the kernel's own size), b, and the settings of
+    /// --set (mtu, txqueuelen, an offload such as gso=on,off, a sysctl)
     #[arg(long, value_name = "AXIS=VALUES")]
     pub sweep: Vec<String>,
+    /// One configuration listed whole, "AXIS=VALUE AXIS=VALUE ..."
+    /// (repeatable; the axes of --sweep, the same axes in each): the
+    /// configurations given instead of a product of axes, e.g. --config
+    /// "S=default s=default" --config "S=87380 s=87380"; with --sweep,
+    /// each of them with every combination of its axes
+    #[arg(long, value_name = "AXES")]
+    pub config: Vec<String>,
     /// Set up the system under test before the test (repeatable): an
     /// offload of the test's interface as ethtool -K names it ("gso=off",
     /// "tx-udp-segmentation=on"), "mtu=N", "txqueuelen=N", or a sysctl

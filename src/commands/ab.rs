@@ -75,7 +75,8 @@ pub fn run(global: &GlobalOptions, args: &AbArgs) -> exit::Result<Code> {
     let side_a = KernelUnderTest::prepare(&args.kernel_a, defined.options.clone())?;
     let side_b = KernelUnderTest::prepare(&args.kernel_b, defined.options.clone())?;
     let n_configurations = defined.configurations.len();
-    let one_size_axis = args.bench.sweep.len() == 1
+    let one_size_axis = args.bench.config.is_empty()
+        && args.bench.sweep.len() == 1
         && matches!(
             args.bench.sweep[0]
                 .split_once('=')

@@ -1,8 +1,11 @@
 //! The configurations of an experiment: the product of `--sweep AXIS=V,...`
-//! axes over the test bench's flags describe. An axis varies one of the
+//! axes over the test bench's flags describe, or the configurations
+//! `--config "AXIS=V AXIS=V"` lists whole (each of them with every
+//! combination of the `--sweep` axes, when both are given). An axis varies one of the
 //! test's options (`t` tests, `m`/`M` send and receive sizes, `r`
-//! request/response sizes, `s`/`S` socket buffers, `b` first burst) or a
-//! setting of the system under test (`mtu`, `txqueuelen`, an offload such
+//! request/response sizes, `s`/`S` socket buffers, where `default`
+//! leaves the size to the kernel, `b` first burst) or a setting of the
+//! system under test (`mtu`, `txqueuelen`, an offload such
 //! as `gso`, a dotted sysctl name; see [`run_record::spec::Setting`]).
 //! Every configuration is built and checked here, before anything runs.
 
@@ -71,6 +74,9 @@ pub enum AxisValue {
     Number(u32),
     /// Request and response sizes.
     Pair(u32, u32),
+    /// `default` of a socket buffer: no size asked, the kernel's own (and
+    /// its autotuning), as without `-s`/`-S`.
+    KernelDefault,
     /// A setting.
     Setting(Setting),
 }
@@ -127,6 +133,9 @@ pub fn parse_axis(text: &str) -> Result<Axis, InputError> {
                     .parse()
                     .map_err(|_| bad(format!("'{value}' is not a count")))?,
             ),
+            AxisKey::LocalBuffer | AxisKey::RemoteBuffer if value == "default" => {
+                AxisValue::KernelDefault
+            }
             AxisKey::SendSize
             | AxisKey::RecvSize
             | AxisKey::LocalBuffer
@@ -147,24 +156,140 @@ pub fn parse_axis(text: &str) -> Result<Axis, InputError> {
     })
 }
 
-/// Reads every `--sweep`, refusing an axis given twice.
-pub fn parse_axes(texts: &[String]) -> Result<Vec<Axis>, InputError> {
-    let mut axes: Vec<Axis> = Vec::new();
-    for text in texts {
+/// One value on one axis, as a configuration takes it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Point {
+    /// What varies.
+    pub key: AxisKey,
+    /// Its value, read.
+    pub value: AxisValue,
+    /// The value as written.
+    pub text: String,
+}
+
+/// What each configuration takes one alternative of: a value of one
+/// `--sweep` axis, or one of the configurations `--config` lists (a
+/// point on each of its axes).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Group {
+    /// The axes of each alternative, in order.
+    keys: Vec<AxisKey>,
+    /// The alternatives, in the order given.
+    alternatives: Vec<Vec<Point>>,
+}
+
+impl Group {
+    /// The axes the group varies.
+    pub fn keys(&self) -> impl Iterator<Item = &AxisKey> {
+        self.keys.iter()
+    }
+
+    fn of_axis(axis: Axis) -> Group {
+        let alternatives = axis
+            .values
+            .into_iter()
+            .zip(axis.texts)
+            .map(|(value, text)| {
+                vec![Point {
+                    key: axis.key.clone(),
+                    value,
+                    text,
+                }]
+            })
+            .collect();
+        Group {
+            keys: vec![axis.key],
+            alternatives,
+        }
+    }
+}
+
+/// Reads one `--config "AXIS=VALUE AXIS=VALUE ..."`: a value on each of
+/// its axes, no axis twice.
+pub fn parse_config(text: &str) -> Result<Vec<Point>, InputError> {
+    let bad = |why: String| InputError(format!("invalid --config '{text}': {why}"));
+    let mut points: Vec<Point> = Vec::new();
+    for word in text.split_whitespace() {
+        if word.contains(',') {
+            return Err(bad(format!(
+                "{word} lists values: a configuration takes one value per axis \
+                 (list them with --sweep; r=REQ/RESP sets both sizes)"
+            )));
+        }
+        let axis = parse_axis(word).map_err(|err| {
+            let prefix = format!("invalid --sweep '{word}': ");
+            bad(format!(
+                "{word}: {}",
+                err.0.strip_prefix(&prefix).unwrap_or(&err.0)
+            ))
+        })?;
+        if points.iter().any(|point| point.key == axis.key) {
+            return Err(bad(format!("{}= is given twice", axis.key.name())));
+        }
+        points.extend(Group::of_axis(axis).alternatives.remove(0));
+    }
+    if points.is_empty() {
+        return Err(bad("expected AXIS=VALUE AXIS=VALUE ...".to_string()));
+    }
+    Ok(points)
+}
+
+/// Reads every `--config` (first, as one group) and every `--sweep`,
+/// refusing an axis given twice, configurations on different axes and
+/// more configurations in all than [`MAX_CONFIGURATIONS`].
+pub fn parse_axes(sweeps: &[String], configs: &[String]) -> Result<Vec<Group>, InputError> {
+    let mut groups: Vec<Group> = Vec::new();
+    if !configs.is_empty() {
+        let mut alternatives: Vec<Vec<Point>> = Vec::new();
+        for text in configs {
+            let points = parse_config(text)?;
+            if let Some(first) = alternatives.first() {
+                let keys = |points: &[Point]| {
+                    points
+                        .iter()
+                        .map(|point| point.key.name().to_string())
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                };
+                if keys(first) != keys(&points) {
+                    return Err(InputError(format!(
+                        "--config '{text}' sets {}, another sets {}: every configuration \
+                         names the same axes, in the same order",
+                        keys(&points),
+                        keys(first)
+                    )));
+                }
+            }
+            if alternatives.contains(&points) {
+                return Err(InputError(format!("--config '{text}' is given twice")));
+            }
+            alternatives.push(points);
+        }
+        let keys = alternatives[0]
+            .iter()
+            .map(|point| point.key.clone())
+            .collect();
+        groups.push(Group { keys, alternatives });
+    }
+    for text in sweeps {
         let axis = parse_axis(text)?;
-        if axes.iter().any(|earlier| earlier.key == axis.key) {
+        if groups
+            .iter()
+            .flat_map(Group::keys)
+            .any(|key| *key == axis.key)
+        {
             return Err(InputError(format!(
-                "--sweep {}= is given twice: list its values in one",
+                "--sweep {}= is given twice, or also in --config: list its values in one",
                 axis.key.name()
             )));
         }
-        axes.push(axis);
+        groups.push(Group::of_axis(axis));
     }
-    let n_configurations = axes.iter().try_fold(1usize, |product, axis| {
-        product.checked_mul(axis.values.len())
+    let n_configurations = groups.iter().try_fold(1usize, |product, group| {
+        product.checked_mul(group.alternatives.len())
     });
     match n_configurations {
-        Some(n) if n <= MAX_CONFIGURATIONS => Ok(axes),
+        Some(n) if n <= MAX_CONFIGURATIONS => Ok(groups),
         _ => Err(InputError(format!(
             "the sweeps make {} configurations; an experiment has at most {MAX_CONFIGURATIONS}",
             n_configurations.map_or_else(|| "too many".to_string(), |n| n.to_string())
@@ -182,30 +307,34 @@ pub struct Configuration {
     pub name: Vec<String>,
 }
 
-/// The configurations of `axes` over the spec `spec_of` gives for a test,
-/// the last axis varying fastest; each checked against the test's
+/// The configurations of `groups` over the spec `spec_of` gives for a
+/// test, the last group varying fastest; each checked against the test's
 /// limits, an error naming the configuration.
 pub fn configurations(
-    axes: &[Axis],
+    groups: &[Group],
     default_test: TestKind,
     spec_of: &dyn Fn(TestKind) -> Result<RunSpec, InputError>,
 ) -> Result<Vec<Configuration>, InputError> {
     let mut configurations = Vec::new();
-    let mut indexes = vec![0usize; axes.len()];
+    let mut indexes = vec![0usize; groups.len()];
     loop {
-        let test = axes
+        let points: Vec<&Point> = groups
             .iter()
             .zip(&indexes)
-            .find_map(|(axis, &idx)| match &axis.values[idx] {
+            .flat_map(|(group, &idx)| &group.alternatives[idx])
+            .collect();
+        let test = points
+            .iter()
+            .find_map(|point| match &point.value {
                 AxisValue::Test(test) => Some(*test),
                 _ => None,
             })
             .unwrap_or(default_test);
         let mut spec = spec_of(test)?;
         let mut name = Vec::new();
-        for (axis, &idx) in axes.iter().zip(&indexes) {
-            name.push(format!("{}={}", axis.key.name(), axis.texts[idx]));
-            apply(&mut spec, &axis.key, &axis.values[idx]).map_err(|why| {
+        for point in &points {
+            name.push(format!("{}={}", point.key.name(), point.text));
+            apply(&mut spec, &point.key, &point.value).map_err(|why| {
                 InputError(format!(
                     "configuration {} is not a test: {why}",
                     name.join(" ")
@@ -215,18 +344,18 @@ pub fn configurations(
         spec.validate()
             .map_err(|err| InputError(format!("configuration {}: {err}", name.join(" "))))?;
         configurations.push(Configuration { spec, name });
-        // The next index, the last axis fastest.
-        let mut axis_idx = axes.len();
+        // The next index, the last group fastest.
+        let mut group_idx = groups.len();
         loop {
-            if axis_idx == 0 {
+            if group_idx == 0 {
                 return Ok(configurations);
             }
-            axis_idx -= 1;
-            indexes[axis_idx] += 1;
-            if indexes[axis_idx] < axes[axis_idx].values.len() {
+            group_idx -= 1;
+            indexes[group_idx] += 1;
+            if indexes[group_idx] < groups[group_idx].alternatives.len() {
                 break;
             }
-            indexes[axis_idx] = 0;
+            indexes[group_idx] = 0;
         }
     }
 }
@@ -249,6 +378,8 @@ fn apply(spec: &mut RunSpec, key: &AxisKey, value: &AxisValue) -> Result<(), Str
         (AxisKey::RemoteBuffer, AxisValue::Number(bytes)) => {
             spec.remote_socket_buffer_bytes = Some(*bytes)
         }
+        (AxisKey::LocalBuffer, AxisValue::KernelDefault) => spec.local_socket_buffer_bytes = None,
+        (AxisKey::RemoteBuffer, AxisValue::KernelDefault) => spec.remote_socket_buffer_bytes = None,
         (AxisKey::Burst, AxisValue::Number(burst)) => spec.first_burst = *burst,
         (AxisKey::Setting(_), AxisValue::Setting(setting)) => spec
             .system
@@ -276,13 +407,12 @@ mod tests {
         Ok(RunSpec::defaults(test))
     }
 
-    fn axes(texts: &[&str]) -> Result<Vec<Axis>, InputError> {
-        parse_axes(
-            &texts
-                .iter()
-                .map(|text| text.to_string())
-                .collect::<Vec<_>>(),
-        )
+    fn strings(texts: &[&str]) -> Vec<String> {
+        texts.iter().map(|text| text.to_string()).collect()
+    }
+
+    fn axes(texts: &[&str]) -> Result<Vec<Group>, InputError> {
+        parse_axes(&strings(texts), &[])
     }
 
     #[test]
@@ -298,6 +428,65 @@ mod tests {
             all[7].spec.system.as_ref().unwrap().features.get("gso"),
             Some(&false)
         );
+    }
+
+    #[test]
+    fn default_leaves_a_socket_buffer_to_the_kernel() {
+        let buffers = axes(&["S=default,212992", "s=128K,default"]).unwrap();
+        let all = configurations(&buffers, TestKind::TcpStream, &spec_of).unwrap();
+        assert_eq!(all.len(), 4);
+        assert_eq!(all[0].name, ["S=default", "s=128K"]);
+        assert_eq!(all[0].spec.remote_socket_buffer_bytes, None);
+        assert_eq!(all[0].spec.local_socket_buffer_bytes, Some(131_072));
+        assert_eq!(all[1].spec.local_socket_buffer_bytes, None);
+        assert_eq!(all[3].spec.remote_socket_buffer_bytes, Some(212_992));
+        // A default configuration is the spec without -s or -S.
+        assert_eq!(all[1].spec, RunSpec::defaults(TestKind::TcpStream));
+        for (texts, says) in [
+            (&["m=default"][..], "--sweep m="),
+            (&["S=default,default"][..], "given twice"),
+        ] {
+            let err = axes(texts).unwrap_err().to_string();
+            assert!(err.contains(says), "{texts:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn configurations_listed_whole_take_the_sweeps_each() {
+        let configs = strings(&["S=default s=default", "S=87380 s=87380", "S=2280 s=default"]);
+        let groups = parse_axes(&strings(&["m=1K,16K"]), &configs).unwrap();
+        let all = configurations(&groups, TestKind::TcpStream, &spec_of).unwrap();
+        // 3 configurations x 2 sizes, not 3 x 3 x 2.
+        assert_eq!(all.len(), 6);
+        assert_eq!(all[0].name, ["S=default", "s=default", "m=1K"]);
+        assert_eq!(all[1].name, ["S=default", "s=default", "m=16K"]);
+        assert_eq!(all[2].spec.remote_socket_buffer_bytes, Some(87_380));
+        assert_eq!(all[2].spec.local_socket_buffer_bytes, Some(87_380));
+        assert_eq!(all[5].name, ["S=2280", "s=default", "m=16K"]);
+        assert_eq!(all[5].spec.local_socket_buffer_bytes, None);
+        for (sweeps, configs, says) in [
+            (&[][..], &["S=1K,2K"][..], "lists values"),
+            (&[][..], &["S=1K S=2K"][..], "S= is given twice"),
+            (&[][..], &["S=1K", "s=1K"][..], "names the same axes"),
+            (
+                &[][..],
+                &["S=1K s=1K", "s=1K S=1K"][..],
+                "in the same order",
+            ),
+            (&[][..], &["S=1K", "S=1K"][..], "is given twice"),
+            (&["S=1K,2K"][..], &["S=4K"][..], "also in --config"),
+            (&[][..], &["  "][..], "expected AXIS=VALUE"),
+            (&[][..], &["gso=maybe"][..], "'gso=maybe': gso=maybe: "),
+        ] {
+            let err = parse_axes(&strings(sweeps), &strings(configs))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(says), "{sweeps:?} {configs:?}: {err}");
+        }
+        // Request and response sizes as a sweep writes them apart.
+        let rr = parse_axes(&[], &strings(&["r=1/1", "r=64/64"])).unwrap();
+        let all = configurations(&rr, TestKind::TcpRr, &spec_of).unwrap();
+        assert_eq!(all[1].spec.request_size_bytes, 64);
     }
 
     #[test]

@@ -133,6 +133,7 @@ impl Words {
             recv_size,
             request_response,
             sweep,
+            config,
             settings,
             nodelay,
             first_burst,
@@ -196,6 +197,7 @@ impl Words {
         self.given("--threads", *threads);
         self.given("--warmup", *warmup);
         self.each("--set", settings);
+        self.each("--config", config);
         self.each("--sweep", sweep);
         self.given(
             "--data-port",
@@ -292,6 +294,10 @@ mod tests {
             "-x mitigations=off",
             "-l",
             "0.3",
+            "--config",
+            "s=default S=default",
+            "--config",
+            "s=87380 S=87380",
             "--sweep",
             "S=18000,2280,28000",
             "--sweep",
@@ -323,6 +329,10 @@ mod tests {
         // Read back, the words give the same words: nothing was lost.
         assert_eq!(ab_command(&again, Some("2026-01-22T10:00:00Z")), words);
         assert_eq!(again.bench.sweep, args.bench.sweep);
+        assert_eq!(
+            again.bench.config,
+            ["s=default S=default", "s=87380 S=87380"]
+        );
         assert_eq!(again.bench.vm.options.vm_memory, Some(2048));
         assert_eq!(again.bench.test_options, ["-P", ",5000"]);
         assert_eq!(again.fresh, Some(Some("2026-01-22T10:00:00Z".to_string())));

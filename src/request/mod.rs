@@ -110,16 +110,17 @@ impl BenchInvocation {
         }
         let size_sweep = match args.sweep.as_slice() {
             [text]
-                if matches!(
-                    text.split_once('=').map(|(key, _)| key.trim()),
-                    Some("m" | "r")
-                ) =>
+                if args.config.is_empty()
+                    && matches!(
+                        text.split_once('=').map(|(key, _)| key.trim()),
+                        Some("m" | "r")
+                    ) =>
             {
                 Some(text)
             }
             _ => None,
         };
-        if !args.sweep.is_empty() && size_sweep.is_none() {
+        if (!args.sweep.is_empty() || !args.config.is_empty()) && size_sweep.is_none() {
             let request = request_from_args(args)?;
             let configurations = configurations_of(args, &request)?;
             return Ok(BenchInvocation {
@@ -165,15 +166,15 @@ pub fn configurations_of(
     args: &BenchArgs,
     request: &BenchRequest,
 ) -> exit::Result<Vec<Configuration>> {
-    if args.sweep.is_empty() {
+    if args.sweep.is_empty() && args.config.is_empty() {
         return Ok(vec![Configuration {
             spec: request.spec.clone(),
             name: Vec::new(),
         }]);
     }
-    let axes = axes::parse_axes(&args.sweep)?;
-    for axis in &axes {
-        let fixed = match &axis.key {
+    let axes = axes::parse_axes(&args.sweep, &args.config)?;
+    for axis in axes.iter().flat_map(|group| group.keys()) {
+        let fixed = match axis {
             AxisKey::Test => None,
             AxisKey::SendSize => args.send_size.is_some().then_some("-m"),
             AxisKey::RecvSize => args.recv_size.is_some().then_some("-M"),
@@ -193,7 +194,7 @@ pub fn configurations_of(
         if let Some(option) = fixed {
             return Err(InputError(format!(
                 "--sweep {}= sets it for each configuration; leave {option} out",
-                axis.key.name()
+                axis.name()
             ))
             .into());
         }

@@ -148,6 +148,29 @@ fn bad_email_tables_exit_2_naming_the_line_and_store_nothing() {
     assert!(runs(&archive).is_empty());
 }
 
+#[test]
+fn a_table_made_by_hand_is_refused_at_its_own_line_not_at_the_mail_header() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("a.db");
+    for (name, line) in [
+        ("email/handmade-table.txt", 9),
+        ("email/handmade-table-quoted.txt", 10),
+    ] {
+        let text = std::fs::read(data(name)).unwrap();
+        let (code, stdout, stderr) = import(&archive, &["-"], &text);
+        assert_eq!(code, 2, "{stderr}");
+        assert_eq!(stdout, "");
+        assert!(
+            stderr.contains(&format!(
+                "-: line {line}: not netperf or uperf output, iperf3 JSON or a run record: \
+                 \"test          before     after\""
+            )),
+            "{name}: {stderr}"
+        );
+    }
+    assert!(runs(&archive).is_empty());
+}
+
 /// Runs `archive import FILE` with at most 300 MB of address space, far
 /// less than reading a 100 MB document into a JSON tree takes.
 fn import_within_300_mb(archive: &Path, file: &Path) -> (Option<i32>, String) {

@@ -81,6 +81,107 @@ fn every_size_of_a_sweep_is_stored_in_the_archive() {
 }
 
 #[test]
+fn a_buffer_axis_takes_default_as_the_kernels_own_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sweep.db");
+    let output = netbisect()
+        .env("NETBISECT_ARCHIVE", &db)
+        .args([
+            "--json",
+            "bench",
+            "-l",
+            "0.1",
+            "--sweep",
+            "S=212992,default",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let records: Vec<serde_json::Value> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(records.len(), 2, "{stderr}");
+    // In the order given: the size asked, then none (the kernel's).
+    assert_eq!(records[0]["spec"]["remote_socket_buffer_bytes"], 212_992);
+    assert!(
+        records[1]["spec"]["remote_socket_buffer_bytes"].is_null(),
+        "{}",
+        records[1]["spec"]
+    );
+    // The default configuration is the run of plain bench: the same spec.
+    let plain = netbisect()
+        .env("NETBISECT_ARCHIVE", &db)
+        .args(["--json", "bench", "-l", "0.1"])
+        .output()
+        .unwrap();
+    let plain: serde_json::Value = serde_json::from_slice(&plain.stdout).unwrap();
+    assert_eq!(plain["spec"], records[1]["spec"]);
+}
+
+#[test]
+fn configurations_listed_whole_run_as_given_each_with_the_sweep() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sweep.db");
+    let output = netbisect()
+        .env("NETBISECT_ARCHIVE", &db)
+        .args(["--json", "bench", "-l", "0.1"])
+        .args([
+            "--config",
+            "S=212992 s=212992",
+            "--config",
+            "S=default s=default",
+        ])
+        .args(["--sweep", "m=16K,1K"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let specs: Vec<serde_json::Value> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap()["spec"].clone())
+        .collect();
+    // Two configurations times two sizes, in the order given; not the
+    // product of two buffer axes.
+    let seen: Vec<(serde_json::Value, serde_json::Value, u64)> = specs
+        .iter()
+        .map(|spec| {
+            (
+                spec["remote_socket_buffer_bytes"].clone(),
+                spec["local_socket_buffer_bytes"].clone(),
+                spec["send_size_bytes"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let size = serde_json::json!(212_992);
+    let none = serde_json::Value::Null;
+    assert_eq!(
+        seen,
+        [
+            (size.clone(), size.clone(), 16_384),
+            (size.clone(), size, 1024),
+            (none.clone(), none.clone(), 16_384),
+            (none.clone(), none, 1024),
+        ],
+        "{stderr}"
+    );
+    // Configurations on different axes are refused before anything runs.
+    let refused = netbisect()
+        .env("NETBISECT_ARCHIVE", &db)
+        .args(["bench", "-l", "0.1", "--config", "S=1K", "--config", "s=1K"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("names the same axes"),
+        "{refused:?}"
+    );
+}
+
+#[test]
 fn a_stream_sweep_prints_one_record_per_size() {
     let output = netbisect()
         .args(["--json", "bench", "-t", "TCP_STREAM", "-l", "0.1"])

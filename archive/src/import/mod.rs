@@ -33,6 +33,7 @@
 mod batches;
 mod input;
 pub mod iperf3;
+mod mail;
 pub mod netperf;
 mod plausible;
 mod records;
@@ -46,6 +47,7 @@ pub use batches::{
 pub use input::ReadError;
 
 use crate::store::CanonicalRun;
+use mail::{table_start, unquote};
 use plausible::check_plausible;
 pub use run_record::record::limits::{
     MAX_HOST_CPUS as MAX_CPUS, MAX_THROUGHPUT_BPS, MAX_TRANSACTION_RATE,
@@ -384,31 +386,17 @@ pub(crate) fn parse_text(
                 "netperf and uperf outputs in one input: import them apart",
             ));
         }
-        (None, None) => return Err(ImportError::unrecognised(first_idx + 1, first_line)),
+        (None, None) => {
+            // A mail's table made by hand: the error points at it, not at
+            // the mail's first header.
+            let (line, text) = table_start(&text).unwrap_or((first_idx + 1, first_line));
+            return Err(ImportError::unrecognised(line, text));
+        }
     };
     if n_runs == 0 {
         return Err(ImportError::Empty);
     }
     Ok((format, n_runs))
-}
-
-/// `text` with the quote markers of an email (`> `, `>> `, `> > `) taken
-/// off the start of each line; each line keeps its place, so line numbers
-/// still count in the input, and the columns of a quoted table stay
-/// aligned because every line loses the same prefix.
-fn unquote(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.lines().any(|line| line.starts_with('>')) {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut unquoted = String::with_capacity(text.len());
-    for line in text.split_inclusive('\n') {
-        let mut rest = line;
-        while let Some(after) = rest.strip_prefix('>') {
-            rest = after.strip_prefix(' ').unwrap_or(after);
-        }
-        unquoted.push_str(rest);
-    }
-    std::borrow::Cow::Owned(unquoted)
 }
 
 /// Figures one peer-tool run reported; absent ones were not printed.

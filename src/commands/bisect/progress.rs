@@ -2,7 +2,8 @@
 //! reporter of every command ([`crate::progress`]: a live line on a
 //! terminal, timestamped lines in a log, `--progress`, `-q`): the step and
 //! its estimated total (log2 of what is left), the commit, samples so far,
-//! and a rough estimate of the time left. Once the ends are measured, one line says
+//! and a rough estimate of the time left; a line when the estimated total
+//! of steps moves, saying why. Once the ends are measured, one line says
 //! what the rest will take, from the estimate the engine journaled
 //! ([`bisect::plan`], the figures of `netbisect plan`). When the ends
 //! need more than their first `--end-repeats`, two lines say why and how
@@ -28,6 +29,8 @@ pub struct ProgressPrinter {
     estimate_shown: bool,
     /// Why the ends were last said to be measured again.
     ends_wait_shown: Option<EndsWait>,
+    /// The estimated total of steps last shown, and the candidates then.
+    steps_shown: Option<(u32, u32)>,
 }
 
 impl ProgressPrinter {
@@ -40,6 +43,7 @@ impl ProgressPrinter {
             confirm_repeats,
             estimate_shown: false,
             ends_wait_shown: None,
+            steps_shown: None,
         }
     }
 
@@ -65,6 +69,12 @@ impl ProgressPrinter {
         {
             self.ends_wait_shown = Some(ends.wait);
             self.reporter.line(&ends_again(ends).join("\n"));
+        }
+        if progress.phase == Phase::Steps {
+            if let Some(line) = steps_moved(self.steps_shown, progress) {
+                self.reporter.line(&line);
+            }
+            self.steps_shown = Some((progress.est_steps_total, progress.candidates_left));
         }
         let commit = &progress.commit;
         let short = &commit.id[..commit.id.len().min(12)];
@@ -100,6 +110,23 @@ impl ProgressPrinter {
             progress.candidates_left,
         ));
     }
+}
+
+/// A line that says the estimated total of steps moved, and why: the
+/// estimate is the steps taken and log2 of the candidates left, which
+/// falls more slowly than a step a halving when a commit is skipped or a
+/// sample leaves the culprit's place unclear, and faster when one
+/// settles more than half. `None` while it holds, or the first time.
+fn steps_moved(shown: Option<(u32, u32)>, progress: &Progress<'_>) -> Option<String> {
+    let (total, candidates) = shown?;
+    if total == progress.est_steps_total {
+        return None;
+    }
+    Some(format!(
+        "step {}: the estimate is now ~{} steps, was ~{total}:\n  {} candidates \
+         left, {candidates} before; the steps to go are log2 of them",
+        progress.step, progress.est_steps_total, progress.candidates_left
+    ))
 }
 
 /// Why the ends are measured beyond their first repeats, and how many
@@ -198,6 +225,42 @@ mod tests {
         assert_eq!(midpoint[2], "  at most 1 more repeat of each");
         for line in lines.iter().chain(&midpoint) {
             assert!(line.len() <= 80 && line.is_ascii(), "{line:?}");
+        }
+    }
+
+    #[test]
+    fn a_moved_estimate_is_said_with_its_reason_within_80_columns() {
+        let commit = bisect::graph::CommitInfo {
+            id: "0123456789abcdef".to_string(),
+            subject: "net: a change".to_string(),
+            author: "A <a@example.org>".to_string(),
+            date: "2026-12-01T00:00:00Z".to_string(),
+        };
+        let progress = Progress {
+            phase: Phase::Steps,
+            ends: None,
+            step: 12,
+            est_steps_total: 17,
+            est_samples_left: None,
+            commit: &commit,
+            n_samples: 0,
+            n_measurements: 40,
+            candidates_left: 40_000,
+            estimate: None,
+        };
+        assert_eq!(steps_moved(None, &progress), None);
+        assert_eq!(steps_moved(Some((17, 80_000)), &progress), None);
+        let line = steps_moved(Some((16, 20_000)), &progress).unwrap();
+        assert_eq!(
+            line,
+            "step 12: the estimate is now ~17 steps, was ~16:\n  40000 candidates left, \
+             20000 before; the steps to go are log2 of them"
+        );
+        // The first line under a log's time stamp, the rest as they are.
+        let stamp = "2026-12-06 16:00:00 netbisect: ";
+        for (idx, line) in line.lines().enumerate() {
+            let width = if idx == 0 { stamp.len() } else { 0 } + line.len();
+            assert!(width <= 80, "{line:?}");
         }
     }
 
