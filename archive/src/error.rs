@@ -235,6 +235,27 @@ impl ArchiveError {
         )
     }
 
+    /// True when a PostgreSQL server could not be reached, or went away
+    /// during a command: no server listened (the connection was refused,
+    /// its socket is missing), the connection timed out or the network
+    /// had no way to the host, or the connection dropped or the server
+    /// shut down mid-command. The archive's address and credentials may
+    /// be right: the same command may succeed later. A login the server
+    /// refused, an address that does not read or names no host, and a
+    /// database that is not an archive are never unreachable.
+    pub fn is_unreachable(&self) -> bool {
+        match self {
+            ArchiveError::Server {
+                source: Some(error),
+                ..
+            }
+            | ArchiveError::Postgres(error)
+            | ArchiveError::StoreFailed { error, .. }
+            | ArchiveError::CommitUnknown { error, .. } => is_unreachable_error(error),
+            _ => false,
+        }
+    }
+
     /// True when a PostgreSQL server refused to store a value of a run:
     /// a data exception (SQLSTATE class 22: text it cannot hold, a value
     /// too long for its column) or a limit of the server (class 54: an
@@ -247,6 +268,43 @@ impl ArchiveError {
             .code()
             .is_some_and(|code| code.code().starts_with("22") || code.code().starts_with("54"))
     }
+}
+
+/// True when a client error says the server was not there: a system
+/// error of the socket (refused, timed out, no route, reset, a missing
+/// Unix socket), a connection the client found closed, or the server's
+/// own word that it is shutting down or not yet accepting connections
+/// (SQLSTATE class 57P, and class 08, connection exceptions).
+fn is_unreachable_error(err: &postgres::Error) -> bool {
+    use std::io::ErrorKind;
+    if err.is_closed() {
+        return true;
+    }
+    if let Some(db_error) = err.as_db_error() {
+        let code = db_error.code().code();
+        return code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03");
+    }
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(current) = cause {
+        if let Some(io_error) = current.downcast_ref::<std::io::Error>() {
+            return matches!(
+                io_error.kind(),
+                ErrorKind::ConnectionRefused
+                    | ErrorKind::ConnectionReset
+                    | ErrorKind::ConnectionAborted
+                    | ErrorKind::NotConnected
+                    | ErrorKind::BrokenPipe
+                    | ErrorKind::UnexpectedEof
+                    | ErrorKind::TimedOut
+                    | ErrorKind::HostUnreachable
+                    | ErrorKind::NetworkUnreachable
+                    | ErrorKind::NetworkDown
+                    | ErrorKind::NotFound
+            );
+        }
+        cause = current.source();
+    }
+    false
 }
 
 /// A client error as a person reads it: the server's own severity and
