@@ -246,8 +246,13 @@ fn keep_in_spool(
     Ok(())
 }
 
-/// An archive error's innermost words, the system's or the server's.
+/// Why an archive could not be reached, in a few words: those of a
+/// failed connection (`connection refused`), else the innermost error's,
+/// the system's or the server's.
 fn cause_of(err: &archive::ArchiveError) -> String {
+    if let archive::ArchiveError::Server { detail, .. } = err {
+        return detail.clone();
+    }
     let mut words = err.to_string();
     let mut cause = std::error::Error::source(err);
     while let Some(current) = cause {

@@ -106,6 +106,7 @@ fn a_run_measured_while_the_server_is_down_is_kept_then_sent_once() {
         )),
         "{stderr}"
     );
+    assert!(stderr.contains("(connection refused)"), "{stderr}");
     assert!(stderr.contains(&run_id[..12]), "{stderr}");
     assert!(
         stderr.contains(&state.path().display().to_string()),
@@ -194,6 +195,7 @@ fn a_wrong_password_fails_before_the_test() {
     assert!(started.elapsed() < Duration::from_secs(20));
     let stderr = stderr_of(&output);
     assert!(stderr.contains("authentication failed"), "{stderr}");
+    assert!(!stderr.contains("test over loopback"), "{stderr}");
     assert!(!stderr.contains("s3cret"), "{stderr}");
     assert!(output.get_output().stdout.is_empty());
     assert!(spooled(state.path()).is_empty());
