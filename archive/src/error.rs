@@ -346,3 +346,56 @@ fn timeout_words(err: &postgres::Error) -> Option<&'static str> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Archive, Location};
+
+    fn opened(address: &str) -> ArchiveError {
+        let location = Location::parse(std::ffi::OsStr::new(address)).expect("an address");
+        match Archive::open_location(&location) {
+            Ok(_) => panic!("{address} opened"),
+            Err(err) => err,
+        }
+    }
+
+    #[test]
+    fn a_port_nobody_listens_on_is_unreachable() {
+        // Nothing listens on port 1 of loopback.
+        assert!(opened("postgres://u:pw@127.0.0.1:1/x").is_unreachable());
+        let Err(refused) = postgres::Config::new()
+            .host("127.0.0.1")
+            .port(1)
+            .user("u")
+            .connect(postgres::NoTls)
+        else {
+            panic!("something listens on port 1");
+        };
+        assert!(ArchiveError::Postgres(refused).is_unreachable());
+    }
+
+    #[test]
+    fn a_missing_socket_is_unreachable_and_a_bad_address_is_not() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let address = format!("postgres://u@/x?host={}", dir.path().display());
+        assert!(opened(&address).is_unreachable());
+        let Err(bad_address) = Location::parse(std::ffi::OsStr::new(
+            "postgres://u@127.0.0.1:1/x?sslmode=nonsense",
+        )) else {
+            panic!("sslmode=nonsense is read");
+        };
+        assert!(!bad_address.is_unreachable());
+    }
+
+    #[test]
+    fn what_the_user_fixes_is_never_unreachable() {
+        let not_an_archive = ArchiveError::Server {
+            address: "postgres://u@db/x".to_string(),
+            detail: "not a netbisect archive".to_string(),
+            source: None,
+        };
+        assert!(!not_an_archive.is_unreachable());
+        assert!(!ArchiveError::InvalidQuery("x".to_string()).is_unreachable());
+    }
+}
