@@ -250,7 +250,9 @@ fn keep_in_spool(
 /// failed connection (`connection refused`), else the innermost error's,
 /// the system's or the server's.
 fn cause_of(err: &archive::ArchiveError) -> String {
-    if let archive::ArchiveError::Server { detail, .. } = err {
+    if let archive::ArchiveError::Server { detail, .. }
+    | archive::ArchiveError::StartUpTimedOut { detail, .. } = err
+    {
         return detail.clone();
     }
     let mut words = err.to_string();

@@ -169,6 +169,18 @@ pub enum ArchiveError {
         #[source]
         source: Option<postgres::Error>,
     },
+    /// A PostgreSQL server that did not finish the start-up exchange
+    /// (connecting, TLS, authentication, the first query) within the
+    /// address's `connect_timeout`: a host that drops packets, or a
+    /// server too busy to answer. Nothing was written.
+    #[error("cannot use the archive at {address}: {detail}")]
+    StartUpTimedOut {
+        /// The address, without its password.
+        address: String,
+        /// What did not come, and the bound: `no connection within 10 s
+        /// (connect_timeout)`.
+        detail: String,
+    },
     /// Any other PostgreSQL failure (a dropped connection, a statement
     /// the server refused, or ended at the session's `lock_timeout` or
     /// `statement_timeout`, which are named); the transaction it was in
@@ -252,6 +264,7 @@ impl ArchiveError {
             | ArchiveError::Postgres(error)
             | ArchiveError::StoreFailed { error, .. }
             | ArchiveError::CommitUnknown { error, .. } => is_unreachable_error(error),
+            ArchiveError::StartUpTimedOut { .. } => true,
             _ => false,
         }
     }
