@@ -123,11 +123,32 @@ impl Spool {
     }
 }
 
-/// The run kept in `path`, checked as any record read is.
-pub fn read_kept(path: &Path) -> exit::Result<RunRecord> {
-    let bytes =
-        std::fs::read(path).with_context(|| format!("failed to read {}", path.display()))?;
-    RunRecord::from_slice(&bytes).with_context(|| format!("failed to read {}", path.display()))
+/// The run kept in `path`, checked as any record read is; `None` when
+/// the file is gone (another command sent it meanwhile).
+pub fn read_kept(path: &Path) -> exit::Result<Option<RunRecord>> {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => {
+            return Err(
+                exit::Failure::from(err).context(format!("failed to read {}", path.display()))
+            );
+        }
+    };
+    RunRecord::from_slice(&bytes)
+        .map(Some)
+        .with_context(|| format!("failed to read {}", path.display()))
+}
+
+/// Removes the file of a run the archive has committed; one already
+/// gone was removed by another command that sent it too.
+pub fn forget(path: &Path) -> exit::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
+            Err(exit::Failure::from(err).context(format!("failed to remove {}", path.display())))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Removes the temporary file `path` when it is older than
@@ -175,7 +196,7 @@ mod tests {
         let record = sealed_record();
         let path = spool.keep("postgres://lab@db/runs", &record).expect("keep");
         assert_eq!(path, spool.dir().join(format!("{}.json", record.id)));
-        assert_eq!(read_kept(&path).expect("read"), record);
+        assert_eq!(read_kept(&path).expect("read"), Some(record.clone()));
         let mode = std::fs::metadata(spool.dir())
             .expect("dir")
             .permissions()
@@ -188,12 +209,16 @@ mod tests {
         spool
             .keep("postgres://lab@db/runs", &record)
             .expect("again");
-        assert_eq!(spool.pending().expect("pending"), vec![path]);
+        assert_eq!(spool.pending().expect("pending"), vec![path.clone()]);
+        // Sent by two commands at once: the second finds it gone.
+        forget(&path).expect("forget");
+        forget(&path).expect("forget again");
+        assert_eq!(read_kept(&path).expect("read"), None);
         let names: Vec<_> = std::fs::read_dir(spool.dir())
             .expect("dir")
             .map(|entry| entry.expect("entry").file_name())
             .collect();
-        assert_eq!(names.len(), 2, "no temporary file stays: {names:?}");
+        assert_eq!(names.len(), 1, "only the address stays: {names:?}");
     }
 
     #[test]

@@ -297,14 +297,14 @@ pub fn send_spooled(location: &Location, archive: &mut Archive) -> exit::Result<
     let pending = spool.pending()?;
     let mut n_sent = 0;
     for path in &pending {
-        let run = spool::read_kept(path).and_then(|record| {
-            archive::CanonicalRun::from_record(record)
-                .with_context(|| format!("failed to read {}", path.display()))
-        })?;
+        let Some(record) = spool::read_kept(path)? else {
+            continue;
+        };
+        let run = archive::CanonicalRun::from_record(record)
+            .with_context(|| format!("failed to read {}", path.display()))?;
         match archive.store(&run) {
             Ok(_) => {
-                std::fs::remove_file(path)
-                    .with_context(|| format!("failed to remove {}", path.display()))?;
+                spool::forget(path)?;
                 n_sent += 1;
             }
             Err(err) => {
