@@ -134,6 +134,7 @@ fn a_run_measured_while_the_server_is_down_is_kept_then_sent_once() {
         .code(3);
     assert_eq!(spooled(state.path()).len(), 1);
 
+    let kept_bytes = std::fs::read(&kept[0]).unwrap();
     cluster.start_again();
     let output = netbisect_at(&address, state.path())
         .args(["archive", "sync"])
@@ -147,6 +148,17 @@ fn a_run_measured_while_the_server_is_down_is_kept_then_sent_once() {
         .args(["archive", "sync"])
         .assert()
         .success();
+    assert_eq!(archived_ids(&address, state.path()), vec![run_id.clone()]);
+    // A command killed after the archive committed the run and before
+    // its file was removed leaves the file: it is sent again, harmlessly,
+    // and a temporary file a killed writer left is not sent.
+    std::fs::write(&kept[0], &kept_bytes).unwrap();
+    std::fs::write(kept[0].with_file_name(".half.tmp"), &kept_bytes[..10]).unwrap();
+    netbisect_at(&address, state.path())
+        .args(["archive", "sync"])
+        .assert()
+        .success();
+    assert!(spooled(state.path()).is_empty());
     assert_eq!(archived_ids(&address, state.path()), vec![run_id.clone()]);
 
     // The next bench sends what was kept, then stores its own run.
