@@ -1,11 +1,14 @@
 //! The archive of the command line: where it is ([`archive_location`]: a
 //! file, or a PostgreSQL database named by a `postgres://` address),
-//! opening it to write ([`open_archive`]), to write only when it exists
+//! opening it to write ([`open_archive`], which first sends a shared
+//! archive the runs its spool kept: [`send_spooled`]), before a test
+//! ([`open_before_measuring`]), to write only when it exists
 //! ([`open_existing_archive`]) or only to read ([`open_archive_read`]),
-//! and where a finished run goes: into the
-//! archive ([`store_run`]), then to stdout as its record or its netperf
-//! table ([`store_and_print`]), after a warning of the settings the
-//! kernel did not grant ([`warn_of_refused_settings`]).
+//! and where a finished run goes: into the archive, or into the spool
+//! while a shared archive is unreachable ([`store_run`]), then to stdout
+//! as its record or its netperf table ([`store_and_print`]), after a
+//! warning of the settings the kernel did not grant
+//! ([`warn_of_refused_settings`]).
 
 use crate::exit::{self, Code, Context, InputError};
 use crate::global_options::GlobalOptions;
@@ -199,24 +202,25 @@ pub fn store_run(global: &GlobalOptions, record: &RunRecord) -> exit::Result<()>
     let location = archive_location(global)?;
     let run = archive::CanonicalRun::from_record(record.clone())
         .context("failed to prepare the run for the archive")?;
-    let stored = match open_writer(global)? {
-        Ok(mut archive) => archive.store(&run).map(|_| ()).map_err(|err| (err, false)),
-        Err(err) => Err((err, true)),
+    // The archive's error, and what it failed to do.
+    let failed = match open_writer(global)? {
+        Ok(mut archive) => archive
+            .store(&run)
+            .err()
+            .map(|err| (err, format!("failed to store the run in {location}"))),
+        Err(err) => Some((err, "failed to open the archive".to_string())),
     };
-    match stored {
-        Ok(()) => {
+    match failed {
+        None => {
             if global.verbose() {
                 eprintln!("netbisect: stored run {} in {}", &record.id[..12], location);
             }
             Ok(())
         }
-        Err((err, _)) if location.file().is_none() && err.is_unreachable() => {
+        Some((err, _)) if location.file().is_none() && err.is_unreachable() => {
             keep_in_spool(location, record, &err)
         }
-        Err((err, true)) => Err(exit::Failure::from(err).context("failed to open the archive")),
-        Err((err, false)) => {
-            Err(exit::Failure::from(err).context(format!("failed to store the run in {location}")))
-        }
+        Some((err, failed_to)) => Err(exit::Failure::from(err).context(failed_to)),
     }
 }
 
