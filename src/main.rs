@@ -17,6 +17,7 @@ mod render;
 mod request;
 mod selector;
 mod site;
+mod spool;
 mod store;
 mod views;
 mod vm;

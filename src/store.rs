@@ -1,16 +1,20 @@
 //! The archive of the command line: where it is ([`archive_location`]: a
 //! file, or a PostgreSQL database named by a `postgres://` address),
-//! opening it to write ([`open_archive`]), to write only when it exists
+//! opening it to write ([`open_archive`], which first sends a shared
+//! archive the runs its spool kept: [`send_spooled`]), before a test
+//! ([`open_before_measuring`]), to write only when it exists
 //! ([`open_existing_archive`]) or only to read ([`open_archive_read`]),
-//! and where a finished run goes: into the
-//! archive ([`store_run`]), then to stdout as its record or its netperf
-//! table ([`store_and_print`]), after a warning of the settings the
-//! kernel did not grant ([`warn_of_refused_settings`]).
+//! and where a finished run goes: into the archive, or into the spool
+//! while a shared archive is unreachable ([`store_run`]), then to stdout
+//! as its record or its netperf table ([`store_and_print`]), after a
+//! warning of the settings the kernel did not grant
+//! ([`warn_of_refused_settings`]).
 
 use crate::exit::{self, Code, Context, InputError};
 use crate::global_options::GlobalOptions;
 use crate::output;
 use crate::render::text::plain;
+use crate::spool::{self, Spool};
 use crate::views::run::RunContext;
 use crate::views::units::Units;
 use archive::store::SeriesRun;
@@ -28,8 +32,15 @@ pub fn archive_location(global: &GlobalOptions) -> exit::Result<&Location> {
 }
 
 /// Opens (creating it and its directory if needed) the archive the
-/// command line names.
+/// command line names. A shared archive is first sent the runs its
+/// spool kept while it could not be reached ([`send_spooled`]).
 pub fn open_archive(global: &GlobalOptions) -> exit::Result<Archive> {
+    open_writer(global)?.context("failed to open the archive")
+}
+
+/// [`open_archive`] with the archive's own error, for a caller that tells
+/// an unreachable server from the rest.
+fn open_writer(global: &GlobalOptions) -> exit::Result<Result<Archive, archive::ArchiveError>> {
     let location = archive_location(global)?;
     if let Some(parent) = location
         .file()
@@ -39,9 +50,14 @@ pub fn open_archive(global: &GlobalOptions) -> exit::Result<Archive> {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("failed to create directory {}", parent.display()))?;
     }
-    Archive::open_location_noting(location, &mut upgrade_notice(global, location))
-        .map(|archive| noting_lock_waits(global, archive))
-        .context("failed to open the archive")
+    let mut opened = Archive::open_location_noting(location, &mut upgrade_notice(global, location))
+        .map(|archive| noting_lock_waits(global, archive));
+    if let Ok(archive) = &mut opened
+        && location.file().is_none()
+    {
+        send_spooled_noting(global, location, archive);
+    }
+    Ok(opened)
 }
 
 /// Opens the archive the command line names to read and write, for a
@@ -221,19 +237,147 @@ pub fn warn_of_refused_settings(global: &GlobalOptions, record: &RunRecord) {
 }
 
 /// Stores a finished, sealed record in the archive. Storing the same run
-/// twice is a no-op.
+/// twice is a no-op. A run for a shared archive that cannot be reached
+/// is kept in the spool instead, and stderr says where.
 pub fn store_run(global: &GlobalOptions, record: &RunRecord) -> exit::Result<()> {
     let location = archive_location(global)?;
-    let mut archive = open_archive(global)?;
     let run = archive::CanonicalRun::from_record(record.clone())
         .context("failed to prepare the run for the archive")?;
-    archive
-        .store(&run)
-        .with_context(|| format!("failed to store the run in {location}"))?;
-    if global.verbose() {
-        eprintln!("netbisect: stored run {} in {}", &record.id[..12], location);
+    // The archive's error, and what it failed to do.
+    let failed = match open_writer(global)? {
+        Ok(mut archive) => archive
+            .store(&run)
+            .err()
+            .map(|err| (err, format!("failed to store the run in {location}"))),
+        Err(err) => Some((err, "failed to open the archive".to_string())),
+    };
+    match failed {
+        None => {
+            if global.verbose() {
+                eprintln!("netbisect: stored run {} in {}", &record.id[..12], location);
+            }
+            Ok(())
+        }
+        Some((err, _)) if location.file().is_none() && err.is_unreachable() => {
+            keep_in_spool(location, record, &err)
+        }
+        Some((err, failed_to)) => Err(exit::Failure::from(err).context(failed_to)),
     }
+}
+
+/// Keeps `record` in the spool of the shared archive at `location`,
+/// which `unreachable` says could not be reached, and says so.
+fn keep_in_spool(
+    location: &Location,
+    record: &RunRecord,
+    unreachable: &archive::ArchiveError,
+) -> exit::Result<()> {
+    let address = location.to_string();
+    let spool = Spool::of_archive(&address)
+        .and_then(|spool| spool.keep(&address, record).map(|_| spool))
+        .map_err(|err| {
+            err.context(format!(
+                "the archive at {address} is unreachable ({}) and the run could not be kept",
+                cause_of(unreachable)
+            ))
+        })?;
+    eprintln!(
+        "netbisect: warning: the archive at {address} is unreachable ({}); run {} kept in {}, \
+         sent when it is reachable: `netbisect archive sync`",
+        cause_of(unreachable),
+        &record.id[..12],
+        spool.dir().display()
+    );
     Ok(())
+}
+
+/// Why an archive could not be reached, in a few words: those of a
+/// failed connection (`connection refused`), else the innermost error's,
+/// the system's or the server's.
+fn cause_of(err: &archive::ArchiveError) -> String {
+    if let archive::ArchiveError::Server { detail, .. }
+    | archive::ArchiveError::StartUpTimedOut { detail, .. } = err
+    {
+        return detail.clone();
+    }
+    let mut words = err.to_string();
+    let mut cause = std::error::Error::source(err);
+    while let Some(current) = cause {
+        words = current.to_string();
+        cause = current.source();
+    }
+    words
+}
+
+/// Checks, before a test runs, that its run can be kept: the archive
+/// opens (and is sent its spooled runs), or it is a shared archive that
+/// cannot be reached now, so the run will go to the spool. An archive
+/// refused for its address, its credentials or its content fails here,
+/// so that no test runs for a run that would be lost.
+pub fn open_before_measuring(global: &GlobalOptions) -> exit::Result<()> {
+    if missing_archive(global)?.is_some() {
+        // A file is made when the run is stored; nothing to check yet.
+        return Ok(());
+    }
+    open_archive_if_reachable(global).map(drop)
+}
+
+/// Opens the archive as [`open_archive`] does, or `None` when it is a
+/// shared archive that cannot be reached now (its runs go to the spool).
+pub fn open_archive_if_reachable(global: &GlobalOptions) -> exit::Result<Option<Archive>> {
+    let location = archive_location(global)?;
+    match open_writer(global)? {
+        Ok(archive) => Ok(Some(archive)),
+        Err(err) if location.file().is_none() && err.is_unreachable() => Ok(None),
+        Err(err) => Err(exit::Failure::from(err).context("failed to open the archive")),
+    }
+}
+
+/// Sends `archive` the runs its spool kept, each removed once the
+/// archive committed it (new to it or already in it), and returns how
+/// many were sent. Stops at the first run that cannot be read or stored,
+/// leaving it and the rest kept.
+pub fn send_spooled(location: &Location, archive: &mut Archive) -> exit::Result<usize> {
+    let spool = Spool::of_archive(&location.to_string())?;
+    let pending = spool.pending()?;
+    let mut n_sent = 0;
+    for path in &pending {
+        let Some(record) = spool::read_kept(path)? else {
+            continue;
+        };
+        let run = archive::CanonicalRun::from_record(record)
+            .with_context(|| format!("failed to read {}", path.display()))?;
+        match archive.store(&run) {
+            Ok(_) => {
+                spool::forget(path)?;
+                n_sent += 1;
+            }
+            Err(err) => {
+                return Err(exit::Failure::from(err)
+                    .context(format!("failed to send {} to {location}", path.display())));
+            }
+        }
+    }
+    Ok(n_sent)
+}
+
+/// [`send_spooled`] for a command that opened a shared archive to write
+/// in it: a line on stderr says what was sent, and a failure is a
+/// warning, never the command's failure.
+fn send_spooled_noting(global: &GlobalOptions, location: &Location, archive: &mut Archive) {
+    let Ok(spool) = Spool::of_archive(&location.to_string()) else {
+        return;
+    };
+    if spool.pending().map_or(true, |pending| pending.is_empty()) {
+        return;
+    }
+    match send_spooled(location, archive) {
+        Ok(n_sent) if n_sent > 0 && !global.quiet() => {
+            eprintln!("netbisect: sent {n_sent} spooled runs to {location}");
+        }
+        Ok(_) => {}
+        Err(err) => eprintln!("netbisect: warning: {err:#}"),
+    }
 }
 
 /// What the history needs of each selected run: from the archive's

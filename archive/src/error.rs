@@ -169,6 +169,18 @@ pub enum ArchiveError {
         #[source]
         source: Option<postgres::Error>,
     },
+    /// A PostgreSQL server that did not finish the start-up exchange
+    /// (connecting, TLS, authentication, the first query) within the
+    /// address's `connect_timeout`: a host that drops packets, or a
+    /// server too busy to answer. Nothing was written.
+    #[error("cannot use the archive at {address}: {detail}")]
+    StartUpTimedOut {
+        /// The address, without its password.
+        address: String,
+        /// What did not come, and the bound: `no connection within 10 s
+        /// (connect_timeout)`.
+        detail: String,
+    },
     /// Any other PostgreSQL failure (a dropped connection, a statement
     /// the server refused, or ended at the session's `lock_timeout` or
     /// `statement_timeout`, which are named); the transaction it was in
@@ -235,6 +247,28 @@ impl ArchiveError {
         )
     }
 
+    /// True when a PostgreSQL server could not be reached, or went away
+    /// during a command: no server listened (the connection was refused,
+    /// its socket is missing), the connection timed out or the network
+    /// had no way to the host, or the connection dropped or the server
+    /// shut down mid-command. The archive's address and credentials may
+    /// be right: the same command may succeed later. A login the server
+    /// refused, an address that does not read or names no host, and a
+    /// database that is not an archive are never unreachable.
+    pub fn is_unreachable(&self) -> bool {
+        match self {
+            ArchiveError::Server {
+                source: Some(error),
+                ..
+            }
+            | ArchiveError::Postgres(error)
+            | ArchiveError::StoreFailed { error, .. }
+            | ArchiveError::CommitUnknown { error, .. } => is_unreachable_error(error),
+            ArchiveError::StartUpTimedOut { .. } => true,
+            _ => false,
+        }
+    }
+
     /// True when a PostgreSQL server refused to store a value of a run:
     /// a data exception (SQLSTATE class 22: text it cannot hold, a value
     /// too long for its column) or a limit of the server (class 54: an
@@ -247,6 +281,43 @@ impl ArchiveError {
             .code()
             .is_some_and(|code| code.code().starts_with("22") || code.code().starts_with("54"))
     }
+}
+
+/// True when a client error says the server was not there: a system
+/// error of the socket (refused, timed out, no route, reset, a missing
+/// Unix socket), a connection the client found closed, or the server's
+/// own word that it is shutting down or not yet accepting connections
+/// (SQLSTATE class 57P, and class 08, connection exceptions).
+fn is_unreachable_error(err: &postgres::Error) -> bool {
+    use std::io::ErrorKind;
+    if err.is_closed() {
+        return true;
+    }
+    if let Some(db_error) = err.as_db_error() {
+        let code = db_error.code().code();
+        return code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03");
+    }
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(current) = cause {
+        if let Some(io_error) = current.downcast_ref::<std::io::Error>() {
+            return matches!(
+                io_error.kind(),
+                ErrorKind::ConnectionRefused
+                    | ErrorKind::ConnectionReset
+                    | ErrorKind::ConnectionAborted
+                    | ErrorKind::NotConnected
+                    | ErrorKind::BrokenPipe
+                    | ErrorKind::UnexpectedEof
+                    | ErrorKind::TimedOut
+                    | ErrorKind::HostUnreachable
+                    | ErrorKind::NetworkUnreachable
+                    | ErrorKind::NetworkDown
+                    | ErrorKind::NotFound
+            );
+        }
+        cause = current.source();
+    }
+    false
 }
 
 /// A client error as a person reads it: the server's own severity and
@@ -287,4 +358,57 @@ fn timeout_words(err: &postgres::Error) -> Option<&'static str> {
         );
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Archive, Location};
+
+    fn opened(address: &str) -> ArchiveError {
+        let location = Location::parse(std::ffi::OsStr::new(address)).expect("an address");
+        match Archive::open_location(&location) {
+            Ok(_) => panic!("{address} opened"),
+            Err(err) => err,
+        }
+    }
+
+    #[test]
+    fn a_port_nobody_listens_on_is_unreachable() {
+        // Nothing listens on port 1 of loopback.
+        assert!(opened("postgres://u:pw@127.0.0.1:1/x").is_unreachable());
+        let Err(refused) = postgres::Config::new()
+            .host("127.0.0.1")
+            .port(1)
+            .user("u")
+            .connect(postgres::NoTls)
+        else {
+            panic!("something listens on port 1");
+        };
+        assert!(ArchiveError::Postgres(refused).is_unreachable());
+    }
+
+    #[test]
+    fn a_missing_socket_is_unreachable_and_a_bad_address_is_not() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let address = format!("postgres://u@/x?host={}", dir.path().display());
+        assert!(opened(&address).is_unreachable());
+        let Err(bad_address) = Location::parse(std::ffi::OsStr::new(
+            "postgres://u@127.0.0.1:1/x?sslmode=nonsense",
+        )) else {
+            panic!("sslmode=nonsense is read");
+        };
+        assert!(!bad_address.is_unreachable());
+    }
+
+    #[test]
+    fn what_the_user_fixes_is_never_unreachable() {
+        let not_an_archive = ArchiveError::Server {
+            address: "postgres://u@db/x".to_string(),
+            detail: "not a netbisect archive".to_string(),
+            source: None,
+        };
+        assert!(!not_an_archive.is_unreachable());
+        assert!(!ArchiveError::InvalidQuery("x".to_string()).is_unreachable());
+    }
 }

@@ -46,6 +46,14 @@ pub enum ArchiveAction {
     },
     /// Check the archive file and every stored run
     Check,
+    /// Send a shared archive the runs kept while it was unreachable
+    ///
+    /// A run measured while its PostgreSQL archive cannot be reached is
+    /// kept in the spool ($XDG_STATE_HOME/netbisect/spool, else
+    /// ~/.local/state/netbisect/spool); the next command that writes to
+    /// that archive sends it, and so does this one. Exit code 3 while the
+    /// archive is still unreachable; nothing kept is lost.
+    Sync,
 }
 
 /// `netbisect archive import`.

@@ -1,12 +1,12 @@
 //! `netbisect archive`: import, list, show, export, merge and check the
-//! archive of runs.
+//! archive of runs, and send a shared archive the runs its spool kept.
 
 use crate::cli::{ArchiveAction, ArchiveArgs, ImportArgs, RunFilterArgs};
 use crate::exit::{self, Code, Context, ExitCoded, InputError};
 use crate::global_options::GlobalOptions;
 use crate::output;
 use crate::render::text::plain;
-use crate::store::{archive_location, open_archive, open_archive_read};
+use crate::store::{archive_location, open_archive, open_archive_read, send_spooled};
 use crate::views::archive_list::ArchiveListContext;
 use crate::views::run::RunContext;
 use crate::views::units::Units;
@@ -24,6 +24,7 @@ pub fn run(global: &GlobalOptions, args: &ArchiveArgs) -> exit::Result<Code> {
         ArchiveAction::Export(filters) => run_export(global, filters),
         ArchiveAction::Merge { other } => run_merge(global, other),
         ArchiveAction::Check => run_check(global),
+        ArchiveAction::Sync => run_sync(global),
     }
 }
 
@@ -348,6 +349,23 @@ fn run_merge(global: &GlobalOptions, other: &Path) -> exit::Result<Code> {
              the others were merged",
             counts.refused.len()
         )));
+    }
+    Ok(Code::Ok)
+}
+
+/// `archive sync`: opening the shared archive to write sends its spool
+/// (and says so); what that left, a run the archive refused, is sent
+/// again here so that its failure is this command's.
+fn run_sync(global: &GlobalOptions) -> exit::Result<Code> {
+    let location = archive_location(global)?;
+    if location.file().is_some() {
+        // Only a shared archive is ever away: a file's runs are never kept.
+        return Ok(Code::Ok);
+    }
+    let mut archive = open_archive(global)?;
+    let n_sent = send_spooled(location, &mut archive)?;
+    if n_sent > 0 && !global.quiet() {
+        eprintln!("netbisect: sent {n_sent} spooled runs to {location}");
     }
     Ok(Code::Ok)
 }

@@ -12,11 +12,14 @@ use crate::exit::{self, Code};
 use crate::global_options::GlobalOptions;
 use crate::progress::Reporter;
 use crate::request::{BenchInvocation, BenchMode, failed_run_context};
-use crate::store::store_and_print;
+use crate::store::{open_before_measuring, store_and_print};
 use bench_core::run::bench;
 
 pub fn run(global: &GlobalOptions, args: &BenchArgs) -> exit::Result<Code> {
     let invocation = BenchInvocation::from_args(args)?;
+    if invocation.output.archive {
+        open_before_measuring(global)?;
+    }
     match &invocation.mode {
         BenchMode::Kernel(kernel) => kernel::run(global, &invocation, kernel),
         BenchMode::Sweep(sweep) => sweep::run(global, &invocation, sweep),

@@ -7,7 +7,7 @@ use super::progress::Progress;
 use super::{Boot, Experiment};
 use crate::exit::{self, Context};
 use crate::global_options::GlobalOptions;
-use crate::store::{open_archive, store_run};
+use crate::store::{open_archive_if_reachable, store_run};
 use crate::vm::{self, GuestSubject, Notes};
 use archive::RunQuery;
 use run_record::record::ExperimentTag;
@@ -162,7 +162,11 @@ fn measured(
     boot: Boot,
 ) -> exit::Result<BTreeSet<usize>> {
     let side = &experiment.sides[boot.side_idx];
-    let archive = open_archive(global)?;
+    // A shared archive that cannot be reached holds nothing known: every
+    // run is measured, and kept in the spool.
+    let Some(archive) = open_archive_if_reachable(global)? else {
+        return Ok(BTreeSet::new());
+    };
     let records = archive
         .records(&RunQuery {
             label: Some(side.label.clone()),

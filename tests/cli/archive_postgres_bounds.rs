@@ -144,6 +144,48 @@ fn a_server_that_accepts_and_never_answers_ends_within_the_bound() {
 }
 
 #[test]
+fn a_run_for_a_server_that_never_answers_is_kept_in_the_spool() {
+    // A host that takes connections and never answers is as away as one
+    // that refuses them: the run is kept, not lost.
+    let port = silent_server(Says::Nothing);
+    let state = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_netbisect"))
+        .env(
+            "NETBISECT_ARCHIVE",
+            format!("postgres://u:p@127.0.0.1:{port}/db?connect_timeout=1"),
+        )
+        .env("XDG_STATE_HOME", state.path())
+        .env_remove("PGPASSWORD")
+        .env_remove("PGPASSFILE")
+        .args(["bench", "-t", "TCP_RR", "-l", "0.2"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "the archive at postgres://u@127.0.0.1:{port}/db is unreachable \
+             (no answer to the start-up and authentication within 1 s (connect_timeout))"
+        )),
+        "{stderr}"
+    );
+    let spool = state.path().join("netbisect").join("spool");
+    let kept: Vec<_> = std::fs::read_dir(&spool)
+        .unwrap()
+        .flat_map(|archive| std::fs::read_dir(archive.unwrap().path()).unwrap())
+        .filter(|entry| {
+            entry
+                .as_ref()
+                .unwrap()
+                .path()
+                .extension()
+                .is_some_and(|ext| ext == "json")
+        })
+        .collect();
+    assert_eq!(kept.len(), 1, "{stderr}");
+}
+
+#[test]
 fn a_server_that_never_answers_a_query_ends_at_the_first_query() {
     let port = silent_server(Says::ReadyForQuery);
     let (output, took) = list_at(&format!(

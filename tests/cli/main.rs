@@ -6,6 +6,7 @@ mod archive_postgres_bounds;
 mod archive_postgres_tls;
 mod archive_safety;
 mod archive_shared;
+mod archive_spool;
 mod bench;
 mod bisect;
 mod bisect_jobs;

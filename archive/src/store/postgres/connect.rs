@@ -131,14 +131,14 @@ pub(super) fn connect(address: &ServerAddress) -> Result<Connected, ArchiveError
         }),
         Err(Some(bound)) => {
             let phase = Phase::of(phase.load(Ordering::SeqCst));
-            Err(server_error(
-                address,
-                format!(
+            Err(ArchiveError::StartUpTimedOut {
+                address: address.to_string(),
+                detail: format!(
                     "{} within {} (connect_timeout)",
                     phase.missing(),
                     seconds_text(bound)
                 ),
-            ))
+            })
         }
         Err(None) => Err(server_error(
             address,
