@@ -1,11 +1,13 @@
 //! What a command prints on stdout: with `--json` its document, else its
 //! text for people, most often a template's. [`emit`] makes only the one
 //! asked for and writes it; a closed pipe is not an error (see
-//! [`crate::exit::stdout_error`]).
+//! [`crate::exit::stdout_error`]). And a note of netbisect's on stderr
+//! outside a progress line ([`note`]): a warning, a run stored.
 
 use crate::exit::{self, Context};
 use crate::global_options::GlobalOptions;
 use crate::render::Renderer;
+use crate::render::text::plain_lines;
 use run_record::record::RunRecord;
 use serde::Serialize;
 use std::io::Write;
@@ -69,4 +71,11 @@ pub fn record(record: &RunRecord) -> exit::Result<Vec<u8>> {
         .context("failed to write the run record")?;
     bytes.push(b'\n');
     Ok(bytes)
+}
+
+/// `netbisect: TEXT` on stderr, each line of `text` [`plain_lines`]: a
+/// warning or a note that may quote a record (a label, a kernel, a
+/// setting) reaches the terminal without its escape sequences.
+pub fn note(text: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "netbisect: {}", plain_lines(text));
 }

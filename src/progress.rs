@@ -6,6 +6,7 @@
 //! `--progress always`) says nothing.
 
 use crate::global_options::GlobalOptions;
+use crate::render::text::plain_lines;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
@@ -51,8 +52,10 @@ impl Reporter {
         Reporter { target }
     }
 
-    /// What runs now: the live line's text; a plain line in a log.
+    /// What runs now: the live line's text; a plain line in a log. Each
+    /// line of `text` is printed [`plain_lines`], as every line below.
     pub fn status(&self, text: &str) {
+        let text = &*plain_lines(text);
         match &self.target {
             Target::Silent => {}
             Target::Live(bar) => bar.set_message(text.to_string()),
@@ -64,6 +67,7 @@ impl Reporter {
     /// live line on a terminal. Lines after the first of `text` are its
     /// continuation, printed as they are.
     pub fn line(&self, text: &str) {
+        let text = &*plain_lines(text);
         match &self.target {
             Target::Silent => {}
             Target::Live(bar) => bar.println(format!("netbisect: {text}")),

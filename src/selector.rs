@@ -16,6 +16,7 @@
 //! nothing is an input error that names it.
 
 use crate::exit::{self, Context, InputError};
+use crate::render::text::plain;
 use archive::{Archive, RunQuery, StoredRun};
 use run_record::record::RunRecord;
 use std::collections::BTreeSet;
@@ -206,10 +207,13 @@ fn match_kind(
                 .filter_map(|run| run.commit.as_deref())
                 .collect();
             if commits.len() > 1 {
-                let mut listed: Vec<&str> =
-                    commits.iter().take(MAX_COMMITS_LISTED).copied().collect();
+                let mut listed: Vec<String> = commits
+                    .iter()
+                    .take(MAX_COMMITS_LISTED)
+                    .map(|commit| plain(commit).into_owned())
+                    .collect();
                 if commits.len() > MAX_COMMITS_LISTED {
-                    listed.push("...");
+                    listed.push("...".to_string());
                 }
                 return Err(InputError(format!(
                     "commit prefix '{value}' matches runs of {} commits ({}); give more digits",

@@ -13,6 +13,7 @@
 use crate::exit::{self, Code, Context, InputError};
 use crate::global_options::GlobalOptions;
 use crate::output;
+use crate::render::text::plain;
 use crate::spool::{self, Spool};
 use crate::views::run::RunContext;
 use crate::views::units::Units;
@@ -140,6 +141,39 @@ pub struct RunOutput {
     pub units: String,
     /// Print the test banner (`-P 1`, the default).
     pub banner: bool,
+    /// Fail a run the kernel did not grant every setting of
+    /// (`--strict-settings`), rather than warn and keep it.
+    pub strict_settings: bool,
+}
+
+/// A run the kernel did not grant every setting of, under
+/// `--strict-settings`; exits with [`exit::Code::Runtime`], as a test
+/// that could not be made.
+#[derive(Debug, thiserror::Error)]
+#[error("the kernel did not grant {} (--strict-settings keeps no such run)", .0.join(", "))]
+pub struct SettingsNotGranted(pub Vec<String>);
+
+impl exit::ExitCoded for SettingsNotGranted {
+    fn exit_code(&self) -> exit::Code {
+        exit::Code::Runtime
+    }
+}
+
+/// Fails the run of `record`, before it is stored or printed, where
+/// `output.strict_settings` and the kernel did not grant one of the
+/// settings it asked; the warning of [`warn_of_refused_settings`] is for
+/// the runs kept.
+pub fn fail_if_not_granted(output: &RunOutput, record: &RunRecord) -> exit::Result<()> {
+    let refused: Vec<String> = record
+        .system
+        .iter()
+        .flat_map(SystemOutcome::refused)
+        .map(|refused| plain(&refused).into_owned())
+        .collect();
+    if output.strict_settings && !refused.is_empty() {
+        return Err(SettingsNotGranted(refused).into());
+    }
+    Ok(())
 }
 
 /// Stores a finished run (when `output.archive`) and prints it: the
@@ -152,6 +186,7 @@ pub fn store_and_print(
     output: &RunOutput,
     record: &RunRecord,
 ) -> exit::Result<Code> {
+    fail_if_not_granted(output, record)?;
     warn_of_refused_settings(global, record);
     let stored = if output.archive {
         store_run(global, record)
@@ -177,7 +212,10 @@ pub fn print_run(
         || output::record(record),
         || {
             let units = Units::parse(&output.units).map_err(|err| InputError(err.to_string()))?;
-            let context = RunContext::new(record, units, output.banner, stored);
+            let mut context = RunContext::new(record, units, output.banner, stored);
+            if global.verbose() {
+                context = context.with_sockets_at_end();
+            }
             output::template(global, "run", &context, "the run")
         },
     )
@@ -191,7 +229,10 @@ pub fn warn_of_refused_settings(global: &GlobalOptions, record: &RunRecord) {
         return;
     }
     for refused in record.system.iter().flat_map(SystemOutcome::refused) {
-        eprintln!("netbisect: warning: the kernel did not grant {refused}");
+        output::note(&format!(
+            "warning: the kernel did not grant {}",
+            plain(&refused)
+        ));
     }
 }
 

@@ -1,8 +1,8 @@
 //! What a netperf-style table needs of a set of runs: the title and the
 //! command line of a spec (and of a run's configuration, where it ran),
 //! and the figures of one side of a comparison in netperf's columns
-//! (socket sizes as granted, elapsed time, throughput, rate, CPU
-//! utilisation and service demand, datagrams, confidence).
+//! (socket sizes as granted right after setup, elapsed time, throughput,
+//! rate, CPU utilisation and service demand, datagrams, confidence).
 //!
 //! A title names every parameter of the spec that is not netperf's
 //! default for the test, and always the test length, so that two groups
@@ -15,9 +15,12 @@ mod command;
 
 pub use command::{CommandWord, configuration_command, options_of_command, vm_options_of_env};
 
+use run_record::record::SystemOutcome;
 use run_record::record::{Metric, RunRecord};
 use run_record::shell::CommandLine;
-use run_record::spec::{AddressFamily, CpuPinning, ReportedSocketBuffers, RunSpec, TestKind};
+use run_record::spec::{
+    AddressFamily, CpuPinning, ReportedSocketBuffers, RunSpec, Setting, TestKind,
+};
 use serde::Serialize;
 
 /// One parameter of a spec, as a title shows it and as `netbisect bench`
@@ -52,6 +55,74 @@ pub fn seconds(value: f64) -> String {
 /// test, in netperf's order (global options, then test-specific ones),
 /// the test length always included.
 pub fn spec_options(spec: &RunSpec) -> Vec<SpecOption> {
+    spec_options_as_granted(spec, None)
+}
+
+/// The legend of a setting named with what the kernel granted instead
+/// ([`granted_words`]), for the line under a table that names one.
+pub const NOT_GRANTED_LEGEND: &str =
+    "KEY=ASKED(GOT): asked ASKED, the kernel kept GOT; measured with GOT.";
+
+/// A setting's words as the kernel granted it in `outcome`: as asked
+/// (`gso=on`) where it gave what was asked (or nothing says otherwise),
+/// else what was asked with what it kept in brackets (`gso=on(off)`).
+pub fn granted_words(setting: &Setting, outcome: Option<&SystemOutcome>) -> String {
+    let asked = setting.text();
+    match outcome.and_then(|outcome| outcome.granted_instead(setting)) {
+        Some(granted) => format!("{asked}({granted})"),
+        None => asked,
+    }
+}
+
+/// True when `outcome` says the kernel kept something else than one of
+/// the settings `spec` asked.
+pub fn any_not_granted(spec: &RunSpec, outcome: Option<&SystemOutcome>) -> bool {
+    let Some(outcome) = outcome else {
+        return false;
+    };
+    spec.system
+        .iter()
+        .flat_map(|system| system.settings())
+        .any(|setting| outcome.granted_instead(&setting).is_some())
+}
+
+/// Of the outcomes of both sides of a group, the one its title names:
+/// the first's, or the second's where only that side was refused a
+/// setting.
+pub fn title_outcome<'a>(
+    spec: &RunSpec,
+    [first, second]: [Option<&'a SystemOutcome>; 2],
+) -> Option<&'a SystemOutcome> {
+    if !any_not_granted(spec, first) && any_not_granted(spec, second) {
+        second
+    } else {
+        first
+    }
+}
+
+/// Each setting of `spec` as the kernel kept it in `outcome`
+/// (`gso=off` for `gso=on` not granted), in the order of
+/// [`run_record::spec::SystemSettings::settings`].
+pub fn settings_as_kept(spec: &RunSpec, outcome: Option<&SystemOutcome>) -> Vec<String> {
+    spec.system
+        .iter()
+        .flat_map(|system| system.settings())
+        .map(|setting| {
+            let asked = setting.text();
+            match outcome.and_then(|outcome| outcome.granted_instead(&setting)) {
+                Some(granted) => {
+                    let key = asked.split_once('=').map_or(asked.as_str(), |(key, _)| key);
+                    format!("{key}={granted}")
+                }
+                None => asked,
+            }
+        })
+        .collect()
+}
+
+/// [`spec_options`], each setting's title named as the kernel granted it
+/// in `outcome` ([`granted_words`]); the commands stay as asked.
+pub fn spec_options_as_granted(spec: &RunSpec, outcome: Option<&SystemOutcome>) -> Vec<SpecOption> {
     let RunSpec {
         test,
         family,
@@ -164,7 +235,11 @@ pub fn spec_options(spec: &RunSpec) -> Vec<SpecOption> {
     }
     for setting in system.iter().flat_map(|system| system.settings()) {
         let text = setting.text();
-        options.push(option(text.clone(), "--set", Some(text)));
+        options.push(option(
+            granted_words(&setting, outcome),
+            "--set",
+            Some(text),
+        ));
     }
     options
 }
@@ -232,13 +307,34 @@ fn granted_title(test: TestKind, buffers: &ReportedSocketBuffers) -> String {
 /// The title of a configuration: the test, every parameter of
 /// [`spec_options`], and the testbed.
 pub fn spec_title(spec: &RunSpec, testbed: &str) -> String {
+    spec_title_as_granted(spec, testbed, None)
+}
+
+/// [`spec_title`] with each setting named as the kernel granted it in
+/// `outcome` ([`granted_words`]).
+pub fn spec_title_as_granted(
+    spec: &RunSpec,
+    testbed: &str,
+    outcome: Option<&SystemOutcome>,
+) -> String {
     let mut words = vec![spec.test.name().to_string()];
-    words.extend(spec_options(spec).into_iter().map(|each| each.title));
+    words.extend(
+        spec_options_as_granted(spec, outcome)
+            .into_iter()
+            .map(|each| each.title),
+    );
     format!("{} (testbed {testbed})", words.join(" "))
 }
 
+/// The title of the configuration of `record`, its settings as the
+/// kernel granted them.
+pub fn record_title(record: &RunRecord) -> String {
+    spec_title_as_granted(&record.spec, &record.testbed, record.system.as_ref())
+}
+
 /// The `netbisect bench` command that runs `spec` again (on loopback:
-/// [`configuration_command`] says where a run ran).
+/// [`configuration_command`] says where a run ran). A `--set` gives the
+/// setting as asked, whatever the kernel granted.
 pub fn spec_command(spec: &RunSpec) -> CommandLine {
     let mut command = CommandLine::new(&["netbisect", "bench"]);
     add_spec(&mut command, spec);
@@ -254,16 +350,18 @@ pub fn add_spec(command: &mut CommandLine, spec: &RunSpec) {
 }
 
 /// The figures of one side of a comparison group, in netperf's columns.
-/// Sizes come from the side's earliest run (its last iteration's ends, or
-/// for an import the buffers its text reported as granted); every other
-/// figure is the mean over every iteration of every run.
+/// Sizes come from the side's earliest run (its last iteration's ends
+/// right after setup, as netperf prints them, or for an import the
+/// buffers its text reported as granted); every other figure is the mean
+/// over every iteration of every run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct SideFigures {
     /// Runs of the side.
     pub n_runs: usize,
     /// Iterations over all runs.
     pub n_iterations: usize,
-    /// Receive socket of the receiving end, bytes, as granted at the end.
+    /// Receive socket of the receiving end, bytes, as granted right after
+    /// setup.
     pub recv_socket_bytes: Option<u64>,
     /// Send socket of the sending end.
     pub send_socket_bytes: Option<u64>,
@@ -370,10 +468,10 @@ impl SideFigures {
             .and_then(|iteration| iteration.ends.as_ref())
         {
             let (local, remote) = (&ends.local.socket, &ends.remote.socket);
-            figures.local_send_socket_bytes = Some(local.send_buffer.at_end_bytes);
-            figures.local_recv_socket_bytes = Some(local.recv_buffer.at_end_bytes);
-            figures.remote_send_socket_bytes = Some(remote.send_buffer.at_end_bytes);
-            figures.remote_recv_socket_bytes = Some(remote.recv_buffer.at_end_bytes);
+            figures.local_send_socket_bytes = Some(local.send_buffer.after_setup_bytes);
+            figures.local_recv_socket_bytes = Some(local.recv_buffer.after_setup_bytes);
+            figures.remote_send_socket_bytes = Some(remote.send_buffer.after_setup_bytes);
+            figures.remote_recv_socket_bytes = Some(remote.recv_buffer.after_setup_bytes);
             let maerts = runs
                 .first()
                 .is_some_and(|run| run.spec.test == run_record::spec::TestKind::TcpMaerts);
@@ -382,8 +480,8 @@ impl SideFigures {
             } else {
                 (local, remote)
             };
-            figures.send_socket_bytes = Some(sender.send_buffer.at_end_bytes);
-            figures.recv_socket_bytes = Some(receiver.recv_buffer.at_end_bytes);
+            figures.send_socket_bytes = Some(sender.send_buffer.after_setup_bytes);
+            figures.recv_socket_bytes = Some(receiver.recv_buffer.after_setup_bytes);
         } else if let Some(run) = runs.first() {
             figures.set_reported_sockets(run);
         }
@@ -437,107 +535,4 @@ impl SideFigures {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use run_record::spec::{ConfidenceSpec, TestKind};
-
-    #[test]
-    fn titles_name_every_parameter_off_its_default() {
-        let mut spec = RunSpec::defaults(TestKind::TcpStream);
-        spec.duration_s = 0.1;
-        assert_eq!(spec_title(&spec, "lab"), "TCP_STREAM -l 0.1 (testbed lab)");
-        assert_eq!(spec_value(&spec, "-m").as_deref(), Some("16384"));
-        assert_eq!(spec_value(&spec, "-r").as_deref(), Some("1,1"));
-        assert_eq!(spec_value(&spec, "-S"), None);
-        spec.remote_socket_buffer_bytes = Some(2280);
-        spec.send_size_bytes = 1432;
-        spec.nodelay = true;
-        spec.cpu_pinning = CpuPinning {
-            local: Some(0),
-            remote: Some(1),
-        };
-        spec.confidence = Some(ConfidenceSpec {
-            level_pct: 95,
-            width_pct: 5.0,
-        });
-        spec.iterations_max = 10;
-        spec.iterations_min = 3;
-        spec.flows = 4;
-        spec.warmup_s = 1.5;
-        spec.local_cpu = true;
-        spec.remote_cpu = true;
-        assert_eq!(
-            spec_title(&spec, "lab"),
-            "TCP_STREAM -l 0.1 -c -C -T 0,1 -I 95,5 -i 10,3 -S 2280 -m 1432 nodelay \
-             flows 4 warm-up 1.5s (testbed lab)"
-        );
-        assert_eq!(
-            spec_command(&spec).render(),
-            "netbisect bench -t TCP_STREAM -l 0.1 -c -C -T 0,1 -I 95,5 -i 10,3 -S 2280 \
-             -m 1432 --nodelay --flows 4 --warmup 1.5"
-        );
-        let rr = RunSpec::defaults(TestKind::TcpRr);
-        assert_eq!(spec_title(&rr, "lab"), "TCP_RR -l 10 (testbed lab)");
-    }
-
-    #[test]
-    fn granted_buffers_are_titled_but_never_an_option() {
-        let mut spec = RunSpec::defaults(TestKind::TcpStream);
-        spec.duration_s = 60.0;
-        spec.local_cpu = true;
-        spec.remote_cpu = true;
-        spec.reported_socket_buffers = Some(ReportedSocketBuffers {
-            local_send_bytes: Some(16384),
-            remote_recv_bytes: Some(87380),
-            ..ReportedSocketBuffers::default()
-        });
-        assert_eq!(
-            spec_title(&spec, "lab"),
-            "TCP_STREAM -l 60 -c -C granted send 16384 recv 87380 (testbed lab)"
-        );
-        assert_eq!(
-            spec_command(&spec).render(),
-            "netbisect bench -t TCP_STREAM -l 60 -c -C"
-        );
-        let mut rr = RunSpec::defaults(TestKind::TcpRr);
-        rr.reported_socket_buffers = Some(ReportedSocketBuffers {
-            local_send_bytes: Some(16384),
-            local_recv_bytes: Some(131072),
-            remote_send_bytes: None,
-            remote_recv_bytes: Some(131072),
-        });
-        assert_eq!(
-            spec_title(&rr, "lab"),
-            "TCP_RR -l 10 granted local 16384/131072 remote -/131072 (testbed lab)"
-        );
-    }
-
-    #[test]
-    fn specs_that_differ_have_different_titles() {
-        let base = RunSpec::defaults(TestKind::TcpRr);
-        let mut variants = vec![base.clone()];
-        let mut pinned = base.clone();
-        pinned.cpu_pinning.local = Some(0);
-        variants.push(pinned);
-        let mut confident = base.clone();
-        confident.confidence = Some(ConfidenceSpec {
-            level_pct: 99,
-            width_pct: 2.0,
-        });
-        variants.push(confident);
-        let mut iterated = base.clone();
-        iterated.iterations_max = 3;
-        variants.push(iterated);
-        let mut warm = base.clone();
-        warm.warmup_s = 0.5;
-        variants.push(warm);
-        let mut nodelay = base;
-        nodelay.nodelay = true;
-        variants.push(nodelay);
-        let titles: std::collections::BTreeSet<String> = variants
-            .iter()
-            .map(|spec| spec_title(spec, "lab"))
-            .collect();
-        assert_eq!(titles.len(), variants.len());
-    }
-}
+mod tests;

@@ -66,6 +66,10 @@ pub struct BenchArgs {
     /// Needs root, and changes the host's interface for the test
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub settings: Vec<String>,
+    /// Fail a run whose settings (--set, or a settings axis of --sweep)
+    /// the kernel did not all grant, instead of warning and keeping it
+    #[arg(long)]
+    pub strict_settings: bool,
     /// Set TCP_NODELAY on the data connections
     #[arg(long)]
     pub nodelay: bool,

@@ -5,6 +5,7 @@ use crate::cli::{ArchiveAction, ArchiveArgs, ImportArgs, RunFilterArgs};
 use crate::exit::{self, Code, Context, ExitCoded, InputError};
 use crate::global_options::GlobalOptions;
 use crate::output;
+use crate::render::text::plain;
 use crate::store::{archive_location, open_archive, open_archive_read, send_spooled};
 use crate::views::archive_list::ArchiveListContext;
 use crate::views::run::RunContext;
@@ -85,7 +86,7 @@ fn run_import(global: &GlobalOptions, args: &ImportArgs) -> exit::Result<Code> {
                 n_failed += 1;
                 let message = file_error.to_string();
                 if !global.quiet() {
-                    eprintln!("netbisect: error: {message}; {}", file_error.kept);
+                    output::note(&format!("error: {message}; {}", file_error.kept));
                 }
                 FileReport {
                     file: file.display().to_string(),
@@ -276,7 +277,7 @@ fn run_show(global: &GlobalOptions, id: &str, units: &str) -> exit::Result<Code>
         || {
             let record = RunRecord::from_slice(&bytes).context("the stored run is not readable")?;
             let units = Units::parse(units).map_err(|err| InputError(err.to_string()))?;
-            let context = RunContext::new(&record, units, true, true);
+            let context = RunContext::new(&record, units, true, true).with_sockets_at_end();
             output::template(global, "run", &context, "the run")
         },
     )?;
@@ -293,7 +294,7 @@ fn run_export(global: &GlobalOptions, filters: &RunFilterArgs) -> exit::Result<C
     archive.for_each_record(&query_of(filters), |run, bytes| {
         if let Err(err) = Archive::verify_stored(run, bytes) {
             n_damaged += 1;
-            eprintln!("netbisect: warning: left out: {err}");
+            output::note(&format!("warning: left out: {err}"));
             return Ok(());
         }
         writer
@@ -391,7 +392,11 @@ fn run_check(global: &GlobalOptions) -> exit::Result<Code> {
             report.damaged_runs.len()
         ));
         for damaged in &report.damaged_runs {
-            text.push_str(&format!("  {}: {}\n", damaged.id, damaged.problem));
+            text.push_str(&format!(
+                "  {}: {}\n",
+                plain(&damaged.id),
+                plain(&damaged.problem)
+            ));
         }
         for what in &report.unreadable {
             text.push_str(&format!("could not read {what}\n"));

@@ -7,6 +7,7 @@
 
 use crate::cli::GuestSettingsArgs;
 use crate::exit::{self, Code, InputError};
+use crate::output;
 use run_record::spec::RunSpec;
 
 pub fn run(args: &GuestSettingsArgs) -> exit::Result<Code> {
@@ -24,10 +25,10 @@ pub fn run(args: &GuestSettingsArgs) -> exit::Result<Code> {
     let applied = bench_core::host::settings::apply(&args.interface, &settings)?;
     let outcome = applied.keep();
     for refused in outcome.refused() {
-        eprintln!(
-            "netbisect: warning: the peer's {} did not grant {refused}",
+        output::note(&format!(
+            "warning: the peer's {} did not grant {refused}",
             args.interface
-        );
+        ));
     }
     Ok(Code::Ok)
 }

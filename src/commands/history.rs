@@ -24,6 +24,7 @@ use crate::commits::commits_of;
 use crate::exit::{self, Code, Context, InputError};
 use crate::global_options::GlobalOptions;
 use crate::output;
+use crate::render::text::plain;
 use crate::site;
 use crate::store::{open_archive_read, series_runs};
 use crate::views::history::HistoryContext;
@@ -218,7 +219,7 @@ fn check_one_configuration(archive: &Archive, points: &[PointRuns<'_>]) -> exit:
         message.push_str(&format!(
             "\n  {:<12}  {n_runs:>5}  {}",
             spec_key.get(..12).unwrap_or(spec_key),
-            archive::figures::spec_title(&record.spec, &record.testbed)
+            plain(&archive::figures::record_title(&record))
         ));
     }
     Err(InputError(message).into())

@@ -5,7 +5,7 @@
 //! the matrix, `--email`, see [`crate::views::compare`]) or
 //! `compare-stats`.
 
-mod reproduce;
+pub(crate) mod reproduce;
 
 pub use reproduce::{Printed, experiment_command};
 
@@ -14,6 +14,7 @@ pub use crate::views::compare::CompareLayout;
 use crate::exit::{self, InputError};
 use crate::global_options::GlobalOptions;
 use crate::output;
+use crate::render::text::plain;
 use crate::selector::{self, Selector};
 use crate::store::open_archive_read;
 use archive::compare::{
@@ -171,13 +172,16 @@ impl Compared {
             CompareLayout::Netperf | CompareLayout::Matrix => {
                 let units = Units::parse(&args.units).map_err(|err| InputError(err.to_string()))?;
                 let email = args.email.then(|| self.email(args));
-                let context = CompareContext::new(
+                let mut context = CompareContext::new(
                     &self.comparison,
                     &self.settings,
                     args.layout,
                     units,
                     email,
                 );
+                let [first, second] = &self.side_records;
+                let all: Vec<&run_record::record::RunRecord> = first.iter().chain(second).collect();
+                context.cpu_caveat = reproduce::cpu_caveat(&all);
                 output::template(global, "compare", &context, "the comparison")
             }
         }
@@ -288,7 +292,7 @@ fn compare_sides(
             .flatten()
         {
             if !global.quiet() {
-                eprintln!("netbisect: warning: {ambiguity}");
+                output::note(&format!("warning: {ambiguity}"));
             }
         }
         for (selection, selector) in [
@@ -297,11 +301,12 @@ fn compare_sides(
         ] {
             if let Some(mixed) = mixed_kernels(&selection.records) {
                 if !global.quiet() {
-                    eprintln!(
-                        "netbisect: warning: {} pools the runs of {mixed}; give one kernel or \
+                    output::note(&format!(
+                        "warning: {} pools the runs of {}; give one kernel or \
                          commit per side (an experiment's own runs: --experiment ID)",
-                        selector.value
-                    );
+                        selector.value,
+                        plain(&mixed)
+                    ));
                 }
                 selection.description = format!("{}; POOLS {mixed}", selection.description);
             }

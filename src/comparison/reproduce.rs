@@ -63,6 +63,42 @@ pub fn measured_in(records: &[&RunRecord]) -> Option<String> {
     Some(text)
 }
 
+/// What the CPU figures of `records` mean where they ran in VMs: with
+/// both ends in one guest (network `pair` or `loopback`) the local and
+/// remote CPU are the same vCPUs; with the guest against this host
+/// (`host`), the remote CPU is this host's, busy with the emulator as
+/// well as with the test. `None` where no run measured the CPU that
+/// needs it said, or none ran in a VM.
+pub fn cpu_caveat(records: &[&RunRecord]) -> Option<String> {
+    let measured = |record: &RunRecord, remote_only: bool| {
+        record.spec.remote_cpu || (!remote_only && record.spec.local_cpu)
+    };
+    let network = |record: &RunRecord| record.env.vm.as_ref().map(|vm| vm.network.clone());
+    let one_guest = records.iter().any(|record| {
+        matches!(network(record).as_deref(), Some("pair" | "loopback")) && measured(record, false)
+    });
+    let against_host = records
+        .iter()
+        .any(|record| network(record).as_deref() == Some("host") && measured(record, true));
+    match (one_guest, against_host) {
+        (true, false) => Some(
+            "CPU: both ends ran in one guest, so local and remote CPU are the same vCPUs."
+                .to_string(),
+        ),
+        (false, true) => Some(
+            "CPU: remote is this host's, busy running the emulator as well as the test."
+                .to_string(),
+        ),
+        (true, true) => Some(
+            "CPU: where both ends ran in one guest, local and remote are the same vCPUs; \
+             where the guest ran against this host, remote is the host's, busy running \
+             the emulator as well."
+                .to_string(),
+        ),
+        (false, false) => None,
+    }
+}
+
 /// How a comparison is printed: what an `ab` line adds to the
 /// experiment's own words, so that pasted it prints the same table.
 #[derive(Clone, Debug, PartialEq)]

@@ -38,6 +38,8 @@
 mod failure;
 mod foreign;
 
+use crate::render::text::plain_lines;
+
 pub use failure::{Context, ExitCoded, Failure, Result};
 
 use std::process::ExitCode;
@@ -99,11 +101,16 @@ pub fn classify(failure: &Failure) -> Code {
 }
 
 /// A failure as netbisect prints it: `netbisect: error: ...` and a line
-/// for each cause.
+/// for each cause, every line of each [`plain_lines`]: an error that
+/// quotes a record, a file or a server as it was reaches the terminal
+/// with its escape sequences escaped.
 pub fn error_text(failure: &Failure) -> String {
-    let mut text = format!("netbisect: error: {failure}\n");
+    let mut text = format!("netbisect: error: {}\n", plain_lines(&failure.to_string()));
     for cause in failure.chain().skip(1) {
-        text.push_str(&format!("  caused by: {cause}\n"));
+        text.push_str(&format!(
+            "  caused by: {}\n",
+            plain_lines(&cause.to_string())
+        ));
     }
     text
 }

@@ -53,7 +53,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
 /// removed, renamed or changes meaning (a new member keeps it), so that a
 /// user's template in `--template-dir` can tell the shape it was written
 /// for. 1 is every release before the member existed.
-pub const CONTEXT_VERSION: u32 = 2;
+pub const CONTEXT_VERSION: u32 = 3;
 
 /// File name extension of templates.
 pub const EXTENSION: &str = "j2";

@@ -1,8 +1,16 @@
 //! [`plain`], the one way text from a record (a label, a testbed, a
 //! commit subject, a host name) reaches a terminal or a mail: control
 //! characters and non-ASCII letters escaped, so that output is ASCII and
-//! each character one column; and [`wrap_text`], plain text in lines of
-//! a width.
+//! each character one column; [`plain_lines`], the same for a message
+//! of several lines of netbisect's own (an error, a progress line), each
+//! line plain; and [`wrap_text`], plain text in lines of a width.
+//!
+//! Text from a record is made plain where it is put into a message, so
+//! that a line break it holds (a forged `Subject:` line) stays in its
+//! line; what prints a message (`exit::error_text`, the progress lines,
+//! a warning) makes each of its lines plain again, which changes nothing
+//! of plain text and escapes whatever a library's message quoted as it
+//! was.
 
 /// `text` as it is printed: every control character escaped (`\n`,
 /// `\t`, `\r`, else `\x1b`) and every character beyond ASCII as
@@ -24,6 +32,20 @@ pub fn plain(text: &str) -> std::borrow::Cow<'_, str> {
         }
     }
     std::borrow::Cow::Owned(out)
+}
+
+/// `text` with each of its lines [`plain`], the line breaks kept: a
+/// message netbisect wrote over several lines, printed so that no
+/// escape sequence in it reaches the terminal.
+pub fn plain_lines(text: &str) -> std::borrow::Cow<'_, str> {
+    if text
+        .bytes()
+        .all(|byte| byte == b'\n' || (0x20..0x7f).contains(&byte))
+    {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let lines: Vec<std::borrow::Cow<'_, str>> = text.split('\n').map(plain).collect();
+    std::borrow::Cow::Owned(lines.join("\n"))
 }
 
 /// `text`, printable ASCII already ([`plain`]), in lines of at most
@@ -50,4 +72,24 @@ pub fn wrap_text(text: &str, width: usize) -> Vec<String> {
         lines.push(line);
     }
     lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_of_lines_keeps_its_breaks_and_escapes_the_rest() {
+        assert_eq!(plain_lines("one\ntwo"), "one\ntwo");
+        assert_eq!(
+            plain_lines("bed\u{1b}[31m\u{1b}]0;x\u{7}\n  caf\u{e9}\r"),
+            "bed\\x1b[31m\\x1b]0;x\\x07\n  caf\\u{e9}\\r"
+        );
+        // What was made plain where it was put in keeps its line.
+        let testbed = plain("lab\nSubject: forged");
+        assert_eq!(
+            plain_lines(&format!("testbed {testbed}")),
+            "testbed lab\\nSubject: forged"
+        );
+    }
 }

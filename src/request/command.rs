@@ -154,8 +154,10 @@ impl Words {
             warmup,
             test_options,
             vm,
-            // Whether the run is stored, and how it is printed.
+            // Whether the run is stored, and how it is printed: a run
+            // --strict-settings kept had every setting granted anyway.
             no_archive: _,
+            strict_settings: _,
             interim: _,
             units: _,
             banner: _,

@@ -214,6 +214,7 @@ pub fn run_output(args: &BenchArgs) -> RunOutput {
         archive: !args.no_archive,
         units: args.units.units.clone(),
         banner: args.banner != Some(0),
+        strict_settings: args.strict_settings,
     }
 }
 

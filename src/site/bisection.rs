@@ -132,9 +132,33 @@ struct CommitRow<'a> {
     culprit: bool,
 }
 
+/// The name a page gives a bisection's repository: the last part of its
+/// path (`linux` of a clone anywhere), since a page is published and the
+/// path is of the machine that ran it.
+fn repository_name(repo: &str) -> String {
+    let path = std::path::Path::new(repo.trim_end_matches('/'));
+    let name = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if name == ".git" {
+        path.parent().map_or(name.clone(), |parent| {
+            repository_name(&parent.to_string_lossy())
+        })
+    } else if name.is_empty() {
+        "a repository".to_string()
+    } else {
+        name
+    }
+}
+
 /// The page of a session whose journal holds no start.
 fn not_started_page(session: &BisectSession) -> exit::Result<BisectionPage> {
-    let title = format!("Bisection {} of {}", session.id, session.repo);
+    let title = format!(
+        "Bisection {} of {}",
+        session.id,
+        repository_name(&session.repo)
+    );
     let html = super::render_page(
         "site/bisection.html",
         &BisectionView {
@@ -264,7 +288,7 @@ pub fn bisection_page(
         "Bisection {} of {}: {} (good {}, bad {})",
         session.id,
         start.config.metric,
-        session.repo,
+        repository_name(&session.repo),
         short(&start.good),
         short(&start.bad)
     );
@@ -389,12 +413,19 @@ fn measured<'a>(
                 low,
                 high,
                 detail: format!(
-                    "{} {subject}\nmean {} {}, 95% interval {} to {}\n{} samples\n{decision}",
+                    "{} {subject}\nmean {} {}, {}\n{} samples\n{decision}",
                     short(commit),
                     format_value(mean),
                     scale.unit,
-                    format_value(low),
-                    format_value(high),
+                    if scaled.len() > 1 {
+                        format!(
+                            "95% interval {} to {}",
+                            format_value(low),
+                            format_value(high)
+                        )
+                    } else {
+                        "one sample: no interval".to_string()
+                    },
                     log.samples.len()
                 ),
             });
@@ -404,7 +435,10 @@ fn measured<'a>(
             subject,
             samples: scaled.iter().map(|value| format_value(*value)).collect(),
             mean: mean_interval.map(|(mean, _, _)| format_value(mean)),
-            interval: mean_interval.map(|(_, low, high)| IntervalView::new(low, high)),
+            // One sample has no interval; the row says `-`, not `x to x`.
+            interval: mean_interval
+                .filter(|_| scaled.len() > 1)
+                .map(|(_, low, high)| IntervalView::new(low, high)),
             decision,
             culprit: is_culprit,
         });

@@ -177,7 +177,7 @@ fn config_page(
         .context("failed to read the archive")?;
     let record = RunRecord::from_slice(&bytes)
         .with_context(|| format!("run {representative} in the archive is damaged"))?;
-    let title = archive::figures::spec_title(&record.spec, &record.testbed);
+    let title = archive::figures::record_title(&record);
     let command = archive::figures::configuration_command(&record).render();
 
     let ordered = ordered(runs, commits);

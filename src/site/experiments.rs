@@ -110,6 +110,9 @@ struct ExperimentView<'a> {
     labels: &'a [&'a str],
     /// The comparison, when the experiment has two sides.
     compared: Option<ComparedView>,
+    /// Where its figures come from, as `--email` says it ("qemu 10.0.2
+    /// guests under TCG, 2 vCPUs, ..."); `None` for runs on hosts.
+    measured_in: Option<String>,
 }
 
 /// An experiment's two sides and the table `compare` prints of them.
@@ -210,6 +213,9 @@ fn experiment_page(
         n_runs: runs.n_runs.values().sum(),
         labels: &labels,
         compared,
+        measured_in: crate::comparison::reproduce::measured_in(
+            &runs.configurations.values().collect::<Vec<_>>(),
+        ),
     };
     Ok(ExperimentPage {
         file: file_of(id),

@@ -4,7 +4,7 @@
 
 use crate::render::filters::{figure_text, fixed_text, signed_pct_text};
 use crate::views::compare::cells::mark;
-use crate::views::compare::{MoreRuns, more_runs};
+use crate::views::compare::{MoreRuns, granted_notes, more_runs};
 use archive::compare::{ChangeKind, Comparison, ComparisonRow, SideSummary, Verdict};
 use serde::Serialize;
 
@@ -22,6 +22,9 @@ pub struct CompareStatsContext<'a> {
     /// Of the rows with too few samples: the fewest and the most runs a
     /// side that would decide them at the noise seen.
     pub more_runs: Option<MoreRuns>,
+    /// What the kernel did not grant of the settings the groups asked,
+    /// as the table layouts say it.
+    pub granted_notes: Vec<String>,
 }
 
 /// Which of the marks the legend explains the rows carry.
@@ -89,6 +92,10 @@ impl<'a> CompareStatsContext<'a> {
             group_rows,
             marks,
             more_runs: more_runs(comparison),
+            granted_notes: granted_notes(
+                comparison,
+                [&comparison.first_name, &comparison.second_name],
+            ),
         }
     }
 }

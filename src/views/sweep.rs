@@ -39,6 +39,9 @@ pub struct SweepTable {
     /// but the length, the sizes swept and the socket buffers, which the
     /// table says itself.
     pub options: Vec<String>,
+    /// Where a setting of `options` is named with what the kernel kept
+    /// instead (`gso=on(off)`), the legend of that form.
+    pub not_granted_legend: Option<String>,
     /// Commit under test.
     pub commit: Option<String>,
     /// Label of the runs.
@@ -140,7 +143,17 @@ pub fn sweep_table(
     n_sizes: usize,
 ) -> SweepTable {
     let first = records.first();
+    // The settings are the base's in every row: named as the first run
+    // the kernel refused one of them kept them, else as asked.
+    let outcome = records
+        .iter()
+        .map(|record| record.system.as_ref())
+        .find(|outcome| archive::figures::any_not_granted(base, *outcome))
+        .flatten();
     SweepTable {
+        not_granted_legend: outcome
+            .is_some()
+            .then(|| archive::figures::NOT_GRANTED_LEGEND.to_string()),
         test: base.test,
         parameter: match parameter {
             SweepParameter::SendSize => "send_size",
@@ -152,7 +165,7 @@ pub fn sweep_table(
         local_socket_buffer_bytes: base.local_socket_buffer_bytes,
         remote_socket_buffer_bytes: base.remote_socket_buffer_bytes,
         recv_size_bytes: base.recv_size_bytes,
-        options: archive::figures::spec_options(base)
+        options: archive::figures::spec_options_as_granted(base, outcome)
             .into_iter()
             .map(|option| option.title)
             .filter(|title| {

@@ -478,6 +478,9 @@ fn f_takes_netperf_units_everywhere_and_names_them_when_wrong() {
     }
 }
 
+/// `archive show` prints what `bench -v` printed: netperf's table, its
+/// socket sizes right after setup, and the sizes the test ended with
+/// where the kernel had changed one (`bench` alone leaves that line out).
 #[test]
 fn archive_show_prints_the_table_bench_printed() {
     let dir = tempfile::tempdir().unwrap();
@@ -487,7 +490,11 @@ fn archive_show_prints_the_table_bench_printed() {
         &["-t", "UDP_STREAM", "-m", "1432"][..],
         &["-t", "TCP_RR", "-f", "k"][..],
     ] {
-        let printed = stdout_of(netbisect(&db).args(["bench", "-l", "0.05"]).args(args));
+        let printed = stdout_of(
+            netbisect(&db)
+                .args(["-v", "bench", "-l", "0.05"])
+                .args(args),
+        );
         let id = printed
             .lines()
             .last()

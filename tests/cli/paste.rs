@@ -58,12 +58,65 @@ fn name_pairs() -> Vec<(String, String)> {
     ]
 }
 
+/// The CPU figures a run measured: netperf's `-c`, `-C`, both, with
+/// the figures of a loopback run or the widest a guest gives (every CPU
+/// busy, a service demand of five digits).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Cpu {
+    None,
+    Local,
+    Remote,
+    Both,
+    BothWide,
+}
+
+impl Cpu {
+    const ALL: [Cpu; 5] = [Cpu::None, Cpu::Local, Cpu::Remote, Cpu::Both, Cpu::BothWide];
+
+    /// The figures of a run of `rr` (a request/response test or not).
+    fn figures(self, rr: bool) -> Option<CpuFigures> {
+        let (util, demand) = match self {
+            Cpu::None => return None,
+            Cpu::BothWide => (
+                [100.0, 100.0],
+                if rr {
+                    [98765.432, 87654.321]
+                } else {
+                    [4321.125, 3210.875]
+                },
+            ),
+            _ => (
+                [12.5, 37.25],
+                if rr { [25.125, 41.5] } else { [0.875, 1.125] },
+            ),
+        };
+        let local = self != Cpu::Remote;
+        let remote = self != Cpu::Local;
+        Some(CpuFigures {
+            local_util_pct: local.then_some(util[0]),
+            remote_util_pct: remote.then_some(util[1]),
+            local_service_demand: local.then_some(demand[0]),
+            remote_service_demand: remote.then_some(demand[1]),
+        })
+    }
+
+    /// The testbed of its runs: the wide figures on one of their own, so
+    /// that their configurations are not those of the narrow ones.
+    fn testbed(self) -> &'static str {
+        if self == Cpu::BothWide {
+            "guest"
+        } else {
+            "default"
+        }
+    }
+}
+
 /// One run of `test` on one side: three iterations around `level`
-/// (throughput, or the rate of an RR test), CPU figures of both ends
-/// when `cpu`, sizes as a netperf text would report them granted.
+/// (throughput, or the rate of an RR test), the CPU figures of `cpu`,
+/// sizes as a netperf text would report them granted.
 fn run(
     test: TestKind,
-    cpu: bool,
+    cpu: Cpu,
     size: u32,
     duration_s: f64,
     label: &str,
@@ -71,6 +124,7 @@ fn run(
     seed: u64,
 ) -> RunRecord {
     let rr = test.is_request_response();
+    let cpu_figures = cpu.figures(rr);
     let samples = around(level, 0.02, 3, seed);
     let iterations: Vec<Iteration> = samples
         .iter()
@@ -89,12 +143,7 @@ fn run(
                 messages_sent: (test == TestKind::UdpStream).then_some(messages),
                 messages_received: (test == TestKind::UdpStream).then_some(messages),
                 send_errors: (test == TestKind::UdpStream).then_some(0),
-                cpu: cpu.then_some(CpuFigures {
-                    local_util_pct: Some(12.5),
-                    remote_util_pct: Some(37.25),
-                    local_service_demand: Some(if rr { 25.125 } else { 0.875 }),
-                    remote_service_demand: Some(if rr { 41.5 } else { 1.125 }),
-                }),
+                cpu: cpu_figures.clone(),
                 ..Iteration::default()
             }
         })
@@ -110,6 +159,7 @@ fn run(
     });
     RecordBuilder::new(test)
         .label(label)
+        .testbed(cpu.testbed())
         .commit("1a2b3c4d5e6f708192a3b4c5d6e7f80912345678")
         .started_at(&format!(
             "2026-11-30T{:02}:{:02}:00.000000Z",
@@ -123,8 +173,8 @@ fn run(
         ))
         .spec_with(|spec| {
             spec.duration_s = duration_s;
-            spec.local_cpu = cpu;
-            spec.remote_cpu = cpu;
+            spec.local_cpu = !matches!(cpu, Cpu::None | Cpu::Remote);
+            spec.remote_cpu = !matches!(cpu, Cpu::None | Cpu::Local);
             if rr {
                 spec.request_size_bytes = size;
                 spec.response_size_bytes = size;
@@ -140,14 +190,7 @@ fn run(
         })
         .iterations(iterations)
         .summary_with(move |summary| {
-            if cpu {
-                summary.cpu = Some(CpuFigures {
-                    local_util_pct: Some(12.5),
-                    remote_util_pct: Some(37.25),
-                    local_service_demand: Some(if rr { 25.125 } else { 0.875 }),
-                    remote_service_demand: Some(if rr { 41.5 } else { 1.125 }),
-                });
-            }
+            summary.cpu = cpu_figures;
             summary.udp = udp_totals;
         })
         .build()
@@ -162,7 +205,7 @@ fn runs(first: &str, second: &str) -> Vec<RunRecord> {
     let mut records = Vec::new();
     let mut seed = 1;
     for test in TestKind::ALL {
-        for cpu in [false, true] {
+        for cpu in Cpu::ALL {
             let [small, middle, large] = sizes(test);
             for (size, duration_s) in [(small, 10.0), (middle, 10.0), (large, 10.0), (large, 20.0)]
             {
@@ -639,28 +682,82 @@ fn a_bisect_report_keeps_its_width_and_its_commands_whole() {
 }
 
 /// Labels of 150 characters (from an import or a merged archive of
-/// another lab), one with an escape sequence: every line of --email
-/// stays within 72 columns and ASCII, and `archive list` within 80.
+/// another lab), one with an escape sequence, on sides whose
+/// environments differ and that each have a configuration the other
+/// lacks: every line of --email stays within 72 columns and ASCII, every
+/// line of the terminal's layouts and of `archive list` within 80.
 #[test]
 fn a_150_character_label_keeps_the_email_within_72_columns() {
     let first = format!("{}-gro-on", "x".repeat(142));
     let second = format!("\u{1b}]0;title\u{7}{}-gro-off", "x".repeat(133));
-    let records: Vec<RunRecord> = runs(&first, &second)
+    let mut records: Vec<RunRecord> = runs(&first, &second)
         .into_iter()
         .filter(|record| matches!(record.spec.test, TestKind::TcpStream | TestKind::TcpRr))
+        .map(|mut record| {
+            if record.subject.label.as_deref() == Some(second.as_str()) {
+                record
+                    .env
+                    .local
+                    .sysctls
+                    .insert("net.core.rmem_max".to_string(), "4194304".to_string());
+                record.seal().unwrap();
+            }
+            record
+        })
         .collect();
+    for (label, duration_s, seed) in [(&first, 30.0, 900), (&second, 40.0, 901)] {
+        records.push(run(
+            TestKind::TcpStream,
+            Cpu::None,
+            16_384,
+            duration_s,
+            label,
+            9.4e9,
+            seed,
+        ));
+    }
     let archive = archive_of(&records);
     let (a, b) = (format!("label:{first}"), format!("label:{second}"));
     let mut found = Vec::new();
-    for layout in ["netperf", "matrix"] {
-        let args = ["compare", &a, &b, "--layout", layout, "--email"];
+    for (layout, email) in [
+        ("netperf", true),
+        ("matrix", true),
+        ("netperf", false),
+        ("matrix", false),
+        ("stats", false),
+    ] {
+        let mut args = vec!["compare", &a, &b, "--layout", layout];
+        if email {
+            args.push("--email");
+        }
         let text = output(&archive.path, &args);
-        check(&mut found, &args, &text, 72, Alignment::Right);
+        check(
+            &mut found,
+            &args,
+            &text,
+            if email { 72 } else { 80 },
+            Alignment::Right,
+        );
         found.extend(names_apart(&text, &first, &second, layout));
     }
     let args = ["archive", "list"];
     let text = output(&archive.path, &args);
     check(&mut found, &args, &text, 80, Alignment::Free);
+    let record = &records[records.len() - 1];
+    let args = ["archive", "show", record.id.as_str()];
+    let text = output(&archive.path, &args);
+    check(&mut found, &args, &text, 80, Alignment::Netperf);
+    let args = [
+        "history",
+        "--metric",
+        "throughput_bps",
+        "--label",
+        &second,
+        "--config-key",
+        &record.config_key[..16],
+    ];
+    let text = output(&archive.path, &args);
+    check(&mut found, &args, &text, 80, Alignment::Right);
     assert!(found.is_empty(), "{}", found.join("\n"));
 }
 
@@ -673,7 +770,9 @@ fn a_matrix_shows_the_cpu_of_both_ends_of_both_sides() {
     for (first, second) in name_pairs().into_iter().take(3) {
         let records: Vec<RunRecord> = runs(&first, &second)
             .into_iter()
-            .filter(|record| record.spec.local_cpu)
+            .filter(|record| {
+                record.spec.local_cpu && record.spec.remote_cpu && record.testbed == "default"
+            })
             .collect();
         let archive = archive_of(&records);
         let (a, b) = (format!("label:{first}"), format!("label:{second}"));
@@ -702,6 +801,58 @@ fn a_matrix_shows_the_cpu_of_both_ends_of_both_sides() {
                 assert!(text.contains("37.25"), "{text}");
             }
         }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+/// Pairs of sides (`compare A1,A2 B1,B2`) whose labels differ in a long
+/// setting: the matrix's setting column is shortened apart with a
+/// legend, every line within the width.
+#[test]
+fn a_matrix_of_pairs_of_sides_keeps_its_width() {
+    let long = |setting: &str, fill: &str| format!("{setting}-{}", fill.repeat(80));
+    let (on, off) = (long("gso-on", "a"), long("gso-off", "b"));
+    let labels = [
+        format!("org-{on}"),
+        format!("org-{off}"),
+        format!("new-{on}"),
+        format!("new-{off}"),
+    ];
+    let mut records = runs(&labels[0], &labels[2]);
+    records.extend(runs(&labels[1], &labels[3]));
+    let records: Vec<RunRecord> = records
+        .into_iter()
+        .filter(|record| matches!(record.spec.test, TestKind::TcpStream | TestKind::TcpRr))
+        .collect();
+    let archive = archive_of(&records);
+    let label = |idx: usize| format!("label:{}", labels[idx]);
+    let (a, b) = (
+        format!("{},{}", label(0), label(1)),
+        format!("{},{}", label(2), label(3)),
+    );
+    let mut found = Vec::new();
+    for email in [false, true] {
+        let mut args = vec!["compare", &a, &b, "--layout", "matrix"];
+        if email {
+            args.push("--email");
+        }
+        let text = output(&archive.path, &args);
+        check(
+            &mut found,
+            &args,
+            &text,
+            if email { 72 } else { 80 },
+            Alignment::Free,
+        );
+        // The rows name the setting shortened, and the legend in full.
+        let setting = |fill: &str| {
+            text.lines()
+                .find(|line| line.contains(&fill.repeat(60)))
+                .unwrap_or_else(|| panic!("no legend of {fill}: {text}"))
+                .to_string()
+        };
+        assert!(setting("a").contains("on-"), "{text}");
+        assert!(setting("b").contains("off-"), "{text}");
     }
     assert!(found.is_empty(), "{}", found.join("\n"));
 }

@@ -62,7 +62,10 @@
 //! demand, `%`); percentages carry a `_pct` suffix. Absent values are
 //! `null`.
 
-use crate::figures::{SideFigures, configuration_command, spec_options, spec_title};
+use crate::figures::{
+    SideFigures, configuration_command, spec_options_as_granted, spec_title_as_granted,
+    title_outcome,
+};
 use run_record::env::{self, HostEnv};
 use run_record::record::{Metric, RecordError, RunRecord};
 use run_record::spec::TestKind;
@@ -209,11 +212,14 @@ pub fn compare(
                     side,
                     spec_key,
                     spec: SpecSummary::of(representative),
-                    title: spec_title(&representative.spec, &representative.testbed),
-                    title_options: spec_options(&representative.spec)
-                        .into_iter()
-                        .map(|option| option.title)
-                        .collect(),
+                    title: crate::figures::record_title(representative),
+                    title_options: spec_options_as_granted(
+                        &representative.spec,
+                        representative.system.as_ref(),
+                    )
+                    .into_iter()
+                    .map(|option| option.title)
+                    .collect(),
                     n_runs: runs.first.len() + runs.second.len(),
                     other_testbed: None,
                 });
@@ -346,7 +352,15 @@ fn compare_group(
         spec_key,
         spec: SpecSummary::of(first_rep),
         run_spec: first_rep.spec.clone(),
-        title: spec_title(&first_rep.spec, &first_rep.testbed),
+        title: spec_title_as_granted(
+            &first_rep.spec,
+            &first_rep.testbed,
+            title_outcome(
+                &first_rep.spec,
+                [first_rep, second_rep].map(|rep| rep.system.as_ref()),
+            ),
+        ),
+        granted: [first_rep.system.clone(), second_rep.system.clone()],
         command: configuration_command(first_rep).render(),
         first_figures: SideFigures::of(&runs.first),
         second_figures: SideFigures::of(&runs.second),

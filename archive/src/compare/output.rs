@@ -4,7 +4,7 @@
 //! `compare` and `compare-stats` templates read.
 
 use crate::figures::SideFigures;
-use run_record::record::{Metric, RunRecord};
+use run_record::record::{Metric, RunRecord, SystemOutcome};
 use run_record::spec::{AddressFamily, RunSpec};
 use run_record::stats::{self, StatsError};
 use serde::Serialize;
@@ -43,11 +43,19 @@ pub struct ComparisonGroup {
     /// The whole spec of the group.
     pub run_spec: RunSpec,
     /// The group's title: the test and every parameter off its default
-    /// ([`crate::figures::spec_title`]); no two groups share one.
+    /// ([`crate::figures::spec_title`]); no two groups share one. Its
+    /// settings are named as the kernel granted them
+    /// ([`crate::figures::granted_words`]), of the first side's earliest
+    /// run, or of the second's where only that side was refused one.
     pub title: String,
+    /// What the kernel granted of the settings the spec asked, on the
+    /// earliest run of each side (first, second); absent where nothing
+    /// was asked.
+    pub granted: [Option<SystemOutcome>; 2],
     /// The `netbisect bench` command that runs the configuration again
     /// where its first run of the first side ran (its server or its
-    /// kernel and VM, its testbed), quoted for a POSIX shell.
+    /// kernel and VM, its testbed), quoted for a POSIX shell; a `--set`
+    /// as asked, whatever the kernel granted.
     pub command: String,
     /// The first side in netperf's columns.
     pub first_figures: SideFigures,

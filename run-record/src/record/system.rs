@@ -4,6 +4,7 @@
 //! buffers' requested and granted sizes. The record's `system` member
 //! (since 1.2); absent when nothing was asked.
 
+use crate::spec::Setting;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -44,6 +45,35 @@ pub struct SystemOutcome {
 }
 
 impl SystemOutcome {
+    /// What the kernel granted of `setting`, as its value's text, where it
+    /// differs from what was asked; `None` where it gave what was asked
+    /// or where the outcome does not hold the setting.
+    pub fn granted_instead(&self, setting: &Setting) -> Option<String> {
+        let on_off = |on: bool| if on { "on" } else { "off" }.to_string();
+        match setting {
+            Setting::Feature { name, .. } => self
+                .features
+                .get(name)
+                .filter(|feature| !feature.is_granted())
+                .map(|feature| on_off(feature.granted)),
+            Setting::Mtu(_) => self
+                .mtu
+                .as_ref()
+                .filter(|mtu| !mtu.is_granted())
+                .map(|mtu| mtu.granted.to_string()),
+            Setting::TxQueueLen(_) => self
+                .tx_queue_len
+                .as_ref()
+                .filter(|len| !len.is_granted())
+                .map(|len| len.granted.to_string()),
+            Setting::Sysctl { name, .. } => self
+                .sysctls
+                .get(name)
+                .filter(|value| !value.is_granted())
+                .map(|value| value.granted.clone()),
+        }
+    }
+
     /// The settings the kernel did not grant, as `KEY=asked (got VALUE)`.
     pub fn refused(&self) -> Vec<String> {
         let on_off = |on: bool| if on { "on" } else { "off" };
@@ -101,5 +131,9 @@ mod tests {
             },
         );
         assert_eq!(outcome.refused(), ["gso=on (got off)"]);
+        let gso = Setting::parse("gso=on").unwrap();
+        assert_eq!(outcome.granted_instead(&gso), Some("off".to_string()));
+        let mtu = Setting::parse("mtu=9000").unwrap();
+        assert_eq!(outcome.granted_instead(&mtu), None);
     }
 }

@@ -9,7 +9,7 @@ use crate::exit::{self, Code, Context};
 use crate::global_options::GlobalOptions;
 use crate::progress::Reporter;
 use crate::request::{BenchInvocation, KernelRun};
-use crate::store::{print_run, store_run, warn_of_refused_settings};
+use crate::store::{fail_if_not_granted, print_run, store_run, warn_of_refused_settings};
 use crate::vm::{self, KernelUnderTest};
 
 pub fn run(
@@ -48,6 +48,7 @@ pub fn run(
         ));
         match tested {
             Ok(mut record) => {
+                fail_if_not_granted(&invocation.output, &record)?;
                 // Its line names the kernel and the VM as they were given.
                 record.command = Some(kernel.command.clone());
                 record.seal().context("failed to seal the run record")?;

@@ -9,7 +9,9 @@ use crate::output;
 use crate::progress::Reporter;
 use crate::request::BenchInvocation;
 use crate::request::axes::Configuration;
-use crate::store::{RunOutput, store_and_print, store_run, warn_of_refused_settings};
+use crate::store::{
+    RunOutput, fail_if_not_granted, store_and_print, store_run, warn_of_refused_settings,
+};
 use bench_core::run::{BenchRequest, bench};
 
 pub fn run(
@@ -40,6 +42,7 @@ pub fn run(
             }
         };
         progress.advance(1);
+        fail_if_not_granted(&invocation.output, &record)?;
         if invocation.output.archive {
             store_run(global, &record)?;
         }

@@ -8,7 +8,7 @@ use crate::exit::{self, Code, InputError};
 use crate::global_options::GlobalOptions;
 use crate::output;
 use crate::request::{BenchInvocation, SizeSweep};
-use crate::store::{store_run, warn_of_refused_settings};
+use crate::store::{fail_if_not_granted, store_run, warn_of_refused_settings};
 use crate::views::sweep::{Stopped, SweepContext, SweepTable, sweep_table};
 use crate::views::units::Units;
 use bench_core::run::{BenchRequest, bench};
@@ -56,6 +56,7 @@ pub fn run(
                 return Err(exit::Failure::from(err).context(what));
             }
         };
+        fail_if_not_granted(output, &record)?;
         warn_of_refused_settings(global, &record);
         if output.archive {
             store_run(global, &record)?;

@@ -28,6 +28,7 @@ use crate::bisection::{ArchiveJournal, Range};
 use crate::cli::{BisectAction, BisectArgs, BisectRepoArgs, BisectRunArgs, BisectStartArgs};
 use crate::exit::{self, Code, Context, InputError};
 use crate::global_options::GlobalOptions;
+use crate::output;
 use bisect::decision::Method as WalkMethod;
 use bisect::engine;
 use bisect::measure::CommandMeasurer;
@@ -270,10 +271,10 @@ fn reset(global: &GlobalOptions, args: &BisectRepoArgs) -> exit::Result<Code> {
     let _ = std::fs::remove_dir(&dir);
     let session = loaded.archive.end_session(loaded.session.id)?;
     if !global.quiet() {
-        eprintln!(
-            "netbisect: bisection session {} of {} ended; its runs stay in the archive",
+        output::note(&format!(
+            "bisection session {} of {} ended; its runs stay in the archive",
             session.id, session.repo
-        );
+        ));
     }
     Ok(Code::Ok)
 }

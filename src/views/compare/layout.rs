@@ -3,7 +3,8 @@
 //! of a test (matrices, `--layout matrix`), in the order of their rows.
 
 use archive::compare::ComparisonGroup;
-use archive::figures::{spec_options, spec_value};
+use archive::figures::{granted_words, spec_options, spec_value, title_outcome};
+use run_record::record::SystemOutcome;
 use run_record::spec::{RunSpec, TestKind};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -51,10 +52,13 @@ pub(super) struct Family {
 pub(super) struct Matrix {
     /// The test and the parameters every row shares.
     pub(super) title: String,
-    /// Headers of the columns that name a row (`-S`, `-m`, `setting`).
+    /// Headers of the columns that name a row (`setting`, `-S`, `-m`).
     pub(super) columns: Vec<String>,
-    /// Width of each of those columns.
-    pub(super) widths: Vec<usize>,
+    /// Width of each of those columns, negative for one left-aligned (the
+    /// setting of a pair of sides, first, which the table's layout
+    /// shortens apart with a legend where the table would pass its
+    /// width).
+    pub(super) widths: Vec<i64>,
     /// The rows, ordered numerically by their parameters.
     pub(super) rows: Vec<MatrixRow>,
     /// True when every row has service demand on both sides.
@@ -79,41 +83,140 @@ const TITLE_ORDER: &[&str] = &[
     "threads", "warm-up",
 ];
 
-/// The flag of an option's title (`-S` of `-S 2280`) and its value.
-fn flag_and_value(title: &str) -> (&str, &str) {
-    title.split_once(' ').unwrap_or((title, "yes"))
+/// One parameter of a configuration as a matrix shows it: in a column
+/// headed by its flag (`-S`, `gso`), or in the title.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Parameter {
+    /// The column's head: an option's flag (`-S` of `-S 2280`, `nodelay`
+    /// of `nodelay`) or a setting's key (`gso` of `gso=on`).
+    flag: String,
+    /// What its column shows (`2280`, `yes`, `on`).
+    value: String,
+    /// The words of the title ([`archive::figures::SpecOption::title`]).
+    title: String,
 }
 
-/// A numeric key that orders configurations by their parameters.
-fn numeric_order(spec: &RunSpec) -> (Option<u32>, Option<u32>, u32, u32, u32, u32, u32, u64) {
-    (
-        spec.remote_socket_buffer_bytes,
-        spec.local_socket_buffer_bytes,
-        spec.send_size_bytes,
-        spec.recv_size_bytes,
-        spec.request_size_bytes,
-        spec.response_size_bytes,
-        spec.flows,
-        (spec.duration_s * 1000.0) as u64,
+/// The parameters of `spec` a title names, each with its column: the
+/// options as [`spec_options`] gives them, and each setting of
+/// `spec.system` by its key, so that `gso=on` and `gso=off` are values
+/// of one column.
+fn parameters(spec: &RunSpec, outcome: Option<&SystemOutcome>) -> Vec<Parameter> {
+    let without_settings = RunSpec {
+        system: None,
+        ..spec.clone()
+    };
+    let options = spec_options(&without_settings).into_iter().map(|option| {
+        let (flag, value) = option
+            .title
+            .split_once(' ')
+            .unwrap_or((&option.title, "yes"));
+        Parameter {
+            flag: flag.to_string(),
+            value: value.to_string(),
+            title: option.title.clone(),
+        }
+    });
+    let settings = spec
+        .system
+        .iter()
+        .flat_map(|system| system.settings())
+        .map(|setting| {
+            let title = granted_words(&setting, outcome);
+            let (key, value) = title.split_once('=').unwrap_or((&title, ""));
+            Parameter {
+                flag: key.to_string(),
+                value: value.to_string(),
+                title: title.clone(),
+            }
+        });
+    options.chain(settings).collect()
+}
+
+/// The outcome of the settings a group's title names.
+pub(super) fn group_outcome(group: &ComparisonGroup) -> Option<&SystemOutcome> {
+    title_outcome(
+        &group.run_spec,
+        group.granted.each_ref().map(Option::as_ref),
     )
 }
 
-/// Of the option titles of each member of a matrix: those every member
+/// A run of a value's text: a number (digits, with a decimal point
+/// between digits) or what stands between numbers.
+#[derive(Debug)]
+enum Chunk<'a> {
+    Number(f64),
+    Text(&'a str),
+}
+
+/// The chunks of `value`, numbers and the text between them.
+fn chunks(value: &str) -> Vec<Chunk<'_>> {
+    let bytes = value.as_bytes();
+    let mut chunks = Vec::new();
+    let mut idx = 0;
+    while idx < bytes.len() {
+        let start = idx;
+        if bytes[idx].is_ascii_digit() {
+            while idx < bytes.len()
+                && (bytes[idx].is_ascii_digit()
+                    || (bytes[idx] == b'.' && bytes.get(idx + 1).is_some_and(u8::is_ascii_digit)))
+            {
+                idx += 1;
+            }
+            let number = value[start..idx].parse().unwrap_or(f64::MAX);
+            chunks.push(Chunk::Number(number));
+        } else {
+            while idx < bytes.len() && !bytes[idx].is_ascii_digit() {
+                idx += 1;
+            }
+            chunks.push(Chunk::Text(&value[start..idx]));
+        }
+    }
+    chunks
+}
+
+/// `a` before `b` as a reader orders a column's values: `-` (not set)
+/// first, then by the numbers in them, each by its value (`2280` before
+/// `18000`, `0.5` before `10`, `1,1` before `64,64` before `1024,1024`),
+/// the text between as text; a total order, ties broken by the text.
+fn value_order(a: &str, b: &str) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    let is_set = |value: &str| value != "-";
+    let chunk_order = |a: &Chunk<'_>, b: &Chunk<'_>| match (a, b) {
+        (Chunk::Number(a), Chunk::Number(b)) => a.total_cmp(b),
+        (Chunk::Number(_), Chunk::Text(_)) => Ordering::Less,
+        (Chunk::Text(_), Chunk::Number(_)) => Ordering::Greater,
+        (Chunk::Text(a), Chunk::Text(b)) => a.cmp(b),
+    };
+    let (a_chunks, b_chunks) = (chunks(a), chunks(b));
+    is_set(a)
+        .cmp(&is_set(b))
+        .then_with(|| {
+            a_chunks
+                .iter()
+                .zip(&b_chunks)
+                .map(|(a, b)| chunk_order(a, b))
+                .find(|order| order.is_ne())
+                .unwrap_or(Ordering::Equal)
+        })
+        .then_with(|| a_chunks.len().cmp(&b_chunks.len()))
+        .then_with(|| a.cmp(b))
+}
+
+/// Of the parameters of each member of a matrix: the titles every member
 /// shares (for the title), and the flags of the others (the columns), in
 /// the order titles name the parameters.
-fn common_and_columns(options: &[Vec<String>]) -> (Vec<String>, Vec<String>) {
-    let common: Vec<String> = options
+fn common_and_columns(members: &[Vec<Parameter>]) -> (Vec<String>, Vec<String>) {
+    let common: Vec<String> = members
         .first()
         .into_iter()
         .flatten()
-        .filter(|title| options.iter().all(|each| each.contains(title)))
-        .cloned()
+        .filter(|parameter| members.iter().all(|each| each.contains(parameter)))
+        .map(|parameter| parameter.title.clone())
         .collect();
     let mut columns: Vec<String> = Vec::new();
-    for title in options.iter().flatten() {
-        let (flag, _) = flag_and_value(title);
-        if !common.contains(title) && !columns.iter().any(|column| column == flag) {
-            columns.push(flag.to_string());
+    for parameter in members.iter().flatten() {
+        if !common.contains(&parameter.title) && !columns.contains(&parameter.flag) {
+            columns.push(parameter.flag.clone());
         }
     }
     let rank_of = |flag: &str| {
@@ -142,63 +245,69 @@ pub(super) fn matrices(groups: &[ComparisonGroup], settings: &[String]) -> Vec<M
             .push(idx);
     }
     let mut matrices = Vec::new();
-    for ((_, testbed), mut members) in by_test {
-        let options: Vec<Vec<String>> = members
+    for ((_, testbed), members) in by_test {
+        let parameters: Vec<Vec<Parameter>> = members
             .iter()
-            .map(|&idx| {
-                spec_options(&groups[idx].run_spec)
-                    .into_iter()
-                    .map(|option| option.title)
-                    .collect()
-            })
+            .map(|&idx| parameters(&groups[idx].run_spec, group_outcome(&groups[idx])))
             .collect();
-        let (common, mut columns) = common_and_columns(&options);
+        let (common, mut columns) = common_and_columns(&parameters);
         let with_setting = members.iter().any(|&idx| !settings[idx].is_empty());
-        members.sort_by(|&a, &b| {
-            numeric_order(&groups[a].run_spec)
-                .cmp(&numeric_order(&groups[b].run_spec))
-                .then_with(|| settings[a].cmp(&settings[b]))
-        });
-        let rows: Vec<MatrixRow> = members
+        let mut rows: Vec<MatrixRow> = members
             .iter()
-            .map(|&idx| {
-                let titles: Vec<String> = spec_options(&groups[idx].run_spec)
-                    .into_iter()
-                    .map(|option| option.title)
-                    .collect();
+            .zip(&parameters)
+            .map(|(&idx, parameters)| {
                 let mut values: Vec<String> = columns
                     .iter()
                     .map(|column| {
-                        titles
+                        parameters
                             .iter()
-                            .map(|title| flag_and_value(title))
-                            .find(|(flag, _)| flag == column)
-                            .map(|(_, value)| value.to_string())
+                            .find(|parameter| parameter.flag == *column)
+                            .map(|parameter| parameter.value.clone())
                             .or_else(|| spec_value(&groups[idx].run_spec, column))
                             .unwrap_or_else(|| "-".to_string())
                     })
                     .collect();
                 if with_setting {
-                    values.push(settings[idx].clone());
+                    values.insert(0, settings[idx].clone());
                 }
                 MatrixRow { values, group: idx }
             })
             .collect();
+        // Ordered by every column, the first first, each by its values'
+        // numbers; the spec key of each group makes the order total.
+        rows.sort_by(|a, b| {
+            a.values
+                .iter()
+                .zip(&b.values)
+                .map(|(a, b)| value_order(a, b))
+                .find(|order| order.is_ne())
+                .unwrap_or(std::cmp::Ordering::Equal)
+                .then_with(|| groups[a.group].spec_key.cmp(&groups[b.group].spec_key))
+        });
+        let first_idx = rows[0].group;
         if with_setting {
-            columns.push("setting".to_string());
+            columns.insert(0, "setting".to_string());
         }
         let widths = columns
             .iter()
             .enumerate()
             .map(|(column_idx, header)| {
-                rows.iter()
+                let width = rows
+                    .iter()
                     .map(|row: &MatrixRow| row.values[column_idx].len())
                     .chain([header.len()])
                     .max()
-                    .unwrap_or(1)
+                    .unwrap_or(1) as i64;
+                // The setting, a name, is left-aligned first, and
+                // shortened apart where the table would pass its width.
+                if with_setting && column_idx == 0 {
+                    -width
+                } else {
+                    width
+                }
             })
             .collect();
-        let first = &groups[members[0]];
+        let first = &groups[first_idx];
         let mut words = vec![first.run_spec.test.name().to_string()];
         words.extend(common);
         matrices.push(Matrix {
@@ -295,4 +404,64 @@ pub(super) fn families(groups: &[ComparisonGroup], layout: CompareLayout) -> Vec
         .collect();
     families.sort_by_key(|family| family.groups[0]);
     families
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use run_record::spec::Setting;
+
+    #[test]
+    fn a_column_orders_its_values_by_their_numbers() {
+        let mut values = vec!["18000", "87380", "2280", "28000", "-"];
+        values.sort_by(|a, b| value_order(a, b));
+        assert_eq!(values, ["-", "2280", "18000", "28000", "87380"]);
+        let mut sizes = vec!["1024,1024", "64,64", "1,1", "64,1024"];
+        sizes.sort_by(|a, b| value_order(a, b));
+        assert_eq!(sizes, ["1,1", "64,64", "64,1024", "1024,1024"]);
+        let mut lengths = vec!["10", "0.5", "2.5", "0.25"];
+        lengths.sort_by(|a, b| value_order(a, b));
+        assert_eq!(lengths, ["0.25", "0.5", "2.5", "10"]);
+        let mut rmem = vec![
+            "4096 87380 6291456",
+            "4096 131072 6291456",
+            "4096 16384 4194304",
+        ];
+        rmem.sort_by(|a, b| value_order(a, b));
+        assert_eq!(
+            rmem,
+            [
+                "4096 16384 4194304",
+                "4096 87380 6291456",
+                "4096 131072 6291456"
+            ]
+        );
+        let mut switches = vec!["on", "off", "-"];
+        switches.sort_by(|a, b| value_order(a, b));
+        assert_eq!(switches, ["-", "off", "on"]);
+    }
+
+    #[test]
+    fn a_setting_is_one_column_of_its_key() {
+        let mut spec = RunSpec::defaults(TestKind::TcpStream);
+        let mut system = run_record::spec::SystemSettings::default();
+        system.set(Setting::parse("gso=off").unwrap());
+        system.set(Setting::parse("net.ipv4.tcp_rmem=4096 87380 6291456").unwrap());
+        spec.system = Some(system);
+        let named: Vec<(String, String)> = parameters(&spec, None)
+            .into_iter()
+            .map(|parameter| (parameter.flag, parameter.value))
+            .collect();
+        assert_eq!(
+            named,
+            [
+                ("-l".to_string(), "10".to_string()),
+                ("gso".to_string(), "off".to_string()),
+                (
+                    "net.ipv4.tcp_rmem".to_string(),
+                    "4096 87380 6291456".to_string()
+                ),
+            ]
+        );
+    }
 }

@@ -18,10 +18,11 @@ pub use tables::{FamilyTable, Marks, MatrixTable};
 use crate::render::table::unique_short_names;
 use crate::render::text::plain;
 use crate::views::units::Units;
-use archive::compare::{Comparison, Side, UnmatchedGroup, Verdict};
+use archive::compare::{Comparison, ComparisonGroup, Side, UnmatchedGroup, Verdict};
 use group::group_table;
 use layout::{families, matrices};
-use run_record::record::RunRecord;
+use run_record::record::{RunRecord, SystemOutcome};
+use run_record::spec::RunSpec;
 use serde::Serialize;
 use std::collections::BTreeSet;
 use tables::{Frame, family_table, matrix_table};
@@ -105,6 +106,15 @@ pub struct CompareContext<'a> {
     /// With no configuration on both sides: what each side has and the
     /// parameters only one side has.
     pub nothing_in_common: Vec<String>,
+    /// What the kernel did not grant of the settings the groups asked:
+    /// the legend of `KEY=ASKED(GOT)` where a title names one, a line per
+    /// group whose sides were granted differently, and a line per pair of
+    /// groups whose settings differ as asked but not as kept (their
+    /// change compares identical settings).
+    pub granted_notes: Vec<String>,
+    /// What the CPU figures of runs in VMs are (one guest's for both
+    /// ends, or the emulating host's), where a table shows them.
+    pub cpu_caveat: Option<String>,
 }
 
 /// The runs each side needs to decide the rows with too few samples.
@@ -204,6 +214,7 @@ impl<'a> CompareContext<'a> {
             .filter(|(idx, _)| !in_tables.contains(idx))
             .map(|(idx, group)| group_table(idx, group, &frame, &mut marks))
             .collect();
+        let granted_notes = granted_notes(comparison, [&heads[0], &heads[1]]);
         CompareContext {
             comparison,
             units: units.letter,
@@ -223,8 +234,69 @@ impl<'a> CompareContext<'a> {
             marks,
             more_runs: more_runs(comparison),
             nothing_in_common: nothing_in_common(comparison),
+            granted_notes,
+            cpu_caveat: None,
         }
     }
+}
+
+/// The notes of [`CompareContext::granted_notes`] on `comparison`, whose
+/// sides are named `names` (the short names a table's heads give them,
+/// where the full ones would not fit).
+pub(crate) fn granted_notes(comparison: &Comparison, names: [&str; 2]) -> Vec<String> {
+    use archive::figures::{NOT_GRANTED_LEGEND, any_not_granted, settings_as_kept};
+    let groups = &comparison.groups;
+    fn outcomes(group: &ComparisonGroup) -> [Option<&SystemOutcome>; 2] {
+        group.granted.each_ref().map(Option::as_ref)
+    }
+    let mut notes = Vec::new();
+    if groups.iter().any(|group| {
+        outcomes(group)
+            .into_iter()
+            .any(|outcome| any_not_granted(&group.run_spec, outcome))
+    }) {
+        notes.push(NOT_GRANTED_LEGEND.to_string());
+    }
+    for group in groups {
+        let [first, second] =
+            outcomes(group).map(|outcome| settings_as_kept(&group.run_spec, outcome));
+        if first != second {
+            notes.push(format!(
+                "{}: the kernel kept {} on {} and {} on {}.",
+                plain(&group.title),
+                first.join(" "),
+                plain(names[0]),
+                second.join(" "),
+                plain(names[1])
+            ));
+        }
+    }
+    // Groups of one test whose specs differ in their settings alone.
+    let without_settings = |group: &ComparisonGroup| RunSpec {
+        system: None,
+        ..group.run_spec.clone()
+    };
+    for (idx, a) in groups.iter().enumerate() {
+        for b in &groups[idx + 1..] {
+            let same_kept = [0, 1].into_iter().all(|side| {
+                settings_as_kept(&a.run_spec, outcomes(a)[side])
+                    == settings_as_kept(&b.run_spec, outcomes(b)[side])
+            });
+            if a.run_spec.system != b.run_spec.system
+                && a.spec.testbed == b.spec.testbed
+                && without_settings(a) == without_settings(b)
+                && same_kept
+            {
+                notes.push(format!(
+                    "{} and {} ran with identical settings as the kernel kept them: \
+                     the difference between them compares identical settings.",
+                    plain(&a.title),
+                    plain(&b.title)
+                ));
+            }
+        }
+    }
+    notes
 }
 
 /// Each environment difference, once, as `--email` lists them.

@@ -82,27 +82,133 @@ impl Marks {
     }
 }
 
-/// The widths of the line under each row that gives both sides' CPU
-/// figures after the columns `prefix`, and the width that heads each
-/// side's four: utilisation and service demand, or, where that line
-/// would pass `limit`, the service demand alone.
-fn cpu_widths(prefix: &[i64], limit: usize) -> (Vec<i64>, i64) {
-    let full: Vec<i64> = prefix
-        .iter()
-        .copied()
-        .chain([6, 6, 7, 7, 6, 6, 7, 7])
-        .collect();
-    let width = full.iter().sum::<i64>() + full.len() as i64 - 1;
-    if width > limit as i64 {
-        let demand_only = prefix
-            .iter()
-            .copied()
-            .chain([0, 0, 7, 7, 0, 0, 7, 7])
-            .collect();
-        (demand_only, 15)
-    } else {
-        (full, 29)
+/// How the CPU figures of a table's rows are laid out under each row.
+#[derive(Clone, Debug, PartialEq)]
+struct CpuLayout {
+    /// The widths of the CPU lines and their heads (set 1).
+    widths: Vec<i64>,
+    /// The widths of the heads that name each side's figures (set 2):
+    /// `prefix` and the width each side's shown figures take (a line per
+    /// side names its own).
+    side_widths: Vec<i64>,
+    /// Utilisation is shown beside the service demand.
+    utilisation: bool,
+    /// A line per side, named by its head, under the row's columns from
+    /// the first (where both sides' figures after the row's names would
+    /// pass the width).
+    per_side: bool,
+}
+
+/// The layout of the CPU figures under each row of a table whose rows
+/// are named by columns of `prefix` widths, from `cells` (both sides'
+/// four figures of every row: utilisation local and remote, service
+/// demand local and remote), within `limit`: both sides' figures on one
+/// line after the row's names; where that line would pass the width,
+/// the service demand alone; where that would too, a line per side,
+/// each named by its head, with all four.
+fn cpu_layout(prefix: &[i64], cells: &[[[String; 4]; 2]], limit: usize) -> CpuLayout {
+    // Each side's four columns as wide as their widest figure.
+    let mut widths: [[i64; 4]; 2] = [[6, 6, 7, 7]; 2];
+    for row in cells {
+        for (side_widths, side) in widths.iter_mut().zip(row) {
+            for (width, cell) in side_widths.iter_mut().zip(side) {
+                *width = (*width).max(cell.len() as i64);
+            }
+        }
     }
+    let fits = |widths: &[i64]| {
+        let shown: Vec<i64> = widths.iter().copied().filter(|width| *width != 0).collect();
+        shown.iter().map(|width| width.abs()).sum::<i64>() + shown.len() as i64 - 1 <= limit as i64
+    };
+    let after_prefix = |first: [i64; 4], second: [i64; 4]| -> Vec<i64> {
+        prefix.iter().copied().chain(first).chain(second).collect()
+    };
+    // A side's name over its figures, as wide as they are together.
+    let heads_over = |sides: [[i64; 4]; 2]| -> Vec<i64> {
+        let over = |side: [i64; 4]| {
+            let shown: Vec<i64> = side.into_iter().filter(|width| *width != 0).collect();
+            shown.iter().sum::<i64>() + shown.len() as i64 - 1
+        };
+        prefix.iter().copied().chain(sides.map(over)).collect()
+    };
+    let full = after_prefix(widths[0], widths[1]);
+    if fits(&full) {
+        return CpuLayout {
+            side_widths: heads_over(widths),
+            widths: full,
+            utilisation: true,
+            per_side: false,
+        };
+    }
+    let demand = |[_, _, local, remote]: [i64; 4]| [0, 0, local, remote];
+    let demand_only = after_prefix(demand(widths[0]), demand(widths[1]));
+    if fits(&demand_only) {
+        return CpuLayout {
+            side_widths: heads_over(widths.map(demand)),
+            widths: demand_only,
+            utilisation: false,
+            per_side: false,
+        };
+    }
+    let both: Vec<i64> = (0..4)
+        .map(|idx| widths[0][idx].max(widths[1][idx]))
+        .collect();
+    CpuLayout {
+        widths: [-8].into_iter().chain(both).collect(),
+        // No row names the sides over the figures: each line names its
+        // own, in the first column, which the sets share.
+        side_widths: vec![-8],
+        utilisation: true,
+        per_side: true,
+    }
+}
+
+impl CpuLayout {
+    /// The heads of the CPU lines: the sides' names over their figures
+    /// (set 2), unless each line names its side, then what each figure
+    /// is, with `blank` cells before them under the row's names.
+    fn heads(&self, blank: &[&str], heads: &[String]) -> Vec<TableRow> {
+        if self.per_side {
+            return [CPU_HEADS, LOCAL_REMOTE]
+                .into_iter()
+                .map(|cells| TableRow::in_set(1, [""].into_iter().chain(cells.into_iter().take(4))))
+                .collect();
+        }
+        vec![
+            TableRow::in_set(2, after(blank, [heads[0].clone(), heads[1].clone()])),
+            TableRow::in_set(1, after(blank, CPU_HEADS.map(String::from))),
+            TableRow::in_set(1, after(blank, LOCAL_REMOTE.map(String::from))),
+        ]
+    }
+
+    /// The CPU lines under a row: both sides' figures after `n_blank`
+    /// cells, or a line per side named by its head.
+    fn lines(&self, n_blank: usize, sides: [[String; 4]; 2], heads: &[String]) -> Vec<TableRow> {
+        let [first, second] = sides;
+        if self.per_side {
+            return [(&heads[0], first), (&heads[1], second)]
+                .into_iter()
+                .map(|(head, figures)| {
+                    TableRow::in_set(1, [head.clone()].into_iter().chain(figures))
+                })
+                .collect();
+        }
+        let blank = std::iter::repeat_n(String::new(), n_blank);
+        vec![TableRow::in_set(1, blank.chain(first).chain(second))]
+    }
+}
+
+/// Both sides' CPU figures of every group of `groups`, as the lines
+/// under their rows give them.
+fn cpu_cells<'a>(groups: impl Iterator<Item = &'a ComparisonGroup>) -> Vec<[[String; 4]; 2]> {
+    groups
+        .map(|group| {
+            [
+                cpu_figures(&group.first_figures),
+                cpu_figures(&group.second_figures),
+            ]
+        })
+        .collect()
 }
 
 /// The cells `prefix` followed by `cells`.
@@ -128,6 +234,9 @@ pub struct FamilyTable {
     /// That line has the utilisation beside the service demand (where
     /// both fit the width).
     pub cpu_utilisation: bool,
+    /// The CPU figures are on a line per side, named by its head (where
+    /// both sides' would pass the width on one).
+    pub cpu_per_side: bool,
     /// The groups of the rows, indices into `groups`, in order.
     pub groups: Vec<usize>,
     /// The table, laid out.
@@ -145,20 +254,37 @@ pub struct MissedBy {
     pub sizes: Vec<String>,
 }
 
-/// The heads of a family's table, the width sets of its rows, and
-/// whether its CPU line has room for the utilisation.
+/// The columns that name the rows of a family's table: their widths, and
+/// blank cells for them.
+fn family_prefix(swept: Swept) -> (Vec<i64>, &'static [&'static str]) {
+    match swept {
+        Swept::Datagram => (vec![5, 4], &["", ""]),
+        Swept::RequestResponse => (vec![7, 6], &["", ""]),
+        Swept::SendSize => (vec![7], &[""]),
+    }
+}
+
+/// The heads of a family's table and the width sets of its rows: the
+/// figures (0), the CPU lines under them laid out as `cpu` says (1, and
+/// the sides' names over them, 2), and for datagrams the sides' names
+/// over their figures (3).
 fn family_heads(
     swept: Swept,
-    cpu: bool,
+    cpu: Option<&CpuLayout>,
     frame: &Frame<'_>,
-) -> (Vec<TableRow>, Vec<Vec<i64>>, bool) {
+) -> (Vec<TableRow>, Vec<Vec<i64>>) {
     let (first, second) = (frame.heads[0].clone(), frame.heads[1].clone());
+    let (_, blank) = family_prefix(swept);
+    let cpu_sets = cpu.map_or_else(
+        || vec![Vec::new(), Vec::new()],
+        |cpu| vec![cpu.widths.clone(), cpu.side_widths.clone()],
+    );
     let mut rows = Vec::new();
     if swept == Swept::Datagram {
         let widths = vec![5, 4, 8, 6, 9, 8, 6, 9, 9];
         let side = widths[2..5].iter().sum::<i64>() + 2;
         rows.push(TableRow::in_set(
-            1,
+            3,
             after(&["Send", ""], [first.clone(), second.clone()]),
         ));
         rows.push(TableRow::of([
@@ -167,32 +293,15 @@ fn family_heads(
         rows.push(TableRow::of([
             "bytes", "", "#", "#", "", "#", "#", "", "change",
         ]));
-        if cpu {
-            rows.push(TableRow::in_set(3, after(&["", ""], [first, second])));
-            rows.push(TableRow::in_set(
-                2,
-                after(&["", ""], CPU_HEADS.map(String::from)),
-            ));
-            rows.push(TableRow::in_set(
-                2,
-                after(&["", ""], LOCAL_REMOTE.map(String::from)),
-            ));
+        if let Some(cpu) = cpu {
+            rows.extend(cpu.heads(blank, frame.heads));
         }
-        let sets = vec![
-            widths,
-            vec![5, 4, side, side],
-            vec![5, 4, 6, 6, 7, 7, 6, 6, 7, 7],
-            vec![5, 4, 29, 29],
-        ];
-        return (rows, sets, true);
+        let mut sets = vec![widths];
+        sets.extend(cpu_sets);
+        sets.push(vec![5, 4, side, side]);
+        return (rows, sets);
     }
     let request_response = swept == Swept::RequestResponse;
-    let (prefix, blank): (Vec<i64>, &[&str]) = if request_response {
-        (vec![7, 6], &["", ""])
-    } else {
-        (vec![7], &[""])
-    };
-    let (cpu_widths, side_width) = cpu_widths(&prefix, frame.limit());
     let widths: Vec<i64> = if request_response {
         rows.push(TableRow::of([
             "Request", "Resp.", "Rate", "Rate", "", "Tput", "Tput",
@@ -218,23 +327,12 @@ fn family_heads(
         rows.push(TableRow::of(["bytes"]));
         vec![7, 10, 10, 9, -3]
     };
-    if cpu {
-        rows.push(TableRow::in_set(2, after(blank, [first, second])));
-        rows.push(TableRow::in_set(
-            1,
-            after(blank, CPU_HEADS.map(String::from)),
-        ));
-        rows.push(TableRow::in_set(
-            1,
-            after(blank, LOCAL_REMOTE.map(String::from)),
-        ));
+    if let Some(cpu) = cpu {
+        rows.extend(cpu.heads(blank, frame.heads));
     }
-    let side_widths = prefix.iter().copied().chain([side_width; 2]).collect();
-    (
-        rows,
-        vec![widths, cpu_widths, side_widths],
-        side_width == 29,
-    )
+    let mut sets = vec![widths];
+    sets.extend(cpu_sets);
+    (rows, sets)
 }
 
 /// The table of `family`, whose members are of `groups`; the marks of
@@ -245,12 +343,16 @@ pub(super) fn family_table(
     frame: &Frame<'_>,
     marks: &mut Marks,
 ) -> FamilyTable {
-    let cpu = family.with_cpu;
-    let (mut rows, sets, cpu_utilisation) = family_heads(family.swept, cpu, frame);
+    let members = || family.groups.iter().map(|&idx| &groups[idx]);
+    let cpu = family.with_cpu.then(|| {
+        let (prefix, _) = family_prefix(family.swept);
+        cpu_layout(&prefix, &cpu_cells(members()), frame.limit())
+    });
+    let (mut rows, sets) = family_heads(family.swept, cpu.as_ref(), frame);
     rows.push(TableRow::blank());
     let request_response = family.swept == Swept::RequestResponse;
     let mut missed: [Vec<String>; 2] = Default::default();
-    for group in family.groups.iter().map(|&idx| &groups[idx]) {
+    for group in members() {
         let Some(row) = group.rows.first() else {
             continue;
         };
@@ -273,15 +375,16 @@ pub(super) fn family_table(
                 missed[side].push(size.clone());
             }
         }
-        rows.extend(size_rows(group, family.swept, cpu, frame, flag));
+        rows.extend(size_rows(group, family.swept, cpu.as_ref(), frame, flag));
     }
     let [first_missed, second_missed] = missed;
     FamilyTable {
         title: family.title.clone(),
         request_response,
         datagrams: family.swept == Swept::Datagram,
-        cpu,
-        cpu_utilisation,
+        cpu: cpu.is_some(),
+        cpu_utilisation: cpu.as_ref().is_some_and(|cpu| cpu.utilisation),
+        cpu_per_side: cpu.as_ref().is_some_and(|cpu| cpu.per_side),
         groups: family.groups.clone(),
         lines: frame.lay_out(&rows, &sets),
         missed_by: [
@@ -304,7 +407,7 @@ pub(super) fn family_table(
 fn size_rows(
     group: &ComparisonGroup,
     swept: Swept,
-    cpu: bool,
+    cpu: Option<&CpuLayout>,
     frame: &Frame<'_>,
     flag: &str,
 ) -> Vec<TableRow> {
@@ -357,19 +460,10 @@ fn size_rows(
             flag.into(),
         ])],
     };
-    if cpu {
-        // The CPU line's set of widths, and the columns it leaves blank
-        // before the figures (those that name the row).
-        let (set, n_blank) = match swept {
-            Swept::Datagram => (2, 2),
-            Swept::RequestResponse => (1, 2),
-            Swept::SendSize => (1, 1),
-        };
-        let blank = std::iter::repeat_n(String::new(), n_blank);
-        rows.push(TableRow::in_set(
-            set,
-            blank.chain(cpu_figures(a)).chain(cpu_figures(b)),
-        ));
+    if let Some(cpu) = cpu {
+        // Under the columns that name the row.
+        let (_, blank) = family_prefix(swept);
+        rows.extend(cpu.lines(blank.len(), [cpu_figures(a), cpu_figures(b)], frame.heads));
     }
     rows
 }
@@ -385,6 +479,8 @@ pub struct MatrixTable {
     pub cpu: bool,
     /// That line has the utilisation beside the service demand.
     pub cpu_utilisation: bool,
+    /// The CPU figures are on a line per side, named by its head.
+    pub cpu_per_side: bool,
     /// The rows: the values that name each and its group.
     pub rows: Vec<MatrixRow>,
     /// The table, laid out.
@@ -400,13 +496,15 @@ pub(super) fn matrix_table(
     marks: &mut Marks,
 ) -> MatrixTable {
     let (first, second) = (frame.heads[0].clone(), frame.heads[1].clone());
-    let columns: Vec<i64> = matrix.widths.iter().map(|&width| width as i64).collect();
-    let (cpu_widths, side_width) = cpu_widths(&columns, frame.limit());
-    let sets = vec![
-        columns.iter().copied().chain([10, 10, 9, -3]).collect(),
-        cpu_widths,
-        columns.iter().copied().chain([side_width; 2]).collect(),
-    ];
+    let columns: Vec<i64> = matrix.widths.clone();
+    let cpu = matrix.with_cpu.then(|| {
+        let members = matrix.rows.iter().map(|row| &groups[row.group]);
+        cpu_layout(&columns, &cpu_cells(members), frame.limit())
+    });
+    let mut sets = vec![columns.iter().copied().chain([10, 10, 9, -3]).collect()];
+    if let Some(cpu) = &cpu {
+        sets.extend([cpu.widths.clone(), cpu.side_widths.clone()]);
+    }
     let blank: Vec<&str> = vec![""; matrix.columns.len()];
     let figure_head = if matrix.request_response {
         "Rate"
@@ -424,16 +522,8 @@ pub(super) fn matrix_table(
             "change".into(),
         ])),
     ];
-    if matrix.with_cpu {
-        rows.push(TableRow::in_set(2, after(&blank, [first, second])));
-        rows.push(TableRow::in_set(
-            1,
-            after(&blank, CPU_HEADS.map(String::from)),
-        ));
-        rows.push(TableRow::in_set(
-            1,
-            after(&blank, LOCAL_REMOTE.map(String::from)),
-        ));
+    if let Some(cpu) = &cpu {
+        rows.extend(cpu.heads(&blank, frame.heads));
     }
     rows.push(TableRow::blank());
     for matrix_row in &matrix.rows {
@@ -460,20 +550,16 @@ pub(super) fn matrix_table(
                 .chain(figures)
                 .chain([change(row), flag.into()]),
         ));
-        if matrix.with_cpu {
-            rows.push(TableRow::in_set(
-                1,
-                after(&blank, cpu_figures(a))
-                    .into_iter()
-                    .chain(cpu_figures(b)),
-            ));
+        if let Some(cpu) = &cpu {
+            rows.extend(cpu.lines(blank.len(), [cpu_figures(a), cpu_figures(b)], frame.heads));
         }
     }
     MatrixTable {
         title: matrix.title.clone(),
         request_response: matrix.request_response,
-        cpu: matrix.with_cpu,
-        cpu_utilisation: side_width == 29,
+        cpu: cpu.is_some(),
+        cpu_utilisation: cpu.as_ref().is_some_and(|cpu| cpu.utilisation),
+        cpu_per_side: cpu.as_ref().is_some_and(|cpu| cpu.per_side),
         rows: matrix.rows.clone(),
         lines: frame.lay_out(&rows, &sets),
     }

@@ -1,11 +1,14 @@
 //! The context of `run`: one run in netperf's classic layout, as `bench`
 //! prints it when the run ends and `archive show` prints it again. The
 //! record as it is, and beside it what the template prints of it: the
-//! banner's addresses, netperf's table laid out ([`netperf`]), the
-//! sender's TCP_INFO, what was lost, the CPU of each host.
+//! banner's addresses, netperf's table laid out ([`netperf`]: socket
+//! sizes right after setup, as netperf prints them), the sender's
+//! TCP_INFO, what was lost, the CPU of each host, and for a reader who
+//! asks the socket sizes at the end of the run.
 
 mod netperf;
 
+use crate::render::text::plain;
 use crate::views::units::Units;
 use run_record::record::{HostCpu, Iteration, RunRecord, TcpInfoFigures};
 use run_record::spec::{AddressFamily, TestKind};
@@ -52,6 +55,30 @@ pub struct RunContext<'a> {
     pub transactions_lost: Option<u64>,
     /// The CPU of each host over the last iteration, where measured.
     pub cpu_hosts: Vec<CpuHost<'a>>,
+    /// Where a reader asks for them (`archive show`, `bench -v`): the
+    /// socket buffers of the last iteration when the test ended, where
+    /// one differs from its size after setup (the table's, as netperf
+    /// prints it): an autotuned buffer grows as the test runs.
+    pub sockets_at_end: Option<SocketsAtEnd>,
+    /// The settings the run asked of the system (`--set`), each as the
+    /// kernel granted it (`gso=on(off)` where it kept off), made plain.
+    pub settings: Vec<String>,
+    /// Notes under the table: the legend of a setting not granted, and
+    /// what the CPU figures of a run in a VM are.
+    pub notes: Vec<String>,
+}
+
+/// The socket buffers of both ends when the test ended, bytes.
+#[derive(Debug, Serialize)]
+pub struct SocketsAtEnd {
+    /// This end's send buffer.
+    pub local_send: u64,
+    /// This end's receive buffer.
+    pub local_recv: u64,
+    /// The far end's send buffer.
+    pub remote_send: u64,
+    /// The far end's receive buffer.
+    pub remote_recv: u64,
 }
 
 /// The sending end's TCP_INFO.
@@ -138,7 +165,50 @@ impl<'a> RunContext<'a> {
                     .sum()
             }),
             cpu_hosts: cpu_hosts(last),
+            settings: record
+                .spec
+                .system
+                .iter()
+                .flat_map(|system| system.settings())
+                .map(|setting| {
+                    plain(&archive::figures::granted_words(
+                        &setting,
+                        record.system.as_ref(),
+                    ))
+                    .into_owned()
+                })
+                .collect(),
+            notes: archive::figures::any_not_granted(&record.spec, record.system.as_ref())
+                .then(|| archive::figures::NOT_GRANTED_LEGEND.to_string())
+                .into_iter()
+                .chain(crate::comparison::reproduce::cpu_caveat(&[record]))
+                .collect(),
+            sockets_at_end: None,
         }
+    }
+
+    /// The context with the socket buffers at the end of the run, where
+    /// one differs from its size after setup: for a reader who asks.
+    pub fn with_sockets_at_end(mut self) -> RunContext<'a> {
+        let ends = self
+            .record
+            .iterations
+            .last()
+            .and_then(|last| last.ends.as_ref());
+        self.sockets_at_end = ends
+            .filter(|ends| {
+                [&ends.local.socket, &ends.remote.socket]
+                    .iter()
+                    .flat_map(|socket| [&socket.send_buffer, &socket.recv_buffer])
+                    .any(|buffer| buffer.at_end_bytes != buffer.after_setup_bytes)
+            })
+            .map(|ends| SocketsAtEnd {
+                local_send: ends.local.socket.send_buffer.at_end_bytes,
+                local_recv: ends.local.socket.recv_buffer.at_end_bytes,
+                remote_send: ends.remote.socket.send_buffer.at_end_bytes,
+                remote_recv: ends.remote.socket.recv_buffer.at_end_bytes,
+            });
+        self
     }
 }
 

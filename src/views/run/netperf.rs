@@ -16,9 +16,9 @@ struct Figures {
     heads: bool,
     /// The run measured CPU (`-c` or `-C`).
     with_cpu: bool,
-    /// Socket buffers when the test ended, as printed: local send, local
-    /// receive, remote send, remote receive (`-` where an imported run's
-    /// text gave none).
+    /// Socket buffers right after setup, as netperf prints them: local
+    /// send, local receive, remote send, remote receive (`-` where an
+    /// imported run's text gave none).
     sockets: [String; 4],
     /// Seconds an iteration took, on average.
     elapsed: String,
@@ -28,15 +28,55 @@ struct Figures {
     units: Units,
 }
 
+/// The widest line a run's table may have.
+const WIDTH: usize = 80;
+
 /// The table of `record`, throughput in `units`, with netperf's heads
-/// unless `heads` is false.
+/// unless `heads` is false. Where the CPU columns would take a line past
+/// the width, they move to a table of their own under the figures.
 pub(super) fn table(record: &RunRecord, units: Units, heads: bool) -> Vec<String> {
     let figures = Figures::of(record, units, heads);
-    match record.spec.test {
-        TestKind::TcpStream | TestKind::TcpMaerts => stream(record, &figures),
-        TestKind::UdpStream => datagrams(record, &figures),
-        _ => request_response(record, &figures),
+    let lines = of_test(record, &figures);
+    if !figures.with_cpu || lines.iter().all(|line| line.len() <= WIDTH) {
+        return lines;
     }
+    let without_cpu = Figures {
+        with_cpu: false,
+        ..figures
+    };
+    let mut lines = of_test(record, &without_cpu);
+    lines.push(String::new());
+    lines.extend(cpu_table(record, &without_cpu));
+    lines
+}
+
+/// netperf's table for the test of `record`.
+fn of_test(record: &RunRecord, figures: &Figures) -> Vec<String> {
+    match record.spec.test {
+        TestKind::TcpStream | TestKind::TcpMaerts => stream(record, figures),
+        TestKind::UdpStream => datagrams(record, figures),
+        _ => request_response(record, figures),
+    }
+}
+
+/// The CPU figures of a run as a table of their own, with heads as
+/// netperf's CPU columns have them (unless `-P 0`).
+fn cpu_table(record: &RunRecord, figures: &Figures) -> Vec<String> {
+    let unit = if record.spec.test.is_request_response() {
+        "us/Tr"
+    } else {
+        "us/KB"
+    };
+    let mut rows = figures.head_rows(
+        [
+            ["CPU", "CPU", "S.dem", "S.dem"],
+            ["local", "remote", "local", "remote"],
+            ["% S", "% S", unit, unit],
+        ]
+        .map(|heads| heads.map(String::from).to_vec()),
+    );
+    rows.push(TableRow::of(figures.cpu.clone()));
+    laid_out(&rows, vec![6, 6, 7, 7])
 }
 
 impl Figures {
@@ -104,15 +144,17 @@ impl Figures {
     }
 }
 
-/// The socket buffers when the test ended: the last iteration's, or for
+/// The socket buffers as netperf prints them, read back right after
+/// setup (the last iteration's: an autotuned buffer grows as the test
+/// runs, and its size at the end is no size the test began with), or for
 /// an imported run those its text reported as granted.
 fn sockets(record: &RunRecord) -> [String; 4] {
     if let Some(ends) = record.iterations.last().and_then(|last| last.ends.as_ref()) {
         return [
-            ends.local.socket.send_buffer.at_end_bytes,
-            ends.local.socket.recv_buffer.at_end_bytes,
-            ends.remote.socket.send_buffer.at_end_bytes,
-            ends.remote.socket.recv_buffer.at_end_bytes,
+            ends.local.socket.send_buffer.after_setup_bytes,
+            ends.local.socket.recv_buffer.after_setup_bytes,
+            ends.remote.socket.send_buffer.after_setup_bytes,
+            ends.remote.socket.recv_buffer.after_setup_bytes,
         ]
         .map(|bytes| bytes.to_string());
     }

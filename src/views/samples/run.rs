@@ -1,5 +1,8 @@
 //! Samples of `run`: each test kind as a loopback run makes it (TCP_RR
-//! and TCP_STREAM plain; TCP_RR with CPU figures and latency; TCP_CRR
+//! and TCP_STREAM plain, and TCP_STREAM's autotuned buffers as `archive
+//! show` prints them; TCP_RR with CPU figures and latency, and with
+//! figures too wide for one line, both ends in one guest; TCP_STREAM
+//! with a setting the kernel did not grant; TCP_CRR
 //! with flows, threads, warm-up and an interval reached; TCP_STREAM with
 //! flows and an interval missed; UDP_STREAM plain, with CPU figures,
 //! with failed sends), and a UDP_STREAM run imported from netperf's text.
@@ -20,20 +23,20 @@ use run_record::spec::{ConfidenceSpec, RunSpec, TestKind};
 use test_fixtures::record::RecordBuilder;
 
 /// One end of a connection on loopback, from `port` to `peer_port`, its
-/// socket buffers (send, receive) as they were when the test ended.
+/// socket buffers (send, receive) as they were after setup and when the
+/// test ended (the same: buffers that were not autotuned).
 fn end(port: u16, peer_port: u16, buffers: [u64; 2]) -> EndReport {
+    let buffer = |bytes: u64| BufferTruth {
+        after_setup_bytes: bytes,
+        at_end_bytes: bytes,
+        ..BufferTruth::default()
+    };
     EndReport {
         socket: SocketTruth {
             local_address: format!("127.0.0.1:{port}"),
             peer_address: format!("127.0.0.1:{peer_port}"),
-            send_buffer: BufferTruth {
-                at_end_bytes: buffers[0],
-                ..BufferTruth::default()
-            },
-            recv_buffer: BufferTruth {
-                at_end_bytes: buffers[1],
-                ..BufferTruth::default()
-            },
+            send_buffer: buffer(buffers[0]),
+            recv_buffer: buffer(buffers[1]),
         },
         ..EndReport::default()
     }
@@ -173,6 +176,26 @@ fn tcp_stream() -> RunRecord {
     )
 }
 
+/// TCP_STREAM as `archive show` prints it, its buffers left to
+/// autotuning: netperf's sizes after setup in the table, the larger ones
+/// the kernel had grown them to by the end under it.
+fn tcp_stream_autotuned() -> RunRecord {
+    let mut record = tcp_stream();
+    let ends = record.iterations[0]
+        .ends
+        .as_mut()
+        .expect("the sample has its ends");
+    for (buffer, after_setup) in [
+        (&mut ends.local.socket.send_buffer, 16384),
+        (&mut ends.local.socket.recv_buffer, 131072),
+        (&mut ends.remote.socket.send_buffer, 16384),
+        (&mut ends.remote.socket.recv_buffer, 131072),
+    ] {
+        buffer.after_setup_bytes = after_setup;
+    }
+    record
+}
+
 fn tcp_rr() -> RunRecord {
     let mut run = iteration(0.20001041, 983788.793793283, Some(61486.79961208019));
     run.messages_sent = Some(24596);
@@ -256,6 +279,60 @@ fn tcp_rr_cpu_latency() -> RunRecord {
         },
         "ac1544b9f9e5d4df28dd0cff1490ef6a603dc3baa09759fe27a1763db7a42c6d",
     )
+}
+
+/// TCP_RR as a guest under emulation gives it: 9-digit socket buffers
+/// and a service demand of five digits, so that the CPU columns pass the
+/// width beside the rest and move to a table of their own.
+fn tcp_rr_cpu_wide() -> RunRecord {
+    let mut record = tcp_rr_cpu_latency();
+    let cpu = CpuFigures {
+        local_util_pct: Some(100.0),
+        remote_util_pct: Some(100.0),
+        local_service_demand: Some(98765.432),
+        remote_service_demand: Some(87654.321),
+    };
+    record.summary.cpu = Some(cpu.clone());
+    let run = &mut record.iterations[0];
+    run.cpu = Some(cpu);
+    run.ends = Some(connection(
+        [60636, 41401],
+        [12582912, 268435456],
+        [12582912, 268435456],
+    ));
+    // Both ends in one guest, whose CPU both columns are.
+    record.env.vm = Some(run_record::env::VmEnv {
+        runner: "qemu".to_string(),
+        accelerator: "tcg".to_string(),
+        vcpus: 2,
+        memory_mib: 1024,
+        network: "pair".to_string(),
+        ..run_record::env::VmEnv::default()
+    });
+    record
+}
+
+/// TCP_STREAM with settings asked of the system, one of which the
+/// kernel did not grant: it is named with what the kernel kept.
+fn tcp_stream_setting_not_granted() -> RunRecord {
+    let mut record = tcp_stream();
+    let mut system = run_record::spec::SystemSettings::default();
+    for setting in ["sg=off", "gso=on"] {
+        system.set(run_record::spec::Setting::parse(setting).expect("a valid setting"));
+    }
+    record.spec.system = Some(system);
+    let mut outcome = run_record::record::SystemOutcome {
+        interface: "lo".to_string(),
+        ..run_record::record::SystemOutcome::default()
+    };
+    for (name, requested, granted) in [("sg", false, false), ("gso", true, false)] {
+        outcome.features.insert(
+            name.to_string(),
+            run_record::record::Granted { requested, granted },
+        );
+    }
+    record.system = Some(outcome);
+    record
 }
 
 /// A flow of an iteration, with the sender's TCP_INFO where it matters.
@@ -596,6 +673,11 @@ pub fn samples() -> Vec<Sample> {
         ("tcp-stream", tcp_stream()),
         ("tcp-rr", tcp_rr()),
         ("tcp-rr-cpu-latency", tcp_rr_cpu_latency()),
+        ("tcp-rr-cpu-wide", tcp_rr_cpu_wide()),
+        (
+            "tcp-stream-setting-not-granted",
+            tcp_stream_setting_not_granted(),
+        ),
         ("tcp-crr-flows-warmup", tcp_crr_flows_warmup()),
         (
             "tcp-stream-cpu-flows-not-met",
@@ -611,5 +693,16 @@ pub fn samples() -> Vec<Sample> {
         let units = Units::parse("m").expect("netperf's m");
         Sample::new("run", case, &RunContext::new(record, units, true, true))
     })
+    .chain([Sample::new(
+        "run",
+        "tcp-stream-autotuned-shown",
+        &RunContext::new(
+            &tcp_stream_autotuned(),
+            Units::parse("m").expect("netperf's m"),
+            true,
+            true,
+        )
+        .with_sockets_at_end(),
+    )])
     .collect()
 }

@@ -53,6 +53,7 @@ fn row(
 /// A sweep of `test` on loopback at commit 0123456789ab.
 fn loopback(test: TestKind, duration_s: f64, rows: Vec<SweepRow>) -> SweepTable {
     SweepTable {
+        not_granted_legend: None,
         test,
         parameter: if test.is_request_response() {
             "request_response"
@@ -203,6 +204,7 @@ fn rr_cpu() -> SweepTable {
 fn rr_extreme() -> SweepTable {
     let rr = Size::RequestResponse;
     SweepTable {
+        not_granted_legend: None,
         host: "perf-receiver-0042.rack-17.lab.netdev-regression.example.org".into(),
         family: AddressFamily::Ipv6,
         local_socket_buffer_bytes: Some(268_435_456),
@@ -263,6 +265,7 @@ fn udp_extreme() -> SweepTable {
         ),
     ];
     SweepTable {
+        not_granted_legend: None,
         host: "fd00:1234:5678:9abc:def0:1234:5678:9abc".into(),
         family: AddressFamily::Ipv6,
         commit: None,
