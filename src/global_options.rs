@@ -124,12 +124,25 @@ impl ArchiveChoice {
     }
 }
 
+/// The directory an environment variable names, when it names an
+/// absolute one (the XDG base directory rules ignore a relative path).
+fn absolute_env(name: &str) -> Option<PathBuf> {
+    std::env::var_os(name)
+        .map(PathBuf::from)
+        .filter(|path| path.is_absolute())
+}
+
+/// netbisect's state on this machine (the spool, experiment locks,
+/// workers' directories): `$XDG_STATE_HOME/netbisect`, else
+/// `$HOME/.local/state/netbisect`; `None` when neither names an absolute
+/// directory.
+pub fn state_dir() -> Option<PathBuf> {
+    let state_home = absolute_env("XDG_STATE_HOME")
+        .or_else(|| absolute_env("HOME").map(|home| home.join(".local").join("state")))?;
+    Some(state_home.join("netbisect"))
+}
+
 fn default_archive_path() -> exit::Result<PathBuf> {
-    let absolute_env = |name: &str| {
-        std::env::var_os(name)
-            .map(PathBuf::from)
-            .filter(|path| path.is_absolute())
-    };
     let data_home = absolute_env("XDG_DATA_HOME")
         .or_else(|| absolute_env("HOME").map(|home| home.join(".local").join("share")))
         .ok_or_else(|| {

@@ -167,15 +167,7 @@ fn remove_if_leftover(path: &Path) {
 /// the XDG base directory specification asks), else
 /// `$HOME/.local/state/netbisect/spool`.
 pub fn spool_root() -> Option<PathBuf> {
-    let state_home = std::env::var_os("XDG_STATE_HOME")
-        .map(PathBuf::from)
-        .filter(|dir| dir.is_absolute())
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .filter(|home| !home.is_empty())
-                .map(|home| PathBuf::from(home).join(".local/state"))
-        })?;
-    Some(state_home.join("netbisect").join("spool"))
+    Some(crate::global_options::state_dir()?.join("spool"))
 }
 
 #[cfg(test)]

@@ -69,17 +69,11 @@ pub fn run(global: &GlobalOptions, args: &WorkerArgs) -> exit::Result<Code> {
 /// `$XDG_STATE_HOME/netbisect/worker/NAME`, else
 /// `~/.local/state/netbisect/worker/NAME`.
 fn state_dir(name: &str) -> exit::Result<PathBuf> {
-    let base = match std::env::var_os("XDG_STATE_HOME").filter(|dir| !dir.is_empty()) {
-        Some(dir) => PathBuf::from(dir),
-        None => match std::env::var_os("HOME").filter(|dir| !dir.is_empty()) {
-            Some(home) => PathBuf::from(home).join(".local").join("state"),
-            None => {
-                return Err(exit::InputError(
-                    "neither XDG_STATE_HOME nor HOME is set: give --dir DIR".to_string(),
-                )
-                .into());
-            }
-        },
-    };
-    Ok(base.join("netbisect").join("worker").join(name))
+    let base = crate::global_options::state_dir().ok_or_else(|| {
+        exit::InputError(
+            "neither XDG_STATE_HOME nor HOME names an absolute directory: give --dir DIR"
+                .to_string(),
+        )
+    })?;
+    Ok(base.join("worker").join(name))
 }

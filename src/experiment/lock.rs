@@ -26,14 +26,7 @@ pub struct ExperimentLock {
 /// Where experiment locks live, or `None` when neither `XDG_STATE_HOME`
 /// nor `HOME` names an absolute directory.
 fn lock_dir() -> Option<PathBuf> {
-    let absolute = |name: &str| {
-        std::env::var_os(name)
-            .map(PathBuf::from)
-            .filter(|path| path.is_absolute())
-    };
-    let state = absolute("XDG_STATE_HOME")
-        .or_else(|| absolute("HOME").map(|home| home.join(".local").join("state")))?;
-    Some(state.join("netbisect").join("experiments"))
+    Some(crate::global_options::state_dir()?.join("experiments"))
 }
 
 /// Takes the lock of experiment `id`. When another process holds it:
