@@ -47,9 +47,23 @@ impl std::fmt::Debug for BisectWorktree {
     }
 }
 
+/// Removes the lock files git leaves in the worktree's git directory when
+/// a process writing there is killed (`HEAD.lock` mid-checkout,
+/// `index.lock`): they would refuse every later checkout. Whoever opens
+/// the worktree holds the bisection's own lock (one run of a bisection at
+/// a time, one slot per worktree), so no one else is writing there.
+fn remove_stale_locks(worktree: &Repository) {
+    for name in ["HEAD.lock", "index.lock"] {
+        // Absent is the usual case; a lock that cannot be removed makes
+        // the checkout fail with git's own words.
+        let _ = std::fs::remove_file(worktree.path().join(name));
+    }
+}
+
 impl BisectWorktree {
     /// Opens the worktree `name` of `repo` at `state_dir/name`, or creates
-    /// it there with `start` checked out.
+    /// it there with `start` checked out. The caller holds the
+    /// bisection's lock: lock files a killed run left are removed.
     pub fn open_or_create(
         repo: &Repository,
         state_dir: &Path,
@@ -64,6 +78,7 @@ impl BisectWorktree {
         if let Ok(worktree) = repo.find_worktree(name) {
             if worktree.validate().is_ok() && worktree.path() == path.as_path() {
                 let wt_repo = Repository::open(&path)?;
+                remove_stale_locks(&wt_repo);
                 return Ok(BisectWorktree {
                     path,
                     repo: wt_repo,

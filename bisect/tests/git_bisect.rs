@@ -211,6 +211,16 @@ fn linear_history_finds_the_culprit_and_leaves_the_checkout_alone() {
     .unwrap();
     assert_eq!(first_bad(&again), ids[15].to_string());
     let wt = BisectWorktree::open_or_create(&repo, &fixture.state_dir, "bisect", ids[23]).unwrap();
+    // A run killed mid-checkout leaves git's lock files behind; opened
+    // again, the worktree checks out as before.
+    let git_dir = fixture.repo_path.join(".git/worktrees/bisect");
+    for name in ["HEAD.lock", "index.lock"] {
+        std::fs::write(git_dir.join(name), "").unwrap();
+    }
+    assert!(wt.checkout(ids[3]).is_err(), "the locks are in force");
+    let wt = BisectWorktree::open_or_create(&repo, &fixture.state_dir, "bisect", ids[23]).unwrap();
+    wt.checkout(ids[3]).unwrap();
+    assert_eq!(wt.head().unwrap(), ids[3]);
     BisectWorktree::remove(&repo, "bisect").unwrap();
     assert!(!wt.path().exists());
     assert!(
