@@ -172,6 +172,8 @@ impl Lab {
             .args(args)
             .env("NETBISECT_ARCHIVE", &self.archive)
             .env("LAB_POOL", self.path("pool"))
+            // The spool of a shared archive, the lab's own.
+            .env("XDG_STATE_HOME", self.path("state"))
             .env_remove("NETBISECT_TEMPLATE_DIR")
             .current_dir(self.dir.path())
             .stdin(Stdio::null())
