@@ -219,22 +219,7 @@ fn a_wrong_password_fails_before_the_test() {
 /// touches `asked` in `dir` and waits for `down` there: the test stops
 /// the server meanwhile, so that the run it prints finds it gone.
 fn measure_command(dir: &Path, stop_at: usize) -> String {
-    let mut rng = bisect::sim::Rng::new(7);
-    for record_idx in 0..200 {
-        let value = 1e9 * (1.0 + 0.02 * rng.normal());
-        for (prefix, scale) in [("", 1.0), ("slow-", 0.1)] {
-            let record =
-                test_fixtures::record::RecordBuilder::new(run_record::spec::TestKind::TcpStream)
-                    .started_at("2025-01-01T00:00:00Z")
-                    .finished_at("2025-01-01T00:00:01Z")
-                    .testbed("test")
-                    .throughput(1.0, value * scale)
-                    .summary(run_record::record::Summary::default())
-                    .build();
-            let path = dir.join(format!("{prefix}{record_idx:03}.json"));
-            std::fs::write(path, record.to_canonical_bytes().unwrap()).unwrap();
-        }
-    }
+    crate::bisect_session::write_noisy_records(dir, 200, 7);
     format!(
         "r={r}; n=$(cat \"$r/counter\" 2>/dev/null || echo 0); echo $((n + 1)) > \"$r/counter\"; \
          if [ \"$n\" -eq {stop_at} ]; then touch \"$r/asked\"; i=0; \
