@@ -117,7 +117,6 @@ pub fn run(global: &GlobalOptions, args: &PublishArgs) -> exit::Result<Code> {
             .collect(),
         in_git_order: commits.is_some(),
     })?;
-    drop(testbeds);
     for config in configs {
         site.pages.insert(config.file, config.html);
     }

@@ -88,6 +88,16 @@ fn render_page<T: Serialize>(template: &str, view: &T) -> exit::Result<String> {
         .with_context(|| format!("failed to write the page of {template}"))
 }
 
+/// A time in UTC (RFC 3339, as the archive keeps it) as the pages show
+/// it: to the minute, `2026-12-04 10:03 UTC`; any other text as it is.
+pub fn minute_of(time: &str) -> String {
+    let utc = time.len() >= 17 && time.ends_with('Z') && time.get(10..11) == Some("T");
+    match (time.get(..10), time.get(11..16)) {
+        (Some(day), Some(minute)) if utc => format!("{day} {minute} UTC"),
+        _ => time.to_string(),
+    }
+}
+
 /// Both ends of an interval, formatted, as the pages' tables show it.
 #[derive(Serialize)]
 struct IntervalView {
@@ -334,6 +344,23 @@ mod tests {
             "index.html",
         ] {
             assert!(!is_staging_name(OsStr::new(name)), "{name}");
+        }
+    }
+
+    #[test]
+    fn a_time_in_utc_reads_to_the_minute_and_anything_else_as_it_is() {
+        assert_eq!(
+            minute_of("2026-12-04T10:03:00.000003Z"),
+            "2026-12-04 10:03 UTC"
+        );
+        assert_eq!(minute_of("2026-12-04T10:03:00Z"), "2026-12-04 10:03 UTC");
+        for other in [
+            "2026-12-04T10:03:00+02:00",
+            "2026-12-04",
+            "",
+            "\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}Z",
+        ] {
+            assert_eq!(minute_of(other), other);
         }
     }
 

@@ -141,14 +141,6 @@ fn change_of(detail: &str) -> (Option<String>, Option<String>) {
     (pct, None)
 }
 
-/// A time of the lab as the page shows it: to the minute, UTC.
-fn minute_of(time: &str) -> String {
-    match (time.get(..10), time.get(11..16)) {
-        (Some(day), Some(minute)) => format!("{day} {minute} UTC"),
-        _ => time.to_string(),
-    }
-}
-
 /// The subject of `commit` in the first of `repos` that holds it.
 fn subject_of(repos: &[PathBuf], commit: &str) -> Option<String> {
     repos.iter().find_map(|path| {
@@ -281,7 +273,7 @@ fn entry_of(regression: &Regression, tracks: &[Track], sources: &Sources<'_>) ->
         fixed_by: regression.fixed_by.clone(),
         bisection_file,
         tag: tag_of(regression),
-        opened_shown: minute_of(&opened),
+        opened_shown: super::minute_of(&opened),
         opened,
         updated: time_of_us(regression.updated_us),
     };
