@@ -6,6 +6,7 @@
 //!   hover target and `<title>` over every point.
 //! - [`series`]: a history's points with their 95% intervals, as a chart.
 //! - [`configs`]: the configurations of an archive and their pages.
+//! - [`runs`]: the page of a chart point's runs, which the point links to.
 //! - [`compare`]: compare pages of two sides.
 //! - [`experiments`]: a page per experiment, with the table `compare`
 //!   prints for it.
@@ -56,6 +57,7 @@ pub mod chart;
 pub mod compare;
 pub mod configs;
 pub mod experiments;
+pub mod runs;
 pub mod series;
 
 use crate::exit::{self, Context, InputError};
@@ -358,6 +360,7 @@ mod tests {
             n_change_points: 1,
             last_run: hostile.to_string(),
             html: String::new(),
+            point_pages: Vec::new(),
         }];
         let html = index_page(&IndexLinks {
             configs: &configs,

@@ -58,12 +58,12 @@ fn site_fixture(dir: &Path) -> (PathBuf, PathBuf, Vec<String>) {
     (db, repo_dir, commits)
 }
 
-fn read(path: &Path) -> String {
+pub(crate) fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|err| panic!("{}: {err}", path.display()))
 }
 
 /// The pages of `dir`, by name.
-fn pages(dir: &Path) -> Vec<(String, String)> {
+pub(crate) fn pages(dir: &Path) -> Vec<(String, String)> {
     let mut pages: Vec<(String, String)> = std::fs::read_dir(dir)
         .unwrap()
         .map(|entry| {
@@ -78,7 +78,7 @@ fn pages(dir: &Path) -> Vec<(String, String)> {
 
 /// Every page names no network address: its only URL is the SVG
 /// namespace, and it loads nothing (no src, no stylesheet link).
-fn assert_self_contained(name: &str, html: &str) {
+pub(crate) fn assert_self_contained(name: &str, html: &str) {
     let without_namespace = html.replace("http://www.w3.org/2000/svg", "");
     assert!(
         !without_namespace.contains("http://") && !without_namespace.contains("https://"),
@@ -90,7 +90,7 @@ fn assert_self_contained(name: &str, html: &str) {
 }
 
 /// The page of the configuration whose title starts with `test`.
-fn config_page<'a>(pages: &'a [(String, String)], test: &str) -> &'a (String, String) {
+pub(crate) fn config_page<'a>(pages: &'a [(String, String)], test: &str) -> &'a (String, String) {
     pages
         .iter()
         .find(|(name, html)| name.starts_with("config-") && html.contains(&format!("<h1>{test} ")))
@@ -115,7 +115,12 @@ fn the_archive_is_published_with_charts_in_git_order_and_the_step_marked() {
     publish(&site);
     let pages = pages(&site);
     let names: Vec<&str> = pages.iter().map(|(name, _)| name.as_str()).collect();
-    assert_eq!(names.len(), 4, "{names:?}");
+    // The index, a compare page, two configurations, and a page per point
+    // of their charts (ten commits of TCP_STREAM, one of TCP_RR).
+    let (point_pages, others): (Vec<&str>, Vec<&str>) =
+        names.iter().partition(|name| name.starts_with("runs-"));
+    assert_eq!(others.len(), 4, "{names:?}");
+    assert_eq!(point_pages.len(), 10 + 1, "{names:?}");
     assert!(names.contains(&"index.html") && names.contains(&"compare-1.html"));
     for (name, html) in &pages {
         assert_self_contained(name, html);
@@ -658,7 +663,7 @@ fn a_bisection_has_a_page_and_its_report_a_chart() {
 }
 
 /// Where chromium is, when it is installed.
-fn chromium() -> Option<PathBuf> {
+pub(crate) fn chromium() -> Option<PathBuf> {
     ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
         .iter()
         .map(PathBuf::from)
@@ -668,7 +673,12 @@ fn chromium() -> Option<PathBuf> {
 /// Runs headless chromium on `url` with `extra` arguments, in a profile
 /// of its own, with no network service it would reach out to; returns
 /// stdout and stderr.
-fn run_chromium(browser: &Path, profile: &Path, extra: &[&str], url: &str) -> (String, String) {
+pub(crate) fn run_chromium(
+    browser: &Path,
+    profile: &Path,
+    extra: &[&str],
+    url: &str,
+) -> (String, String) {
     let output = Command::new(browser)
         .args([
             "--headless",

@@ -62,8 +62,32 @@ pub fn options_of_command(words: &[String]) -> Vec<CommandWord<'_>> {
 /// testbed unless the line's default names it, and its spec.
 pub fn configuration_command(record: &RunRecord) -> CommandLine {
     let mut command = CommandLine::new(&["netbisect", "bench"]);
+    add_where_it_ran(&mut command, record);
+    add_spec(&mut command, &record.spec);
+    command
+}
+
+/// The `netbisect bench` command that runs `record` again as it was made:
+/// [`configuration_command`]'s line with the run's commit (`--commit`)
+/// and label (`--label`), so that the run it makes is stored beside it.
+pub fn run_command(record: &RunRecord) -> CommandLine {
+    let mut command = CommandLine::new(&["netbisect", "bench"]);
+    add_where_it_ran(&mut command, record);
+    if let Some(commit) = &record.subject.commit {
+        command.option("--commit", commit.clone());
+    }
+    if let Some(label) = &record.subject.label {
+        command.option("--label", label.clone());
+    }
+    add_spec(&mut command, &record.spec);
+    command
+}
+
+/// Adds where `record` ran: its kernel and VM, or its server; then its
+/// testbed unless the line's default names it.
+fn add_where_it_ran(command: &mut CommandLine, record: &RunRecord) {
     let default_testbed = match (&record.command, &record.env.vm) {
-        (Some(words), _) if words.len() > 1 => add_vm_of_command(&mut command, record, words),
+        (Some(words), _) if words.len() > 1 => add_vm_of_command(command, record, words),
         (_, Some(vm)) => {
             let release = record.subject.kernel_release.as_deref().or(record
                 .env
@@ -95,8 +119,6 @@ pub fn configuration_command(record: &RunRecord) -> CommandLine {
     if record.testbed != default_testbed {
         command.option("--testbed", record.testbed.clone());
     }
-    add_spec(&mut command, &record.spec);
-    command
 }
 
 /// Adds the kernel of `record`'s side and the `--vm-*` options of the
@@ -224,8 +246,17 @@ mod tests {
             ..remote
         };
         assert_eq!(
-            configuration_command(&record("rack-1", elsewhere)).render(),
+            configuration_command(&record("rack-1", elsewhere.clone())).render(),
             "netbisect bench -H 10.0.0.2 -p 5000 --testbed rack-1 -t TCP_RR -l 1"
+        );
+        // A run's own line adds its commit and its label, quoted.
+        let mut run = record("rack-1", elsewhere);
+        run.subject.commit = Some("abc1234".into());
+        run.subject.label = Some("it's new".into());
+        assert_eq!(
+            run_command(&run).render(),
+            "netbisect bench -H 10.0.0.2 -p 5000 --testbed rack-1 --commit abc1234 \
+             --label 'it'\\''s new' -t TCP_RR -l 1"
         );
     }
 
@@ -265,6 +296,13 @@ mod tests {
             configuration_command(&run).render(),
             "netbisect bench --kernel patched/bzImage --vm-net host --vm-tap nbtap0 \
              --vm-accel auto --vm-vhost -t TCP_RR -l 1"
+        );
+        run.subject.commit = Some("0123456789abcdef0123456789abcdef01234567".into());
+        assert_eq!(
+            run_command(&run).render(),
+            "netbisect bench --kernel patched/bzImage --vm-net host --vm-tap nbtap0 \
+             --vm-accel auto --vm-vhost --commit 0123456789abcdef0123456789abcdef01234567 \
+             --label new -t TCP_RR -l 1"
         );
         // Without the command, the vm section and the release.
         run.command = None;
