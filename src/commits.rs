@@ -1,7 +1,7 @@
 //! The commits of a git range in order, as `history` and `publish` put
-//! their points: bisect's git layer lists them, and errors the user can
-//! fix (no repository there, a revision that does not resolve) are input
-//! errors.
+//! their points, and the subjects of commits, which `publish` shows:
+//! bisect's git layer reads them, and errors the user can fix (no
+//! repository there, a revision that does not resolve) are input errors.
 
 use crate::exit::{self, InputError};
 

@@ -174,6 +174,13 @@ fn every_point_links_to_a_page_of_its_runs_and_their_commands() {
     }
     let (stream_name, stream) = config_page(&pages, "TCP_STREAM");
     assert_eq!(stream.matches("<svg").count(), 1);
+    // The configuration's own line names its server and testbed.
+    assert!(
+        stream.contains(
+            "Runs again with <code>netbisect bench -H 10.0.0.2 --testbed rack-1 -t TCP_STREAM"
+        ),
+        "{stream}"
+    );
 
     // Each of the six points links to a page, named after its commit,
     // which the site holds; the hover names the commit's subject.
