@@ -113,12 +113,29 @@ fn add_where_it_ran(command: &mut CommandLine, record: &RunRecord) {
                 }
                 record.endpoint.host.clone()
             }
+            // A peer tool's run (imported) names the host it measured
+            // against and no port of netbisect's: the line runs against
+            // that host, on the default port.
+            None if !is_loopback(&record.endpoint.host) => {
+                command.option("-H", record.endpoint.host.clone());
+                record.endpoint.host.clone()
+            }
             None => "loopback".to_string(),
         },
     };
     if record.testbed != default_testbed {
         command.option("--testbed", record.testbed.clone());
     }
+}
+
+/// True when `host` is this machine as `bench` without `-H` measures
+/// it: a loopback address, `localhost`, or no host at all.
+fn is_loopback(host: &str) -> bool {
+    host.is_empty()
+        || host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|address| address.is_loopback())
 }
 
 /// Adds the kernel of `record`'s side and the `--vm-*` options of the
@@ -233,6 +250,26 @@ mod tests {
             configuration_command(&record("lab a", loopback)).render(),
             "netbisect bench --testbed 'lab a' -t TCP_RR -l 1"
         );
+        // An imported netperf run against a server elsewhere: its host,
+        // no port; against this machine, none.
+        let imported = Endpoint {
+            host: "rack-2.lab".into(),
+            port: None,
+        };
+        assert_eq!(
+            configuration_command(&record("lab", imported)).render(),
+            "netbisect bench -H rack-2.lab --testbed lab -t TCP_RR -l 1"
+        );
+        for host in ["::1", "localhost", "127.0.0.2"] {
+            let here = Endpoint {
+                host: host.into(),
+                port: None,
+            };
+            assert_eq!(
+                configuration_command(&record("lab", here)).render(),
+                "netbisect bench --testbed lab -t TCP_RR -l 1"
+            );
+        }
         let remote = Endpoint {
             host: "10.0.0.2".into(),
             port: Some(DEFAULT_CONTROL_PORT),
