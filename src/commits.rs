@@ -1,7 +1,7 @@
 //! The commits of a git range in order, as `history` and `publish` put
-//! their points: bisect's git layer lists them, and errors the user can
-//! fix (no repository there, a revision that does not resolve) are input
-//! errors.
+//! their points, and the subjects of commits, which `publish` shows:
+//! bisect's git layer reads them, and errors the user can fix (no
+//! repository there, a revision that does not resolve) are input errors.
 
 use crate::exit::{self, InputError};
 
@@ -35,4 +35,44 @@ pub fn commits_of(
     };
     let repo = discover(path).map_err(classify)?;
     commits_in_order(&repo, range, first_parent).map_err(classify)
+}
+
+/// The subjects of commits, read from a repository: the archive keeps a
+/// run's commit id (and `git describe`), not its subject, so the pages
+/// that show subjects read them where the commits are.
+pub struct Subjects {
+    repo: Option<git2::Repository>,
+}
+
+impl Subjects {
+    /// No repository: no subject is known.
+    pub fn none() -> Subjects {
+        Subjects { repo: None }
+    }
+
+    /// The subjects of the repository at or above `path`; a path that is
+    /// not in a repository is an input error.
+    pub fn of_repository(path: &std::path::Path) -> exit::Result<Subjects> {
+        let repo = bisect::range::discover(path).map_err(|err| {
+            InputError(format!(
+                "cannot read the commits of {}: {err}",
+                path.display()
+            ))
+        })?;
+        Ok(Subjects { repo: Some(repo) })
+    }
+
+    /// The subject of `commit` (an id, abbreviated or not); `None` without
+    /// a repository, or where it does not hold the commit.
+    pub fn subject(&self, commit: &str) -> Option<String> {
+        let repo = self.repo.as_ref()?;
+        // An id only: a record's commit is never read as a revision
+        // (`HEAD~1`, a branch).
+        if commit.len() < 4 || !commit.bytes().all(|byte| byte.is_ascii_hexdigit()) {
+            return None;
+        }
+        let oid = bisect::range::resolve(repo, commit).ok()?;
+        let info = bisect::range::commit_info(repo, oid).ok()?;
+        Some(info.subject).filter(|subject| !subject.is_empty())
+    }
 }

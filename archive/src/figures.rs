@@ -13,7 +13,9 @@
 
 mod command;
 
-pub use command::{CommandWord, configuration_command, options_of_command, vm_options_of_env};
+pub use command::{
+    CommandWord, configuration_command, options_of_command, run_command, vm_options_of_env,
+};
 
 use run_record::record::SystemOutcome;
 use run_record::record::{Metric, RunRecord};

@@ -1,7 +1,8 @@
 //! `netbisect publish DIR`: the archive as a static site (see
 //! [`crate::site`]): an index of testbeds and configurations, a page per
 //! configuration with the chart of its primary metric across commits
-//! (`--repo`) or time, a page per `--compare A..B`, a page per experiment
+//! (`--repo`) or time, a page per point of a chart with its runs (how
+//! each ran and the line that runs it again), a page per `--compare A..B`, a page per experiment
 //! (`ab`) with the table `compare` prints for it, a page per bisection
 //! in the archive's session store, a page per testbed, and the
 //! regressions the lab's trackers confirmed, as a page and an Atom feed.
@@ -10,7 +11,7 @@
 //! that cannot be written is a runtime failure (3).
 
 use crate::cli::PublishArgs;
-use crate::commits::commits_of;
+use crate::commits::{Subjects, commits_of};
 use crate::exit::{self, Code, Context, InputError};
 use crate::global_options::GlobalOptions;
 use crate::site::{self, BisectionLink, IndexLinks, PageLink, Site};
@@ -48,7 +49,19 @@ pub fn run(global: &GlobalOptions, args: &PublishArgs) -> exit::Result<Code> {
         }
         None => None,
     };
-    let configs = site::configs::config_pages(&archive, &runs, commits.as_deref())?;
+    let subjects = match &args.repo {
+        Some(path) => Subjects::of_repository(path)?,
+        None => Subjects::none(),
+    };
+    let configs = site::configs::config_pages(
+        &site::configs::Sources {
+            global,
+            archive: &archive,
+            commits: commits.as_deref(),
+            subjects: &subjects,
+        },
+        &runs,
+    )?;
     let mut compares = Vec::new();
     for (idx, given) in args.compare.iter().enumerate() {
         compares.push(site::compare::compare_page(&archive, given, idx + 1)?);
@@ -119,6 +132,9 @@ pub fn run(global: &GlobalOptions, args: &PublishArgs) -> exit::Result<Code> {
     })?;
     for config in configs {
         site.pages.insert(config.file, config.html);
+        for page in config.point_pages {
+            site.pages.insert(page.file, page.html);
+        }
     }
     for page in compares {
         site.pages.insert(page.file, page.html);

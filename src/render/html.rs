@@ -66,6 +66,10 @@ pub const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../../templates/site/regressions.atom"),
     ),
     (
+        "site/runs.html",
+        include_str!("../../templates/site/runs.html"),
+    ),
+    (
         "site/chart-overlay.svg",
         include_str!("../../templates/site/chart-overlay.svg"),
     ),
@@ -206,12 +210,17 @@ mod tests {
         struct Overlay {
             points: Vec<serde_json::Value>,
             markers: Vec<serde_json::Value>,
+            clipped: Vec<serde_json::Value>,
         }
         let svg = render(
             "site/chart-overlay.svg",
             &Overlay {
-                points: vec![serde_json::json!({"x": 1, "y": -2, "detail": "a <b> & 'c' \u{e9}"})],
+                points: vec![
+                    serde_json::json!({"x": 1, "y": -2, "detail": "a <b> & 'c' \u{e9}", "link": null}),
+                    serde_json::json!({"x": 3, "y": 4, "detail": "d", "link": "runs-\"a.html"}),
+                ],
                 markers: Vec::new(),
+                clipped: vec![serde_json::json!({"x": 3, "tip": 10, "base": 19})],
             },
         )
         .unwrap();
@@ -221,6 +230,9 @@ mod tests {
             ),
             "{svg}"
         );
+        assert_eq!(svg.matches("<a ").count(), 1, "{svg}");
+        assert!(svg.contains("<a href=\"runs-&quot;a.html\">"), "{svg}");
+        assert!(svg.contains("points=\"-3,19 3,10 9,19\""), "{svg}");
         assert!(svg.is_ascii());
     }
 }

@@ -428,6 +428,7 @@ fn measured<'a>(
                     },
                     log.samples.len()
                 ),
+                link: None,
             });
         }
         measured.rows.push(CommitRow {

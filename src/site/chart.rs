@@ -14,10 +14,14 @@
 //! [`series_svg`] returns is therefore markup that code wrote whole, a
 //! [`DrawnSvg`], the one value the site's templates print unescaped.
 
+mod axis;
+
 use crate::exit::{Code, ExitCoded};
 use crate::render::RenderError;
+use axis::{ValueAxis, font_to_fit, text_width};
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use serde::{Serialize, Serializer};
 
 /// Width and height of a chart, pixels.
@@ -32,6 +36,15 @@ const DENSE: usize = 100;
 const SERIES: RGBColor = RGBColor(31, 92, 153);
 const INTERVAL: RGBColor = RGBColor(120, 150, 190);
 const CHANGE: RGBColor = RGBColor(190, 40, 40);
+/// Font sizes, pixels: the caption (largest), the tick labels and axis
+/// names, a change marker's text.
+const CAPTION_PX: u32 = 18;
+const LABEL_PX: u32 = 12;
+const MARKER_PX: u32 = 13;
+/// Space around the plot, pixels.
+const MARGIN: u32 = 12;
+/// Room of the value axis' name, beside its tick labels, pixels.
+const Y_NAME_ROOM: f64 = 34.0;
 
 /// One point: a centre (mean or median) and the ends of its interval.
 #[derive(Clone, Debug, PartialEq)]
@@ -46,6 +59,9 @@ pub struct ChartPoint {
     pub high: f64,
     /// What the hover shows: every figure of the point, one per line.
     pub detail: String,
+    /// The page of the point's runs, a file name beside the chart's
+    /// page: the point is a link to it. `None` for a chart alone.
+    pub link: Option<String>,
 }
 
 /// A change of level that starts at a point.
@@ -123,12 +139,22 @@ impl Serialize for DrawnSvg {
     }
 }
 
-/// A hover target over a point, at its pixels.
+/// A hover target over a point, at its pixels, and where it leads.
 #[derive(Serialize)]
 struct PointTarget<'a> {
     x: i32,
     y: i32,
     detail: &'a str,
+    link: Option<&'a str>,
+}
+
+/// The mark of an interval cut at the plot's edge: an arrowhead at the
+/// cut end, pointing on, its tip at the edge and its base inside.
+#[derive(Serialize)]
+struct ClipMark {
+    x: i32,
+    tip: i32,
+    base: i32,
 }
 
 /// A hover target over a change marker's line, at its pixels.
@@ -145,6 +171,7 @@ struct MarkerTarget<'a> {
 struct Overlay<'a> {
     points: Vec<PointTarget<'a>>,
     markers: Vec<MarkerTarget<'a>>,
+    clipped: Vec<ClipMark>,
 }
 
 /// The plot plotters draws on: points by index across, values up.
@@ -183,20 +210,34 @@ pub fn series_svg(chart: &SeriesChart) -> Result<DrawnSvg, ChartError> {
 }
 
 /// Draws `chart` on `root`; returns the hover targets at the pixels the
-/// plot maps the points and markers to.
+/// plot maps the points and markers to, and the marks of cut intervals.
 fn draw<'a>(
     root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
     chart: &'a SeriesChart,
 ) -> Result<Overlay<'a>, ChartError> {
-    let (y_low, y_high) = y_range(&chart.points);
+    let axis = ValueAxis::of(&chart.points);
     let n_points = chart.points.len();
     let x_range = -0.5..(n_points as f64 - 0.5);
+    let label_px = f64::from(LABEL_PX);
+    // Room for the widest tick label left of the plot, and for half the
+    // widest point label right of it: no text passes the SVG's edge.
+    let widest_y = [axis.low, axis.high]
+        .iter()
+        .map(|value| text_width(&axis.label(*value), label_px))
+        .fold(0.0, f64::max);
+    let widest_x = chart
+        .points
+        .iter()
+        .map(|point| text_width(&point.label, label_px))
+        .fold(0.0, f64::max);
+    let caption_px = font_to_fit(&chart.caption, CAPTION_PX, f64::from(WIDTH - 2 * MARGIN));
     let mut plot = ChartBuilder::on(root)
-        .caption(&chart.caption, ("sans-serif", 18))
-        .margin(12)
+        .caption(&chart.caption, ("sans-serif", caption_px))
+        .margin(MARGIN)
+        .margin_right(MARGIN.max((widest_x / 2.0).ceil() as u32 + 4))
         .x_label_area_size(56)
-        .y_label_area_size(84)
-        .build_cartesian_2d(x_range, y_low..y_high)
+        .y_label_area_size(84.max((widest_y + Y_NAME_ROOM).ceil() as u32))
+        .build_cartesian_2d(x_range, axis.low..axis.high)
         .map_err(draw_error)?;
     let points = &chart.points;
     let x_label = |x: &f64| -> String {
@@ -213,19 +254,21 @@ fn draw<'a>(
     plot.configure_mesh()
         .x_desc(&chart.x_name)
         .y_desc(&chart.y_name)
+        .label_style(("sans-serif", LABEL_PX))
         // plotters puts its ticks at round numbers; those that fall
         // on a point are labelled with it.
         .x_labels(n_points.clamp(2, MAX_X_LABELS))
         .x_label_formatter(&x_label)
-        .y_label_formatter(&|y: &f64| format_value(*y))
+        .y_labels(axis::Y_LABELS)
+        .y_label_formatter(&|y: &f64| axis.label(*y))
         .disable_x_mesh()
         .light_line_style(WHITE)
         .draw()
         .map_err(draw_error)?;
     for marker in &chart.markers {
-        draw_marker(&mut plot, marker, (y_low, y_high))?;
+        draw_marker(&mut plot, marker, &axis)?;
     }
-    draw_points(&mut plot, points)?;
+    draw_points(&mut plot, points, &axis)?;
 
     // Hover targets over what plotters drew, at the same pixels.
     let point_targets = points
@@ -237,6 +280,7 @@ fn draw<'a>(
                 x,
                 y,
                 detail: &point.detail,
+                link: point.link.as_deref(),
             }
         })
         .collect();
@@ -245,8 +289,8 @@ fn draw<'a>(
         .iter()
         .map(|marker| {
             let x = marker.index as f64 - 0.5;
-            let (x_top, y_top) = plot.backend_coord(&(x, y_high));
-            let (_, y_bottom) = plot.backend_coord(&(x, y_low));
+            let (x_top, y_top) = plot.backend_coord(&(x, axis.high));
+            let (_, y_bottom) = plot.backend_coord(&(x, axis.low));
             MarkerTarget {
                 x: x_top - 5,
                 y: y_top,
@@ -258,44 +302,82 @@ fn draw<'a>(
     Ok(Overlay {
         points: point_targets,
         markers: marker_targets,
+        clipped: clip_marks(&plot, points, &axis),
     })
 }
 
+/// An arrowhead at each end of an interval that the axis cut, pointing
+/// out of the plot: the interval goes on beyond it.
+fn clip_marks(plot: &Plot<'_, '_>, points: &[ChartPoint], axis: &ValueAxis) -> Vec<ClipMark> {
+    const LENGTH: i32 = 9;
+    let mut marks = Vec::new();
+    for (idx, point) in points.iter().enumerate() {
+        let (_, _, low_cut, high_cut) = axis.clip(point);
+        for (cut, value, outward) in [(low_cut, axis.low, 1), (high_cut, axis.high, -1)] {
+            if !cut {
+                continue;
+            }
+            let (x, y) = plot.backend_coord(&(idx as f64, value));
+            marks.push(ClipMark {
+                x,
+                tip: y,
+                base: y - outward * LENGTH,
+            });
+        }
+    }
+    marks
+}
+
 /// A change marker: a dashed line before its point, its text a few
-/// pixels right of the line and below the top.
+/// pixels beside the line, below the top: right of the line, or left of
+/// it where it would pass the plot's right edge.
 fn draw_marker(
     plot: &mut Plot<'_, '_>,
     marker: &ChartMarker,
-    (y_low, y_high): (f64, f64),
+    axis: &ValueAxis,
 ) -> Result<(), ChartError> {
     let x = marker.index as f64 - 0.5;
     plot.draw_series(DashedLineSeries::new(
-        [(x, y_low), (x, y_high)],
+        [(x, axis.low), (x, axis.high)],
         6,
         4,
         CHANGE.stroke_width(2),
     ))
     .map_err(draw_error)?;
-    let label = EmptyElement::at((x, y_high))
-        + Text::new(
-            marker.text.clone(),
-            (5, 4),
-            ("sans-serif", 13).into_font().color(&CHANGE),
-        );
+    let (line_x, _) = plot.backend_coord(&(x, axis.high));
+    let (right_edge, _) = plot.backend_coord(&(plot.x_range().end, axis.high));
+    let width = text_width(&marker.text, f64::from(MARKER_PX));
+    let fits_right = f64::from(line_x) + 5.0 + width <= f64::from(right_edge);
+    let (offset, anchor) = if fits_right {
+        ((5, 4), HPos::Left)
+    } else {
+        ((-5, 4), HPos::Right)
+    };
+    let style = ("sans-serif", MARKER_PX)
+        .into_font()
+        .color(&CHANGE)
+        .pos(Pos::new(anchor, VPos::Top));
+    let label = EmptyElement::at((x, axis.high)) + Text::new(marker.text.clone(), offset, style);
     plot.draw_series(std::iter::once(label))
         .map_err(draw_error)?;
     Ok(())
 }
 
-/// The intervals, the line through the centres and a mark on each.
-fn draw_points(plot: &mut Plot<'_, '_>, points: &[ChartPoint]) -> Result<(), ChartError> {
+/// The intervals (cut at the axis), the line through the centres and a
+/// mark on each.
+fn draw_points(
+    plot: &mut Plot<'_, '_>,
+    points: &[ChartPoint],
+    axis: &ValueAxis,
+) -> Result<(), ChartError> {
     let dense = points.len() > DENSE;
     plot.draw_series(points.iter().enumerate().map(|(idx, point)| {
+        let (low, high, _, _) = axis.clip(point);
         ErrorBar::new_vertical(
             idx as f64,
-            point.low,
+            low,
             point.center,
-            point.high,
+            high,
             INTERVAL.stroke_width(if dense { 1 } else { 2 }),
             if dense { 0 } else { 8 },
         )
@@ -320,26 +402,6 @@ fn draw_points(plot: &mut Plot<'_, '_>, points: &[ChartPoint]) -> Result<(), Cha
     Ok(())
 }
 
-/// The y axis: every interval inside, with a tenth of the span spare on
-/// each side (a flat series gets a span of its own).
-fn y_range(points: &[ChartPoint]) -> (f64, f64) {
-    let low = points
-        .iter()
-        .map(|point| point.low)
-        .fold(f64::MAX, f64::min);
-    let high = points
-        .iter()
-        .map(|point| point.high)
-        .fold(f64::MIN, f64::max);
-    let span = high - low;
-    let spare = if span > 0.0 {
-        span * 0.1
-    } else {
-        (high.abs() * 0.05).max(1.0)
-    };
-    (low - spare, high + spare)
-}
-
 /// A value for an axis or a title: up to six significant digits, without
 /// an exponent for the magnitudes netbisect's units give.
 pub fn format_value(value: f64) -> String {
@@ -356,68 +418,4 @@ pub fn format_value(value: f64) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn point(label: &str, center: f64) -> ChartPoint {
-        ChartPoint {
-            label: label.to_string(),
-            center,
-            low: center - 1.0,
-            high: center + 1.0,
-            detail: format!("{label} <&> {center}"),
-        }
-    }
-
-    #[test]
-    fn every_point_gets_a_target_with_an_escaped_title() {
-        let chart = SeriesChart {
-            caption: "a <b> & c".into(),
-            x_name: "commit".into(),
-            y_name: "10^6bits/s".into(),
-            points: vec![point("aaa", 10.0), point("bbb", 11.0), point("ccc", 20.0)],
-            markers: vec![ChartMarker {
-                index: 2,
-                text: "change +80% (p=0.001)".into(),
-            }],
-        };
-        let svg = series_svg(&chart).unwrap().as_str().to_string();
-        assert_eq!(svg.matches("class=\"point\"").count(), 3);
-        assert_eq!(svg.matches("class=\"change\"").count(), 1);
-        assert!(svg.contains("<title>aaa &lt;&amp;&gt; 10</title>"));
-        assert!(svg.contains("a &lt;b&gt; &amp; c"));
-        assert!(!svg.contains("<b>"));
-        assert!(svg.trim_end().ends_with("</svg>"));
-        assert_eq!(
-            svg,
-            series_svg(&chart).unwrap().as_str(),
-            "the same chart, the same bytes"
-        );
-    }
-
-    #[test]
-    fn no_point_or_a_non_finite_one_is_an_error() {
-        let mut chart = SeriesChart {
-            caption: String::new(),
-            x_name: String::new(),
-            y_name: String::new(),
-            points: Vec::new(),
-            markers: Vec::new(),
-        };
-        assert!(matches!(series_svg(&chart), Err(ChartError::Empty)));
-        chart.points.push(point("a", f64::NAN));
-        assert!(matches!(series_svg(&chart), Err(ChartError::NotFinite(0))));
-    }
-
-    #[test]
-    fn one_flat_point_still_has_a_range() {
-        let (low, high) = y_range(&[ChartPoint {
-            label: String::new(),
-            center: 5.0,
-            low: 5.0,
-            high: 5.0,
-            detail: String::new(),
-        }]);
-        assert!(low < 5.0 && high > 5.0);
-    }
-}
+mod tests;

@@ -216,6 +216,7 @@ fn sides_chart(
                 format_value(high / scale.divisor),
                 side.n_samples
             ),
+            link: None,
         });
     }
     let chart = SeriesChart {

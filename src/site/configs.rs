@@ -1,11 +1,14 @@
 //! The configurations of an archive and their pages: every spec key
 //! (test spec and testbed, as `history` follows one) with the history of
-//! its test's primary metric, drawn as a chart and listed as a table.
+//! its test's primary metric, drawn as a chart and listed as a table,
+//! each point linked to the page of its runs ([`super::runs`]).
 
-use super::IntervalView;
 use super::chart::{DrawnSvg, format_value, series_svg};
-use super::series::{PointFigures, history_chart, point_figures, scale_of};
+use super::runs::{ConfigOfPoints, PointPage, PointRow, point_file, point_page, point_row};
+use super::series::{history_chart, point_figures, scale_of};
+use crate::commits::Subjects;
 use crate::exit::{self, Context};
+use crate::global_options::GlobalOptions;
 use crate::store::series_runs;
 use archive::history::{
     HistoryOptions, PointRuns, SeriesOrder, history, points_in_commit_order, points_in_time_order,
@@ -43,6 +46,8 @@ pub struct ConfigPage {
     pub latest: Option<String>,
     /// The page.
     pub html: String,
+    /// The pages of its chart's points, one each.
+    pub point_pages: Vec<PointPage>,
 }
 
 /// The primary metric of a test kind, as bisect and compare judge it.
@@ -54,13 +59,23 @@ pub fn primary_metric(test: TestKind) -> Metric {
     }
 }
 
-/// Every configuration of the archive with its page; `commits` (oldest
-/// first) put the points in git order, else runs are in time order.
-pub fn config_pages(
-    archive: &Archive,
-    runs: &[StoredRun],
-    commits: Option<&[String]>,
-) -> exit::Result<Vec<ConfigPage>> {
+/// Where the configurations' pages come from: the archive, the commits of
+/// `--repo` (oldest first) that put the points in git order (else runs
+/// are in time order), and the subjects of commits.
+pub struct Sources<'a> {
+    /// The options a run's text is printed with.
+    pub global: &'a GlobalOptions,
+    /// The archive.
+    pub archive: &'a Archive,
+    /// The commits in git order, when a repository was given.
+    pub commits: Option<&'a [String]>,
+    /// The subjects of commits, where a repository tells them.
+    pub subjects: &'a Subjects,
+}
+
+/// Every configuration of the archive with its page and its points'.
+pub fn config_pages(sources: &Sources<'_>, runs: &[StoredRun]) -> exit::Result<Vec<ConfigPage>> {
+    let archive = sources.archive;
     let by_id: BTreeMap<&str, &StoredRun> = runs.iter().map(|run| (run.id.as_str(), run)).collect();
     let tests: BTreeSet<TestKind> = runs.iter().map(|run| run.test).collect();
     let mut pages = Vec::new();
@@ -75,9 +90,7 @@ pub fn config_pages(
             by_spec.entry(run.spec_key.clone()).or_default().push(run);
         }
         for (spec_key, spec_runs) in &by_spec {
-            pages.push(config_page(
-                archive, &by_id, spec_key, spec_runs, metric, commits,
-            )?);
+            pages.push(config_page(sources, &by_id, spec_key, spec_runs, metric)?);
         }
     }
     pages.sort_by(|a, b| (&a.testbed, &a.title, &a.file).cmp(&(&b.testbed, &b.title, &b.file)));
@@ -119,18 +132,6 @@ fn ordered<'a>(runs: &'a [SeriesRun], commits: Option<&[String]>) -> Ordered<'a>
     }
 }
 
-/// A point's row of a configuration's table.
-#[derive(Serialize)]
-struct PointRow<'a> {
-    label: &'a str,
-    n_runs: usize,
-    n_samples: usize,
-    mean: String,
-    median: String,
-    interval: Option<IntervalView>,
-    change: Option<&'a str>,
-}
-
 /// A configuration's chart and the table of its points.
 #[derive(Serialize)]
 struct FiguresView<'a> {
@@ -156,28 +157,14 @@ struct ConfigView<'a> {
     config_keys: Vec<&'a str>,
 }
 
-fn point_row(point: &PointFigures) -> PointRow<'_> {
-    PointRow {
-        label: &point.label,
-        n_runs: point.n_runs,
-        n_samples: point.n_samples,
-        mean: format_value(point.mean),
-        median: format_value(point.median),
-        interval: point
-            .interval
-            .map(|(low, high)| IntervalView::new(low, high)),
-        change: point.change.as_deref(),
-    }
-}
-
 fn config_page(
-    archive: &Archive,
+    sources: &Sources<'_>,
     by_id: &BTreeMap<&str, &StoredRun>,
     spec_key: &str,
     runs: &[SeriesRun],
     metric: Metric,
-    commits: Option<&[String]>,
 ) -> exit::Result<ConfigPage> {
+    let archive = sources.archive;
     // Runs are never empty here: each spec key came from a run.
     let representative = &runs[0].id;
     let (_, bytes) = archive
@@ -188,12 +175,32 @@ fn config_page(
     let title = archive::figures::record_title(&record);
     let command = archive::figures::configuration_command(&record).render();
 
-    let ordered = ordered(runs, commits);
+    let file = format!("config-{}.html", spec_key.get(..16).unwrap_or(spec_key));
+    let ordered = ordered(runs, sources.commits);
     let history = history(&ordered.points, &HistoryOptions::new(metric, ordered.order))
         .with_context(|| format!("failed to compute the history of {title}"))?;
     let scale = scale_of(&history.unit, "m");
-    let figures = point_figures(&history, &ordered.points, &scale)
+    let mut figures = point_figures(&history, &ordered.points, &scale)
         .with_context(|| format!("failed to compute the intervals of {title}"))?;
+    let of_points = ConfigOfPoints {
+        title: &title,
+        config_file: &file,
+        spec_key,
+        metric,
+        order: history.order,
+        scale: &scale,
+    };
+    for point in &mut figures {
+        point.subject = point
+            .commit
+            .as_deref()
+            .and_then(|commit| sources.subjects.subject(commit));
+        point.page = Some(point_file(&of_points, point));
+    }
+    let point_pages = figures
+        .iter()
+        .map(|point| point_page(sources.global, archive, &of_points, point))
+        .collect::<exit::Result<Vec<PointPage>>>()?;
     let figures_view = if figures.is_empty() {
         None
     } else {
@@ -233,7 +240,7 @@ fn config_page(
         .unwrap_or_default()
         .to_string();
     Ok(ConfigPage {
-        file: format!("config-{}.html", spec_key.get(..16).unwrap_or(spec_key)),
+        file,
         testbed: record.testbed.clone(),
         n_runs: runs.len(),
         n_points: figures.len(),
@@ -245,6 +252,7 @@ fn config_page(
             .last()
             .map(|point| format!("{} {}", format_value(point.mean), scale.unit)),
         html,
+        point_pages,
         title,
     })
 }

@@ -6,6 +6,7 @@
 //!   hover target and `<title>` over every point.
 //! - [`series`]: a history's points with their 95% intervals, as a chart.
 //! - [`configs`]: the configurations of an archive and their pages.
+//! - [`runs`]: the page of a chart point's runs, which the point links to.
 //! - [`compare`]: compare pages of two sides.
 //! - [`experiments`]: a page per experiment, with the table `compare`
 //!   prints for it.
@@ -63,6 +64,7 @@ pub mod configs;
 pub mod experiments;
 pub mod feed;
 pub mod regressions;
+pub mod runs;
 pub mod series;
 pub mod sparkline;
 pub mod testbeds;
@@ -379,6 +381,7 @@ mod tests {
             trend: vec![1.0],
             latest: Some(hostile.to_string()),
             html: String::new(),
+            point_pages: Vec::new(),
         }];
         let testbeds = testbeds::testbed_groups(&configs, &[]);
         let html = index_page(&IndexLinks {

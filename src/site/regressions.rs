@@ -368,6 +368,7 @@ mod tests {
             trend: vec![1.0, 0.9],
             latest: Some("0.9 x".to_string()),
             html: String::new(),
+            point_pages: Vec::new(),
         };
         let mut bisected = regression(RegressionState::Bisected);
         bisected.culprit = Some("2".repeat(40));

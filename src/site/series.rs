@@ -79,6 +79,17 @@ pub struct PointFigures {
     pub interval: Option<(f64, f64)>,
     /// The change of level starting here, as text.
     pub change: Option<String>,
+    /// The ids of the point's runs, in the order the history took them.
+    pub run_ids: Vec<String>,
+    /// The commit of the point's runs, as the first of them names it;
+    /// `None` when they name none.
+    pub commit: Option<String>,
+    /// That commit's subject, where the caller knows it (from a
+    /// repository): the hover shows it.
+    pub subject: Option<String>,
+    /// The page of the point's runs, where the caller writes one: the
+    /// point links to it.
+    pub page: Option<String>,
 }
 
 /// The figures of every point of `history` that has samples, scaled.
@@ -113,6 +124,10 @@ pub fn point_figures(
                 .change
                 .as_ref()
                 .map(|change| change_text(change.change_pct, change.p_value)),
+            run_ids: runs.runs.iter().map(|run| run.id.clone()).collect(),
+            commit: runs.runs.first().and_then(|run| run.commit.clone()),
+            subject: None,
+            page: None,
         });
     }
     Ok(figures)
@@ -129,13 +144,13 @@ pub fn history_chart(
     let mut markers = Vec::new();
     for (idx, point) in figures.iter().enumerate() {
         let (low, high) = point.interval.unwrap_or((point.mean, point.mean));
-        let mut detail = format!(
-            "{}\nmean {} {}, median {}\n",
-            point.label,
+        let mut detail = commit_lines(order, point);
+        detail.push_str(&format!(
+            "mean {} {}, median {}\n",
             super::chart::format_value(point.mean),
             scale.unit,
             super::chart::format_value(point.median),
-        );
+        ));
         match point.interval {
             Some((low, high)) => detail.push_str(&format!(
                 "95% interval {} to {}\n",
@@ -174,6 +189,7 @@ pub fn history_chart(
             low,
             high,
             detail,
+            link: point.page.clone(),
         });
     }
     SeriesChart {
@@ -185,6 +201,25 @@ pub fn history_chart(
         y_name: format!("mean, {} (95% interval)", scale.unit),
         points,
         markers,
+    }
+}
+
+/// The first lines of a point's hover: its label (a commit in git order,
+/// with its subject where known), and in time order the commit of its
+/// run on a line of its own.
+fn commit_lines(order: SeriesOrder, point: &PointFigures) -> String {
+    let subject = point.subject.as_deref().unwrap_or("");
+    match (order, &point.commit) {
+        (SeriesOrder::Git, _) => format!("{} {subject}", point.label).trim_end().to_string() + "\n",
+        (SeriesOrder::Time, Some(commit)) => {
+            let short: String = commit.chars().take(12).collect();
+            format!(
+                "{}\ncommit {}\n",
+                point.label,
+                format!("{short} {subject}").trim_end()
+            )
+        }
+        (SeriesOrder::Time, None) => format!("{}\n", point.label),
     }
 }
 

@@ -29,6 +29,7 @@ mod parity;
 mod paste;
 mod plan;
 mod publish;
+mod publish_runs;
 mod record;
 mod reproduce;
 mod serve_crowd;

@@ -62,8 +62,32 @@ pub fn options_of_command(words: &[String]) -> Vec<CommandWord<'_>> {
 /// testbed unless the line's default names it, and its spec.
 pub fn configuration_command(record: &RunRecord) -> CommandLine {
     let mut command = CommandLine::new(&["netbisect", "bench"]);
+    add_where_it_ran(&mut command, record);
+    add_spec(&mut command, &record.spec);
+    command
+}
+
+/// The `netbisect bench` command that runs `record` again as it was made:
+/// [`configuration_command`]'s line with the run's commit (`--commit`)
+/// and label (`--label`), so that the run it makes is stored beside it.
+pub fn run_command(record: &RunRecord) -> CommandLine {
+    let mut command = CommandLine::new(&["netbisect", "bench"]);
+    add_where_it_ran(&mut command, record);
+    if let Some(commit) = &record.subject.commit {
+        command.option("--commit", commit.clone());
+    }
+    if let Some(label) = &record.subject.label {
+        command.option("--label", label.clone());
+    }
+    add_spec(&mut command, &record.spec);
+    command
+}
+
+/// Adds where `record` ran: its kernel and VM, or its server; then its
+/// testbed unless the line's default names it.
+fn add_where_it_ran(command: &mut CommandLine, record: &RunRecord) {
     let default_testbed = match (&record.command, &record.env.vm) {
-        (Some(words), _) if words.len() > 1 => add_vm_of_command(&mut command, record, words),
+        (Some(words), _) if words.len() > 1 => add_vm_of_command(command, record, words),
         (_, Some(vm)) => {
             let release = record.subject.kernel_release.as_deref().or(record
                 .env
@@ -89,14 +113,29 @@ pub fn configuration_command(record: &RunRecord) -> CommandLine {
                 }
                 record.endpoint.host.clone()
             }
+            // A peer tool's run (imported) names the host it measured
+            // against and no port of netbisect's: the line runs against
+            // that host, on the default port.
+            None if !is_loopback(&record.endpoint.host) => {
+                command.option("-H", record.endpoint.host.clone());
+                record.endpoint.host.clone()
+            }
             None => "loopback".to_string(),
         },
     };
     if record.testbed != default_testbed {
         command.option("--testbed", record.testbed.clone());
     }
-    add_spec(&mut command, &record.spec);
-    command
+}
+
+/// True when `host` is this machine as `bench` without `-H` measures
+/// it: a loopback address, `localhost`, or no host at all.
+fn is_loopback(host: &str) -> bool {
+    host.is_empty()
+        || host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|address| address.is_loopback())
 }
 
 /// Adds the kernel of `record`'s side and the `--vm-*` options of the
@@ -211,6 +250,26 @@ mod tests {
             configuration_command(&record("lab a", loopback)).render(),
             "netbisect bench --testbed 'lab a' -t TCP_RR -l 1"
         );
+        // An imported netperf run against a server elsewhere: its host,
+        // no port; against this machine, none.
+        let imported = Endpoint {
+            host: "rack-2.lab".into(),
+            port: None,
+        };
+        assert_eq!(
+            configuration_command(&record("lab", imported)).render(),
+            "netbisect bench -H rack-2.lab --testbed lab -t TCP_RR -l 1"
+        );
+        for host in ["::1", "localhost", "127.0.0.2"] {
+            let here = Endpoint {
+                host: host.into(),
+                port: None,
+            };
+            assert_eq!(
+                configuration_command(&record("lab", here)).render(),
+                "netbisect bench --testbed lab -t TCP_RR -l 1"
+            );
+        }
         let remote = Endpoint {
             host: "10.0.0.2".into(),
             port: Some(DEFAULT_CONTROL_PORT),
@@ -224,8 +283,17 @@ mod tests {
             ..remote
         };
         assert_eq!(
-            configuration_command(&record("rack-1", elsewhere)).render(),
+            configuration_command(&record("rack-1", elsewhere.clone())).render(),
             "netbisect bench -H 10.0.0.2 -p 5000 --testbed rack-1 -t TCP_RR -l 1"
+        );
+        // A run's own line adds its commit and its label, quoted.
+        let mut run = record("rack-1", elsewhere);
+        run.subject.commit = Some("abc1234".into());
+        run.subject.label = Some("it's new".into());
+        assert_eq!(
+            run_command(&run).render(),
+            "netbisect bench -H 10.0.0.2 -p 5000 --testbed rack-1 --commit abc1234 \
+             --label 'it'\\''s new' -t TCP_RR -l 1"
         );
     }
 
@@ -265,6 +333,13 @@ mod tests {
             configuration_command(&run).render(),
             "netbisect bench --kernel patched/bzImage --vm-net host --vm-tap nbtap0 \
              --vm-accel auto --vm-vhost -t TCP_RR -l 1"
+        );
+        run.subject.commit = Some("0123456789abcdef0123456789abcdef01234567".into());
+        assert_eq!(
+            run_command(&run).render(),
+            "netbisect bench --kernel patched/bzImage --vm-net host --vm-tap nbtap0 \
+             --vm-accel auto --vm-vhost --commit 0123456789abcdef0123456789abcdef01234567 \
+             --label new -t TCP_RR -l 1"
         );
         // Without the command, the vm section and the release.
         run.command = None;
