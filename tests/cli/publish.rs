@@ -77,15 +77,25 @@ pub(crate) fn pages(dir: &Path) -> Vec<(String, String)> {
 }
 
 /// Every page names no network address: its only URL is the SVG
-/// namespace, and it loads nothing (no src, no stylesheet link).
+/// namespace (the feed's, Atom's), and it loads nothing (no src, no
+/// stylesheet link; the feed's links are Atom's, to the site's pages).
 pub(crate) fn assert_self_contained(name: &str, html: &str) {
-    let without_namespace = html.replace("http://www.w3.org/2000/svg", "");
+    let is_feed = name.ends_with(".atom");
+    let namespace = if is_feed {
+        "http://www.w3.org/2005/Atom"
+    } else {
+        "http://www.w3.org/2000/svg"
+    };
+    let without_namespace = html.replace(namespace, "");
     assert!(
         !without_namespace.contains("http://") && !without_namespace.contains("https://"),
         "{name} names a network address"
     );
     assert!(!html.contains(" src="), "{name} loads something");
-    assert!(!html.contains("<link"), "{name} links a resource");
+    assert!(
+        is_feed || !html.contains("<link"),
+        "{name} links a resource"
+    );
     assert!(html.is_ascii(), "{name} is not ASCII");
 }
 
@@ -115,13 +125,22 @@ fn the_archive_is_published_with_charts_in_git_order_and_the_step_marked() {
     publish(&site);
     let pages = pages(&site);
     let names: Vec<&str> = pages.iter().map(|(name, _)| name.as_str()).collect();
-    // The index, a compare page, two configurations, and a page per point
-    // of their charts (ten commits of TCP_STREAM, one of TCP_RR).
+    // The index, a compare page, two configurations, the regressions
+    // page and feed, a testbed's page, and a page per point of the
+    // charts (ten commits of TCP_STREAM, one of TCP_RR).
     let (point_pages, others): (Vec<&str>, Vec<&str>) =
         names.iter().partition(|name| name.starts_with("runs-"));
-    assert_eq!(others.len(), 4, "{names:?}");
+    assert_eq!(others.len(), 7, "{names:?}");
     assert_eq!(point_pages.len(), 10 + 1, "{names:?}");
-    assert!(names.contains(&"index.html") && names.contains(&"compare-1.html"));
+    for name in [
+        "index.html",
+        "compare-1.html",
+        "regressions.html",
+        "regressions.atom",
+        "testbed-lab.html",
+    ] {
+        assert!(names.contains(&name), "{name}: {names:?}");
+    }
     for (name, html) in &pages {
         assert_self_contained(name, html);
     }
@@ -701,9 +720,10 @@ pub(crate) fn run_chromium(
     (String::from_utf8_lossy(&output.stdout).into_owned(), stderr)
 }
 
-/// The index and a history page in a real browser: the charts and their
-/// points are in the DOM it built, no script error is logged, and a
-/// screenshot of the history page is left in target/ to look at.
+/// The index, a testbed's page, the regressions page and a history page
+/// in a real browser: the sparklines, the charts and their points are in
+/// the DOM it built, no script error is logged, and a screenshot of the
+/// history page is left in target/ to look at.
 #[test]
 fn the_pages_load_in_a_real_browser() {
     let Some(browser) = chromium() else {
@@ -733,7 +753,32 @@ fn the_pages_load_in_a_real_browser() {
     );
     assert!(!stderr.contains("Uncaught"), "{stderr}");
     assert!(dom.contains(&format!("href=\"{stream_name}\"")), "{dom}");
+    // The index's only pictures are the sparklines, one per
+    // configuration with points, as on the testbed's page; the
+    // regressions page (no regression here) has none.
+    for name in ["index.html", "testbed-lab.html"] {
+        let (dom, stderr) = run_chromium(&browser, profile.path(), &["--dump-dom"], &url(name));
+        assert!(!stderr.contains("Uncaught"), "{stderr}");
+        assert_eq!(dom.matches("<svg").count(), 2, "{name}: {dom}");
+        assert_eq!(
+            dom.matches("<svg class=\"sparkline\"").count(),
+            2,
+            "{name}: {dom}"
+        );
+        // TCP_RR's runs are all of one commit: one point, no line.
+        assert_eq!(dom.matches("<polyline").count(), 1, "{name}: {dom}");
+    }
+    let (dom, stderr) = run_chromium(
+        &browser,
+        profile.path(),
+        &["--dump-dom"],
+        &url("regressions.html"),
+    );
+    assert!(!stderr.contains("Uncaught"), "{stderr}");
+    assert!(!dom.contains("<svg"), "{dom}");
+    assert!(dom.contains("No regression is known to the lab"), "{dom}");
 
+    // A chart page has exactly one picture: its chart.
     let (dom, stderr) = run_chromium(&browser, profile.path(), &["--dump-dom"], &url(stream_name));
     assert!(!stderr.contains("Uncaught"), "{stderr}");
     assert_eq!(dom.matches("<svg").count(), 1, "{dom}");
