@@ -2,10 +2,11 @@
 //! [`crate::site`]): an index of testbeds and configurations, a page per
 //! configuration with the chart of its primary metric across commits
 //! (`--repo`) or time, a page per point of a chart with its runs (how
-//! each ran and the line that runs it again), a page per `--compare A..B`, a page per experiment
-//! (`ab`) with the table `compare` prints for it, a page per bisection
-//! in the archive's session store, a page per testbed, and the
-//! regressions the lab's trackers confirmed, as a page and an Atom feed.
+//! each ran and the line that runs it again), a page per `--compare
+//! A..B`, a page per experiment (`ab`) with the table `compare` prints
+//! for it, a page per bisection in the archive's session store, a page
+//! per testbed, and the regressions the lab's trackers confirmed, as a
+//! page and an Atom feed.
 //!
 //! An empty archive and a DIR that is a file are input errors (2); a DIR
 //! that cannot be written is a runtime failure (3).

@@ -50,6 +50,10 @@ pub const TEMPLATES: &[(&str, &str)] = &[
         include_str!("../../templates/site/bisection.html"),
     ),
     (
+        "site/runs.html",
+        include_str!("../../templates/site/runs.html"),
+    ),
+    (
         "site/configs-table.html",
         include_str!("../../templates/site/configs-table.html"),
     ),
@@ -64,10 +68,6 @@ pub const TEMPLATES: &[(&str, &str)] = &[
     (
         "site/regressions.atom",
         include_str!("../../templates/site/regressions.atom"),
-    ),
-    (
-        "site/runs.html",
-        include_str!("../../templates/site/runs.html"),
     ),
     (
         "site/chart-overlay.svg",

@@ -292,14 +292,22 @@ fn printed_lines_of_hostile_runs_run_nothing_else() {
     stdout_of(netbisect(&archive).arg("publish").arg(&site));
     let commands = site_commands(&site);
     assert!(!commands.is_empty(), "the site prints no command");
+    // The pages of the charts' points give each run's own line, its
+    // label among its words.
+    assert!(
+        commands
+            .iter()
+            .any(|command| command.starts_with("netbisect bench") && command.contains("--label")),
+        "{commands:?}"
+    );
     for command in commands {
         paste_each(&command);
     }
 }
 
 /// Every command the pages of the site in `site` print, as a browser
-/// shows it (unescaped): the text of each `<code>` that starts with
-/// `netbisect `.
+/// shows it (unescaped): the text of each `<code>` element (of any
+/// class) that starts with `netbisect `.
 pub fn site_commands(site: &Path) -> Vec<String> {
     let mut commands = Vec::new();
     for entry in std::fs::read_dir(site).unwrap() {
@@ -308,7 +316,10 @@ pub fn site_commands(site: &Path) -> Vec<String> {
             continue;
         }
         let html = std::fs::read_to_string(&path).unwrap();
-        for code in html.split("<code>").skip(1) {
+        for code in html.split("<code").skip(1) {
+            let Some((_, code)) = code.split_once('>') else {
+                continue;
+            };
             let code = html_unescaped(code.split("</code>").next().unwrap());
             if code.starts_with("netbisect ") {
                 commands.push(code);

@@ -126,8 +126,8 @@ fn the_archive_is_published_with_charts_in_git_order_and_the_step_marked() {
     let pages = pages(&site);
     let names: Vec<&str> = pages.iter().map(|(name, _)| name.as_str()).collect();
     // The index, a compare page, two configurations, the regressions
-    // page and feed, a testbed page, and a page per point of the charts
-    // (ten commits of TCP_STREAM, one of TCP_RR).
+    // page and feed, a testbed's page, and a page per point of the
+    // charts (ten commits of TCP_STREAM, one of TCP_RR).
     let (point_pages, others): (Vec<&str>, Vec<&str>) =
         names.iter().partition(|name| name.starts_with("runs-"));
     assert_eq!(others.len(), 7, "{names:?}");
