@@ -335,3 +335,21 @@ fn merged_and_spooled_runs_are_stored_by_the_role_that_wrote_them() {
     assert_eq!(lab.spooled().len(), 1);
     assert_eq!(lab.run_ids().len(), 2);
 }
+
+/// GUIDE shows the recipe's statements, in order, as the file has them:
+/// the recipe a reader copies is the one these tests apply.
+#[test]
+fn the_guide_shows_the_recipe_the_tests_apply() {
+    let guide = include_str!("../../GUIDE.md");
+    let mut rest = guide;
+    for line in RECIPE
+        .lines()
+        .filter(|line| !line.trim().is_empty() && !line.starts_with("--"))
+    {
+        let shown = format!("\n    {line}\n");
+        let at = rest
+            .find(&shown)
+            .unwrap_or_else(|| panic!("GUIDE.md does not show, in order: {line}"));
+        rest = &rest[at + shown.len() - 1..];
+    }
+}
