@@ -68,7 +68,7 @@ pub(super) fn store_all(
             Err(ArchiveError::Postgres(error))
                 if error.code() == Some(&SqlState::INSUFFICIENT_PRIVILEGE) =>
             {
-                return Err(write_denied(archive, runs, error));
+                return Err(denied_or(archive, runs, ArchiveError::Postgres(error)));
             }
             Err(ArchiveError::Postgres(error)) => {
                 return Err(ArchiveError::StoreFailed {
@@ -81,15 +81,25 @@ pub(super) fn store_all(
     }
 }
 
-/// The server's refusal of a write to `runs` for want of privilege, with
-/// the role it refused (asked of the server once the write is rolled
-/// back, since the session may have set another role than its login's)
-/// and the testbeds of the runs.
-fn write_denied(
+/// `err`, failing to store `runs`, or where the server refused the write
+/// for want of privilege (SQLSTATE 42501: a row-level security policy,
+/// or no grant), [`ArchiveError::WriteDenied`] with the role it refused
+/// (asked of the server once the write is rolled back, since the session
+/// may have set another role than its login's) and the testbeds of the
+/// runs. The caller's transaction must be over.
+pub(super) fn denied_or(
     archive: &PgArchive,
     runs: &[CanonicalRun],
-    error: postgres::Error,
+    err: ArchiveError,
 ) -> ArchiveError {
+    let error = match err {
+        ArchiveError::Postgres(error)
+            if error.code() == Some(&SqlState::INSUFFICIENT_PRIVILEGE) =>
+        {
+            error
+        }
+        other => return other,
+    };
     let role = archive
         .client
         .borrow_mut()
