@@ -193,10 +193,15 @@ impl<'a> RunContext<'a> {
         }
     }
 
-    /// The context with who stored the run, as the archive holds it.
-    pub fn with_stored_by(mut self, run: &archive::StoredRun) -> RunContext<'a> {
-        let who = run.stored_by.as_deref().unwrap_or("unknown");
-        let words = match &run.stored_from {
+    /// The context with who stored the run and from where, as the
+    /// archive holds them (`None`: unknown).
+    pub fn with_stored_by(
+        mut self,
+        stored_by: Option<&str>,
+        stored_from: Option<&str>,
+    ) -> RunContext<'a> {
+        let who = stored_by.unwrap_or("unknown");
+        let words = match stored_from {
             Some(from) => format!("{who} from {from}"),
             None => who.to_string(),
         };
