@@ -450,6 +450,15 @@ mod tests {
     }
 
     #[test]
+    fn refused_testbeds_are_named_each_in_quotes() {
+        assert_eq!(testbeds_words(&["lab-b".to_string()]), "testbed \"lab-b\"");
+        assert_eq!(
+            testbeds_words(&["lab-a".to_string(), "lab-b".to_string()]),
+            "testbeds \"lab-a\", \"lab-b\""
+        );
+    }
+
+    #[test]
     fn what_the_user_fixes_is_never_unreachable() {
         let not_an_archive = ArchiveError::Server {
             address: "postgres://u@db/x".to_string(),
