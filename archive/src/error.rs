@@ -197,6 +197,27 @@ pub enum ArchiveError {
         /// What the client said.
         error: postgres::Error,
     },
+    /// The server refused a write for want of privilege (SQLSTATE
+    /// 42501): a row-level security policy that keeps this role to its
+    /// own testbeds, or a role not granted the table at all. Nothing of
+    /// the write was stored; it is not an unreachable server, so the run
+    /// is not kept for later either.
+    #[error(
+        "the archive at {address} refused to store runs of {} as role \"{role}\": {}; {}",
+        testbeds_words(testbeds),
+        postgres_text(error),
+        write_denied_hint(error)
+    )]
+    WriteDenied {
+        /// The archive's address, without its password.
+        address: String,
+        /// The role the server refused (`current_user`).
+        role: String,
+        /// The testbeds of the runs refused.
+        testbeds: Vec<String>,
+        /// The server's refusal.
+        error: postgres::Error,
+    },
     /// The connection to a PostgreSQL archive was lost while its
     /// transaction committed: the server stored either all of it or
     /// none, and which cannot be told from here.
@@ -347,6 +368,33 @@ fn is_unreachable_error(err: &postgres::Error) -> bool {
 /// words when it answered (the client's `Display` says only "db
 /// error"), else the client's; a statement ended at one of the
 /// session's bounds says which.
+/// What to do about a refused write: a row-level security policy keeps a
+/// role to its testbeds; otherwise the role may not write at all.
+fn write_denied_hint(err: &postgres::Error) -> &'static str {
+    let by_policy = err
+        .as_db_error()
+        .is_some_and(|db_error| db_error.message().contains("row-level security"));
+    if by_policy {
+        "the archive's policy lets each role store the testbeds granted to it (store the \
+         run as that testbed's writer, or have the archive's owner grant this role the \
+         testbed)"
+    } else {
+        "this role may not store runs there (store them as a writer of the archive)"
+    }
+}
+
+/// `testbed "a"`, or `testbeds "a", "b"`.
+fn testbeds_words(testbeds: &[String]) -> String {
+    let quoted: Vec<String> = testbeds
+        .iter()
+        .map(|testbed| format!("\"{testbed}\""))
+        .collect();
+    match quoted.len() {
+        1 => format!("testbed {}", quoted[0]),
+        _ => format!("testbeds {}", quoted.join(", ")),
+    }
+}
+
 fn postgres_text(err: &postgres::Error) -> String {
     match err.as_db_error() {
         Some(db_error) => {
@@ -422,6 +470,15 @@ mod tests {
             panic!("sslmode=nonsense is read");
         };
         assert!(!bad_address.is_unreachable());
+    }
+
+    #[test]
+    fn refused_testbeds_are_named_each_in_quotes() {
+        assert_eq!(testbeds_words(&["lab-b".to_string()]), "testbed \"lab-b\"");
+        assert_eq!(
+            testbeds_words(&["lab-a".to_string(), "lab-b".to_string()]),
+            "testbeds \"lab-a\", \"lab-b\""
+        );
     }
 
     #[test]

@@ -56,6 +56,11 @@
 //!    bisections of one regression; `lab_notifications`, the reports waiting for their
 //!    command, one per regression. Times there are integer
 //!    microseconds since the epoch, compared with the clock.
+//! 10. Who stored each run: `stored_by`, the user of the process that
+//!     wrote the row (the file's permissions say who may write it), and
+//!     `stored_from`, the name of its host. A merged run is stored by
+//!     the user who merged it in. Runs stored before this version have
+//!     neither (NULL, shown as unknown).
 
 use crate::ArchiveError;
 use run_record::record::{Metric, RunRecord};
@@ -66,7 +71,7 @@ use std::collections::BTreeMap;
 pub const APPLICATION_ID: i32 = 0x6e62_6973;
 
 /// The newest schema version this build writes and reads.
-pub const CURRENT_VERSION: u32 = 9;
+pub const CURRENT_VERSION: u32 = 10;
 
 /// The oldest schema an archive opened read-only (not migrated) may
 /// have: every read but a history's works on it, and a history falls
@@ -82,6 +87,9 @@ pub const SERIES_BY_CONFIG_VERSION: u32 = 6;
 
 /// The version since which the lab's tables exist.
 pub const LAB_VERSION: u32 = 9;
+
+/// The version since which `runs` says who stored each run.
+pub const STORED_BY_VERSION: u32 = 10;
 
 /// A data conversion that runs inside a migration's transaction.
 pub type Backfill = fn(&Connection) -> Result<(), ArchiveError>;
@@ -285,6 +293,13 @@ pub const MIGRATIONS: &[Migration] = &[
                 sender TEXT,
                 sender_expires_us INTEGER
             ) STRICT;
+        ",
+        backfill: None,
+    },
+    Migration {
+        sql: "
+            ALTER TABLE runs ADD COLUMN stored_by TEXT;
+            ALTER TABLE runs ADD COLUMN stored_from TEXT;
         ",
         backfill: None,
     },

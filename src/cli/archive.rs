@@ -30,7 +30,8 @@ pub enum ArchiveAction {
     Import(ImportArgs),
     /// List archived runs, newest first (with --limit N, the N newest)
     List(RunFilterArgs),
-    /// Print one run as its netperf table (the record with --json)
+    /// Print one run as its netperf table, and who stored it (the record
+    /// with --json)
     Show {
         /// Run id or a unique prefix of it
         id: String,

@@ -277,7 +277,9 @@ fn run_show(global: &GlobalOptions, id: &str, units: &str) -> exit::Result<Code>
         || {
             let record = RunRecord::from_slice(&bytes).context("the stored run is not readable")?;
             let units = Units::parse(units).map_err(|err| InputError(err.to_string()))?;
-            let context = RunContext::new(&record, units, true, true).with_sockets_at_end();
+            let context = RunContext::new(&record, units, true, true)
+                .with_sockets_at_end()
+                .with_stored_by(run.stored_by.as_deref(), run.stored_from.as_deref());
             output::template(global, "run", &context, "the run")
         },
     )?;

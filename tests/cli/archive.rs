@@ -132,7 +132,15 @@ fn import_list_show_export_and_reimport() {
         )),
         "{table}"
     );
-    assert!(table.ends_with(&format!("run {}\n", &id[..12])), "{table}");
+    // Then who stored it: this user, from this host.
+    assert!(
+        table.ends_with(&format!(
+            "run {}\nstored by {}\n",
+            &id[..12],
+            crate::stored_by_this_user()
+        )),
+        "{table}"
+    );
     crate::check_mailing_list_rules(&table);
 
     let export = stdout_of(

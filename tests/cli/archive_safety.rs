@@ -331,7 +331,8 @@ fn another_users_archive_is_read_while_its_owner_writes() {
 
 /// Takes an archive back to schema version 4, as a netbisect of that
 /// version left it: without the per-run table history reads (nor the
-/// indexes and the lab's tables of later versions).
+/// indexes, the lab's tables and who stored each run, of later
+/// versions).
 fn as_version_4(db: &Path) {
     let connection = rusqlite::Connection::open(db).unwrap();
     connection
@@ -344,6 +345,8 @@ fn as_version_4(db: &Path) {
              DROP TABLE lab_tracks;
              DROP TABLE lab_workers;
              DROP TABLE lab_jobs;
+             ALTER TABLE runs DROP COLUMN stored_by;
+             ALTER TABLE runs DROP COLUMN stored_from;
              PRAGMA user_version = 4;",
         )
         .unwrap();
@@ -358,7 +361,8 @@ fn as_version_4(db: &Path) {
 
 /// Takes an archive back to schema version 5, as a netbisect of that
 /// version left it: `run_series` keyed by the run id alone, no
-/// `runs_history` or `runs_by_time` index, and none of the lab's tables.
+/// `runs_history` or `runs_by_time` index, none of the lab's tables, and
+/// nothing of who stored each run.
 fn as_version_5(db: &Path) {
     let connection = rusqlite::Connection::open(db).unwrap();
     connection
@@ -378,6 +382,8 @@ fn as_version_5(db: &Path) {
              DROP TABLE lab_tracks;
              DROP TABLE lab_workers;
              DROP TABLE lab_jobs;
+             ALTER TABLE runs DROP COLUMN stored_by;
+             ALTER TABLE runs DROP COLUMN stored_from;
              PRAGMA user_version = 5;",
         )
         .unwrap();
@@ -452,6 +458,12 @@ fn history_reads_a_version_5_archive_it_may_not_upgrade() {
     assert_eq!(ok(&db, &args, Some(&nobody)), current);
     let check = ok(&db, &["archive", "check"], Some(&nobody));
     assert!(check.contains(", damaged: 0"), "{check}");
+    // Who stored its runs is not known at that version.
+    let list: serde_json::Value =
+        serde_json::from_str(&ok(&db, &["archive", "list", "--json"], Some(&nobody))).unwrap();
+    let runs = list.as_array().unwrap();
+    assert!(!runs.is_empty());
+    assert!(runs.iter().all(|run| run["stored_by"].is_null()), "{list}");
     assert_eq!(user_version(&db), 5);
     // Its owner upgrades it on the way, keying run_series anew, and says
     // so first; the next command has nothing to upgrade.

@@ -4,6 +4,7 @@ mod archive;
 mod archive_postgres;
 mod archive_postgres_bounds;
 mod archive_postgres_tls;
+mod archive_postgres_writers;
 mod archive_safety;
 mod archive_shared;
 mod archive_spool;
@@ -65,6 +66,21 @@ pub fn check_mailing_list_rules(text: &str) {
         assert!(line.len() <= 80, "too wide: {line:?}");
         assert_eq!(line, line.trim_end(), "trailing space: {line:?}");
     }
+}
+
+/// What `archive show` says of a run this process stored in a file: the
+/// user it runs as and its host, as the system names them (`alice from
+/// lab-host`), asked of `id` and `uname`.
+pub fn stored_by_this_user() -> String {
+    let ask = |program: &str, arg: &str| {
+        let output = std::process::Command::new(program)
+            .arg(arg)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{program} {arg}");
+        String::from_utf8(output.stdout).unwrap().trim().to_string()
+    };
+    format!("{} from {}", ask("id", "-un"), ask("uname", "-n"))
 }
 
 /// An archive file shared by the tests that do not care where their runs

@@ -480,7 +480,8 @@ fn f_takes_netperf_units_everywhere_and_names_them_when_wrong() {
 
 /// `archive show` prints what `bench -v` printed: netperf's table, its
 /// socket sizes right after setup, and the sizes the test ended with
-/// where the kernel had changed one (`bench` alone leaves that line out).
+/// where the kernel had changed one (`bench` alone leaves that line out);
+/// then who stored the run.
 #[test]
 fn archive_show_prints_the_table_bench_printed() {
     let dir = tempfile::tempdir().unwrap();
@@ -506,7 +507,8 @@ fn archive_show_prints_the_table_bench_printed() {
         if args.contains(&"-f") {
             show.args(["-f", "k"]);
         }
-        assert_eq!(stdout_of(&mut show), printed);
+        let stored_by = format!("stored by {}\n", crate::stored_by_this_user());
+        assert_eq!(stdout_of(&mut show), printed + &stored_by);
         let record = stdout_of(netbisect(&db).args(["--json", "archive", "show", &id]));
         assert!(record.starts_with('{') && record.contains(&id), "{record}");
     }

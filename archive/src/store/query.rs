@@ -90,6 +90,17 @@ pub struct StoredRun {
     pub throughput_bps: f64,
     /// Mean transaction rate, per second (request/response tests).
     pub transaction_rate: Option<f64>,
+    /// Who stored the run in this archive: on PostgreSQL the database
+    /// role of the session that wrote the row, as the server gave it; in
+    /// a file the user of the process that wrote it. `None` for a run
+    /// stored before the archive recorded it. Archive metadata, not part
+    /// of the record: a merged or spooled run is stored by whoever wrote
+    /// it into this archive.
+    pub stored_by: Option<String>,
+    /// Where it was stored from: on PostgreSQL the address the writer's
+    /// connection came from (`[local]` over a Unix socket), in a file the
+    /// name of the writer's host; `None` as for [`StoredRun::stored_by`].
+    pub stored_from: Option<String>,
 }
 
 /// One run's value of one metric, for history and comparison.
@@ -118,6 +129,23 @@ pub(crate) const RUN_COLUMNS: &str = "id, commit_id, describe, label, config_key
 /// of a run names them after these.
 pub(crate) const N_RUN_COLUMNS: usize = 12;
 
+/// The columns a selection of runs reads, in the order
+/// [`StoredRun::from_row_with_storer`] reads them: [`RUN_COLUMNS`], then
+/// who stored the run where the schema has it (`recorded`), else NULLs
+/// in their place. Apart from [`RUN_COLUMNS`], which a run is inserted
+/// under too: no insert names who stored it.
+pub(crate) fn read_columns(recorded: bool) -> String {
+    let storer = if recorded {
+        "stored_by, stored_from"
+    } else {
+        "CAST(NULL AS TEXT), CAST(NULL AS TEXT)"
+    };
+    format!("{RUN_COLUMNS}, {storer}")
+}
+
+/// How many columns [`read_columns`] names.
+pub(crate) const N_READ_COLUMNS: usize = N_RUN_COLUMNS + 2;
+
 impl StoredRun {
     /// The run a row starting with [`RUN_COLUMNS`] gives; a test or an
     /// iteration count no record can have is [`ArchiveError::DamagedRun`].
@@ -145,6 +173,17 @@ impl StoredRun {
             throughput_bps: row.read(10)?,
             transaction_rate: row.read(11)?,
             id,
+            stored_by: None,
+            stored_from: None,
+        })
+    }
+
+    /// The run a row of [`read_columns`] gives, with who stored it.
+    pub(crate) fn from_row_with_storer(row: &impl Columns) -> Result<StoredRun, ArchiveError> {
+        Ok(StoredRun {
+            stored_by: row.read(N_RUN_COLUMNS)?,
+            stored_from: row.read(N_RUN_COLUMNS + 1)?,
+            ..StoredRun::from_row(row)?
         })
     }
 }

@@ -447,6 +447,7 @@ fn a_file_of_schema_8_gets_the_lab_when_a_writer_opens_it() {
         .execute_batch(
             "DROP TABLE lab_notifications; DROP TABLE lab_regressions; \
              DROP TABLE lab_tracks; DROP TABLE lab_workers; DROP TABLE lab_jobs; \
+             ALTER TABLE runs DROP COLUMN stored_by; ALTER TABLE runs DROP COLUMN stored_from; \
              PRAGMA user_version = 8;",
         )
         .unwrap();
@@ -456,7 +457,7 @@ fn a_file_of_schema_8_gets_the_lab_when_a_writer_opens_it() {
     let mut archive =
         Archive::open_location_noting(&location, &mut |upgrade| upgrades.push(upgrade)).unwrap();
     assert_eq!(upgrades.len(), 1);
-    assert_eq!((upgrades[0].from, upgrades[0].to), (8, 9));
+    assert_eq!((upgrades[0].from, upgrades[0].to), (8, 10));
     assert_eq!(archive.records(&RunQuery::default()).unwrap().len(), 1);
     archive.enqueue_jobs(&[job("a", "k", 0)]).unwrap();
     assert_eq!(archive.jobs(&JobFilter::default()).unwrap().len(), 1);

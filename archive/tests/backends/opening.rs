@@ -12,14 +12,21 @@ use test_fixtures::postgres::Cluster;
 use test_fixtures::record::RecordBuilder;
 
 /// SQL that takes a PostgreSQL archive made at the current version back
-/// to how version `version` (1 to 3) made it: without the lab's tables
-/// (before 4), `run_series` without the label, its index and its
+/// to how version `version` (1 to 4) made it: without who stored each
+/// run (before 5), without the lab's tables (before 4), `run_series` without the label, its index and its
 /// trigger (before 3), `runs_history` without the columns it covers
 /// (before 2).
 fn downgrade(version: u32) -> String {
-    let mut sql = "DROP TABLE lab_notifications; DROP TABLE lab_regressions; \
-                   DROP TABLE lab_tracks; DROP TABLE lab_workers; DROP TABLE lab_jobs; "
+    let mut sql = "DROP TRIGGER runs_stored_by ON runs; DROP FUNCTION runs_stored_by(); \
+                   ALTER TABLE runs DROP COLUMN stored_by; \
+                   ALTER TABLE runs DROP COLUMN stored_from; "
         .to_string();
+    if version < 4 {
+        sql.push_str(
+            "DROP TABLE lab_notifications; DROP TABLE lab_regressions; \
+             DROP TABLE lab_tracks; DROP TABLE lab_workers; DROP TABLE lab_jobs; ",
+        );
+    }
     if version < 3 {
         sql.push_str(
             "DROP TRIGGER run_series_label ON run_series; \
@@ -47,17 +54,18 @@ fn assert_sql(cluster: &Cluster, name: &str, condition: &str, what: &str) {
     );
 }
 
-/// A PostgreSQL archive at schema version 1, 2 or 3 is brought to
-/// version 4 when a writer opens it: `runs_history` covers what a
-/// history reads (since 2), `run_series` has each run's label, copied
-/// from `runs`, and `run_series_history` (since 3), the lab's tables
-/// (since 4); its runs are kept and read as before, and new runs are
-/// stored with their label. A reader leaves it at its version and reads
+/// A PostgreSQL archive at schema version 1 to 4 is brought to version 5
+/// when a writer opens it: `runs_history` covers what a history reads
+/// (since 2), `run_series` has each run's label, copied from `runs`, and
+/// `run_series_history` (since 3), the lab's tables (since 4), who
+/// stored each run (since 5: unknown for the runs stored before); its
+/// runs are kept and read as before, and new runs are stored with their
+/// label and with who stored them. A reader leaves it at its version and reads
 /// it too (an empty lab where it has none), and `archive check` finds
 /// it clean at any version. A version beyond this build's is still
 /// refused, naming both.
 #[test]
-fn a_postgresql_archive_at_version_1_to_3_is_upgraded_and_a_newer_one_refused() {
+fn a_postgresql_archive_at_version_1_to_4_is_upgraded_and_a_newer_one_refused() {
     let Some(cluster) = Cluster::shared_or_skip() else {
         return;
     };
@@ -92,7 +100,7 @@ fn a_postgresql_archive_at_version_1_to_3_is_upgraded_and_a_newer_one_refused() 
          AND NOT EXISTS (SELECT 1 FROM runs JOIN run_series ON run_series.run_id = runs.id \
          WHERE run_series.label IS DISTINCT FROM runs.label) \
          AND (SELECT count(*) FROM run_series WHERE label IS NULL) = 1";
-    for version in [1, 2, 3] {
+    for version in [1, 2, 3, 4] {
         let name = cluster.database();
         let location = Place::Server(cluster, name.clone()).location();
         let mut archive = Archive::open_location(&location).unwrap();
@@ -118,10 +126,12 @@ fn a_postgresql_archive_at_version_1_to_3_is_upgraded_and_a_newer_one_refused() 
         let report = reader.check().unwrap();
         assert!(report.is_clean(), "version {version}: {report:?}");
         drop(reader);
-        cluster.run_in(
-            &name,
-            "DO $$ BEGIN IF to_regclass('lab_jobs') IS NOT NULL THEN RAISE 'lab'; END IF; END $$",
-        );
+        if version < 4 {
+            cluster.run_in(
+                &name,
+                "DO $$ BEGIN IF to_regclass('lab_jobs') IS NOT NULL THEN RAISE 'lab'; END IF; END $$",
+            );
+        }
 
         let mut upgrades = Vec::new();
         let mut archive =
@@ -131,10 +141,10 @@ fn a_postgresql_archive_at_version_1_to_3_is_upgraded_and_a_newer_one_refused() 
             upgrades,
             [Upgrade {
                 from: version,
-                to: 4
+                to: 5
             }]
         );
-        assert_eq!(archive.schema_version().unwrap(), 4);
+        assert_eq!(archive.schema_version().unwrap(), 5);
         assert!(archive.jobs(&Default::default()).unwrap().is_empty());
         assert_sql(cluster, &name, covering, "runs_history covers nothing");
         assert_sql(cluster, &name, labelled, "run_series has no labels");
@@ -177,16 +187,25 @@ fn a_postgresql_archive_at_version_1_to_3_is_upgraded_and_a_newer_one_refused() 
         assert_eq!(archive.count().unwrap(), 5);
         let report = archive.check().unwrap();
         assert!(report.is_clean(), "from version {version}: {report:?}");
+        // Who stored a run: unknown before the upgrade, the server's
+        // word after it.
+        for (idx, run) in runs.iter().enumerate() {
+            let (stored, _) = archive.find(&run.record().id).unwrap();
+            let expected = (idx == 3).then(|| test_fixtures::postgres::USER.to_string());
+            assert_eq!(stored.stored_by, expected, "run {idx}");
+            let from = (idx == 3).then(|| "127.0.0.1".to_string());
+            assert_eq!(stored.stored_from, from, "run {idx}");
+        }
         drop(archive);
 
-        cluster.run_in(&name, "UPDATE netbisect_archive SET schema_version = 5");
+        cluster.run_in(&name, "UPDATE netbisect_archive SET schema_version = 6");
         for err in [
             Archive::open_location(&location).err().unwrap(),
             Archive::open_location_read_only(&location).err().unwrap(),
         ] {
             assert!(
                 err.to_string()
-                    .contains("archive schema version 5 is newer than version 4"),
+                    .contains("archive schema version 6 is newer than version 5"),
                 "{err}"
             );
         }

@@ -4,7 +4,8 @@
 //! banner's addresses, netperf's table laid out ([`netperf`]: socket
 //! sizes right after setup, as netperf prints them), the sender's
 //! TCP_INFO, what was lost, the CPU of each host, and for a reader who
-//! asks the socket sizes at the end of the run.
+//! asks the socket sizes at the end of the run, and for a run read from
+//! the archive who stored it.
 
 mod netperf;
 
@@ -66,6 +67,10 @@ pub struct RunContext<'a> {
     /// Notes under the table: the legend of a setting not granted, and
     /// what the CPU figures of a run in a VM are.
     pub notes: Vec<String>,
+    /// For a run read from the archive (`archive show`): who stored it
+    /// and from where (`alice from lab-host`), `unknown` for a run stored
+    /// before the archive recorded it; `null` otherwise.
+    pub stored_by: Option<String>,
 }
 
 /// The socket buffers of both ends when the test ended, bytes.
@@ -184,7 +189,24 @@ impl<'a> RunContext<'a> {
                 .chain(crate::comparison::reproduce::cpu_caveat(&[record]))
                 .collect(),
             sockets_at_end: None,
+            stored_by: None,
         }
+    }
+
+    /// The context with who stored the run and from where, as the
+    /// archive holds them (`None`: unknown).
+    pub fn with_stored_by(
+        mut self,
+        stored_by: Option<&str>,
+        stored_from: Option<&str>,
+    ) -> RunContext<'a> {
+        let who = stored_by.unwrap_or("unknown");
+        let words = match stored_from {
+            Some(from) => format!("{who} from {from}"),
+            None => who.to_string(),
+        };
+        self.stored_by = Some(plain(&words).into_owned());
+        self
     }
 
     /// The context with the socket buffers at the end of the run, where

@@ -29,6 +29,8 @@ fn imported(
         n_iterations: 1,
         throughput_bps,
         transaction_rate,
+        stored_by: Some("lab".into()),
+        stored_from: Some("lab-host".into()),
     }
 }
 

@@ -702,7 +702,8 @@ pub fn samples() -> Vec<Sample> {
             true,
             true,
         )
-        .with_sockets_at_end(),
+        .with_sockets_at_end()
+        .with_stored_by(Some("writer_lab_a"), Some("192.0.2.7")),
     )])
     .collect()
 }

@@ -10,7 +10,7 @@
 //! lease another took over stores nothing, and one whose commit's answer
 //! was lost finds its job done by its own lease when it tries again.
 
-use super::write::{commit, insert_runs, values_in_id_order};
+use super::write::{commit, denied_or, insert_runs, values_in_id_order};
 use super::{LAB_VERSION, PgArchive};
 use crate::ArchiveError;
 use crate::store::CanonicalRun;
@@ -177,7 +177,11 @@ impl LabStore for PgArchive {
             ("done", true) => return Ok(Finished::AlreadyDone),
             _ => return Ok(Finished::LeaseLost),
         }
-        insert_runs(&mut transaction, &values)?;
+        if let Err(err) = insert_runs(&mut transaction, &values) {
+            drop(transaction);
+            drop(client);
+            return Err(denied_or(self, runs, err));
+        }
         transaction.execute(
             &format!(
                 "UPDATE lab_jobs SET state = 'done', finished_us = {NOW_US}, result = $2 \

@@ -12,15 +12,14 @@
 //! one selection after the last run read, and hands them over with the
 //! client free, so that what it calls may use the archive meanwhile.
 
-use super::PgArchive;
-use super::SERIES_LABEL_VERSION;
+use super::{PgArchive, SERIES_LABEL_VERSION, STORED_BY_VERSION};
 use crate::ArchiveError;
 use crate::store::SeriesRun;
 use crate::store::backend::RecordVisitor;
 use crate::store::check::SERIES_LABEL_DISAGREES;
 use crate::store::query::{
-    Dialect, MetricValue, N_RUN_COLUMNS, Order, QUERY_LABEL, RUN_COLUMNS, RunPosition, RunQuery,
-    SERIES_JOIN, StoredRun, checked_limit, select_sql, select_sql_after,
+    Dialect, MetricValue, N_READ_COLUMNS, Order, QUERY_LABEL, RunPosition, RunQuery, SERIES_JOIN,
+    StoredRun, checked_limit, read_columns, select_sql, select_sql_after,
 };
 use crate::store::row::Columns;
 use crate::store::series::SERIES_RUN_COLUMNS;
@@ -96,11 +95,22 @@ pub(super) fn runs_in_order(
     query: &RunQuery,
     order: Order,
 ) -> Result<Vec<StoredRun>, ArchiveError> {
-    let selection = select_sql(Dialect::Postgres, RUN_COLUMNS, "runs", query, order)?;
+    let selection = select_sql(
+        Dialect::Postgres,
+        &run_columns(archive),
+        "runs",
+        query,
+        order,
+    )?;
     select_rows(archive, selection)?
         .iter()
-        .map(StoredRun::from_row)
+        .map(StoredRun::from_row_with_storer)
         .collect()
+}
+
+/// The columns a selection of runs reads of `archive`'s schema.
+fn run_columns(archive: &PgArchive) -> String {
+    read_columns(archive.version >= STORED_BY_VERSION)
 }
 
 /// Calls `visit` with each selected run and its canonical bytes, oldest
@@ -113,7 +123,7 @@ pub(super) fn for_each_record(
     query: &RunQuery,
     visit: RecordVisitor<'_>,
 ) -> Result<(), ArchiveError> {
-    let columns = format!("{RUN_COLUMNS}, record");
+    let columns = format!("{}, record", run_columns(archive));
     // The limit is checked whole, as a selection of it all would be.
     query.limit.map(checked_limit).transpose()?;
     let mut remaining = query.limit;
@@ -139,8 +149,8 @@ pub(super) fn for_each_record(
         };
         let rows = select_rows(archive, selection)?;
         for row in &rows {
-            let run = StoredRun::from_row(row)?;
-            if visit(&run, row.read_bytes(N_RUN_COLUMNS)?).is_break() {
+            let run = StoredRun::from_row_with_storer(row)?;
+            if visit(&run, row.read_bytes(N_READ_COLUMNS)?).is_break() {
                 return Ok(());
             }
             after = Some(RunPosition {

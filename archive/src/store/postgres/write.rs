@@ -65,6 +65,11 @@ pub(super) fn store_all(
             {
                 attempt += 1;
             }
+            Err(ArchiveError::Postgres(error))
+                if error.code() == Some(&SqlState::INSUFFICIENT_PRIVILEGE) =>
+            {
+                return Err(denied_or(archive, runs, ArchiveError::Postgres(error)));
+            }
             Err(ArchiveError::Postgres(error)) => {
                 return Err(ArchiveError::StoreFailed {
                     address: archive.address.to_string(),
@@ -73,6 +78,45 @@ pub(super) fn store_all(
             }
             Err(err) => return Err(err),
         }
+    }
+}
+
+/// `err`, failing to store `runs`, or where the server refused the write
+/// for want of privilege (SQLSTATE 42501: a row-level security policy,
+/// or no grant), [`ArchiveError::WriteDenied`] with the role it refused
+/// (asked of the server once the write is rolled back, since the session
+/// may have set another role than its login's) and the testbeds of the
+/// runs. The caller's transaction must be over.
+pub(super) fn denied_or(
+    archive: &PgArchive,
+    runs: &[CanonicalRun],
+    err: ArchiveError,
+) -> ArchiveError {
+    let error = match err {
+        ArchiveError::Postgres(error)
+            if error.code() == Some(&SqlState::INSUFFICIENT_PRIVILEGE) =>
+        {
+            error
+        }
+        other => return other,
+    };
+    let role = archive
+        .client
+        .borrow_mut()
+        .query_typed_one("SELECT current_user::text", &[])
+        .and_then(|row| row.try_get::<_, String>(0))
+        .ok()
+        .or_else(|| archive.address.config().get_user().map(str::to_string))
+        .unwrap_or_default();
+    let testbeds: BTreeSet<&str> = runs
+        .iter()
+        .map(|run| run.record().testbed.as_str())
+        .collect();
+    ArchiveError::WriteDenied {
+        address: archive.address.to_string(),
+        role,
+        testbeds: testbeds.into_iter().map(str::to_string).collect(),
+        error,
     }
 }
 

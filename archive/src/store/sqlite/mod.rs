@@ -25,8 +25,8 @@
 //! The parts: [`SqliteArchive`] and its [`Backend`] here; `open`
 //! (opening, creating and migrating a file, the checks before the first
 //! write, and what a failure is called), `write` (storing and merging
-//! runs), `query` (the selections), `check` (`archive check`) and
-//! `journal` (the bisection sessions).
+//! runs), `storer` (who writes them), `query` (the selections), `check`
+//! (`archive check`) and `journal` (the bisection sessions).
 
 use crate::ArchiveError;
 use crate::location::Location;
@@ -46,6 +46,7 @@ mod lab;
 mod open;
 mod path_kind;
 mod query;
+mod storer;
 mod write;
 
 #[cfg(test)]
@@ -104,7 +105,7 @@ impl Backend for SqliteArchive {
         query: &RunQuery,
         order: Order,
     ) -> Result<Vec<StoredRun>, ArchiveError> {
-        query::runs_in_order(&self.connection, query, order)
+        query::runs_in_order(&self.connection, self.schema_version()?, query, order)
     }
 
     fn for_each_record(
@@ -112,7 +113,7 @@ impl Backend for SqliteArchive {
         query: &RunQuery,
         visit: RecordVisitor<'_>,
     ) -> Result<(), ArchiveError> {
-        query::for_each_record(&self.connection, query, visit)
+        query::for_each_record(&self.connection, self.schema_version()?, query, visit)
     }
 
     fn metric_values(

@@ -7,7 +7,7 @@ use crate::schema;
 use crate::store::SeriesRun;
 use crate::store::backend::RecordVisitor;
 use crate::store::query::{
-    Dialect, MetricValue, N_RUN_COLUMNS, Order, RUN_COLUMNS, RunQuery, StoredRun, select_sql,
+    Dialect, MetricValue, N_READ_COLUMNS, Order, RunQuery, StoredRun, read_columns, select_sql,
     series_join,
 };
 use crate::store::row::Columns;
@@ -72,15 +72,21 @@ fn each_row(
     Ok(())
 }
 
+/// The columns a selection of runs reads of a file at schema `version`.
+fn run_columns(version: u32) -> String {
+    read_columns(version >= schema::STORED_BY_VERSION)
+}
+
 pub(super) fn runs_in_order(
     connection: &Connection,
+    version: u32,
     query: &RunQuery,
     order: Order,
 ) -> Result<Vec<StoredRun>, ArchiveError> {
     let mut runs = Vec::new();
-    let selection = select_sql(Dialect::Sqlite, RUN_COLUMNS, "runs", query, order)?;
+    let selection = select_sql(Dialect::Sqlite, &run_columns(version), "runs", query, order)?;
     each_row(connection, selection, |row| {
-        runs.push(StoredRun::from_row(row)?);
+        runs.push(StoredRun::from_row_with_storer(row)?);
         Ok(ControlFlow::Continue(()))
     })?;
     Ok(runs)
@@ -92,13 +98,15 @@ pub(super) fn runs_in_order(
 /// same connection meanwhile.
 pub(super) fn for_each_record(
     connection: &Connection,
+    version: u32,
     query: &RunQuery,
     visit: RecordVisitor<'_>,
 ) -> Result<(), ArchiveError> {
-    let selection = oldest_first(&format!("{RUN_COLUMNS}, record"), "runs", query)?;
+    let columns = format!("{}, record", run_columns(version));
+    let selection = oldest_first(&columns, "runs", query)?;
     each_row(connection, selection, |row| {
-        let run = StoredRun::from_row(row)?;
-        Ok(visit(&run, row.read_bytes(N_RUN_COLUMNS)?))
+        let run = StoredRun::from_row_with_storer(row)?;
+        Ok(visit(&run, row.read_bytes(N_READ_COLUMNS)?))
     })
 }
 

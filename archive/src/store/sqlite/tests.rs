@@ -179,6 +179,11 @@ fn runs_order_by_time_whatever_the_fraction_of_their_times() {
         connection
             .execute_batch(crate::store::lab::DROP_LAB_TABLES)
             .unwrap();
+        connection
+            .execute_batch(
+                "ALTER TABLE runs DROP COLUMN stored_by; ALTER TABLE runs DROP COLUMN stored_from;",
+            )
+            .unwrap();
         connection.pragma_update(None, "user_version", 6).unwrap();
     }
     let archive = Archive::open(&path).unwrap();
@@ -275,4 +280,53 @@ fn the_newest_runs_are_read_from_the_time_index_not_sorted() {
             "{plan:?}"
         );
     }
+}
+
+/// A file of schema 9 gains who stored each run when a writer opens it:
+/// unknown for the runs it held, this process's user and host for a run
+/// stored since, and for a run merged in from another file too (stored
+/// into this file by this user, whoever stored it in the other), while
+/// the records and their ids stay as they were.
+#[test]
+fn a_file_of_schema_9_records_who_stores_runs_from_then_on() {
+    let records = records_at(&["2026-01-01T00:00:01Z", "2026-01-01T00:00:02Z"]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.db");
+    {
+        let mut archive = Archive::open(&path).unwrap();
+        archive
+            .store(&CanonicalRun::from_record(records[0].clone()).unwrap())
+            .unwrap();
+    }
+    {
+        let connection = Connection::open(&path).unwrap();
+        connection
+            .execute_batch(
+                "ALTER TABLE runs DROP COLUMN stored_by; ALTER TABLE runs DROP COLUMN stored_from;",
+            )
+            .unwrap();
+        connection.pragma_update(None, "user_version", 9).unwrap();
+    }
+    let bytes = records[0].to_canonical_bytes().unwrap();
+    let other = dir.path().join("other.db");
+    Archive::open(&other)
+        .unwrap()
+        .store(&CanonicalRun::from_record(records[1].clone()).unwrap())
+        .unwrap();
+    let mut archive = Archive::open(&path).unwrap();
+    assert_eq!(archive.schema_version().unwrap(), CURRENT_VERSION);
+    let (old, bytes_after) = archive.find(&records[0].id).unwrap();
+    assert_eq!((old.stored_by, old.stored_from), (None, None));
+    assert_eq!(bytes_after, bytes);
+    assert_eq!(archive.merge_from(&other).unwrap().added, 1);
+    let storer = super::storer::Storer::of_this_process();
+    let (merged, merged_bytes) = archive.find(&records[1].id).unwrap();
+    assert_eq!(merged.stored_by.as_deref(), Some(storer.user.as_str()));
+    assert_eq!(merged.stored_from, storer.host);
+    assert_eq!(merged.id, records[1].id);
+    assert_eq!(
+        run_record::record::RunRecord::from_slice(&merged_bytes).unwrap(),
+        records[1]
+    );
+    assert!(archive.check().unwrap().is_clean());
 }

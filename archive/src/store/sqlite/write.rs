@@ -1,7 +1,10 @@
 //! Storing runs in a file and merging another file in: every write one
-//! immediate transaction, a run already present left as it is.
+//! immediate transaction, a run already present left as it is, each run
+//! added stored with who wrote it ([`Storer`]: a merged run too, since
+//! who stored a run in the other file is that file's to say).
 
 use super::open::{classify_open_error, open_existing, read_header};
+use super::storer::Storer;
 use crate::ArchiveError;
 use crate::store::CanonicalRun;
 use crate::store::write::{
@@ -91,10 +94,11 @@ pub(super) fn merge_from(
 }
 
 /// The statements that store one run: its `runs` row and its
-/// `run_series` row, in the caller's transaction.
+/// `run_series` row, in the caller's transaction, and who stores it.
 struct Insert<'conn> {
     run: rusqlite::Statement<'conn>,
     series: rusqlite::Statement<'conn>,
+    storer: Storer,
 }
 
 fn prepare_insert(connection: &Connection) -> Result<Insert<'_>, ArchiveError> {
@@ -106,14 +110,16 @@ fn prepare_insert(connection: &Connection) -> Result<Insert<'_>, ArchiveError> {
     };
     Ok(Insert {
         run: connection.prepare(&format!(
-            "INSERT INTO runs ({}) VALUES ({}) ON CONFLICT (id) DO NOTHING",
+            "INSERT INTO runs ({}, stored_by, stored_from) VALUES ({}) \
+             ON CONFLICT (id) DO NOTHING",
             insert_columns(),
-            placeholders(N_INSERT_COLUMNS)
+            placeholders(N_INSERT_COLUMNS + 2)
         ))?,
         series: connection.prepare(&format!(
             "INSERT INTO run_series ({SERIES_COLUMNS}) VALUES ({})",
             placeholders(5)
         ))?,
+        storer: Storer::of_this_process(),
     })
 }
 
@@ -121,9 +127,13 @@ fn prepare_insert(connection: &Connection) -> Result<Insert<'_>, ArchiveError> {
 /// present.
 fn insert_run(insert: &mut Insert<'_>, run: &CanonicalRun) -> Result<bool, ArchiveError> {
     let values = RunValues::of(run)?;
-    let changed = insert
+    let storer: [&dyn rusqlite::ToSql; 2] = [&insert.storer.user, &insert.storer.host];
+    let row = values
         .run
-        .execute(rusqlite::params_from_iter(&values.run))?;
+        .iter()
+        .map(|value| value as &dyn rusqlite::ToSql)
+        .chain(storer);
+    let changed = insert.run.execute(rusqlite::params_from_iter(row))?;
     if changed != 1 {
         return Ok(false);
     }
