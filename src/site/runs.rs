@@ -124,8 +124,9 @@ struct RunView {
     describe: Option<String>,
     label: Option<String>,
     testbed: String,
-    /// Who stored the run, as the archive keeps it; `None` where it
-    /// keeps nobody (every archive so far), and the page says nothing.
+    /// Who stored the run, as the archive keeps it (the database role,
+    /// or the user who wrote the file); "unknown" for a run stored before
+    /// the archive kept it.
     stored_by: Option<String>,
     /// The iterations' values of the chart's metric, in its unit.
     values: Vec<String>,
@@ -176,7 +177,11 @@ pub fn point_page(
         // run as it prints it, in netperf's default unit.
         let context = RunContext::new(&record, units, true, true).with_sockets_at_end();
         let shown = crate::output::template(global, "run", &context, "the run")?;
-        runs.push(run_view(&record, &context, config, shown));
+        let mut view = run_view(&record, &context, config, shown);
+        // Who stored it, but not from where: a writer's address is the
+        // lab's business, not the published site's.
+        view.stored_by = Some(stored.stored_by.unwrap_or_else(|| "unknown".to_string()));
+        runs.push(view);
     }
     Ok(PointPage {
         file: point_file(config, point),
@@ -303,10 +308,15 @@ mod tests {
         );
         let units = Units::of_letter("m").unwrap();
         let context = RunContext::new(&record, units, true, true);
-        let run = run_view(&record, &context, &config, hostile.into());
+        let mut run = run_view(&record, &context, &config, hostile.into());
         assert_eq!(run.values, ["9400.00", "9500.00"]);
         assert_eq!(run.stored_by, None);
+        run.stored_by = Some("writer_lab_a".into());
         let html = render(&config, &point, vec![run]).unwrap();
+        assert!(
+            html.contains("<tr><th>stored by</th><td>writer_lab_a</td></tr>"),
+            "{html}"
+        );
         let escaped = "&lt;script&gt;x&lt;/script&gt; &amp; &quot;&#39;&#233;";
         assert!(!html.contains("<script"), "{html}");
         // Title twice (head, link back), subject, label, testbed, the

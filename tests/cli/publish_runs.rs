@@ -254,6 +254,22 @@ fn every_point_links_to_a_page_of_its_runs_and_their_commands() {
         );
     }
     assert_eq!(two.matches("<section class=\"run\"").count(), 2);
+    // Who stored each run: the user who imported them into this file.
+    let user = rustix::process::geteuid().as_raw();
+    let stored_by = std::fs::read_to_string("/etc/passwd")
+        .unwrap()
+        .lines()
+        .find_map(|line| {
+            let fields: Vec<&str> = line.split(':').collect();
+            (fields.get(2) == Some(&user.to_string().as_str())).then(|| fields[0].to_string())
+        })
+        .unwrap_or_else(|| format!("uid {user}"));
+    assert_eq!(
+        two.matches(&format!("<tr><th>stored by</th><td>{stored_by}</td></tr>"))
+            .count(),
+        2,
+        "{two}"
+    );
     assert_eq!(
         two.matches("<code class=\"settings\">gso=on(off)</code>")
             .count(),
