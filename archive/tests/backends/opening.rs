@@ -18,7 +18,8 @@ use test_fixtures::record::RecordBuilder;
 /// (before 2).
 fn downgrade(version: u32) -> String {
     let mut sql = "DROP TABLE lab_notifications; DROP TABLE lab_regressions; \
-                   DROP TABLE lab_tracks; DROP TABLE lab_workers; DROP TABLE lab_jobs; "
+                   DROP TABLE lab_tracks; DROP TABLE lab_workers; DROP TABLE lab_jobs; \
+                   DROP INDEX run_series_by_run; "
         .to_string();
     if version < 3 {
         sql.push_str(
@@ -48,10 +49,10 @@ fn assert_sql(cluster: &Cluster, name: &str, condition: &str, what: &str) {
 }
 
 /// A PostgreSQL archive at schema version 1, 2 or 3 is brought to
-/// version 4 when a writer opens it: `runs_history` covers what a
+/// version 5 when a writer opens it: `runs_history` covers what a
 /// history reads (since 2), `run_series` has each run's label, copied
 /// from `runs`, and `run_series_history` (since 3), the lab's tables
-/// (since 4); its runs are kept and read as before, and new runs are
+/// (since 4), `run_series_by_run` (since 5); its runs are kept and read as before, and new runs are
 /// stored with their label. A reader leaves it at its version and reads
 /// it too (an empty lab where it has none), and `archive check` finds
 /// it clean at any version. A version beyond this build's is still
@@ -131,13 +132,15 @@ fn a_postgresql_archive_at_version_1_to_3_is_upgraded_and_a_newer_one_refused() 
             upgrades,
             [Upgrade {
                 from: version,
-                to: 4
+                to: 5
             }]
         );
-        assert_eq!(archive.schema_version().unwrap(), 4);
+        assert_eq!(archive.schema_version().unwrap(), 5);
         assert!(archive.jobs(&Default::default()).unwrap().is_empty());
         assert_sql(cluster, &name, covering, "runs_history covers nothing");
         assert_sql(cluster, &name, labelled, "run_series has no labels");
+        let by_run = "to_regclass('run_series_by_run') IS NOT NULL";
+        assert_sql(cluster, &name, by_run, "run_series_by_run is missing");
         assert_eq!(
             archive
                 .series_runs(&query, Metric::ThroughputBps)
@@ -179,14 +182,14 @@ fn a_postgresql_archive_at_version_1_to_3_is_upgraded_and_a_newer_one_refused() 
         assert!(report.is_clean(), "from version {version}: {report:?}");
         drop(archive);
 
-        cluster.run_in(&name, "UPDATE netbisect_archive SET schema_version = 5");
+        cluster.run_in(&name, "UPDATE netbisect_archive SET schema_version = 6");
         for err in [
             Archive::open_location(&location).err().unwrap(),
             Archive::open_location_read_only(&location).err().unwrap(),
         ] {
             assert!(
                 err.to_string()
-                    .contains("archive schema version 5 is newer than version 4"),
+                    .contains("archive schema version 6 is newer than version 5"),
                 "{err}"
             );
         }

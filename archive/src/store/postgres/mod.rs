@@ -28,6 +28,7 @@ use crate::location::{Location, ServerAddress};
 use crate::store::LockWaitReport;
 use crate::store::backend::{Backend, RecordVisitor};
 use crate::store::check::CheckReport;
+use crate::store::prune::{PruneSelection, Pruned};
 use crate::store::query::{MetricValue, Order, RunQuery, StoredRun};
 use crate::store::write::StoreCounts;
 use crate::store::{CanonicalRun, SeriesRun, Upgrade, UpgradeNotice};
@@ -39,13 +40,14 @@ mod check;
 mod connect;
 mod journal;
 mod lab;
+mod prune;
 mod query;
 mod watch;
 mod write;
 
 /// The newest schema version of a PostgreSQL archive this build writes
 /// and reads (numbered apart from the SQLite file's).
-pub const CURRENT_VERSION: u32 = 4;
+pub const CURRENT_VERSION: u32 = 5;
 
 /// The version from which `run_series` has each run's label
 /// ([`MIGRATIONS`]), and a history joins it by the label too.
@@ -89,6 +91,8 @@ const MIGRATION_LOCK: i64 = 0x6e62_6973;
 ///    never wait for each other nor take the same; `lab_workers`,
 ///    `lab_tracks`, `lab_regressions` (unique by track and range, one
 ///    active per track) and the outbox `lab_notifications`.
+/// 5. `run_series_by_run`, as the file's version 10: a run removed takes
+///    its history row by its id, and the foreign key's check finds it.
 const MIGRATIONS: &[&str] = &[
     "
     CREATE TABLE netbisect_archive (
@@ -241,6 +245,8 @@ const MIGRATIONS: &[&str] = &[
         sender_expires_us bigint
     );
 ",
+    // A database whose version was set back by hand may have it already.
+    "CREATE INDEX IF NOT EXISTS run_series_by_run ON run_series (run_id);",
 ];
 
 /// An open PostgreSQL archive: one connection.
@@ -427,6 +433,10 @@ impl Backend for PgArchive {
 
     fn check(&self) -> Result<CheckReport, ArchiveError> {
         check::check(self)
+    }
+
+    fn prune(&mut self, selection: &PruneSelection, dry: bool) -> Result<Pruned, ArchiveError> {
+        prune::prune(self, selection, dry)
     }
 
     fn report_lock_waits(&mut self, report: LockWaitReport) {
