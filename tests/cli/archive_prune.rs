@@ -285,3 +285,36 @@ fn prune_on_postgresql_keeps_the_runs_a_bisection_cites() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("autovacuum"), "{stderr}");
 }
+
+#[test]
+fn a_regression_keeps_the_runs_of_its_commits_and_a_dismissed_one_does_not() {
+    let fixture = fixture();
+    let archive = fixture.archive.to_str().unwrap().to_string();
+    let runs = ["c0001", "c0002", "c0003"]
+        .map(|commit| imported(commit, "lab-a", "base", "2025-03-01T00:00:00Z"));
+    let file = fixture.repo.parent().unwrap().join("imported.jsonl");
+    std::fs::write(&file, json_lines(&runs)).unwrap();
+    let (code, _, stderr) = run(
+        &fixture,
+        &archive,
+        &["archive", "import", file.to_str().unwrap()],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    // What a tracker writes: a regression it confirmed, and a suspicion
+    // that measuring again did not confirm.
+    let mut lab = Archive::open(&fixture.archive).unwrap();
+    lab.open_regression("track", "c0001", "c0002", "{}")
+        .unwrap();
+    assert!(
+        lab.dismiss_suspicion("track", "c0003", "c0004", "{}")
+            .unwrap()
+    );
+    drop(lab);
+
+    let text = prune_removes(&fixture, &archive, &["--older-than", "90d"], &[&runs[2]]);
+    assert!(
+        text.contains("2 of a commit named by lab regression 1"),
+        "{text}"
+    );
+    assert_eq!(stored_ids(&fixture, &archive).len(), 2);
+}

@@ -31,9 +31,9 @@ pub fn run_prune(global: &GlobalOptions, args: &PruneArgs) -> exit::Result<Code>
     } else {
         open_archive(global)?
     };
-    let pruned = archive
-        .prune(&selection, args.dry_run)
-        .with_context(|| format!("failed to prune {location}; nothing was removed"))?;
+    let pruned = archive.prune(&selection, args.dry_run).with_context(|| {
+        format!("failed to prune {location}; a prune removes all of its runs or none")
+    })?;
     let context = ArchivePruneContext::new(&pruned);
     output::emit(
         global,
