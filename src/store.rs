@@ -267,7 +267,7 @@ pub fn store_run(global: &GlobalOptions, record: &RunRecord) -> exit::Result<()>
 
 /// Keeps `record` in the spool of the shared archive at `location`,
 /// which `unreachable` says could not be reached, and says so.
-fn keep_in_spool(
+pub fn keep_in_spool(
     location: &Location,
     record: &RunRecord,
     unreachable: &archive::ArchiveError,

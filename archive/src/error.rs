@@ -278,6 +278,29 @@ impl ArchiveError {
         }
     }
 
+    /// True when the same operation may succeed if tried again: the
+    /// server could not be reached ([`ArchiveError::is_unreachable`]), or
+    /// it rolled the transaction back for a conflict with another one
+    /// (SQLSTATE class 40: a deadlock, a serialization failure). What a
+    /// long-running process (a lab's worker or tracker) waits out.
+    pub fn is_transient(&self) -> bool {
+        if self.is_unreachable() {
+            return true;
+        }
+        match self {
+            ArchiveError::Server {
+                source: Some(error),
+                ..
+            }
+            | ArchiveError::Postgres(error)
+            | ArchiveError::StoreFailed { error, .. }
+            | ArchiveError::CommitUnknown { error, .. } => error
+                .code()
+                .is_some_and(|code| code.code().starts_with("40")),
+            _ => false,
+        }
+    }
+
     /// True when a PostgreSQL server refused to store a value of a run:
     /// a data exception (SQLSTATE class 22: text it cannot hold, a value
     /// too long for its column) or a limit of the server (class 54: an

@@ -83,7 +83,7 @@ pub fn run(global: &GlobalOptions, args: &AbArgs) -> exit::Result<Code> {
                 .map(|(key, _)| key.trim()),
             Some("m" | "r")
         );
-    let experiment = Experiment::new(
+    let mut experiment = Experiment::new(
         [
             Side::new(&args.label_a, side_a)?,
             Side::new(&args.label_b, side_b)?,
@@ -94,6 +94,7 @@ pub fn run(global: &GlobalOptions, args: &AbArgs) -> exit::Result<Code> {
         defined.fresh,
         defined.command,
     )?;
+    experiment.strict_settings = args.bench.strict_settings;
     // Options of the comparison are checked before the first boot.
     let comparison = ComparisonRequest {
         first: format!("label:{}", args.label_a),

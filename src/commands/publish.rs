@@ -2,8 +2,9 @@
 //! [`crate::site`]): an index of testbeds and configurations, a page per
 //! configuration with the chart of its primary metric across commits
 //! (`--repo`) or time, a page per `--compare A..B`, a page per experiment
-//! (`ab`) with the table `compare` prints for it, and a page per
-//! bisection in the archive's session store.
+//! (`ab`) with the table `compare` prints for it, a page per bisection
+//! in the archive's session store, a page per testbed, and the
+//! regressions the lab's trackers confirmed, as a page and an Atom feed.
 //!
 //! An empty archive and a DIR that is a file are input errors (2); a DIR
 //! that cannot be written is a runtime failure (3).
@@ -15,6 +16,7 @@ use crate::global_options::GlobalOptions;
 use crate::site::{self, BisectionLink, IndexLinks, PageLink, Site};
 use crate::store::open_archive_read;
 use archive::RunQuery;
+use std::collections::BTreeSet;
 
 pub fn run(global: &GlobalOptions, args: &PublishArgs) -> exit::Result<Code> {
     // Every --compare is read before the archive is.
@@ -57,9 +59,40 @@ pub fn run(global: &GlobalOptions, args: &PublishArgs) -> exit::Result<Code> {
         bisections.push(site::bisection::bisection_page(&archive, &session, None)?);
     }
 
+    let bisection_files: BTreeSet<String> =
+        bisections.iter().map(|page| page.file.clone()).collect();
+    let (regressions, tracks) = site::regressions::regressions(
+        &archive,
+        &site::regressions::Sources {
+            configs: &configs,
+            bisection_files: &bisection_files,
+            repo: args.repo.as_deref(),
+        },
+    )?;
+    let testbeds = site::testbeds::testbed_groups(&configs, &regressions);
+    // A feed without an entry is as new as the archive's newest run.
+    let newest_run = configs
+        .iter()
+        .map(|config| config.last_run.as_str())
+        .max()
+        .unwrap_or_default();
+
     let mut site = Site::default();
+    for (file, html) in site::testbeds::testbed_pages(&testbeds)? {
+        site.pages.insert(file, html);
+    }
+    site.pages.insert(
+        site::regressions::PAGE.to_string(),
+        site::regressions::regressions_page(&regressions, site::feed::FEED)?,
+    );
+    site.pages.insert(
+        site::feed::FEED.to_string(),
+        site::feed::feed(&regressions, &tracks, newest_run)?,
+    );
     let index = site::index_page(&IndexLinks {
         configs: &configs,
+        testbeds: &testbeds,
+        regressions: &regressions,
         compares: compares
             .iter()
             .map(|page| PageLink {
@@ -97,11 +130,12 @@ pub fn run(global: &GlobalOptions, args: &PublishArgs) -> exit::Result<Code> {
         site.pages.insert(page.file, page.html);
     }
     site.pages.insert(site::INDEX.to_string(), index);
-    let n_pages = site.pages.len();
+    // Every file is a page but the feed.
+    let n_pages = site.pages.len() - 1;
     site::write_site(&site, &args.dir)?;
     if !global.quiet() {
         eprintln!(
-            "netbisect: wrote {n_pages} pages to {} (open {})",
+            "netbisect: wrote {n_pages} pages and a feed to {} (open {})",
             args.dir.display(),
             args.dir.join(site::INDEX).display()
         );

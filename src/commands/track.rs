@@ -18,7 +18,7 @@ use crate::lab::job::{TRACK_SCHEMA, TrackSpec};
 use crate::lab::notify::Retry;
 use crate::lab::plan::HeadState;
 use crate::lab::tracker::{Looked, TrackOptions, Tracker};
-use crate::lab::worker::{is_unreachable, open_patiently, sleep_or_stop};
+use crate::lab::worker::{open_patiently, sleep_or_stop};
 use crate::output;
 use crate::progress::Reporter;
 use crate::views::lab::LabContext;
@@ -171,7 +171,7 @@ fn track(global: &GlobalOptions, args: &TrackWatchArgs) -> exit::Result<Code> {
                 let away = err
                     .chain()
                     .filter_map(|cause| cause.downcast_ref::<archive::ArchiveError>())
-                    .any(is_unreachable);
+                    .any(archive::ArchiveError::is_transient);
                 if away {
                     archive = open_patiently(&location, &say)?;
                 }

@@ -9,7 +9,7 @@
 use crate::cli::WorkerArgs;
 use crate::exit::{self, Code};
 use crate::global_options::GlobalOptions;
-use crate::lab::worker::{WorkerOptions, is_unreachable, open_patiently, sleep_or_stop, work_once};
+use crate::lab::worker::{WorkerOptions, open_and_send_spooled, sleep_or_stop, work_once};
 use crate::progress::Reporter;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -33,7 +33,7 @@ pub fn run(global: &GlobalOptions, args: &WorkerArgs) -> exit::Result<Code> {
     };
     let reporter = Reporter::new(global, None);
     let say = |text: &str| reporter.line(text);
-    let mut archive = open_patiently(&options.location, &say)?;
+    let mut archive = open_and_send_spooled(&options.location, &say)?;
     reporter.status(&format!(
         "worker {} takes the jobs of {}",
         options.name, options.pool
@@ -53,13 +53,13 @@ pub fn run(global: &GlobalOptions, args: &WorkerArgs) -> exit::Result<Code> {
                 let away = err
                     .chain()
                     .filter_map(|cause| cause.downcast_ref::<archive::ArchiveError>())
-                    .any(is_unreachable);
+                    .any(archive::ArchiveError::is_transient);
                 if args.once {
                     return Err(err);
                 }
                 sleep_or_stop(options.poll)?;
                 if away {
-                    archive = open_patiently(&options.location, &say)?;
+                    archive = open_and_send_spooled(&options.location, &say)?;
                 }
             }
         }

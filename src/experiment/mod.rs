@@ -83,6 +83,11 @@ pub struct Experiment {
     /// The command its runs keep (`ab ...`, see
     /// [`crate::request::command`]).
     pub command: Vec<String>,
+    /// Keep no run the kernel did not grant every setting of
+    /// (`--strict-settings`): such a run is a failed configuration, to be
+    /// measured again by the next run of the command. Not part of the id:
+    /// it changes which runs are kept, not what they measure.
+    pub strict_settings: bool,
 }
 
 /// One boot of an experiment: the round, and which side.
@@ -142,6 +147,7 @@ impl Experiment {
             rounds,
             subject,
             command,
+            strict_settings: false,
         })
     }
 

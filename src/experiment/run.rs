@@ -7,10 +7,10 @@ use super::progress::Progress;
 use super::{Boot, Experiment};
 use crate::exit::{self, Context};
 use crate::global_options::GlobalOptions;
-use crate::store::{open_archive_if_reachable, store_run};
+use crate::store::{SettingsNotGranted, open_archive_if_reachable, store_run};
 use crate::vm::{self, GuestSubject, Notes};
 use archive::RunQuery;
-use run_record::record::ExperimentTag;
+use run_record::record::{ExperimentTag, SystemOutcome};
 use std::collections::BTreeSet;
 use std::path::Path;
 
@@ -83,6 +83,24 @@ pub fn run(
             id: experiment.id.clone(),
             round: boot.round,
         };
+        // A configuration that failed: said, counted, and measured again
+        // by the next run of the command.
+        let fail = |outcome: &mut Outcome,
+                    progress: &mut Progress,
+                    run_idx: usize,
+                    name: &str,
+                    message: &str| {
+            let failure = format!(
+                "round {}, {} ({}), {}: {message}",
+                boot.round,
+                side.label,
+                side.kernel_name(),
+                if name.is_empty() { "the test" } else { name }
+            );
+            progress.say(&format!("error: {failure}"));
+            outcome.failures.push(failure);
+            progress.run_finished(run_idx, name, false);
+        };
         let booted = {
             let mut store = |run_idx: usize, tested: vm::TestOutcome| -> exit::Result<()> {
                 let config_idx = order[run_idx];
@@ -92,30 +110,27 @@ pub fn run(
                         record.experiment = Some(tag.clone());
                         record.command = Some(experiment.command.clone());
                         record.seal().context("failed to seal the run record")?;
-                        if let Some(system) = &record.system {
-                            for refused in system.refused() {
-                                progress.say(&format!(
-                                    "warning: {} {name}: the kernel did not grant {refused}",
-                                    side.label
-                                ));
-                            }
+                        let refused = record
+                            .system
+                            .as_ref()
+                            .map(SystemOutcome::refused)
+                            .unwrap_or_default();
+                        if experiment.strict_settings && !refused.is_empty() {
+                            let message = SettingsNotGranted(refused).to_string();
+                            fail(&mut outcome, &mut progress, run_idx, &name, &message);
+                            return Ok(());
+                        }
+                        for refused in refused {
+                            progress.say(&format!(
+                                "warning: {} {name}: the kernel did not grant {refused}",
+                                side.label
+                            ));
                         }
                         store_run(global, &record)?;
                         outcome.n_stored += 1;
                         progress.run_finished(run_idx, &name, true);
                     }
-                    Err(message) => {
-                        let failure = format!(
-                            "round {}, {} ({}), {}: {message}",
-                            boot.round,
-                            side.label,
-                            side.kernel_name(),
-                            if name.is_empty() { "the test" } else { &name }
-                        );
-                        progress.say(&format!("error: {failure}"));
-                        outcome.failures.push(failure);
-                        progress.run_finished(run_idx, &name, false);
-                    }
+                    Err(message) => fail(&mut outcome, &mut progress, run_idx, &name, &message),
                 }
                 Ok(())
             };

@@ -9,8 +9,12 @@
 //! over); an archive that goes away (a database server restarting) is
 //! opened again until it is back, the finished run kept meanwhile and
 //! stored then, once, if the lease still holds (else another worker
-//! measured the commit, and this run is dropped). A signal releases the
-//! job, so that it returns to the queue at once.
+//! measured the commit, and this run is dropped). A finished run of a
+//! shared archive is kept in the spool ([`crate::spool`]) until the
+//! archive said how its job went, so that a worker killed after the
+//! measurement loses nothing: the next worker started on the machine
+//! sends it. A signal releases the job, so that it returns to the queue
+//! at once.
 
 use super::job::{JobPayload, JobResult, RESULT_SCHEMA};
 use crate::bisection::measuring::{self, Checked};
@@ -64,7 +68,7 @@ pub fn open_patiently(location: &Location, say: Say<'_>) -> exit::Result<Archive
                 }
                 return Ok(archive);
             }
-            Err(err) if is_unreachable(&err) => {
+            Err(err) if err.is_transient() => {
                 if !told {
                     say(&format!("{err}; trying again until it answers"));
                     told = true;
@@ -74,19 +78,6 @@ pub fn open_patiently(location: &Location, say: Say<'_>) -> exit::Result<Archive
         }
         sleep_or_stop(delay)?;
         delay = (delay * 2).min(Duration::from_secs(5));
-    }
-}
-
-/// Whether `err` is the archive being away (a server that refuses or
-/// drops connections), after which opening it again may work.
-pub fn is_unreachable(err: &archive::ArchiveError) -> bool {
-    use archive::ArchiveError;
-    match err {
-        ArchiveError::Server { source, .. } => source.is_some(),
-        ArchiveError::Postgres(_)
-        | ArchiveError::StoreFailed { .. }
-        | ArchiveError::CommitUnknown { .. } => true,
-        _ => false,
     }
 }
 
@@ -202,8 +193,19 @@ fn finish(
     say: Say<'_>,
 ) -> exit::Result<()> {
     let text = serde_json::to_string(result).context("failed to encode the job's result")?;
+    // The runs are kept on this machine first, so that a worker killed
+    // before the archive has them (or while it is away) loses nothing:
+    // the next worker started here sends them. Removed once the archive
+    // said how the job went.
+    let mut kept = keep_in_spool(&options.location, runs, say);
     loop {
-        match archive.finish_job(lease, runs, &text) {
+        let finished = archive.finish_job(lease, runs, &text);
+        if finished.is_ok() {
+            for path in kept.drain(..) {
+                crate::spool::forget(&path)?;
+            }
+        }
+        match finished {
             Ok(Finished::Done | Finished::AlreadyDone) => {
                 say(&match (&result.run_id, &result.skip) {
                     (Some(run_id), _) => format!(
@@ -223,10 +225,14 @@ fn finish(
                 ));
                 return Ok(());
             }
-            Err(err) if is_unreachable(&err) => {
+            Err(err) if err.is_transient() => {
                 say(&format!(
-                    "job {}: {err}; storing it once the archive answers",
-                    lease.job_id
+                    "job {}: {err}; storing it once the archive answers{}",
+                    lease.job_id,
+                    match kept.first().and_then(|path| path.parent()) {
+                        Some(dir) => format!(" (kept in {} meanwhile)", dir.display()),
+                        None => String::new(),
+                    }
                 ));
                 sleep_or_stop(Duration::from_millis(500))?;
                 *archive = open_patiently(&options.location, say)?;
@@ -236,6 +242,44 @@ fn finish(
             }
         }
     }
+}
+
+/// Keeps `runs` in the spool of the shared archive at `location` (see
+/// [`crate::spool`]) and returns the files; none for an archive file,
+/// which is never away. A spool that cannot be written is said and
+/// done without: the archive may well take the runs at once.
+fn keep_in_spool(location: &Location, runs: &[CanonicalRun], say: Say<'_>) -> Vec<PathBuf> {
+    if location.file().is_some() || runs.is_empty() {
+        return Vec::new();
+    }
+    let address = location.to_string();
+    let kept = crate::spool::Spool::of_archive(&address).and_then(|spool| {
+        runs.iter()
+            .map(|run| spool.keep(&address, run.record()))
+            .collect::<exit::Result<Vec<_>>>()
+    });
+    kept.unwrap_or_else(|err| {
+        say(&format!(
+            "warning: the run could not be kept on this machine: {}",
+            failure_text(&err)
+        ));
+        Vec::new()
+    })
+}
+
+/// Opens the archive as [`open_patiently`] does, then sends it the runs
+/// its spool kept (a worker killed while the archive was away left
+/// them), saying how many.
+pub fn open_and_send_spooled(location: &Location, say: Say<'_>) -> exit::Result<Archive> {
+    let mut archive = open_patiently(location, say)?;
+    if location.file().is_none() {
+        match crate::store::send_spooled(location, &mut archive) {
+            Ok(0) => {}
+            Ok(n_sent) => say(&format!("sent {n_sent} spooled runs to {location}")),
+            Err(err) => say(&format!("warning: {}", failure_text(&err))),
+        }
+    }
+    Ok(archive)
 }
 
 /// Does `job`: the commit built and measured once in the worker's

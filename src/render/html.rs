@@ -1,6 +1,6 @@
-//! The HTML environment: the templates of the published site and of its
-//! charts' hover targets (`templates/site/`), embedded in the binary and
-//! rendered with auto-escaping on.
+//! The HTML environment: the templates of the published site, its feed
+//! and its charts' hover targets (`templates/site/`), embedded in the
+//! binary and rendered with auto-escaping on.
 //!
 //! It is an environment of its own, beside the text one of
 //! [`super::Renderer`]: the text templates print for a terminal (through
@@ -9,14 +9,14 @@
 //! page's markup and its escaping are the binary's own.
 //!
 //! Escaping: every value a template of this environment prints (a name
-//! ending in `.html` or `.svg`) goes through [`escape`], unless it is
-//! marked safe; the five characters that mean something in HTML and in
-//! SVG become entities, and every character beyond ASCII its numeric
-//! entity, so that what a template prints is ASCII whatever the archive
-//! holds. A macro's output is the template's own markup and is kept as
-//! it is. The one value code marks safe is a chart drawn by
-//! `site::chart::series_svg` (its `DrawnSvg`), whose tags code wrote and
-//! whose text was escaped where it was put.
+//! ending in `.html`, `.svg` or `.atom`) goes through [`escape`], unless
+//! it is marked safe; the five characters that mean something in HTML,
+//! in SVG and in XML (the Atom feed) become entities, and every
+//! character beyond ASCII its numeric entity, so that what a template
+//! prints is ASCII whatever the archive holds. A macro's output is the
+//! template's own markup and is kept as it is. The one value code marks
+//! safe is a chart drawn by `site::chart::series_svg` (its `DrawnSvg`),
+//! whose tags code wrote and whose text was escaped where it was put.
 
 use super::RenderError;
 use minijinja::{AutoEscape, Environment, UndefinedBehavior};
@@ -48,6 +48,22 @@ pub const TEMPLATES: &[(&str, &str)] = &[
     (
         "site/bisection.html",
         include_str!("../../templates/site/bisection.html"),
+    ),
+    (
+        "site/configs-table.html",
+        include_str!("../../templates/site/configs-table.html"),
+    ),
+    (
+        "site/testbed.html",
+        include_str!("../../templates/site/testbed.html"),
+    ),
+    (
+        "site/regressions.html",
+        include_str!("../../templates/site/regressions.html"),
+    ),
+    (
+        "site/regressions.atom",
+        include_str!("../../templates/site/regressions.atom"),
     ),
     (
         "site/chart-overlay.svg",
@@ -122,7 +138,7 @@ fn build() -> Result<Environment<'static>, Broken> {
     }
     environment.set_undefined_behavior(UndefinedBehavior::Strict);
     environment.set_auto_escape_callback(|name| {
-        if name.ends_with(".html") || name.ends_with(".svg") {
+        if name.ends_with(".html") || name.ends_with(".svg") || name.ends_with(".atom") {
             AutoEscape::Custom(ESCAPE_MODE.into())
         } else {
             AutoEscape::None

@@ -33,6 +33,14 @@ pub struct ConfigPage {
     pub n_change_points: usize,
     /// Start of its newest run.
     pub last_run: String,
+    /// The config_keys of its runs, by which a tracked regression finds
+    /// its configuration.
+    pub config_keys: Vec<String>,
+    /// The mean of each point of its chart, in the chart's unit, in the
+    /// chart's order: its trend.
+    pub trend: Vec<f64>,
+    /// The newest point's mean and the unit, as the chart reads it.
+    pub latest: Option<String>,
     /// The page.
     pub html: String,
 }
@@ -214,7 +222,7 @@ fn config_page(
             command: &command,
             spec_key,
             figures: figures_view,
-            config_keys: config_keys.into_iter().collect(),
+            config_keys: config_keys.iter().copied().collect(),
         },
     )?;
 
@@ -231,6 +239,11 @@ fn config_page(
         n_points: figures.len(),
         n_change_points: history.n_change_points,
         last_run,
+        config_keys: config_keys.into_iter().map(str::to_string).collect(),
+        trend: figures.iter().map(|point| point.mean).collect(),
+        latest: figures
+            .last()
+            .map(|point| format!("{} {}", format_value(point.mean), scale.unit)),
         html,
         title,
     })

@@ -10,6 +10,11 @@
 //! - [`experiments`]: a page per experiment, with the table `compare`
 //!   prints for it.
 //! - [`bisection`]: a bisection's page from its journal.
+//! - [`regressions`]: the regressions the lab knows, on one page, and
+//!   [`feed`], the same as an Atom feed.
+//! - [`testbeds`]: the index's table of configurations, per testbed,
+//!   with a page per testbed; [`sparkline`], a configuration's trend in
+//!   that table.
 //!
 //! Each page is a template of `templates/site/` (HTML, rendered by
 //! [`crate::render::html`]) over a view: a struct of its module that
@@ -56,7 +61,11 @@ pub mod chart;
 pub mod compare;
 pub mod configs;
 pub mod experiments;
+pub mod feed;
+pub mod regressions;
 pub mod series;
+pub mod sparkline;
+pub mod testbeds;
 
 use crate::exit::{self, Context, InputError};
 use serde::Serialize;
@@ -77,6 +86,16 @@ pub const INDEX: &str = "index.html";
 fn render_page<T: Serialize>(template: &str, view: &T) -> exit::Result<String> {
     crate::render::html::render(template, view)
         .with_context(|| format!("failed to write the page of {template}"))
+}
+
+/// A time in UTC (RFC 3339, as the archive keeps it) as the pages show
+/// it: to the minute, `2026-12-04 10:03 UTC`; any other text as it is.
+pub fn minute_of(time: &str) -> String {
+    let utc = time.len() >= 17 && time.ends_with('Z') && time.get(10..11) == Some("T");
+    match (time.get(..10), time.get(11..16)) {
+        (Some(day), Some(minute)) if utc => format!("{day} {minute} UTC"),
+        _ => time.to_string(),
+    }
 }
 
 /// Both ends of an interval, formatted, as the pages' tables show it.
@@ -120,6 +139,10 @@ pub struct BisectionLink<'a> {
 pub struct IndexLinks<'a> {
     /// The configurations, sorted by testbed.
     pub configs: &'a [configs::ConfigPage],
+    /// The testbeds and their configurations' rows.
+    pub testbeds: &'a [testbeds::TestbedGroup<'a>],
+    /// The regressions the lab knows, newest first.
+    pub regressions: &'a [regressions::RegressionEntry],
     /// Compare pages.
     pub compares: Vec<PageLink<'a>>,
     /// Experiment pages.
@@ -131,61 +154,39 @@ pub struct IndexLinks<'a> {
     pub in_git_order: bool,
 }
 
-/// A configuration's row in the index.
-#[derive(Serialize)]
-struct ConfigRow<'a> {
-    file: &'a str,
-    title: &'a str,
-    n_runs: usize,
-    n_points: usize,
-    n_change_points: usize,
-    last_run: &'a str,
-}
-
-/// A testbed of the index and its configurations.
-#[derive(Serialize)]
-struct TestbedView<'a> {
-    name: &'a str,
-    configs: Vec<ConfigRow<'a>>,
-}
-
 /// The context of `templates/site/index.html`.
 #[derive(Serialize)]
 struct IndexView<'a> {
     n_runs: usize,
     n_configs: usize,
     in_git_order: bool,
-    testbeds: Vec<TestbedView<'a>>,
+    testbeds: &'a [testbeds::TestbedGroup<'a>],
+    n_regressions: usize,
+    n_open_regressions: usize,
+    regressions_page: &'a str,
+    feed: &'a str,
     compares: &'a [PageLink<'a>],
     experiments: &'a [PageLink<'a>],
     bisections: &'a [BisectionLink<'a>],
 }
 
-/// The index page: the testbeds, each with its configurations, then the
-/// comparisons, the experiments and the bisections.
+/// The index page: the testbeds, each with its configurations, the
+/// regressions, then the comparisons, the experiments and the
+/// bisections.
 pub fn index_page(links: &IndexLinks<'_>) -> exit::Result<String> {
-    let mut testbeds: BTreeMap<&str, Vec<ConfigRow<'_>>> = BTreeMap::new();
-    for config in links.configs {
-        testbeds
-            .entry(&config.testbed)
-            .or_default()
-            .push(ConfigRow {
-                file: &config.file,
-                title: &config.title,
-                n_runs: config.n_runs,
-                n_points: config.n_points,
-                n_change_points: config.n_change_points,
-                last_run: &config.last_run,
-            });
-    }
     let view = IndexView {
         n_runs: links.configs.iter().map(|config| config.n_runs).sum(),
         n_configs: links.configs.len(),
         in_git_order: links.in_git_order,
-        testbeds: testbeds
-            .into_iter()
-            .map(|(name, configs)| TestbedView { name, configs })
-            .collect(),
+        testbeds: links.testbeds,
+        n_regressions: links.regressions.len(),
+        n_open_regressions: links
+            .regressions
+            .iter()
+            .filter(|regression| regression.is_open())
+            .count(),
+        regressions_page: regressions::PAGE,
+        feed: feed::FEED,
         compares: &links.compares,
         experiments: &links.experiments,
         bisections: &links.bisections,
@@ -347,6 +348,23 @@ mod tests {
     }
 
     #[test]
+    fn a_time_in_utc_reads_to_the_minute_and_anything_else_as_it_is() {
+        assert_eq!(
+            minute_of("2026-12-04T10:03:00.000003Z"),
+            "2026-12-04 10:03 UTC"
+        );
+        assert_eq!(minute_of("2026-12-04T10:03:00Z"), "2026-12-04 10:03 UTC");
+        for other in [
+            "2026-12-04T10:03:00+02:00",
+            "2026-12-04",
+            "",
+            "\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}Z",
+        ] {
+            assert_eq!(minute_of(other), other);
+        }
+    }
+
+    #[test]
     fn the_index_escapes_every_free_text_and_stays_ascii() {
         let hostile = "<script>x</script> & \"'\u{e9}";
         let configs = [configs::ConfigPage {
@@ -357,10 +375,16 @@ mod tests {
             n_points: 1,
             n_change_points: 1,
             last_run: hostile.to_string(),
+            config_keys: Vec::new(),
+            trend: vec![1.0],
+            latest: Some(hostile.to_string()),
             html: String::new(),
         }];
+        let testbeds = testbeds::testbed_groups(&configs, &[]);
         let html = index_page(&IndexLinks {
             configs: &configs,
+            testbeds: &testbeds,
+            regressions: &[],
             compares: vec![PageLink {
                 file: "compare-1.html",
                 title: hostile,
@@ -375,7 +399,17 @@ mod tests {
         })
         .unwrap();
         let escaped = "&lt;script&gt;x&lt;/script&gt; &amp; &quot;&#39;&#233;";
-        assert_eq!(html.matches(escaped).count(), 6, "{html}");
+        // The testbed, the title, the last run, the latest value (in its
+        // cell and the sparkline's label and title), the compare page,
+        // the bisection and its state.
+        assert_eq!(html.matches(escaped).count(), 9, "{html}");
+        let anchor = testbeds::anchor_of(hostile);
+        assert!(
+            html.contains(&format!(
+                "<h2 id=\"{anchor}\">Testbed <a href=\"{anchor}.html\">"
+            )),
+            "{html}"
+        );
         assert!(!html.contains("<script"), "{html}");
         assert!(
             html.contains("href=\"config-&quot;onload.html\">"),

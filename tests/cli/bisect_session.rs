@@ -23,7 +23,18 @@ use test_fixtures::record::RecordBuilder;
 /// each call (a counter outside the worktree) and, from commits holding a
 /// file `slow`, a tenth of it from the files `slow-NNN.json`.
 pub(crate) fn noisy_records(dir: &Path, n_records: usize) -> String {
-    let mut rng = Rng::new(41);
+    write_noisy_records(dir, n_records, 41);
+    format!(
+        "c={r}/counter; n=$(cat \"$c\" 2>/dev/null || echo 0); echo $((n + 1)) > \"$c\"; \
+         p=; if [ -f slow ]; then p=slow-; fi; cat \"{r}/$p$(printf %03d \"$n\").json\"",
+        r = dir.display()
+    )
+}
+
+/// The records of [`noisy_records`], drawn from `seed`: `NNN.json` and
+/// `slow-NNN.json` (a tenth of it) in `dir`.
+pub(crate) fn write_noisy_records(dir: &Path, n_records: usize, seed: u64) {
+    let mut rng = Rng::new(seed);
     for record_idx in 0..n_records {
         let value = 1e9 * (1.0 + 0.02 * rng.normal());
         for (prefix, scale) in [("", 1.0), ("slow-", 0.1)] {
@@ -38,11 +49,6 @@ pub(crate) fn noisy_records(dir: &Path, n_records: usize) -> String {
             std::fs::write(path, record.to_canonical_bytes().unwrap()).unwrap();
         }
     }
-    format!(
-        "c={r}/counter; n=$(cat \"$c\" 2>/dev/null || echo 0); echo $((n + 1)) > \"$c\"; \
-         p=; if [ -f slow ]; then p=slow-; fi; cat \"{r}/$p$(printf %03d \"$n\").json\"",
-        r = dir.display()
-    )
 }
 
 /// A line of `n` commits; from `slow_from` on they hold a file `slow`.

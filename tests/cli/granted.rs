@@ -139,3 +139,53 @@ fn strict_settings_fails_a_run_the_kernel_did_not_grant() {
         "{stdout}"
     );
 }
+
+/// Two labels whose runs asked different settings that the kernel kept
+/// alike do not pair (their specs differ), and the comparison says that
+/// they differ only as asked. Root only, for the sysctl.
+#[test]
+fn labels_that_differ_only_in_a_refused_setting_are_said_to_compare_identical_settings() {
+    if !rustix::process::geteuid().is_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive.db");
+    for (label, value) in [("ask-060", "060"), ("ask-48", "48")] {
+        let output = crate::netbisect_with(&archive)
+            .args(["bench", "-t", "TCP_STREAM", "-l", "0.1", "--label", label])
+            .args(["--set", &format!("net.ipv4.tcp_fin_timeout={value}")])
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    for email in [false, true] {
+        let mut command = crate::netbisect_with(&archive);
+        command.args(["compare", "ask-060", "ask-48"]);
+        if email {
+            command.arg("--email");
+        }
+        let output = command.output().unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{stdout}");
+        let text = stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            text.contains("KEY=ASKED(GOT): asked ASKED, the kernel kept GOT"),
+            "{stdout}"
+        );
+        assert!(
+            text.contains(
+                "net.ipv4.tcp_fin_timeout=060(48) (testbed loopback) on ask-060 and \
+                 TCP_STREAM -l 0.1 net.ipv4.tcp_fin_timeout=48 (testbed loopback) on ask-48 \
+                 differ only in settings the kernel did not grant: a change between them \
+                 compares identical settings."
+            ),
+            "{stdout}"
+        );
+        let width = if email { 72 } else { 80 };
+        assert!(stdout.lines().all(|line| line.len() <= width), "{stdout}");
+    }
+}

@@ -7,7 +7,8 @@
 //! This module holds that test and the lab its tests share; `restarts`
 //! kills the processes (and on PostgreSQL restarts the server) in the
 //! middle of the work, `scheduled` starts them one job or look at a
-//! time, as a lab's own scheduler does.
+//! time, as a lab's own scheduler does; `published` publishes the
+//! archive of a bisected regression as a site.
 //!
 //! The measure script takes milliseconds: it prints the next of the run
 //! records this test wrote for its worker and the commit's level (2%
@@ -25,6 +26,7 @@ use std::time::{Duration, Instant};
 use test_fixtures::git::GitRepo;
 use test_fixtures::record::RecordBuilder;
 
+mod published;
 mod restarts;
 mod scheduled;
 
@@ -172,6 +174,8 @@ impl Lab {
             .args(args)
             .env("NETBISECT_ARCHIVE", &self.archive)
             .env("LAB_POOL", self.path("pool"))
+            // The spool of a shared archive, the lab's own.
+            .env("XDG_STATE_HOME", self.path("state"))
             .env_remove("NETBISECT_TEMPLATE_DIR")
             .current_dir(self.dir.path())
             .stdin(Stdio::null())

@@ -63,7 +63,7 @@ fn read(path: &Path) -> String {
 }
 
 /// The pages of `dir`, by name.
-fn pages(dir: &Path) -> Vec<(String, String)> {
+pub(crate) fn pages(dir: &Path) -> Vec<(String, String)> {
     let mut pages: Vec<(String, String)> = std::fs::read_dir(dir)
         .unwrap()
         .map(|entry| {
@@ -77,15 +77,25 @@ fn pages(dir: &Path) -> Vec<(String, String)> {
 }
 
 /// Every page names no network address: its only URL is the SVG
-/// namespace, and it loads nothing (no src, no stylesheet link).
-fn assert_self_contained(name: &str, html: &str) {
-    let without_namespace = html.replace("http://www.w3.org/2000/svg", "");
+/// namespace (the feed's, Atom's), and it loads nothing (no src, no
+/// stylesheet link; the feed's links are Atom's, to the site's pages).
+pub(crate) fn assert_self_contained(name: &str, html: &str) {
+    let is_feed = name.ends_with(".atom");
+    let namespace = if is_feed {
+        "http://www.w3.org/2005/Atom"
+    } else {
+        "http://www.w3.org/2000/svg"
+    };
+    let without_namespace = html.replace(namespace, "");
     assert!(
         !without_namespace.contains("http://") && !without_namespace.contains("https://"),
         "{name} names a network address"
     );
     assert!(!html.contains(" src="), "{name} loads something");
-    assert!(!html.contains("<link"), "{name} links a resource");
+    assert!(
+        is_feed || !html.contains("<link"),
+        "{name} links a resource"
+    );
     assert!(html.is_ascii(), "{name} is not ASCII");
 }
 
@@ -115,8 +125,16 @@ fn the_archive_is_published_with_charts_in_git_order_and_the_step_marked() {
     publish(&site);
     let pages = pages(&site);
     let names: Vec<&str> = pages.iter().map(|(name, _)| name.as_str()).collect();
-    assert_eq!(names.len(), 4, "{names:?}");
-    assert!(names.contains(&"index.html") && names.contains(&"compare-1.html"));
+    assert_eq!(names.len(), 7, "{names:?}");
+    for name in [
+        "index.html",
+        "compare-1.html",
+        "regressions.html",
+        "regressions.atom",
+        "testbed-lab.html",
+    ] {
+        assert!(names.contains(&name), "{name}: {names:?}");
+    }
     for (name, html) in &pages {
         assert_self_contained(name, html);
     }
@@ -658,7 +676,7 @@ fn a_bisection_has_a_page_and_its_report_a_chart() {
 }
 
 /// Where chromium is, when it is installed.
-fn chromium() -> Option<PathBuf> {
+pub(crate) fn chromium() -> Option<PathBuf> {
     ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
         .iter()
         .map(PathBuf::from)
@@ -668,7 +686,12 @@ fn chromium() -> Option<PathBuf> {
 /// Runs headless chromium on `url` with `extra` arguments, in a profile
 /// of its own, with no network service it would reach out to; returns
 /// stdout and stderr.
-fn run_chromium(browser: &Path, profile: &Path, extra: &[&str], url: &str) -> (String, String) {
+pub(crate) fn run_chromium(
+    browser: &Path,
+    profile: &Path,
+    extra: &[&str],
+    url: &str,
+) -> (String, String) {
     let output = Command::new(browser)
         .args([
             "--headless",
@@ -691,9 +714,10 @@ fn run_chromium(browser: &Path, profile: &Path, extra: &[&str], url: &str) -> (S
     (String::from_utf8_lossy(&output.stdout).into_owned(), stderr)
 }
 
-/// The index and a history page in a real browser: the charts and their
-/// points are in the DOM it built, no script error is logged, and a
-/// screenshot of the history page is left in target/ to look at.
+/// The index, a testbed's page, the regressions page and a history page
+/// in a real browser: the sparklines, the charts and their points are in
+/// the DOM it built, no script error is logged, and a screenshot of the
+/// history page is left in target/ to look at.
 #[test]
 fn the_pages_load_in_a_real_browser() {
     let Some(browser) = chromium() else {
@@ -723,7 +747,32 @@ fn the_pages_load_in_a_real_browser() {
     );
     assert!(!stderr.contains("Uncaught"), "{stderr}");
     assert!(dom.contains(&format!("href=\"{stream_name}\"")), "{dom}");
+    // The index's only pictures are the sparklines, one per
+    // configuration with points, as on the testbed's page; the
+    // regressions page (no regression here) has none.
+    for name in ["index.html", "testbed-lab.html"] {
+        let (dom, stderr) = run_chromium(&browser, profile.path(), &["--dump-dom"], &url(name));
+        assert!(!stderr.contains("Uncaught"), "{stderr}");
+        assert_eq!(dom.matches("<svg").count(), 2, "{name}: {dom}");
+        assert_eq!(
+            dom.matches("<svg class=\"sparkline\"").count(),
+            2,
+            "{name}: {dom}"
+        );
+        // TCP_RR's runs are all of one commit: one point, no line.
+        assert_eq!(dom.matches("<polyline").count(), 1, "{name}: {dom}");
+    }
+    let (dom, stderr) = run_chromium(
+        &browser,
+        profile.path(),
+        &["--dump-dom"],
+        &url("regressions.html"),
+    );
+    assert!(!stderr.contains("Uncaught"), "{stderr}");
+    assert!(!dom.contains("<svg"), "{dom}");
+    assert!(dom.contains("No regression is known to the lab"), "{dom}");
 
+    // A chart page has exactly one picture: its chart.
     let (dom, stderr) = run_chromium(&browser, profile.path(), &["--dump-dom"], &url(stream_name));
     assert!(!stderr.contains("Uncaught"), "{stderr}");
     assert_eq!(dom.matches("<svg").count(), 1, "{dom}");

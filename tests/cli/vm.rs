@@ -832,6 +832,88 @@ fn ab_runs_an_experiment_in_one_boot_per_kernel_and_round() {
     assert_eq!(compare(&id), table);
 }
 
+/// `ab --strict-settings` keeps no run the guest's kernel did not grant
+/// every setting of: such a configuration fails, is named, and is
+/// measured by the next run of the command. The guest's kernel reads a
+/// sysctl written with a leading zero as octal: asked `060`, it keeps 48.
+#[test]
+fn ab_with_strict_settings_keeps_no_run_the_kernel_did_not_grant() {
+    if !slow() {
+        return;
+    }
+    let _guests = one_guest();
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("archive.db");
+    let ab = |strict: bool| {
+        let mut args = vec![
+            "ab",
+            "--kernel-a",
+            KERNEL_OLD,
+            "--kernel-b",
+            KERNEL_NEW,
+            "-n",
+            "1",
+            "--vm-accel",
+            "tcg",
+            "--vm-timeout",
+            TIMEOUT,
+            "-l",
+            "0.2",
+            "--sweep",
+            "net.ipv4.tcp_fin_timeout=060,30",
+        ];
+        if strict {
+            args.push("--strict-settings");
+        }
+        run(&archive, &args)
+    };
+    let stored = || {
+        let (code, text, stderr) = run(&archive, &["archive", "export"]);
+        assert_eq!(code, 0, "{stderr}");
+        text.lines()
+            .map(|line| serde_json::from_str::<Value>(line).unwrap())
+            .map(|record| record["spec"]["system"]["sysctls"].to_string())
+            .collect::<Vec<_>>()
+    };
+    let (code, stdout, stderr) = ab(true);
+    assert_eq!(code, 3, "{stderr}");
+    for label in ["current", "patched"] {
+        assert!(
+            stderr.contains(&format!(
+                "{label} ({}), net.ipv4.tcp_fin_timeout=060: the kernel did not grant \
+                 net.ipv4.tcp_fin_timeout=060 (got 48) (--strict-settings keeps no such run)",
+                if label == "current" {
+                    RELEASE_OLD
+                } else {
+                    RELEASE_NEW
+                }
+            )),
+            "{stderr}"
+        );
+    }
+    assert!(stderr.contains("2 of the experiment's runs"), "{stderr}");
+    // The configuration that was granted is compared; the other is not.
+    assert!(stdout.contains("tcp_fin_timeout=30"), "{stdout}");
+    let kept = stored();
+    assert_eq!(kept.len(), 2, "{kept:?}");
+    assert!(
+        kept.iter().all(|sysctls| !sysctls.contains("060")),
+        "{kept:?}"
+    );
+    let id = experiment_id(&stderr);
+    // Without it the same experiment measures only what it lacks, and
+    // keeps the refused configuration with a warning.
+    let (code, _, stderr) = ab(false);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(experiment_id(&stderr), id);
+    assert_eq!(boot_lines(&stderr).len(), 2, "{stderr}");
+    assert!(
+        stderr.contains("the kernel did not grant net.ipv4.tcp_fin_timeout=060 (got 48)"),
+        "{stderr}"
+    );
+    assert_eq!(stored().len(), 4);
+}
+
 #[test]
 fn kvm_is_tried_then_tcg_said_and_recorded() {
     if !slow() {

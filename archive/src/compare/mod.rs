@@ -222,6 +222,8 @@ pub fn compare(
                     .collect(),
                     n_runs: runs.first.len() + runs.second.len(),
                     other_testbed: None,
+                    run_spec: representative.spec.clone(),
+                    granted: representative.system.clone(),
                 });
             }
             (None, None) => {}

@@ -307,6 +307,14 @@ pub struct UnmatchedGroup {
     /// test but on another testbed (an import without `--testbed` beside
     /// a local run, say): the reason they are not compared.
     pub other_testbed: Option<String>,
+    /// The whole spec of the group, for the notes on settings the
+    /// kernel did not grant (not in the JSON: `title_options` says it).
+    #[serde(skip)]
+    pub run_spec: RunSpec,
+    /// What the kernel granted of the settings the spec asked, on the
+    /// earliest run; absent where nothing was asked.
+    #[serde(skip)]
+    pub granted: Option<SystemOutcome>,
 }
 
 /// One of the two sides of a comparison.

@@ -94,7 +94,9 @@ impl<'w> SessionMeasurer<'w> {
         };
         let config_key = run.record().config_key.clone();
         let run_id = run.record().id.clone();
-        self.archive.store(&run)?;
+        if let Err(err) = self.archive.store(&run) {
+            return Err(self.keep_if_away(&run, err));
+        }
         if self.config_key.is_none() {
             self.archive
                 .set_session_config_key(self.session_id, &config_key)?;
@@ -108,6 +110,29 @@ impl<'w> SessionMeasurer<'w> {
 }
 
 impl SessionMeasurer<'_> {
+    /// The failure of storing `run`: where the archive is a shared one
+    /// that went away, the run is kept in the spool (see
+    /// [`crate::spool`]) and the bisection stops, to carry on from its
+    /// journal once the archive answers (the kept run is sent first, and
+    /// found there as an archived sample of its commit).
+    fn keep_if_away(
+        &self,
+        run: &archive::CanonicalRun,
+        err: archive::ArchiveError,
+    ) -> exit::Failure {
+        let location = self.archive.location();
+        if location.file().is_some() || !err.is_unreachable() {
+            return exit::Failure::from(err).context("failed to store the run");
+        }
+        if let Err(failure) = crate::store::keep_in_spool(&location, run.record(), &err) {
+            return failure;
+        }
+        exit::Failure::from(err).context(format!(
+            "the archive at {location} went away: the bisection stops here, its journal kept; \
+             `netbisect bisect run` carries on once the archive answers"
+        ))
+    }
+
     /// The archived samples of `commit` under the session's config_key.
     fn archived_samples(&self, commit: &CommitInfo) -> exit::Result<Vec<Sample>> {
         let Some(config_key) = &self.config_key else {

@@ -249,12 +249,16 @@ pub(crate) fn granted_notes(comparison: &Comparison, names: [&str; 2]) -> Vec<St
     fn outcomes(group: &ComparisonGroup) -> [Option<&SystemOutcome>; 2] {
         group.granted.each_ref().map(Option::as_ref)
     }
+    let unmatched = &comparison.unmatched;
     let mut notes = Vec::new();
     if groups.iter().any(|group| {
         outcomes(group)
             .into_iter()
             .any(|outcome| any_not_granted(&group.run_spec, outcome))
-    }) {
+    }) || unmatched
+        .iter()
+        .any(|group| any_not_granted(&group.run_spec, group.granted.as_ref()))
+    {
         notes.push(NOT_GRANTED_LEGEND.to_string());
     }
     for group in groups {
@@ -272,9 +276,9 @@ pub(crate) fn granted_notes(comparison: &Comparison, names: [&str; 2]) -> Vec<St
         }
     }
     // Groups of one test whose specs differ in their settings alone.
-    let without_settings = |group: &ComparisonGroup| RunSpec {
+    let without_settings = |run_spec: &RunSpec| RunSpec {
         system: None,
-        ..group.run_spec.clone()
+        ..run_spec.clone()
     };
     for (idx, a) in groups.iter().enumerate() {
         for b in &groups[idx + 1..] {
@@ -284,7 +288,7 @@ pub(crate) fn granted_notes(comparison: &Comparison, names: [&str; 2]) -> Vec<St
             });
             if a.run_spec.system != b.run_spec.system
                 && a.spec.testbed == b.spec.testbed
-                && without_settings(a) == without_settings(b)
+                && without_settings(&a.run_spec) == without_settings(&b.run_spec)
                 && same_kept
             {
                 notes.push(format!(
@@ -292,6 +296,29 @@ pub(crate) fn granted_notes(comparison: &Comparison, names: [&str; 2]) -> Vec<St
                      the difference between them compares identical settings.",
                     plain(&a.title),
                     plain(&b.title)
+                ));
+            }
+        }
+    }
+    // A configuration only one side has beside one only the other has,
+    // asked differently but kept alike: the sides' settings differ only
+    // as asked (`gso=on` refused beside `gso=off`).
+    let only_in = |side: Side| unmatched.iter().filter(move |group| group.side == side);
+    for a in only_in(Side::First) {
+        for b in only_in(Side::Second) {
+            if a.run_spec.system != b.run_spec.system
+                && a.spec.testbed == b.spec.testbed
+                && without_settings(&a.run_spec) == without_settings(&b.run_spec)
+                && settings_as_kept(&a.run_spec, a.granted.as_ref())
+                    == settings_as_kept(&b.run_spec, b.granted.as_ref())
+            {
+                notes.push(format!(
+                    "{} on {} and {} on {} differ only in settings the kernel did not grant: \
+                     a change between them compares identical settings.",
+                    plain(&a.title),
+                    plain(names[0]),
+                    plain(&b.title),
+                    plain(names[1])
                 ));
             }
         }
