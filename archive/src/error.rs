@@ -130,6 +130,15 @@ pub enum ArchiveError {
     /// A query argument is not acceptable.
     #[error("invalid query: {0}")]
     InvalidQuery(String),
+    /// What may cite a run (a journal event, a lab job) does not read as
+    /// JSON, so a prune cannot tell which runs it cites.
+    #[error("the {what} does not read ({detail}), so the runs it cites are not known")]
+    UnreadableCitation {
+        /// Which event or row.
+        what: String,
+        /// What the JSON reader said.
+        detail: String,
+    },
     /// Any other SQLite failure.
     #[error("sqlite: {0}")]
     Sqlite(#[from] rusqlite::Error),

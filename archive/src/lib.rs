@@ -5,7 +5,8 @@
 //! - [`store`]: canonical run records keyed by content id and indexed by
 //!   commit, label, config_key, testbed, test and the main metrics;
 //!   queries for listing, comparing and history; merge (between any two
-//!   archives) and integrity check. [`Archive`] is the one front door;
+//!   archives), integrity check, and prune (removing the runs of a
+//!   selection that no bisection or regression cites). [`Archive`] is the one front door;
 //!   behind it each backend implements the same primitives.
 //! - [`location`]: where an archive lives, a file path or a
 //!   `postgres://` address, shown without its password, with what bounds

@@ -47,6 +47,18 @@ pub enum ArchiveAction {
     },
     /// Check the archive file and every stored run
     Check,
+    /// Remove old runs: by age, testbed, label or commits, never one a
+    /// bisection or a regression cites
+    ///
+    /// Every selection given must match; at least one is needed. A run
+    /// is kept, and counted as kept, when a bisection's journal names it,
+    /// when a lab job of a bisection measured it, or when it is of a
+    /// commit a lab regression names (its ends, culprit or fix). The runs
+    /// go with their history rows in one transaction: all or none.
+    /// --dry-run says what would go and changes nothing. A file keeps
+    /// the space of the runs removed for later writes; --vacuum gives it
+    /// back to the file system.
+    Prune(PruneArgs),
     /// Send a shared archive the runs kept while it was unreachable
     ///
     /// A run measured while its PostgreSQL archive cannot be reached is
@@ -91,6 +103,39 @@ pub struct ImportArgs {
     /// Put PREFIX before the label taken from a row's side name
     #[arg(long, value_name = "PREFIX")]
     pub label_prefix: Option<String>,
+}
+
+/// `netbisect archive prune`.
+#[derive(Debug, Args)]
+pub struct PruneArgs {
+    /// Runs started more than AGE ago (90d, 12w, 36h) or before DATE
+    /// (2026-09-01, or a UTC time as 2026-09-01T12:00:00Z)
+    #[arg(long, value_name = "AGE|DATE", value_parser = super::values::cutoff)]
+    pub older_than: Option<super::values::Cutoff>,
+    /// Runs of this testbed
+    #[arg(long, value_name = "NAME")]
+    pub testbed: Option<String>,
+    /// Runs with this label
+    #[arg(long, value_name = "LABEL")]
+    pub label: Option<String>,
+    /// Runs of the commits of a git range: A..B (after A up to B, as git
+    /// log A..B) or one revision and its ancestors
+    #[arg(long, value_name = "A..B")]
+    pub commits: Option<String>,
+    /// Git repository the range is read in [default: the current
+    /// directory]
+    #[arg(long, value_name = "PATH", requires = "commits")]
+    pub repo: Option<PathBuf>,
+    /// Follow first parents only in the range (the mainline of merges)
+    #[arg(long, requires = "commits")]
+    pub first_parent: bool,
+    /// Say what would be removed and kept; change nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Then rewrite the archive file without the space freed (a file
+    /// only; it needs as much free disk as the file takes)
+    #[arg(long, conflicts_with = "dry_run")]
+    pub vacuum: bool,
 }
 
 /// Filters selecting archived runs; all given must match.

@@ -14,7 +14,7 @@ pub use archive::*;
 pub use bench::*;
 pub use bisect::*;
 pub use lab::*;
-pub use values::MAX_JOBS;
+pub use values::{Cutoff, MAX_JOBS};
 pub use vm::*;
 
 use clap::{Args, Parser, Subcommand};
@@ -103,7 +103,8 @@ pub enum Command {
     Env(EnvArgs),
     /// List the built-in templates or print one, to start your own
     Templates(TemplatesArgs),
-    /// Keep runs in the archive: import, list, show, export, merge, check
+    /// Keep runs in the archive: import, list, show, export, merge, check,
+    /// prune
     Archive(ArchiveArgs),
     /// Print a shell completion script
     Completions(CompletionsArgs),

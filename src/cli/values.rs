@@ -227,6 +227,49 @@ pub fn plan_commits(text: &str) -> Result<usize, String> {
     }
 }
 
+/// The limit of `archive prune --older-than`: an age before now, or a
+/// time.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Cutoff {
+    /// Runs started longer ago than this.
+    Age(Duration),
+    /// Runs started before this UTC time, as runs are stored (six
+    /// fraction digits).
+    Before(String),
+}
+
+/// `--older-than AGE|DATE` of `archive prune`: a whole number of hours,
+/// days or weeks (`36h`, `90d`, `12w`), a date (`2026-09-01`, its
+/// midnight UTC) or a UTC time (`2026-09-01T12:00:00Z`).
+pub fn cutoff(text: &str) -> Result<Cutoff, String> {
+    let unit_seconds = match text.chars().last() {
+        Some('h') => Some(3600),
+        Some('d') => Some(86_400),
+        Some('w') => Some(7 * 86_400),
+        _ => None,
+    };
+    if let Some(unit_seconds) = unit_seconds
+        && let Ok(count) = text[..text.len() - 1].parse::<u64>()
+    {
+        return count
+            .checked_mul(unit_seconds)
+            .map(|seconds| Cutoff::Age(Duration::from_secs(seconds)))
+            .ok_or_else(|| format!("--older-than {text} is too long ago"));
+    }
+    let time = if text.len() == 10 {
+        format!("{text}T00:00:00Z")
+    } else {
+        text.to_string()
+    };
+    if run_record::time::is_rfc3339_utc(&time) {
+        return Ok(Cutoff::Before(run_record::time::sortable_utc(&time)));
+    }
+    Err(format!(
+        "--older-than takes an age (90d, 12w, 36h), a date (2026-09-01) or a UTC \
+         time (2026-09-01T12:00:00Z), got '{text}'"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -275,5 +318,40 @@ mod tests {
             "--commits must be at least 1"
         );
         assert_eq!(plan_effect_pct("2.5"), Ok(2.5));
+    }
+
+    #[test]
+    fn a_cutoff_is_an_age_a_date_or_a_utc_time() {
+        assert_eq!(
+            cutoff("90d"),
+            Ok(Cutoff::Age(Duration::from_secs(90 * 86_400)))
+        );
+        assert_eq!(
+            cutoff("36h"),
+            Ok(Cutoff::Age(Duration::from_secs(36 * 3600)))
+        );
+        assert_eq!(
+            cutoff("2w"),
+            Ok(Cutoff::Age(Duration::from_secs(14 * 86_400)))
+        );
+        assert_eq!(
+            cutoff("2026-09-01"),
+            Ok(Cutoff::Before("2026-09-01T00:00:00.000000Z".to_string()))
+        );
+        assert_eq!(
+            cutoff("2026-09-01T12:00:00.5Z"),
+            Ok(Cutoff::Before("2026-09-01T12:00:00.500000Z".to_string()))
+        );
+        for refused in [
+            "",
+            "d",
+            "-3d",
+            "1y",
+            "2026-02-30",
+            "2026-09-01T12:00:00+02:00",
+        ] {
+            assert!(cutoff(refused).is_err(), "{refused}");
+        }
+        assert!(cutoff("99999999999999999w").is_err());
     }
 }

@@ -1,5 +1,8 @@
-//! `netbisect archive`: import, list, show, export, merge and check the
-//! archive of runs, and send a shared archive the runs its spool kept.
+//! `netbisect archive`: import, list, show, export, merge, check and
+//! prune (`prune.rs`) the archive of runs, and send a shared archive the
+//! runs its spool kept.
+
+mod prune;
 
 use crate::cli::{ArchiveAction, ArchiveArgs, ImportArgs, RunFilterArgs};
 use crate::exit::{self, Code, Context, ExitCoded, InputError};
@@ -24,6 +27,7 @@ pub fn run(global: &GlobalOptions, args: &ArchiveArgs) -> exit::Result<Code> {
         ArchiveAction::Export(filters) => run_export(global, filters),
         ArchiveAction::Merge { other } => run_merge(global, other),
         ArchiveAction::Check => run_check(global),
+        ArchiveAction::Prune(prune_args) => prune::run_prune(global, prune_args),
         ArchiveAction::Sync => run_sync(global),
     }
 }
@@ -38,6 +42,7 @@ fn query_of(filters: &RunFilterArgs) -> RunQuery {
         testbed: filters.testbed.clone(),
         source_tool: filters.tool.clone(),
         limit: filters.limit,
+        started_before: None,
     }
 }
 

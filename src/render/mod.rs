@@ -36,6 +36,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "archive-list",
         include_str!("../../templates/archive-list.j2"),
     ),
+    (
+        "archive-prune",
+        include_str!("../../templates/archive-prune.j2"),
+    ),
     ("sweep", include_str!("../../templates/sweep.j2")),
     (
         "bisect-report",

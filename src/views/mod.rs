@@ -11,6 +11,7 @@
 //! from these types.
 
 pub mod archive_list;
+pub mod archive_prune;
 pub mod bisect_report;
 pub mod bisect_status;
 pub mod bisection;

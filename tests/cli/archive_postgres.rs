@@ -432,7 +432,7 @@ fn a_connection_dropped_mid_import_stores_each_file_whole_or_not_at_all() {
     assert!(text.contains("runs: 21, damaged: 0"), "{text}");
     // What the integrity line rests on.
     assert!(
-        text.contains("integrity: ok\n  checked: catalog: 10 tables, 23 indexes valid"),
+        text.contains("integrity: ok\n  checked: catalog: 10 tables, 24 indexes valid"),
         "{text}"
     );
     assert!(

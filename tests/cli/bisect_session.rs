@@ -22,7 +22,7 @@ use test_fixtures::record::RecordBuilder;
 /// `NNN.json` in `dir`, and a measure command that prints the next one at
 /// each call (a counter outside the worktree) and, from commits holding a
 /// file `slow`, a tenth of it from the files `slow-NNN.json`.
-fn noisy_records(dir: &Path, n_records: usize) -> String {
+pub(crate) fn noisy_records(dir: &Path, n_records: usize) -> String {
     write_noisy_records(dir, n_records, 41);
     format!(
         "c={r}/counter; n=$(cat \"$c\" 2>/dev/null || echo 0); echo $((n + 1)) > \"$c\"; \
@@ -52,7 +52,7 @@ pub(crate) fn write_noisy_records(dir: &Path, n_records: usize, seed: u64) {
 }
 
 /// A line of `n` commits; from `slow_from` on they hold a file `slow`.
-fn line(fixture: &Fixture, n: usize, slow_from: usize) -> Vec<Oid> {
+pub(crate) fn line(fixture: &Fixture, n: usize, slow_from: usize) -> Vec<Oid> {
     let repo = GitRepo::open(&fixture.repo);
     let ids = repo.line(
         None,
@@ -70,7 +70,7 @@ fn line(fixture: &Fixture, n: usize, slow_from: usize) -> Vec<Oid> {
     ids
 }
 
-fn records_dir(fixture: &Fixture) -> std::path::PathBuf {
+pub(crate) fn records_dir(fixture: &Fixture) -> std::path::PathBuf {
     let dir = fixture.repo.parent().unwrap().join("records");
     std::fs::create_dir_all(&dir).unwrap();
     dir

@@ -5,6 +5,7 @@ mod archive_postgres;
 mod archive_postgres_bounds;
 mod archive_postgres_tls;
 mod archive_postgres_writers;
+mod archive_prune;
 mod archive_safety;
 mod archive_shared;
 mod archive_spool;

@@ -17,6 +17,7 @@ use super::lab::{
     BisectionEnd, Finished, Job, JobFilter, Lease, NewJob, Notification, Opened, Regression,
     SendHold, Track, Worker, WorkerNote,
 };
+use super::prune::{PruneSelection, Pruned};
 use super::query::{MetricValue, Order, RunQuery, StoredRun};
 use super::session::BisectSession;
 use super::write::{MergeCounts, StoreCounts};
@@ -99,6 +100,19 @@ pub(crate) trait Backend: SessionStore + LabStore + Send {
     /// for them) and every stored run against its columns and its
     /// history row.
     fn check(&self) -> Result<CheckReport, ArchiveError>;
+
+    /// Removes the runs `selection` selects that nothing cites, with
+    /// their history rows, in one transaction that reads what cites runs
+    /// (`prune.rs`) while no writer may add to it; with `dry_run`, says
+    /// the same and changes nothing.
+    fn prune(&mut self, selection: &PruneSelection, dry_run: bool) -> Result<Pruned, ArchiveError>;
+
+    /// Gives the space of removed runs back to the file system, where the
+    /// backend holds it (a file keeps its free pages for later writes);
+    /// `None` where the database's own upkeep does that.
+    fn vacuum(&mut self) -> Option<Result<(), ArchiveError>> {
+        None
+    }
 
     /// From now on, calls `report` while a statement waits for a lock
     /// another session holds, where the backend can see such a wait; see

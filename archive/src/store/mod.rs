@@ -45,6 +45,7 @@ mod check;
 pub(crate) mod lab;
 mod merge;
 mod postgres;
+mod prune;
 mod query;
 mod row;
 mod series;
@@ -57,6 +58,7 @@ use self::sqlite::SqliteArchive;
 use backend::Backend;
 
 pub use check::{CheckReport, DamagedRun};
+pub use prune::{Citation, KeptRun, PruneSelection, Pruned};
 use query::Order;
 pub use query::{MetricValue, RunQuery, StoredRun};
 pub use series::SeriesRun;
@@ -419,6 +421,27 @@ impl Archive {
         metric: Metric,
     ) -> Result<Option<Vec<SeriesRun>>, ArchiveError> {
         self.backend.series_runs(query, metric)
+    }
+
+    /// Removes the runs `selection` selects, but those a bisection or a
+    /// lab regression cites (see [`Citation`]), with their history rows,
+    /// in one transaction; with `dry_run`, says what would be removed and
+    /// changes nothing. A selection of every run is the caller's to
+    /// refuse or allow ([`PruneSelection::is_narrowed`]).
+    pub fn prune(
+        &mut self,
+        selection: &PruneSelection,
+        dry_run: bool,
+    ) -> Result<Pruned, ArchiveError> {
+        self.backend.prune(selection, dry_run)
+    }
+
+    /// Gives the space of removed runs back to the file system: a file
+    /// is rewritten whole (`VACUUM`, which needs as much free space as
+    /// the file takes and waits for every reader); `false` on PostgreSQL,
+    /// whose autovacuum makes the space of deleted rows reusable.
+    pub fn vacuum(&mut self) -> Result<bool, ArchiveError> {
+        self.backend.vacuum().transpose().map(|done| done.is_some())
     }
 
     /// Checks the archive (the database's own checks, foreign keys) and

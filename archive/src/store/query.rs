@@ -58,6 +58,9 @@ pub struct RunQuery {
     pub testbed: Option<String>,
     /// Source tool (`netbisect`, `netperf`, `iperf3`) equals this.
     pub source_tool: Option<String>,
+    /// Started before this time, RFC 3339 in UTC with six fraction
+    /// digits as runs are stored ([`run_record::time::sortable_utc`]).
+    pub started_before: Option<String>,
     /// At most this many runs: the earliest ones, or the newest where
     /// runs are read newest first.
     pub limit: Option<u64>,
@@ -367,6 +370,9 @@ fn select_sql_from(
     }
     if let Some(tool) = &query.source_tool {
         add("runs.source_tool = ?", tool.clone());
+    }
+    if let Some(before) = &query.started_before {
+        add("runs.started_at < ?", before.clone());
     }
     if let Some(after) = after {
         // One comparison of both columns, which the index on

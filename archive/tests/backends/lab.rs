@@ -457,7 +457,7 @@ fn a_file_of_schema_8_gets_the_lab_when_a_writer_opens_it() {
     let mut archive =
         Archive::open_location_noting(&location, &mut |upgrade| upgrades.push(upgrade)).unwrap();
     assert_eq!(upgrades.len(), 1);
-    assert_eq!((upgrades[0].from, upgrades[0].to), (8, 10));
+    assert_eq!((upgrades[0].from, upgrades[0].to), (8, 11));
     assert_eq!(archive.records(&RunQuery::default()).unwrap().len(), 1);
     archive.enqueue_jobs(&[job("a", "k", 0)]).unwrap();
     assert_eq!(archive.jobs(&JobFilter::default()).unwrap().len(), 1);

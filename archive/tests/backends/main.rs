@@ -6,13 +6,15 @@
 //! start is a failure.
 //!
 //! Here the reads and writes; `check` (damage and `archive check`),
-//! `lab` (the queue, regressions and outbox of a lab that runs itself)
-//! and `opening` (schema versions and what is refused) apart.
+//! `lab` (the queue, regressions and outbox of a lab that runs itself),
+//! `opening` (schema versions and what is refused) and `prune` (removing
+//! runs, and keeping those cited) apart.
 
 mod acceptance;
 mod check;
 mod lab;
 mod opening;
+mod prune;
 
 use archive::location::ServerAddress;
 use archive::store::SeriesRun;

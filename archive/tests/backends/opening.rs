@@ -12,15 +12,21 @@ use test_fixtures::postgres::Cluster;
 use test_fixtures::record::RecordBuilder;
 
 /// SQL that takes a PostgreSQL archive made at the current version back
-/// to how version `version` (1 to 4) made it: without who stored each
-/// run (before 5), without the lab's tables (before 4), `run_series` without the label, its index and its
+/// to how version `version` (1 to 5) made it: without
+/// `run_series_by_run` (before 6), without who stored each run (before
+/// 5), without the lab's tables (before 4), `run_series` without the
+/// label, its index and its
 /// trigger (before 3), `runs_history` without the columns it covers
 /// (before 2).
 fn downgrade(version: u32) -> String {
-    let mut sql = "DROP TRIGGER runs_stored_by ON runs; DROP FUNCTION runs_stored_by(); \
-                   ALTER TABLE runs DROP COLUMN stored_by; \
-                   ALTER TABLE runs DROP COLUMN stored_from; "
-        .to_string();
+    let mut sql = "DROP INDEX run_series_by_run; ".to_string();
+    if version < 5 {
+        sql.push_str(
+            "DROP TRIGGER runs_stored_by ON runs; DROP FUNCTION runs_stored_by(); \
+             ALTER TABLE runs DROP COLUMN stored_by; \
+             ALTER TABLE runs DROP COLUMN stored_from; ",
+        );
+    }
     if version < 4 {
         sql.push_str(
             "DROP TABLE lab_notifications; DROP TABLE lab_regressions; \
@@ -54,13 +60,14 @@ fn assert_sql(cluster: &Cluster, name: &str, condition: &str, what: &str) {
     );
 }
 
-/// A PostgreSQL archive at schema version 1 to 4 is brought to version 5
+/// A PostgreSQL archive at schema version 1 to 5 is brought to version 6
 /// when a writer opens it: `runs_history` covers what a history reads
 /// (since 2), `run_series` has each run's label, copied from `runs`, and
 /// `run_series_history` (since 3), the lab's tables (since 4), who
-/// stored each run (since 5: unknown for the runs stored before); its
-/// runs are kept and read as before, and new runs are stored with their
-/// label and with who stored them. A reader leaves it at its version and reads
+/// stored each run (since 5: unknown for the runs stored before),
+/// `run_series_by_run` (since 6); its runs are kept and read as before,
+/// and new runs are stored with their label and with who stored them. A
+/// reader leaves it at its version and reads
 /// it too (an empty lab where it has none), and `archive check` finds
 /// it clean at any version. A version beyond this build's is still
 /// refused, naming both.
@@ -100,7 +107,7 @@ fn a_postgresql_archive_at_version_1_to_4_is_upgraded_and_a_newer_one_refused() 
          AND NOT EXISTS (SELECT 1 FROM runs JOIN run_series ON run_series.run_id = runs.id \
          WHERE run_series.label IS DISTINCT FROM runs.label) \
          AND (SELECT count(*) FROM run_series WHERE label IS NULL) = 1";
-    for version in [1, 2, 3, 4] {
+    for version in [1, 2, 3, 4, 5] {
         let name = cluster.database();
         let location = Place::Server(cluster, name.clone()).location();
         let mut archive = Archive::open_location(&location).unwrap();
@@ -141,13 +148,15 @@ fn a_postgresql_archive_at_version_1_to_4_is_upgraded_and_a_newer_one_refused() 
             upgrades,
             [Upgrade {
                 from: version,
-                to: 5
+                to: 6
             }]
         );
-        assert_eq!(archive.schema_version().unwrap(), 5);
+        assert_eq!(archive.schema_version().unwrap(), 6);
         assert!(archive.jobs(&Default::default()).unwrap().is_empty());
         assert_sql(cluster, &name, covering, "runs_history covers nothing");
         assert_sql(cluster, &name, labelled, "run_series has no labels");
+        let by_run = "to_regclass('run_series_by_run') IS NOT NULL";
+        assert_sql(cluster, &name, by_run, "run_series_by_run is missing");
         assert_eq!(
             archive
                 .series_runs(&query, Metric::ThroughputBps)
@@ -187,25 +196,26 @@ fn a_postgresql_archive_at_version_1_to_4_is_upgraded_and_a_newer_one_refused() 
         assert_eq!(archive.count().unwrap(), 5);
         let report = archive.check().unwrap();
         assert!(report.is_clean(), "from version {version}: {report:?}");
-        // Who stored a run: unknown before the upgrade, the server's
-        // word after it.
+        // Who stored a run: unknown before version 5, the server's word
+        // from then on.
         for (idx, run) in runs.iter().enumerate() {
             let (stored, _) = archive.find(&run.record().id).unwrap();
-            let expected = (idx == 3).then(|| test_fixtures::postgres::USER.to_string());
+            let known = idx == 3 || version >= 5;
+            let expected = known.then(|| test_fixtures::postgres::USER.to_string());
             assert_eq!(stored.stored_by, expected, "run {idx}");
-            let from = (idx == 3).then(|| "127.0.0.1".to_string());
+            let from = known.then(|| "127.0.0.1".to_string());
             assert_eq!(stored.stored_from, from, "run {idx}");
         }
         drop(archive);
 
-        cluster.run_in(&name, "UPDATE netbisect_archive SET schema_version = 6");
+        cluster.run_in(&name, "UPDATE netbisect_archive SET schema_version = 7");
         for err in [
             Archive::open_location(&location).err().unwrap(),
             Archive::open_location_read_only(&location).err().unwrap(),
         ] {
             assert!(
                 err.to_string()
-                    .contains("archive schema version 6 is newer than version 5"),
+                    .contains("archive schema version 7 is newer than version 6"),
                 "{err}"
             );
         }

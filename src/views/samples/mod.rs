@@ -13,6 +13,7 @@
 //! sample's; `NETBISECT_UPDATE_SAMPLES=1` rewrites the JSON instead.
 
 mod archive_list;
+mod archive_prune;
 mod bisect;
 mod bisect_report;
 mod bisect_status;
@@ -81,6 +82,7 @@ impl Sample {
 pub fn all() -> Vec<Sample> {
     let mut samples = Vec::new();
     samples.extend(archive_list::samples());
+    samples.extend(archive_prune::samples());
     samples.extend(bisect_report::samples());
     samples.extend(bisect_status::samples());
     samples.extend(compare::samples());

@@ -28,6 +28,7 @@ use crate::location::{Location, ServerAddress};
 use crate::store::LockWaitReport;
 use crate::store::backend::{Backend, RecordVisitor};
 use crate::store::check::CheckReport;
+use crate::store::prune::{PruneSelection, Pruned};
 use crate::store::query::{MetricValue, Order, RunQuery, StoredRun};
 use crate::store::write::StoreCounts;
 use crate::store::{CanonicalRun, SeriesRun, Upgrade, UpgradeNotice};
@@ -43,6 +44,7 @@ mod check;
 mod connect;
 mod journal;
 mod lab;
+mod prune;
 mod query;
 mod schema;
 mod watch;
@@ -232,6 +234,10 @@ impl Backend for PgArchive {
 
     fn check(&self) -> Result<CheckReport, ArchiveError> {
         check::check(self)
+    }
+
+    fn prune(&mut self, selection: &PruneSelection, dry: bool) -> Result<Pruned, ArchiveError> {
+        prune::prune(self, selection, dry)
     }
 
     fn report_lock_waits(&mut self, report: LockWaitReport) {

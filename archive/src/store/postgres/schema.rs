@@ -5,7 +5,7 @@
 
 /// The newest schema version of a PostgreSQL archive this build writes
 /// and reads (numbered apart from the SQLite file's).
-pub const CURRENT_VERSION: u32 = 5;
+pub const CURRENT_VERSION: u32 = 6;
 
 /// The version from which `run_series` has each run's label
 /// ([`MIGRATIONS`]), and a history joins it by the label too.
@@ -64,6 +64,9 @@ pub(super) const MIGRATION_LOCK: i64 = 0x6e62_6973;
 ///    trigger). Runs stored before this version have neither (NULL,
 ///    shown as unknown). Merged and spooled runs are stored by the role
 ///    that wrote them into this archive.
+/// 6. `run_series_by_run`, as the file's version 11: a run removed
+///    (`archive prune`) takes its history row by its id, and the foreign
+///    key's check finds it through the index.
 pub(super) const MIGRATIONS: &[&str] = &[
     "
     CREATE TABLE netbisect_archive (
@@ -237,4 +240,6 @@ pub(super) const MIGRATIONS: &[&str] = &[
     CREATE TRIGGER runs_stored_by BEFORE INSERT OR UPDATE ON runs
         FOR EACH ROW EXECUTE FUNCTION runs_stored_by();
 ",
+    // A database whose version was set back by hand may have it already.
+    "CREATE INDEX IF NOT EXISTS run_series_by_run ON run_series (run_id);",
 ];

@@ -26,12 +26,15 @@
 //! (opening, creating and migrating a file, the checks before the first
 //! write, and what a failure is called), `write` (storing and merging
 //! runs), `storer` (who writes them), `query` (the selections), `check`
-//! (`archive check`) and `journal` (the bisection sessions).
+//! (`archive check`), `prune` (removing runs nothing cites, and
+//! `VACUUM`), `journal` (the bisection sessions) and `lab` (the lab's
+//! tables).
 
 use crate::ArchiveError;
 use crate::location::Location;
 use crate::store::backend::{Backend, RecordVisitor};
 use crate::store::check::CheckReport;
+use crate::store::prune::{PruneSelection, Pruned};
 use crate::store::query::{MetricValue, Order, RunQuery, StoredRun};
 use crate::store::write::{MergeCounts, StoreCounts};
 use crate::store::{CanonicalRun, LockWaitReport, SeriesRun};
@@ -45,6 +48,7 @@ mod journal;
 mod lab;
 mod open;
 mod path_kind;
+mod prune;
 mod query;
 mod storer;
 mod write;
@@ -134,6 +138,14 @@ impl Backend for SqliteArchive {
 
     fn check(&self) -> Result<CheckReport, ArchiveError> {
         check::check_connection(&self.connection, &self.path)
+    }
+
+    fn prune(&mut self, selection: &PruneSelection, dry_run: bool) -> Result<Pruned, ArchiveError> {
+        prune::prune(self, selection, dry_run)
+    }
+
+    fn vacuum(&mut self) -> Option<Result<(), ArchiveError>> {
+        Some(prune::vacuum(self))
     }
 
     /// Nothing is reported: a file's writers wait for each other at most
