@@ -130,7 +130,8 @@ pub enum Command {
     /// Estimate how many measurements and how long a bisection will take
     Plan(PlanArgs),
     /// Write the archive as a static site: charts of every configuration
-    /// across commits, comparisons and bisections
+    /// across commits with a page per point, comparisons, bisections, and
+    /// the lab's regressions with an Atom feed
     Publish(PublishArgs),
     /// Watch a branch: measure each new commit on the lab's workers,
     /// confirm a change at the head, bisect it and report it
