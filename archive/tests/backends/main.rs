@@ -13,6 +13,7 @@ mod acceptance;
 mod check;
 mod lab;
 mod opening;
+mod rows;
 
 use archive::location::ServerAddress;
 use archive::store::SeriesRun;
