@@ -20,6 +20,16 @@
 # (needs about 3.5 GB free in WORKDIR and 5 GB in the temporary
 # directory; CARGO_TARGET_DIR is honoured)
 #
+# Environment:
+#   IMPORT_ONLY=1    measure the two imports and stop (no 1M archive)
+#   IMPORT_RUNS=N    import N times into each archive, each time a new
+#                    one, the backends taking turns, and quote the median
+#                    (default 1)
+#   BEFORE=BINARY    time the imports of another netbisect build too, in
+#                    turns with this one's (each into a new archive), and
+#                    print the ratio of the medians
+# Each import's peak RSS is printed when /usr/bin/time is installed.
+#
 # On a shared host the figures follow the load: run it at a quiet
 # moment, or as root under `chrt -f 1 scripts/bench-archive.sh`, and
 # quote the medians with the load average it prints.
@@ -138,22 +148,99 @@ echo "generating 100000 records..."
 "$helper" gen 100000 "$work/runs.jsonl"
 ls -l "$work/runs.jsonl" | awk '{printf "  %.0f MB\n", $5 / 1e6}'
 
-echo "import of 100000 records into a SQLite file (target: under 20 s):"
-echo "  load: $(cut -d' ' -f1-3 /proc/loadavg)"
-sqlite_import=$(time_s env NETBISECT_ARCHIVE="$db" "$bin" archive import "$work/runs.jsonl")
-echo "  import: $sqlite_import s"
+IMPORT_ONLY=${IMPORT_ONLY:-}
+IMPORT_RUNS=${IMPORT_RUNS:-1}
+BEFORE=${BEFORE:-}
+if [ -n "$BEFORE" ] && [ ! -x "$BEFORE" ]; then
+    echo "bench-archive: BEFORE=$BEFORE is not an executable" >&2
+    exit 2
+fi
 
-if [ -n "$pg_bin" ]; then
-    start_cluster
-    echo "import of 100000 records into PostgreSQL (target: within 2x of SQLite's):"
+# Imports the generated records with binary $1 into archive $2 (an empty
+# one); appends the wall time in milliseconds to file $3 and prints the
+# time and the peak RSS.
+timed_import() {
+    if [ -x /usr/bin/time ]; then
+        start=$(date +%s%N)
+        NETBISECT_ARCHIVE="$2" /usr/bin/time -f %M -o "$work/rss" \
+            "$1" archive import "$work/runs.jsonl" >/dev/null ||
+            { echo "failed: import with $1" >&2; exit 1; }
+        end=$(date +%s%N)
+        rss=", peak RSS $(awk '{ printf "%.0f", $1 / 1024 }' "$work/rss") MiB"
+    else
+        start=$(date +%s%N)
+        NETBISECT_ARCHIVE="$2" "$1" archive import "$work/runs.jsonl" >/dev/null ||
+            { echo "failed: import with $1" >&2; exit 1; }
+        end=$(date +%s%N)
+        rss=
+    fi
+    ms=$(( (end - start) / 1000000 ))
+    echo "$ms" >>"$3"
+    echo "$ms" | awk -v rss="$rss" '{ printf "%.1f s%s", $1 / 1000, rss }'
+}
+
+# An empty archive of each backend for the next import.
+fresh_sqlite() {
+    rm -f "$db" "$db-wal" "$db-shm"
+}
+fresh_postgres() {
+    as_pg "$pg_bin/dropdb" -h "$pg_dir" -p "$port" -U netbisect --if-exists bench
+    as_pg "$pg_bin/createdb" -h "$pg_dir" -p "$port" -U netbisect bench
+}
+
+# The median of file $1 in seconds, to a tenth.
+median_s() {
+    median "$1" | awk '{ printf "%.1f", $1 / 1000 }'
+}
+
+[ -n "$pg_bin" ] && start_cluster
+: >"$work/import.sqlite"
+: >"$work/import.postgres"
+: >"$work/import-before.sqlite"
+: >"$work/import-before.postgres"
+echo "import of 100000 records into a SQLite file (target: under 20 s)"
+echo "and into PostgreSQL (target: within 2x of SQLite's), $IMPORT_RUNS time(s) each:"
+for attempt in $(seq "$IMPORT_RUNS"); do
     echo "  load: $(cut -d' ' -f1-3 /proc/loadavg)"
-    pg_import=$(time_s env NETBISECT_ARCHIVE="$pg_archive" "$bin" archive import \
-        "$work/runs.jsonl")
-    echo "  import: $pg_import s ($(echo "$pg_import $sqlite_import" |
+    if [ -n "$BEFORE" ]; then
+        fresh_sqlite
+        echo "  SQLite, before:     $(timed_import "$BEFORE" "$db" "$work/import-before.sqlite")"
+        if [ -n "$pg_archive" ]; then
+            fresh_postgres
+            echo "  PostgreSQL, before: $(timed_import "$BEFORE" "$pg_archive" \
+                "$work/import-before.postgres")"
+        fi
+    fi
+    fresh_sqlite
+    echo "  SQLite:             $(timed_import "$bin" "$db" "$work/import.sqlite")"
+    if [ -n "$pg_archive" ]; then
+        fresh_postgres
+        echo "  PostgreSQL:         $(timed_import "$bin" "$pg_archive" "$work/import.postgres")"
+    fi
+done
+sqlite_import=$(median_s "$work/import.sqlite")
+echo "  import, SQLite: $sqlite_import s (median)"
+if [ -n "$pg_archive" ]; then
+    pg_import=$(median_s "$work/import.postgres")
+    echo "  import, PostgreSQL: $pg_import s (median, $(echo "$pg_import $sqlite_import" |
         awk '{ printf "%.2f", $1 / $2 }')x SQLite's)"
 else
     echo "no PostgreSQL server installed (/usr/lib/postgresql/*/bin): SQLite only"
 fi
+# "this build's median over the median before", of backend $1.
+ratio_before() {
+    echo "$(median "$work/import.$1") $(median "$work/import-before.$1")" |
+        awk '{ printf "%.2f", $1 / $2 }'
+}
+if [ -n "$BEFORE" ]; then
+    echo "  before, SQLite: $(median_s "$work/import-before.sqlite") s" \
+        "(median; this build takes $(ratio_before sqlite)x of it)"
+    if [ -n "$pg_archive" ]; then
+        echo "  before, PostgreSQL: $(median_s "$work/import-before.postgres") s" \
+            "(median; this build takes $(ratio_before postgres)x of it)"
+    fi
+fi
+[ -n "$IMPORT_ONLY" ] && exit 0
 
 # Generated commit ids share their first 24 digits, so give them whole.
 first=$("$helper" commit 10)

@@ -1,15 +1,17 @@
 //! Canonical JSON bytes per RFC 8785 (JSON Canonicalization Scheme).
 //!
-//! Serialisation goes through `serde_jcs`, which sorts keys by UTF-16 code
-//! units, writes numbers in ECMAScript's shortest round-trip form and
-//! refuses non-finite floats. JCS numbers are IEEE doubles, so an integer
-//! beyond +-2^53 cannot be represented exactly: this module rejects such
-//! integers instead of letting them lose digits.
+//! A value is made a `serde_json` tree, whose members are written sorted
+//! by their names' UTF-16 code units, its numbers by `serde_jcs` in
+//! ECMAScript's shortest round-trip form (`tree_writer`). JCS numbers are
+//! IEEE doubles, so an integer beyond +-2^53 cannot be represented
+//! exactly: this module rejects such integers instead of letting them
+//! lose digits, and refuses non-finite floats.
 
 use serde::Serialize;
 use serde_json::Value;
 
 mod number_check;
+mod tree_writer;
 mod unique_keys;
 use number_check::NumberCheck;
 
@@ -40,14 +42,62 @@ pub enum CanonicalError {
 
 /// Serialises `value` to RFC 8785 canonical bytes.
 ///
-/// `serde_jcs` goes through `serde_json::Value`, which turns NaN into
-/// `null` and large integers into doubles without a word, so every number
-/// is checked on the typed value first.
+/// The value becomes a `serde_json::Value` tree first, which turns NaN
+/// into `null` and large integers into doubles without a word, so every
+/// number is checked on the typed value first.
 pub fn to_canonical_bytes<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, CanonicalError> {
     value.serialize(&mut NumberCheck {
         path: String::from("$"),
     })?;
-    serde_jcs::to_vec(value).map_err(|err| CanonicalError::Serialize(err.to_string()))
+    let tree =
+        serde_json::to_value(value).map_err(|err| CanonicalError::Serialize(err.to_string()))?;
+    tree_to_canonical_bytes(&tree)
+}
+
+/// The canonical bytes of `tree` (as [`tree_to_canonical_bytes`] gives
+/// them) and, when it is an object, those of the same object without the
+/// members of its top level named in `left_out` (of any other tree, the
+/// same bytes again): what a document is stored as and what its id
+/// hashes, written once.
+pub fn tree_to_canonical_bytes_and_without(
+    tree: &Value,
+    left_out: &[&str],
+) -> Result<(Vec<u8>, Vec<u8>), CanonicalError> {
+    let Value::Object(members) = tree else {
+        let bytes = tree_to_canonical_bytes(tree)?;
+        return Ok((bytes.clone(), bytes));
+    };
+    let mut full = Vec::with_capacity(1024);
+    let mut without = Vec::with_capacity(1024);
+    match tree_writer::write_object(members, left_out, &mut full, Some(&mut without)) {
+        Ok(()) => Ok((full, without)),
+        Err(err) => Err(with_integer_path(tree, err)),
+    }
+}
+
+/// The RFC 8785 canonical bytes of a tree already built (as
+/// [`to_canonical_bytes`] gives them, without building it again); an
+/// integer beyond +-2^53 is refused with its path.
+pub fn tree_to_canonical_bytes(tree: &Value) -> Result<Vec<u8>, CanonicalError> {
+    let mut out = Vec::with_capacity(1024);
+    match tree_writer::write_tree(tree, &mut out) {
+        Ok(()) => Ok(out),
+        Err(err) => Err(with_integer_path(tree, err)),
+    }
+}
+
+/// `err`, the writer's, with the path of the integer it refused, which
+/// the writer does not build for every value: found again in `tree`.
+fn with_integer_path(tree: &Value, err: CanonicalError) -> CanonicalError {
+    match err {
+        CanonicalError::UnsafeInteger { value, .. } => check_integers(tree, &mut String::from("$"))
+            .err()
+            .unwrap_or(CanonicalError::UnsafeInteger {
+                path: String::from("$"),
+                value,
+            }),
+        other => other,
+    }
 }
 
 /// The most structural tokens (`[`, `{`, `,` and `:` outside strings)
@@ -111,6 +161,12 @@ pub fn check_json_size(text: &[u8]) -> Result<(), String> {
 /// too large ([`check_json_size`]).
 pub fn parse_json(text: &str) -> Result<Value, serde_json::Error> {
     check_json_size(text.as_bytes()).map_err(<serde_json::Error as serde::de::Error>::custom)?;
+    parse_json_of_checked_size(text)
+}
+
+/// [`parse_json`] of text whose size [`check_json_size`] has passed
+/// already (a pass over the whole text, not made twice).
+pub fn parse_json_of_checked_size(text: &str) -> Result<Value, serde_json::Error> {
     serde_json::from_str::<unique_keys::UniqueKeys>(text).map(|parsed| parsed.0)
 }
 
@@ -118,14 +174,7 @@ pub fn parse_json(text: &str) -> Result<Value, serde_json::Error> {
 pub fn check_integers(tree: &Value, path: &mut String) -> Result<(), CanonicalError> {
     match tree {
         Value::Number(number) => {
-            let unsafe_integer = if let Some(unsigned) = number.as_u64() {
-                unsigned > MAX_SAFE_INTEGER
-            } else if let Some(signed) = number.as_i64() {
-                signed.unsigned_abs() > MAX_SAFE_INTEGER
-            } else {
-                false
-            };
-            if unsafe_integer {
+            if tree_writer::beyond_safe_integers(number) {
                 return Err(CanonicalError::UnsafeInteger {
                     path: path.clone(),
                     value: number.to_string(),

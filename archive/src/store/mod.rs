@@ -32,9 +32,7 @@
 
 use crate::ArchiveError;
 use crate::location::Location;
-use run_record::canonical;
 use run_record::record::{Metric, RecordError, RunRecord};
-use serde_json::Value;
 use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::Arc;
@@ -97,18 +95,9 @@ impl CanonicalRun {
     /// Reads and validates one JSON run record (any formatting) and keeps
     /// its canonical form. Members a newer minor revision added are kept.
     pub fn from_json(text: &[u8]) -> Result<CanonicalRun, RecordError> {
-        let record = RunRecord::from_slice(text)?;
-        let struct_bytes = record.to_canonical_bytes()?;
-        // Input that is already canonical (the usual case for JSON lines)
-        // needs no second pass; anything else is canonicalised from the
-        // document as written, so no member is lost.
-        let bytes = if struct_bytes == text.trim_ascii() {
-            struct_bytes
-        } else {
-            let tree: Value = serde_json::from_slice(text)
-                .map_err(|err| RecordError::Invalid(err.to_string()))?;
-            canonical::to_canonical_bytes(&tree)?
-        };
+        // The canonical form of the document as written, so that no member
+        // is lost; checking its id writes it.
+        let (record, bytes) = RunRecord::read_canonical(text)?;
         Ok(CanonicalRun { record, bytes })
     }
 

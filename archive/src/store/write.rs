@@ -1,8 +1,9 @@
 //! Storing runs, what both backends share of it: what a store or a merge
 //! counts ([`StoreCounts`], [`MergeCounts`]), and the values a run is
-//! stored under ([`RunValues`]), computed once from its record and bound
-//! by each backend's driver ([`Value`]). How a batch becomes
-//! transactions and statements is each backend's.
+//! stored under ([`RunValues`]), computed once from its record, bound one
+//! by one by SQLite's driver and gathered into a column's array for
+//! PostgreSQL's ([`Value`]). How a batch becomes transactions and
+//! statements is each backend's.
 
 use super::CanonicalRun;
 use super::check::FigureColumns;
@@ -74,7 +75,7 @@ pub(crate) const N_INSERT_COLUMNS: usize = 23;
 /// ([`RunValues::label`]).
 pub(crate) const SERIES_COLUMNS: &str = "config_key, started_at, run_id, spec_key, series";
 
-/// One value of a run's row, bound by either driver.
+/// One value of a run's row.
 pub(crate) enum Value<'run> {
     Text(Option<&'run str>),
     /// Text computed from the record (a time with six fraction digits, a
@@ -93,20 +94,6 @@ impl rusqlite::ToSql for Value<'_> {
             Value::Integer(integer) => integer.to_sql(),
             Value::Real(real) => real.to_sql(),
             Value::Bytes(bytes) => bytes.to_sql(),
-        }
-    }
-}
-
-impl Value<'_> {
-    /// The value as PostgreSQL's driver binds it (its `ToSql` needs the
-    /// column's type, which the inner value's own implementation checks).
-    pub(crate) fn postgres(&self) -> &(dyn postgres::types::ToSql + Sync) {
-        match self {
-            Value::Text(text) => text,
-            Value::ComputedText(text) => text,
-            Value::Integer(integer) => integer,
-            Value::Real(real) => real,
-            Value::Bytes(bytes) => bytes,
         }
     }
 }

@@ -15,6 +15,7 @@ mod check;
 mod lab;
 mod opening;
 mod prune;
+mod rows;
 
 use archive::location::ServerAddress;
 use archive::store::SeriesRun;

@@ -367,19 +367,25 @@ impl RunRecord {
     }
 }
 
-fn id_of_tree(mut tree: Value) -> Result<String, RecordError> {
-    if let Value::Object(members) = &mut tree {
-        members.remove("id");
-        let undated = members
-            .get("source")
-            .and_then(|source| source.get("undated"))
-            .is_some_and(|undated| *undated == Value::Bool(true));
-        if undated {
-            members.remove("started_at");
-            members.remove("finished_at");
-        }
-    }
-    Ok(canonical::hash_hex(&canonical::to_canonical_bytes(&tree)?))
+fn id_of_tree(tree: Value) -> Result<String, RecordError> {
+    Ok(id_and_canonical_bytes(&tree)?.0)
+}
+
+/// The id of a document's tree (the hash of its canonical bytes without
+/// `id`, and without its times when its source is undated) and its own
+/// canonical bytes, written once.
+fn id_and_canonical_bytes(tree: &Value) -> Result<(String, Vec<u8>), RecordError> {
+    let undated = tree
+        .get("source")
+        .and_then(|source| source.get("undated"))
+        .is_some_and(|undated| *undated == Value::Bool(true));
+    let left_out: &[&str] = if undated {
+        &["id", "started_at", "finished_at"]
+    } else {
+        &["id"]
+    };
+    let (bytes, hashed) = canonical::tree_to_canonical_bytes_and_without(tree, left_out)?;
+    Ok((canonical::hash_hex(&hashed), bytes))
 }
 
 #[cfg(test)]

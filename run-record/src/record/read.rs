@@ -4,8 +4,11 @@
 //! its figures and parts (`limits.rs`), `config_key` and `id`, each
 //! refused with the [`RecordError`] that says what is wrong.
 
-use super::{RecordError, RunRecord, SCHEMA_MAJOR, SCHEMA_MINOR, SCHEMA_PREFIX, id_of_tree};
+use super::{
+    RecordError, RunRecord, SCHEMA_MAJOR, SCHEMA_MINOR, SCHEMA_PREFIX, id_and_canonical_bytes,
+};
 use crate::canonical;
+use serde::Deserialize;
 use serde_json::Value;
 
 impl RunRecord {
@@ -13,11 +16,18 @@ impl RunRecord {
     /// the limits of its figures ([`RunRecord::check_limits`]), `id` and
     /// `config_key`.
     pub fn from_slice(bytes: &[u8]) -> Result<RunRecord, RecordError> {
+        Ok(RunRecord::read_canonical(bytes)?.0)
+    }
+
+    /// Reads a record as [`RunRecord::from_slice`] does, and gives the
+    /// canonical bytes of the document as written (members a newer minor
+    /// revision added kept), which checking its id writes anyway.
+    pub fn read_canonical(bytes: &[u8]) -> Result<(RunRecord, Vec<u8>), RecordError> {
         let text = std::str::from_utf8(bytes).map_err(|err| RecordError::NotUtf8 {
             offset: err.valid_up_to(),
         })?;
         canonical::check_json_size(bytes).map_err(RecordError::Invalid)?;
-        let tree: Value = canonical::parse_json(text).map_err(json_error)?;
+        let tree: Value = canonical::parse_json_of_checked_size(text).map_err(json_error)?;
         let Value::Object(members) = &tree else {
             return Err(RecordError::Invalid(
                 "a run record is a JSON object".to_string(),
@@ -33,8 +43,8 @@ impl RunRecord {
             }
         };
         canonical::check_integers(&tree, &mut String::from("$"))?;
-        let record: RunRecord = serde_json::from_value(tree.clone())
-            .map_err(|err| RecordError::Invalid(err.to_string()))?;
+        let record =
+            RunRecord::deserialize(&tree).map_err(|err| RecordError::Invalid(err.to_string()))?;
         record.check_names()?;
         for (name, time) in [
             ("started_at", &record.started_at),
@@ -85,14 +95,14 @@ impl RunRecord {
         record.check_limits()?;
         // The id covers the document as written, including members a newer
         // minor revision may have added, so hash the tree, not the struct.
-        let computed = id_of_tree(tree)?;
+        let (computed, canonical_bytes) = id_and_canonical_bytes(&tree)?;
         if computed != record.id {
             return Err(RecordError::IdMismatch {
                 stated: record.id,
                 computed,
             });
         }
-        Ok(record)
+        Ok((record, canonical_bytes))
     }
 }
 
