@@ -102,16 +102,24 @@ fn bench_lines_of_compare_and_of_the_site_measure_the_same_configurations() {
 
     let site = dir.path().join("site");
     stdout_of(netbisect(&archive).arg("publish").arg(&site));
+    // Each configuration's line, and each run's own on the page of its
+    // point (in time order, a point per run: six), with its label where
+    // it has one (the four measured by `bench`, not the two pasted).
     let lines: Vec<String> = site_commands(&site)
         .into_iter()
         .filter(|line| line.starts_with("netbisect bench "))
         .collect();
-    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(lines.len(), 2 + 6, "{lines:?}");
+    let of_runs = lines
+        .iter()
+        .filter(|line| line.contains(" --label "))
+        .count();
+    assert_eq!(of_runs, 4, "{lines:?}");
     for line in &lines {
         paste(&archive, line);
     }
     let after = configurations(&archive);
-    assert_eq!(after.len(), 8);
+    assert_eq!(after.len(), 6 + 8);
     for configuration in &after[6..] {
         assert!(
             keys.contains(configuration),
