@@ -24,6 +24,8 @@ fn run(id_digit: char, testbed: &str, label: Option<&str>, started_at: &str) -> 
         n_iterations: 3,
         throughput_bps: 9.41e9,
         transaction_rate: None,
+        stored_by: Some("lab".into()),
+        stored_from: Some("lab-host".into()),
     }
 }
 
