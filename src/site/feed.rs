@@ -136,6 +136,8 @@ mod tests {
             interval: None,
             good: "g".to_string(),
             bad: "b".to_string(),
+            good_file: None,
+            bad_file: None,
             culprit: Some(Culprit {
                 id: "c".to_string(),
                 subject: Some(hostile.to_string()),

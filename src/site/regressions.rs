@@ -67,6 +67,10 @@ pub struct RegressionEntry {
     pub good: String,
     /// The first commit measured after it.
     pub bad: String,
+    /// The pages of the runs of `good` and `bad` in the configuration's
+    /// chart, where it has them.
+    pub good_file: Option<String>,
+    pub bad_file: Option<String>,
     /// The culprit, once bisected.
     pub culprit: Option<Culprit>,
     /// The commit at which the metric was found back.
@@ -266,6 +270,8 @@ fn entry_of(regression: &Regression, tracks: &[Track], sources: &Sources<'_>) ->
         interval,
         good: regression.good.clone(),
         bad: regression.bad.clone(),
+        good_file: config.and_then(|config| point_file_of(config, &regression.good)),
+        bad_file: config.and_then(|config| point_file_of(config, &regression.bad)),
         culprit: regression.culprit.as_ref().map(|id| Culprit {
             id: id.clone(),
             subject: subject_of(&repos, id),
@@ -279,6 +285,18 @@ fn entry_of(regression: &Regression, tracks: &[Track], sources: &Sources<'_>) ->
     };
     entry.headline = headline(&entry);
     entry
+}
+
+/// The page of the runs of `commit` in `config`'s chart, when the chart
+/// has a point of that commit (see [`super::runs::point_file`]: it ends
+/// in the commit's first 12 digits).
+fn point_file_of(config: &ConfigPage, commit: &str) -> Option<String> {
+    let suffix = format!("-{}.html", commit.get(..12)?);
+    config
+        .point_pages
+        .iter()
+        .find(|page| page.file.ends_with(&suffix))
+        .map(|page| page.file.clone())
 }
 
 /// The context of `templates/site/regressions.html`.

@@ -174,6 +174,20 @@ fn a_regression_the_lab_bisected_is_on_the_site_and_its_feed() {
         "{bisection}"
     );
     assert!(row.contains("<td class=\"num\">-"), "the change: {row}");
+    // The good and bad commits link to the pages of their runs.
+    let run_pages: Vec<String> = row
+        .split("<a href=\"runs-")
+        .skip(1)
+        .map(|rest| format!("runs-{}", &rest[..rest.find('"').unwrap()]))
+        .collect();
+    assert_eq!(run_pages.len(), 2, "{row}");
+    for file in &run_pages {
+        let (_, html) = pages
+            .iter()
+            .find(|(name, _)| name == file)
+            .unwrap_or_else(|| panic!("{file} of the row is not written"));
+        assert!(html.contains("netbisect bench"), "{file}: {html}");
+    }
 
     // The testbed's page lists the configuration as the index does.
     let testbed = page(&pages, "testbed-lab.html");
