@@ -168,10 +168,7 @@ fn track(global: &GlobalOptions, args: &TrackWatchArgs) -> exit::Result<Code> {
             Err(err) if exit::classify(&err) == Code::Interrupted => return Err(err),
             Err(err) => {
                 say(&crate::lab::worker::failure_text(&err));
-                let away = err
-                    .chain()
-                    .filter_map(|cause| cause.downcast_ref::<archive::ArchiveError>())
-                    .any(archive::ArchiveError::is_transient);
+                let away = crate::lab::worker::archive_away(&err);
                 if away {
                     archive = open_patiently(&location, &say)?;
                 }

@@ -50,10 +50,7 @@ pub fn run(global: &GlobalOptions, args: &WorkerArgs) -> exit::Result<Code> {
             Err(err) if exit::classify(&err) == Code::Interrupted => return Err(err),
             Err(err) => {
                 say(&crate::lab::worker::failure_text(&err));
-                let away = err
-                    .chain()
-                    .filter_map(|cause| cause.downcast_ref::<archive::ArchiveError>())
-                    .any(archive::ArchiveError::is_transient);
+                let away = crate::lab::worker::archive_away(&err);
                 if args.once {
                     return Err(err);
                 }

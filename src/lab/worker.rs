@@ -81,6 +81,16 @@ pub fn open_patiently(location: &Location, say: Say<'_>) -> exit::Result<Archive
     }
 }
 
+/// Whether `failure` comes of the archive being away, or of a
+/// transaction it rolled back ([`archive::ArchiveError::is_transient`]):
+/// opening it again may do, where any other failure stays.
+pub fn archive_away(failure: &exit::Failure) -> bool {
+    failure
+        .chain()
+        .filter_map(|cause| cause.downcast_ref::<archive::ArchiveError>())
+        .any(archive::ArchiveError::is_transient)
+}
+
 /// A failure a long-running process goes on after, as its log says it:
 /// `error: ...` and a line for each cause.
 pub fn failure_text(failure: &exit::Failure) -> String {

@@ -312,16 +312,9 @@ mod tests {
         };
         let html = crate::render::html::render("site/compare.html", &view).unwrap();
         // The texts of each row's cells, read off the page.
-        let rows: Vec<Vec<&str>> = html
-            .split("<tr")
-            .skip(1)
-            .map(|row| {
-                row.split("<td")
-                    .skip(1)
-                    .filter_map(|cell| cell.split_once('>')?.1.split_once("</td>"))
-                    .map(|(text, _)| text)
-                    .collect()
-            })
+        let rows: Vec<Vec<&str>> = crate::site::page_text::inner_of(&html, "tr")
+            .into_iter()
+            .map(|row| crate::site::page_text::inner_of(row, "td"))
             .collect();
         for (_, word) in words {
             // A's mean, B's, the change, p, then the verdict's words.
@@ -331,6 +324,11 @@ mod tests {
                 "{word}: {html}"
             );
         }
-        assert!(html.contains("<p>1 run of A, 2 of B;"), "{html}");
+        assert!(
+            crate::site::page_text::inner_of(&html, "p")
+                .iter()
+                .any(|paragraph| paragraph.starts_with("1 run of A, 2 of B;")),
+            "{html}"
+        );
     }
 }

@@ -314,7 +314,9 @@ mod tests {
         run.stored_by = Some("writer_lab_a".into());
         let html = render(&config, &point, vec![run]).unwrap();
         assert!(
-            html.contains("<tr><th>stored by</th><td>writer_lab_a</td></tr>"),
+            crate::site::page_text::inner_of(&html, "tr")
+                .iter()
+                .any(|row| crate::site::page_text::text_of(row) == "stored by writer_lab_a"),
             "{html}"
         );
         let escaped = "&lt;script&gt;x&lt;/script&gt; &amp; &quot;&#39;&#233;";

@@ -95,15 +95,7 @@ impl Lab {
 
     /// The run files in the spool.
     fn spooled(&self) -> Vec<PathBuf> {
-        let root = self.state.path().join("netbisect").join("spool");
-        let Ok(archives) = std::fs::read_dir(&root) else {
-            return Vec::new();
-        };
-        archives
-            .flat_map(|archive| std::fs::read_dir(archive.unwrap().path()).unwrap())
-            .map(|entry| entry.unwrap().path())
-            .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
-            .collect()
+        crate::archive_spool::spooled(self.state.path())
     }
 
     /// The last line of `archive show ID` as `role`: who stored the run.

@@ -36,7 +36,7 @@ fn own_cluster() -> Option<Cluster> {
 }
 
 /// The run files in the spool under `state_home`.
-fn spooled(state_home: &Path) -> Vec<PathBuf> {
+pub(crate) fn spooled(state_home: &Path) -> Vec<PathBuf> {
     let root = state_home.join("netbisect").join("spool");
     let Ok(archives) = std::fs::read_dir(&root) else {
         return Vec::new();

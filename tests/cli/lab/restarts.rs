@@ -117,30 +117,8 @@ fn on_postgresql_a_killed_worker_and_a_restarted_server_lose_nothing_and_store_n
     assert!(tracker.contains("answers again"), "{tracker}");
     // Each run was kept on this machine until its job ended: none is
     // left there.
-    let spool = lab.path("state").join("netbisect").join("spool");
-    let left: Vec<_> = walk_files(&spool)
-        .into_iter()
-        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
-        .collect();
+    let left = crate::archive_spool::spooled(&lab.path("state"));
     assert!(left.is_empty(), "{left:?}");
-}
-
-/// The files under `dir`, at any depth; none when it does not exist.
-fn walk_files(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .flat_map(|entry| {
-            let path = entry.path();
-            if path.is_dir() {
-                walk_files(&path)
-            } else {
-                vec![path]
-            }
-        })
-        .collect()
 }
 
 /// Lands the commits from `from` one by one, each once measured and the
